@@ -1,0 +1,132 @@
+// Configuration comes from environment variables only, checked once at start so a bad
+// value stops the server with a message naming the variable, instead of failing later.
+import { resolve } from 'node:path';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  port: number;
+  host: string;
+  publicUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  bootstrapApiKey: string | undefined;
+  chromiumPath: string;
+  allowPrivateNetworks: boolean;
+  logLevel: LogLevel;
+  maxConcurrentBrowsers: number;
+  browserPoolSize: number;
+  sessionCreateRatePerMinute: number;
+  fetchRatePerMinute: number;
+  maxBodyBytes: number;
+  maxUploadBytes: number;
+  includedCredits: number;
+  shutdownGraceSeconds: number;
+}
+
+/** One entry per variable: the README's configuration table mirrors this list. */
+export const variables = {
+  PORT: 'TCP port to listen on (default 8080).',
+  HOST: 'Interface to bind (default 127.0.0.1; 0.0.0.0 to serve other machines).',
+  PUBLIC_URL: 'Address clients reach this server at; used in cdp_url and live_view_url (default http://localhost:PORT).',
+  DATA_DIR: 'Directory for the embedded database, browser roots and recordings (default ./data).',
+  DATABASE_URL: 'postgres:// URL of a PostgreSQL server; the embedded PGlite database in DATA_DIR when unset.',
+  BOOTSTRAP_API_KEY: 'An API key to create (once) at start; when unset, the first start creates one and prints it once.',
+  CHROMIUM_PATH: 'Chromium or Chrome executable (default /usr/bin/chromium).',
+  ALLOW_PRIVATE_NETWORKS: 'true lets requests made for users reach private, loopback and link-local addresses (default false).',
+  LOG_LEVEL: 'fatal, error, warn, info, debug, trace or silent (default info).',
+  MAX_CONCURRENT_BROWSERS: 'Most session browsers running at once per server (default 10).',
+  BROWSER_POOL_SIZE: 'Pre-launched default browsers kept warm; 0 turns the pool off (default 1).',
+  SESSION_CREATE_RATE_PER_MINUTE: 'Session creations allowed per API key per minute (default 60).',
+  FETCH_RATE_PER_MINUTE: 'Web fetch requests allowed per API key per minute (default 2000).',
+  MAX_BODY_BYTES: 'Largest JSON request body (default 1048576).',
+  MAX_UPLOAD_BYTES: 'Largest multipart upload, such as an extension ZIP (default 52428800).',
+  INCLUDED_CREDITS: 'Credits each project gets per billing period (default 1000).',
+  SHUTDOWN_GRACE_SECONDS: 'How long a graceful shutdown waits for requests and browsers (default 10).',
+} as const;
+
+export type VariableName = keyof typeof variables;
+type Env = Partial<Record<string, string | undefined>>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const str = (name: VariableName, fallback: string) => {
+    const v = env[name];
+    return v === undefined || v === '' ? fallback : v;
+  };
+  const int = (name: VariableName, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!/^-?\d+$/.test(raw.trim()) || n < min || n > max) {
+      problems.push(`${name}=${JSON.stringify(raw)} must be a whole number from ${min} to ${max}`);
+      return fallback;
+    }
+    return n;
+  };
+  const num = (name: VariableName, fallback: number, min: number) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n < min) {
+      problems.push(`${name}=${JSON.stringify(raw)} must be a number of at least ${min}`);
+      return fallback;
+    }
+    return n;
+  };
+  const bool = (name: VariableName, fallback: boolean) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    if (/^(true|1|yes)$/i.test(raw)) return true;
+    if (/^(false|0|no)$/i.test(raw)) return false;
+    problems.push(`${name}=${JSON.stringify(raw)} must be true or false`);
+    return fallback;
+  };
+
+  const port = int('PORT', 8080, 0, 65535);
+  const publicUrl = str('PUBLIC_URL', `http://localhost:${port}`).replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]+(\/.*)?$/.test(publicUrl)) {
+    problems.push(`PUBLIC_URL=${JSON.stringify(publicUrl)} must be an http:// or https:// URL`);
+  }
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    // Never echo the URL: it may hold a password.
+    problems.push('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const bootstrapApiKey = env.BOOTSTRAP_API_KEY || undefined;
+  if (bootstrapApiKey !== undefined && bootstrapApiKey.length < 16) {
+    problems.push('BOOTSTRAP_API_KEY must be at least 16 characters');
+  }
+  const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+
+  const config: Config = {
+    port,
+    host: str('HOST', '127.0.0.1'),
+    publicUrl,
+    dataDir: resolve(str('DATA_DIR', './data')),
+    databaseUrl,
+    bootstrapApiKey,
+    chromiumPath: str('CHROMIUM_PATH', '/usr/bin/chromium'),
+    allowPrivateNetworks: bool('ALLOW_PRIVATE_NETWORKS', false),
+    logLevel,
+    maxConcurrentBrowsers: int('MAX_CONCURRENT_BROWSERS', 10, 1, 10_000),
+    browserPoolSize: int('BROWSER_POOL_SIZE', 1, 0, 100),
+    sessionCreateRatePerMinute: int('SESSION_CREATE_RATE_PER_MINUTE', 60, 1),
+    fetchRatePerMinute: int('FETCH_RATE_PER_MINUTE', 2000, 1),
+    maxBodyBytes: int('MAX_BODY_BYTES', 1024 * 1024, 1024),
+    maxUploadBytes: int('MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1024),
+    includedCredits: num('INCLUDED_CREDITS', 1000, 0),
+    shutdownGraceSeconds: int('SHUTDOWN_GRACE_SECONDS', 10, 0, 3600),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

@@ -1,0 +1,232 @@
+// Wires every operation of the generated route table into Hono. For each request:
+// authenticate, check the body's type and size, validate parameters and body against the
+// contract, call the operation's handler, and serialize the data it returns. Handlers
+// never touch Hono; everything a client can see of an error is built here or in errors.ts.
+import { randomUUID } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import type { Logger } from 'pino';
+import type { ValidateFunction } from 'ajv';
+import { routes, type Route } from '../../generated/routes.js';
+import type { Handlers } from '../../generated/handlers.js';
+import type { AuthedContext, PublicContext } from './context.js';
+import { errorBody } from './errors.js';
+import { compileSchema, createAjv, deref, describeErrors, loadSpec, type JsonObject } from './spec.js';
+
+export type AppHandlers = Handlers<AuthedContext, PublicContext>;
+
+export interface HttpAppOptions {
+  handlers: AppHandlers;
+  log: Logger;
+  /** Resolves an API key to its project, or undefined. */
+  authenticate(key: string): Promise<{ projectId: string; apiKeyId: string } | undefined>;
+  maxBodyBytes: number;
+  maxUploadBytes: number;
+  publicUrl: string;
+}
+
+interface Validators {
+  params?: ValidateFunction;
+  query?: ValidateFunction;
+  body?: ValidateFunction;
+}
+
+/** Per-operation validators, compiled once from the contract. */
+function compileValidators(): Map<string, Validators> {
+  const spec = loadSpec();
+  const strict = createAjv(spec);
+  const coercing = createAjv(spec, { coerce: true });
+  const out = new Map<string, Validators>();
+  for (const route of routes) {
+    const item = spec.paths[route.path];
+    const op = item[route.method.toLowerCase()];
+    const params: JsonObject[] = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) => deref(spec, p));
+    const objectOf = (where: 'path' | 'query') => {
+      const list = params.filter((p) => p.in === where);
+      if (list.length === 0) return undefined;
+      return compileSchema(coercing, {
+        type: 'object',
+        properties: Object.fromEntries(list.map((p) => [p.name, p.schema ?? {}])),
+        required: list.filter((p) => p.required).map((p) => p.name),
+      });
+    };
+    const v: Validators = { params: objectOf('path'), query: objectOf('query') };
+    const content = op.requestBody ? deref(spec, op.requestBody).content ?? {} : {};
+    const schema = content['application/json']?.schema ?? content['multipart/form-data']?.schema;
+    if (schema) v.body = compileSchema(strict, schema);
+    out.set(route.operationId, v);
+  }
+  return out;
+}
+
+class RequestError extends Error {
+  constructor(readonly status: 400 | 401 | 413 | 415, message: string) {
+    super(message);
+  }
+}
+
+export function createHttpApp(options: HttpAppOptions): Hono {
+  const { handlers, log } = options;
+  const validators = compileValidators();
+  const docsUrl = `${options.publicUrl}/docs`;
+  const app = new Hono();
+
+  const respondError = (c: Context, route: Route | undefined, status: number, message: string, headers?: Record<string, string>) => {
+    const shape = route?.errors[status] ?? 'general';
+    return c.json(errorBody(shape, status, message, docsUrl) as object, status as 400, headers);
+  };
+
+  const handle = (route: Route) => async (c: Context) => {
+    const requestId = c.get('requestId' as never) as string;
+    const reqLog = log.child({ requestId, operationId: route.operationId });
+    try {
+      let owner: { projectId: string; apiKeyId: string } | undefined;
+      if (route.secured) {
+        const key = c.req.header('service-api-key');
+        owner = key ? await options.authenticate(key) : undefined;
+        if (!owner) throw new RequestError(401, key ? 'Invalid API key' : 'Missing API key: send it in the service-api-key header');
+      }
+      const v = validators.get(route.operationId)!;
+      const params: Record<string, unknown> = { ...c.req.param() };
+      if (v.params && !v.params(params)) throw new RequestError(400, describeErrors(v.params.errors, 'path'));
+      const query = readQuery(c, route);
+      if (v.query && !v.query(query)) throw new RequestError(400, describeErrors(v.query.errors, 'query'));
+      const body = await readBody(c, route, v, options);
+
+      const ctx: PublicContext = { requestId, log: reqLog };
+      const authed: AuthedContext | undefined = owner && { ...ctx, ...owner };
+      const fn = handlers[route.operationId] as (req: unknown, ctx: unknown) => unknown;
+      const result = (await fn({ params, query, body, headers: c.req.raw.headers }, authed ?? ctx)) as HandlerResult;
+      return serialize(result);
+    } catch (err) {
+      if (err instanceof RequestError) return respondError(c, route, err.status, err.message);
+      reqLog.error({ err }, 'handler failed');
+      return respondError(c, route, 500, 'Internal server error');
+    }
+  };
+
+  app.use('*', async (c, next) => {
+    const requestId = c.req.header('x-request-id')?.slice(0, 64) || randomUUID();
+    c.set('requestId' as never, requestId as never);
+    const started = performance.now();
+    await next();
+    c.header('x-request-id', requestId);
+    // Paths only: query strings can carry CDP and live-view tokens.
+    log.info(
+      { requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
+      'request',
+    );
+  });
+
+  // Register path by path, in the table's order (literal segments first), each path's
+  // methods followed by a 405 for the others, so a concrete path always wins over a
+  // template that would also match it.
+  const byPath = new Map<string, Route[]>();
+  for (const route of routes) byPath.set(route.honoPath, [...(byPath.get(route.honoPath) ?? []), route]);
+  for (const [honoPath, list] of byPath) {
+    for (const route of list) app.on(route.method, honoPath, handle(route));
+    const allow = list.map((r) => r.method).join(', ');
+    app.all(honoPath, (c) => respondError(c, undefined, 405, `Method ${c.req.method} is not allowed here; allowed: ${allow}`, { Allow: allow }));
+  }
+
+  app.onError((err, c) => {
+    log.error({ err }, 'unhandled error');
+    return respondError(c, undefined, 500, 'Internal server error');
+  });
+  return app;
+}
+
+/** Adds the routes the contract does not describe (health, docs) before the API's 404. */
+export function finishApp(app: Hono): Hono {
+  app.notFound((c) => c.json({ error: { code: 404, message: `No route for ${c.req.method} ${c.req.path}` } }, 404));
+  return app;
+}
+
+function readQuery(c: Context, route: Route): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, values] of Object.entries(c.req.queries())) {
+    // Several values come either repeated (?m=a&m=b) or comma-separated (?m=a,b).
+    out[name] = route.arrayQuery.includes(name) ? values.flatMap((v) => v.split(',')).filter(Boolean) : values[values.length - 1];
+  }
+  return out;
+}
+
+async function readBody(c: Context, route: Route, v: Validators, options: HttpAppOptions): Promise<unknown> {
+  if (!route.body) return undefined;
+  const type = (c.req.header('content-type') ?? '').split(';')[0].trim().toLowerCase();
+  const multipart = type === 'multipart/form-data';
+  const limit = multipart ? options.maxUploadBytes : options.maxBodyBytes;
+  const raw = await readLimited(c.req.raw, limit);
+  if (raw.length === 0) {
+    if (route.body.required) throw new RequestError(400, 'A request body is required');
+    return undefined;
+  }
+  if (!route.body.mediaTypes.includes(type)) {
+    throw new RequestError(415, `Content-Type must be ${route.body.mediaTypes.join(' or ')}`);
+  }
+  if (multipart) {
+    const form = await new Request('http://local/', { method: 'POST', headers: { 'content-type': c.req.header('content-type')! }, body: raw as BodyInit })
+      .formData()
+      .catch(() => {
+        throw new RequestError(400, 'Malformed multipart body');
+      });
+    const fields: Record<string, unknown> = {};
+    const shadow: Record<string, unknown> = {};
+    for (const [name, value] of form.entries()) {
+      fields[name] = value;
+      // Ajv sees file fields as text: their presence is what the schema checks.
+      shadow[name] = typeof value === 'string' ? value : '(file)';
+    }
+    if (v.body && !v.body(shadow)) throw new RequestError(400, describeErrors(v.body.errors, 'body'));
+    for (const name of route.body.binaryFields) {
+      if (name in fields && typeof fields[name] === 'string') throw new RequestError(400, `body/${name} must be a file`);
+    }
+    return fields;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder().decode(raw));
+  } catch {
+    throw new RequestError(400, 'Malformed JSON body');
+  }
+  if (v.body && !v.body(body)) throw new RequestError(400, describeErrors(v.body.errors, 'body'));
+  return body;
+}
+
+/** Reads the body, refusing (413) past `limit` bytes whether or not Content-Length says so. */
+async function readLimited(req: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(req.headers.get('content-length') ?? NaN);
+  if (declared > limit) throw new RequestError(413, `Request body exceeds ${limit} bytes`);
+  if (!req.body) return new Uint8Array();
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      await reader.cancel();
+      throw new RequestError(413, `Request body exceeds ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+interface HandlerResult {
+  status: number;
+  body?: unknown;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+function serialize(result: HandlerResult): Response {
+  const headers = new Headers(result.headers);
+  if (result.body === undefined) return new Response(null, { status: result.status, headers });
+  if (result.contentType === undefined || /^application\/(.+\+)?json$/.test(result.contentType)) {
+    headers.set('content-type', result.contentType ?? 'application/json');
+    return new Response(JSON.stringify(result.body), { status: result.status, headers });
+  }
+  headers.set('content-type', result.contentType);
+  return new Response(result.body as BodyInit, { status: result.status, headers });
+}

@@ -1,0 +1,130 @@
+// Assembles the service from its configuration: database, capabilities, HTTP app, and the
+// node HTTP server with its WebSocket upgrades. `main.ts` runs it; tests start it in-process
+// on an ephemeral port and talk to it over real HTTP.
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import type { Hono } from 'hono';
+import type { Logger } from 'pino';
+import type { Config } from './config/config.js';
+import { openDb, type Db } from './store/db.js';
+import { migrate } from './store/migrate.js';
+import { bootstrapKey, findKey } from './auth/api-keys.js';
+import { createHttpApp, finishApp, type AppHandlers } from './http/app.js';
+import { notImplementedHandlers } from './http/not-implemented.js';
+
+export interface RunningServer {
+  /** The address the server listens on, e.g. http://127.0.0.1:41234. */
+  url: string;
+  config: Config;
+  db: Db;
+  /** Set when this start created the first API key (no BOOTSTRAP_API_KEY was given). */
+  createdApiKey?: string;
+  /** Graceful: stops accepting, finishes requests, ends browsers, closes the database. */
+  close(): Promise<void>;
+}
+
+const openapiYaml = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
+const redocBundle = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+
+const docsPage = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Cloud Browser Service API</title>
+  <style>body { margin: 0; }</style>
+</head>
+<body>
+  <redoc spec-url="/openapi.yaml"></redoc>
+  <script src="/docs/redoc.standalone.js"></script>
+</body>
+</html>`;
+
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const cleanups: (() => Promise<void>)[] = [() => db.close()];
+  try {
+    const applied = await migrate(db);
+    if (applied.length) log.info({ applied }, 'database migrated');
+    const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
+
+    const handlers: AppHandlers = {
+      ...notImplementedHandlers(),
+    };
+
+    const api = createHttpApp({
+      handlers,
+      log,
+      authenticate: (key) => findKey(db, key),
+      maxBodyBytes: config.maxBodyBytes,
+      maxUploadBytes: config.maxUploadBytes,
+      publicUrl: config.publicUrl,
+    });
+    addServiceRoutes(api, db);
+    finishApp(api);
+
+    const server = createHttpServer(getRequestListener(api.fetch));
+    await listen(server, config.port, config.host);
+    const { port } = server.address() as AddressInfo;
+    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    log.info({ url, publicUrl: config.publicUrl, database: db.kind }, 'listening');
+
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      config,
+      db,
+      createdApiKey: bootstrap.key,
+      close: () =>
+        (closing ??= (async () => {
+          await closeHttp(server, config.shutdownGraceSeconds * 1000);
+          for (const cleanup of cleanups.reverse()) await cleanup();
+        })()),
+    };
+  } catch (err) {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    throw err;
+  }
+}
+
+function addServiceRoutes(app: Hono, db: Db) {
+  app.get('/healthz', async (c) => {
+    try {
+      await db.query('SELECT 1');
+      return c.json({ status: 'ok', database: db.kind });
+    } catch {
+      return c.json({ status: 'unavailable', database: db.kind }, 503);
+    }
+  });
+  app.get('/openapi.yaml', (c) => c.body(readFileSync(openapiYaml, 'utf8'), 200, { 'content-type': 'application/yaml' }));
+  app.get('/docs', (c) => c.html(docsPage));
+  app.get('/docs/redoc.standalone.js', (c) =>
+    c.body(readFileSync(redocBundle), 200, { 'content-type': 'text/javascript', 'cache-control': 'public, max-age=86400' }),
+  );
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Stops accepting, lets requests finish for up to graceMs, then drops what is left. */
+function closeHttp(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

@@ -1,0 +1,100 @@
+// One SQL interface over both backends: PGlite embedded in DATA_DIR by default, PostgreSQL
+// when DATABASE_URL is set. Queries are plain Postgres SQL with $1 placeholders, so every
+// module runs unchanged on either.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
+import pg from 'pg';
+
+export interface Db {
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Runs fn in one transaction; inside it, `tx` is the only handle to use. */
+  transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  readonly kind: 'pglite' | 'postgres';
+}
+
+// bigint and numeric arrive as strings by default; every number we store fits a double.
+const toNumber = (v: string) => Number(v);
+
+export async function openDb(options: { databaseUrl?: string; dataDir?: string }): Promise<Db> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl);
+  return openPglite(options.dataDir);
+}
+
+/** dataDir undefined keeps the database in memory (tests that need no persistence). */
+async function openPglite(dataDir: string | undefined): Promise<Db> {
+  let dir: string | undefined;
+  if (dataDir) {
+    dir = join(dataDir, 'pglite');
+    mkdirSync(dir, { recursive: true });
+  }
+  const lite = new PGlite(dir, {
+    parsers: { [pgliteTypes.INT8]: toNumber, [pgliteTypes.NUMERIC]: toNumber },
+  });
+  await lite.waitReady;
+  const wrap = (q: Pick<PGlite, 'query'>): Db['query'] =>
+    async (sql, params = []) => (await q.query(sql, params as unknown[])).rows as never;
+  let inTx = false;
+  const db: Db = {
+    kind: 'pglite',
+    query: wrap(lite),
+    async transaction(fn) {
+      // PGlite has one connection: a nested transaction would deadlock, so refuse it loudly.
+      if (inTx) throw new Error('nested transaction');
+      return lite.transaction(async (t) => {
+        inTx = true;
+        try {
+          const tx: Db = { ...db, query: wrap(t), transaction: (f) => f(tx) };
+          return await fn(tx);
+        } finally {
+          inTx = false;
+        }
+      });
+    },
+    async close() {
+      if (!lite.closed) await lite.close();
+    },
+  };
+  return db;
+}
+
+async function openPostgres(url: string): Promise<Db> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === 20 || oid === 1700 ? toNumber : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
+  });
+  // A dropped idle connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const client = await pool.connect();
+  client.release();
+  const db: Db = {
+    kind: 'postgres',
+    query: async (sql, params = []) => (await pool.query(sql, params as unknown[])).rows,
+    async transaction(fn) {
+      const conn = await pool.connect();
+      try {
+        await conn.query('BEGIN');
+        const tx: Db = {
+          ...db,
+          query: async (sql, params = []) => (await conn.query(sql, params as unknown[])).rows,
+          transaction: (f) => f(tx),
+        };
+        const result = await fn(tx);
+        await conn.query('COMMIT');
+        return result;
+      } catch (err) {
+        await conn.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        conn.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+  return db;
+}
