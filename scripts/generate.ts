@@ -8,7 +8,8 @@
 //                    exact union of documented responses, so a missing handler, an
 //                    undocumented status or a wrong body fails the type check
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
@@ -251,16 +252,48 @@ export function createApiClient(options: ClientOptions & { apiKey?: string }) {
 `;
 }
 
-function main() {
-  mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'openapi.json'), JSON.stringify(spec, null, 2) + '\n');
-  execFileSync(bin('openapi-typescript'), ['openapi.yaml', '-o', 'generated/types.ts'], { cwd: root, stdio: 'pipe' });
-  rmSync(join(out, 'sdk'), { recursive: true, force: true });
-  execFileSync(bin('openapi-ts'), ['-i', 'openapi.yaml', '-o', 'generated/sdk'], { cwd: root, stdio: 'pipe' });
-  writeFileSync(join(out, 'routes.ts'), routesTs());
-  writeFileSync(join(out, 'handlers.ts'), handlersTs());
-  writeFileSync(join(out, 'client.ts'), clientTs());
-  console.log(`generated/ written: ${ops.length} operations`);
+function writeAll(dir: string) {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'openapi.json'), JSON.stringify(spec, null, 2) + '\n');
+  execFileSync(bin('openapi-typescript'), ['openapi.yaml', '--default-non-nullable', 'false', '-o', join(dir, 'types.ts')], { cwd: root, stdio: 'pipe' });
+  execFileSync(bin('openapi-ts'), ['-i', 'openapi.yaml', '-o', join(dir, 'sdk')], { cwd: root, stdio: 'pipe' });
+  writeFileSync(join(dir, 'routes.ts'), routesTs());
+  writeFileSync(join(dir, 'handlers.ts'), handlersTs());
+  writeFileSync(join(dir, 'client.ts'), clientTs());
 }
 
-main();
+function listFiles(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? listFiles(dir, join(prefix, e.name)) : [join(prefix, e.name)],
+  );
+}
+
+/** --check: generate into a scratch directory and compare, so CI fails on a stale generated/. */
+function check(): boolean {
+  const scratch = mkdtempSync(join(tmpdir(), 'generated-'));
+  try {
+    writeAll(scratch);
+    const fresh = listFiles(scratch).sort();
+    const current = existsSync(out) ? listFiles(out).sort() : [];
+    const stale = [
+      ...fresh.filter((f) => !current.includes(f) || readFileSync(join(out, f), 'utf8') !== readFileSync(join(scratch, f), 'utf8')),
+      ...current.filter((f) => !fresh.includes(f)),
+    ];
+    if (stale.length) {
+      console.error(`generated/ is stale (run pnpm generate): ${stale.join(', ')}`);
+      return false;
+    }
+    console.log(`generated/ is fresh: ${ops.length} operations`);
+    return true;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+if (process.argv.includes('--check')) {
+  process.exit(check() ? 0 : 1);
+} else {
+  writeAll(out);
+  console.log(`generated/ written: ${ops.length} operations`);
+}
