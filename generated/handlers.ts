@@ -11,6 +11,42 @@ export type BinaryBody = string | Uint8Array | ReadableStream<Uint8Array>;
 /** multipart/form-data: file fields arrive as File, the rest as text. */
 export type Multipart<T, Files extends keyof any> = { [K in keyof T]: K extends Files ? File : string };
 
+export type GetAgentAccessGuideRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type GetAgentAccessGuideResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type SubmitAgentAccessRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["submitAgentAccess"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type SubmitAgentAccessResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListApplicationsRequest = { params: NoFields; query: NonNullable<operations["listApplications"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListApplicationsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listApplications"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listApplications"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listApplications"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listApplications"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listApplications"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type CreateApplicationRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createApplication"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type CreateApplicationResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["createApplication"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createApplication"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createApplication"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["createApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type ListBatchSessionsRequest = { params: NoFields; query: NonNullable<operations["listBatchSessions"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListBatchSessionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -39,6 +75,80 @@ export type GetBillingResponse =
   | { status: 500; contentType?: "application/json"; body: operations["getBilling"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["getBilling"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type ListClientCertificatesRequest = { params: NoFields; query: NonNullable<operations["listClientCertificates"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListClientCertificatesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UploadClientCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadClientCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
+export type UploadClientCertificateResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListExtensionsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type ListExtensionsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listExtensions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listExtensions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listExtensions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listExtensions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UploadExtensionRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadExtension"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
+export type UploadExtensionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListIdentitiesRequest = { params: NoFields; query: NonNullable<operations["listIdentities"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListIdentitiesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listIdentities"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listIdentities"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listIdentities"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listIdentities"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type CreateIdentityRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type CreateIdentityResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["createIdentity"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["createIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createIdentity"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createIdentity"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["createIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListProfilesRequest = { params: NoFields; query: NonNullable<operations["listProfiles"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListProfilesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listProfiles"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listProfiles"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listProfiles"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listProfiles"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listProfiles"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type CreateProfileRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createProfile"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type CreateProfileResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["createProfile"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createProfile"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createProfile"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["createProfile"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["createProfile"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createProfile"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createProfile"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["createProfile"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type ListSessionsRequest = { params: NoFields; query: NonNullable<operations["listSessions"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListSessionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -58,6 +168,50 @@ export type CreateSessionResponse =
   | { status: 429; contentType?: "application/json"; body: operations["createSession"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["createSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["createSession"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListTasksRequest = { params: NoFields; query: NonNullable<operations["listTasks"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListTasksResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listTasks"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listTasks"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listTasks"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listTasks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listTasks"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type CreateTaskRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type CreateTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["createTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["createTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListWebhooksRequest = { params: NoFields; query: NonNullable<operations["listWebhooks"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListWebhooksResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type CreateWebhookRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type CreateWebhookResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["createWebhook"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["createWebhook"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["createWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetAgentAccessChallengeRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type GetAgentAccessChallengeResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetSessionHistoryRequest = { params: NoFields; query: NonNullable<operations["getSessionHistory"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetSessionHistoryResponse =
@@ -145,6 +299,45 @@ export type FetchWebpageResponse =
   | { status: 502; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GetTaskRunStatusRequest = { params: operations["getTaskRunStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetTaskRunStatusResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetApplicationRequest = { params: operations["getApplication"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetApplicationResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getApplication"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteApplicationRequest = { params: operations["deleteApplication"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteApplicationResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UpdateApplicationRequest = { params: operations["updateApplication"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateApplication"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type UpdateApplicationResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["updateApplication"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["updateApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["updateApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["updateApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["updateApplication"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["updateApplication"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["updateApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["updateApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetBatchSessionsRequest = { params: operations["getBatchSessions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetBatchSessionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -175,6 +368,80 @@ export type ConnectCdpResponse =
   | { status: 500; contentType?: "application/json"; body: operations["connectCdp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["connectCdp"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type DeleteClientCertificateRequest = { params: operations["deleteClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteClientCertificateResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetExtensionRequest = { params: operations["getExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetExtensionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getExtension"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getExtension"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getExtension"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getExtension"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getExtension"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteExtensionRequest = { params: operations["deleteExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteExtensionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetIdentityRequest = { params: operations["getIdentity"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetIdentityResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getIdentity"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteIdentityRequest = { params: operations["deleteIdentity"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteIdentityResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UpdateIdentityRequest = { params: operations["updateIdentity"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type UpdateIdentityResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetProfileRequest = { params: operations["getProfile"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetProfileResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getProfile"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getProfile"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getProfile"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getProfile"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getProfile"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteProfileRequest = { params: operations["deleteProfile"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteProfileResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetSessionRequest = { params: operations["getSession"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetSessionResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getSession"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -192,6 +459,64 @@ export type EndSessionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["endSession"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["endSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["endSession"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetTaskRequest = { params: operations["getTask"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteTaskRequest = { params: operations["deleteTask"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UpdateTaskRequest = { params: operations["updateTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type UpdateTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["updateTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["updateTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["updateTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["updateTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["updateTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["updateTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["updateTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["updateTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetWebhookRequest = { params: operations["getWebhook"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetWebhookResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getWebhook"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteWebhookRequest = { params: operations["deleteWebhook"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteWebhookResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UpdateWebhookRequest = { params: operations["updateWebhook"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type UpdateWebhookResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionPagesRequest = { params: operations["listSessionPages"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionPagesResponse =
@@ -312,6 +637,98 @@ export type ScrollResponse =
   | { status: 415; contentType?: "application/json"; body: operations["scroll"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["scroll"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["scroll"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeployTaskRequest = { params: operations["deployTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["deployTask"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type DeployTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deployTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deployTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deployTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deployTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["deployTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["deployTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deployTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deployTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetTaskDraftRequest = { params: operations["getTaskDraft"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetTaskDraftResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type SaveTaskDraftRequest = { params: operations["saveTaskDraft"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["saveTaskDraft"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type SaveTaskDraftResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListTaskExecutionsRequest = { params: operations["listTaskExecutions"]["parameters"]["path"]; query: NonNullable<operations["listTaskExecutions"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListTaskExecutionsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListTaskVersionsRequest = { params: operations["listTaskVersions"]["parameters"]["path"]; query: NonNullable<operations["listTaskVersions"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListTaskVersionsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListWebhookDeliveriesRequest = { params: operations["listWebhookDeliveries"]["parameters"]["path"]; query: NonNullable<operations["listWebhookDeliveries"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListWebhookDeliveriesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type RotateWebhookSecretRequest = { params: operations["rotateWebhookSecret"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type RotateWebhookSecretResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type TestWebhookRequest = { params: operations["testWebhook"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["testWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type TestWebhookResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["testWebhook"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["testWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["testWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["testWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["testWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["testWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["testWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["testWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type RunTaskRequest = { params: operations["runTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["runTask"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type RunTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["runTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["runTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["runTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 402; contentType?: "application/json"; body: operations["runTask"]["responses"][402]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["runTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["runTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["runTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["runTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["runTask"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["runTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["runTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetCdpVersionRequest = { params: operations["getCdpVersion"]["parameters"]["path"]; query: NonNullable<operations["getCdpVersion"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetCdpVersionResponse =
@@ -447,24 +864,68 @@ export type DeleteSessionRecordingResponse =
   | { status: 500; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GetTaskVersionRequest = { params: operations["getTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetTaskVersionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 /** One function per operation. AuthedCtx serves operations behind service-api-key. */
 export interface Handlers<AuthedCtx, PublicCtx> {
+  getAgentAccessGuide(req: GetAgentAccessGuideRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessGuideResponse>;
+  submitAgentAccess(req: SubmitAgentAccessRequest, ctx: PublicCtx): MaybePromise<SubmitAgentAccessResponse>;
+  listApplications(req: ListApplicationsRequest, ctx: AuthedCtx): MaybePromise<ListApplicationsResponse>;
+  createApplication(req: CreateApplicationRequest, ctx: AuthedCtx): MaybePromise<CreateApplicationResponse>;
   listBatchSessions(req: ListBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<ListBatchSessionsResponse>;
   createBatchSessions(req: CreateBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<CreateBatchSessionsResponse>;
   getBilling(req: GetBillingRequest, ctx: AuthedCtx): MaybePromise<GetBillingResponse>;
+  listClientCertificates(req: ListClientCertificatesRequest, ctx: AuthedCtx): MaybePromise<ListClientCertificatesResponse>;
+  uploadClientCertificate(req: UploadClientCertificateRequest, ctx: AuthedCtx): MaybePromise<UploadClientCertificateResponse>;
+  listExtensions(req: ListExtensionsRequest, ctx: AuthedCtx): MaybePromise<ListExtensionsResponse>;
+  uploadExtension(req: UploadExtensionRequest, ctx: AuthedCtx): MaybePromise<UploadExtensionResponse>;
+  listIdentities(req: ListIdentitiesRequest, ctx: AuthedCtx): MaybePromise<ListIdentitiesResponse>;
+  createIdentity(req: CreateIdentityRequest, ctx: AuthedCtx): MaybePromise<CreateIdentityResponse>;
+  listProfiles(req: ListProfilesRequest, ctx: AuthedCtx): MaybePromise<ListProfilesResponse>;
+  createProfile(req: CreateProfileRequest, ctx: AuthedCtx): MaybePromise<CreateProfileResponse>;
   listSessions(req: ListSessionsRequest, ctx: AuthedCtx): MaybePromise<ListSessionsResponse>;
   createSession(req: CreateSessionRequest, ctx: AuthedCtx): MaybePromise<CreateSessionResponse>;
+  listTasks(req: ListTasksRequest, ctx: AuthedCtx): MaybePromise<ListTasksResponse>;
+  createTask(req: CreateTaskRequest, ctx: AuthedCtx): MaybePromise<CreateTaskResponse>;
+  listWebhooks(req: ListWebhooksRequest, ctx: AuthedCtx): MaybePromise<ListWebhooksResponse>;
+  createWebhook(req: CreateWebhookRequest, ctx: AuthedCtx): MaybePromise<CreateWebhookResponse>;
+  getAgentAccessChallenge(req: GetAgentAccessChallengeRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessChallengeResponse>;
   getSessionHistory(req: GetSessionHistoryRequest, ctx: AuthedCtx): MaybePromise<GetSessionHistoryResponse>;
   executeCode(req: ExecuteCodeRequest, ctx: AuthedCtx): MaybePromise<ExecuteCodeResponse>;
   renderPagePdf(req: RenderPagePdfRequest, ctx: AuthedCtx): MaybePromise<RenderPagePdfResponse>;
   performWebTask(req: PerformWebTaskRequest, ctx: AuthedCtx): MaybePromise<PerformWebTaskResponse>;
   takeScreenshot(req: TakeScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeScreenshotResponse>;
   fetchWebpage(req: FetchWebpageRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageResponse>;
+  getTaskRunStatus(req: GetTaskRunStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskRunStatusResponse>;
+  getApplication(req: GetApplicationRequest, ctx: AuthedCtx): MaybePromise<GetApplicationResponse>;
+  deleteApplication(req: DeleteApplicationRequest, ctx: AuthedCtx): MaybePromise<DeleteApplicationResponse>;
+  updateApplication(req: UpdateApplicationRequest, ctx: AuthedCtx): MaybePromise<UpdateApplicationResponse>;
   getBatchSessions(req: GetBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<GetBatchSessionsResponse>;
   cancelBatchSessions(req: CancelBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<CancelBatchSessionsResponse>;
   connectCdp(req: ConnectCdpRequest, ctx: PublicCtx): MaybePromise<ConnectCdpResponse>;
+  deleteClientCertificate(req: DeleteClientCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteClientCertificateResponse>;
+  getExtension(req: GetExtensionRequest, ctx: AuthedCtx): MaybePromise<GetExtensionResponse>;
+  deleteExtension(req: DeleteExtensionRequest, ctx: AuthedCtx): MaybePromise<DeleteExtensionResponse>;
+  getIdentity(req: GetIdentityRequest, ctx: AuthedCtx): MaybePromise<GetIdentityResponse>;
+  deleteIdentity(req: DeleteIdentityRequest, ctx: AuthedCtx): MaybePromise<DeleteIdentityResponse>;
+  updateIdentity(req: UpdateIdentityRequest, ctx: AuthedCtx): MaybePromise<UpdateIdentityResponse>;
+  getProfile(req: GetProfileRequest, ctx: AuthedCtx): MaybePromise<GetProfileResponse>;
+  deleteProfile(req: DeleteProfileRequest, ctx: AuthedCtx): MaybePromise<DeleteProfileResponse>;
   getSession(req: GetSessionRequest, ctx: AuthedCtx): MaybePromise<GetSessionResponse>;
   endSession(req: EndSessionRequest, ctx: AuthedCtx): MaybePromise<EndSessionResponse>;
+  getTask(req: GetTaskRequest, ctx: AuthedCtx): MaybePromise<GetTaskResponse>;
+  deleteTask(req: DeleteTaskRequest, ctx: AuthedCtx): MaybePromise<DeleteTaskResponse>;
+  updateTask(req: UpdateTaskRequest, ctx: AuthedCtx): MaybePromise<UpdateTaskResponse>;
+  getWebhook(req: GetWebhookRequest, ctx: AuthedCtx): MaybePromise<GetWebhookResponse>;
+  deleteWebhook(req: DeleteWebhookRequest, ctx: AuthedCtx): MaybePromise<DeleteWebhookResponse>;
+  updateWebhook(req: UpdateWebhookRequest, ctx: AuthedCtx): MaybePromise<UpdateWebhookResponse>;
   listSessionPages(req: ListSessionPagesRequest, ctx: AuthedCtx): MaybePromise<ListSessionPagesResponse>;
   listSessionRecordings(req: ListSessionRecordingsRequest, ctx: AuthedCtx): MaybePromise<ListSessionRecordingsResponse>;
   replaceSessionTags(req: ReplaceSessionTagsRequest, ctx: AuthedCtx): MaybePromise<ReplaceSessionTagsResponse>;
@@ -476,6 +937,15 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   pasteText(req: PasteTextRequest, ctx: AuthedCtx): MaybePromise<PasteTextResponse>;
   takeSessionScreenshot(req: TakeSessionScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeSessionScreenshotResponse>;
   scroll(req: ScrollRequest, ctx: AuthedCtx): MaybePromise<ScrollResponse>;
+  deployTask(req: DeployTaskRequest, ctx: AuthedCtx): MaybePromise<DeployTaskResponse>;
+  getTaskDraft(req: GetTaskDraftRequest, ctx: AuthedCtx): MaybePromise<GetTaskDraftResponse>;
+  saveTaskDraft(req: SaveTaskDraftRequest, ctx: AuthedCtx): MaybePromise<SaveTaskDraftResponse>;
+  listTaskExecutions(req: ListTaskExecutionsRequest, ctx: AuthedCtx): MaybePromise<ListTaskExecutionsResponse>;
+  listTaskVersions(req: ListTaskVersionsRequest, ctx: AuthedCtx): MaybePromise<ListTaskVersionsResponse>;
+  listWebhookDeliveries(req: ListWebhookDeliveriesRequest, ctx: AuthedCtx): MaybePromise<ListWebhookDeliveriesResponse>;
+  rotateWebhookSecret(req: RotateWebhookSecretRequest, ctx: AuthedCtx): MaybePromise<RotateWebhookSecretResponse>;
+  testWebhook(req: TestWebhookRequest, ctx: AuthedCtx): MaybePromise<TestWebhookResponse>;
+  runTask(req: RunTaskRequest, ctx: AuthedCtx): MaybePromise<RunTaskResponse>;
   getCdpVersion(req: GetCdpVersionRequest, ctx: PublicCtx): MaybePromise<GetCdpVersionResponse>;
   pauseSessionRecording(req: PauseSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<PauseSessionRecordingResponse>;
   resumeSessionRecording(req: ResumeSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<ResumeSessionRecordingResponse>;
@@ -488,9 +958,10 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   mouseUp(req: MouseUpRequest, ctx: AuthedCtx): MaybePromise<MouseUpResponse>;
   fetchPrimaryRecording(req: FetchPrimaryRecordingRequest, ctx: AuthedCtx): MaybePromise<FetchPrimaryRecordingResponse>;
   deleteSessionRecording(req: DeleteSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<DeleteSessionRecordingResponse>;
+  getTaskVersion(req: GetTaskVersionRequest, ctx: AuthedCtx): MaybePromise<GetTaskVersionResponse>;
 }
 
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listBatchSessions" | "createBatchSessions" | "getBilling" | "listSessions" | "createSession" | "getSessionHistory" | "executeCode" | "renderPagePdf" | "performWebTask" | "takeScreenshot" | "fetchWebpage" | "getBatchSessions" | "cancelBatchSessions" | "connectCdp" | "getSession" | "endSession" | "listSessionPages" | "listSessionRecordings" | "replaceSessionTags" | "getClipboard" | "setClipboard" | "copySelection" | "dragAndDrop" | "gotoUrl" | "pasteText" | "takeSessionScreenshot" | "scroll" | "getCdpVersion" | "pauseSessionRecording" | "resumeSessionRecording" | "keyboardShortcut" | "keyboardType" | "mouseClick" | "mouseDoubleClick" | "mouseDown" | "mouseMove" | "mouseUp" | "fetchPrimaryRecording" | "deleteSessionRecording";
+export type NotImplementedOperation = "getAgentAccessGuide" | "submitAgentAccess" | "listApplications" | "createApplication" | "listBatchSessions" | "createBatchSessions" | "getBilling" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listSessions" | "createSession" | "listTasks" | "createTask" | "listWebhooks" | "createWebhook" | "getAgentAccessChallenge" | "getSessionHistory" | "executeCode" | "renderPagePdf" | "performWebTask" | "takeScreenshot" | "fetchWebpage" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "getBatchSessions" | "cancelBatchSessions" | "connectCdp" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getSession" | "endSession" | "getTask" | "deleteTask" | "updateTask" | "getWebhook" | "deleteWebhook" | "updateWebhook" | "listSessionPages" | "listSessionRecordings" | "replaceSessionTags" | "getClipboard" | "setClipboard" | "copySelection" | "dragAndDrop" | "gotoUrl" | "pasteText" | "takeSessionScreenshot" | "scroll" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "listTaskVersions" | "listWebhookDeliveries" | "rotateWebhookSecret" | "testWebhook" | "runTask" | "getCdpVersion" | "pauseSessionRecording" | "resumeSessionRecording" | "keyboardShortcut" | "keyboardType" | "mouseClick" | "mouseDoubleClick" | "mouseDown" | "mouseMove" | "mouseUp" | "fetchPrimaryRecording" | "deleteSessionRecording" | "getTaskVersion";

@@ -22,22 +22,57 @@ export interface Route {
 }
 
 export type OperationId =
+  | "getAgentAccessGuide"
+  | "submitAgentAccess"
+  | "listApplications"
+  | "createApplication"
   | "listBatchSessions"
   | "createBatchSessions"
   | "getBilling"
+  | "listClientCertificates"
+  | "uploadClientCertificate"
+  | "listExtensions"
+  | "uploadExtension"
+  | "listIdentities"
+  | "createIdentity"
+  | "listProfiles"
+  | "createProfile"
   | "listSessions"
   | "createSession"
+  | "listTasks"
+  | "createTask"
+  | "listWebhooks"
+  | "createWebhook"
+  | "getAgentAccessChallenge"
   | "getSessionHistory"
   | "executeCode"
   | "renderPagePdf"
   | "performWebTask"
   | "takeScreenshot"
   | "fetchWebpage"
+  | "getTaskRunStatus"
+  | "getApplication"
+  | "deleteApplication"
+  | "updateApplication"
   | "getBatchSessions"
   | "cancelBatchSessions"
   | "connectCdp"
+  | "deleteClientCertificate"
+  | "getExtension"
+  | "deleteExtension"
+  | "getIdentity"
+  | "deleteIdentity"
+  | "updateIdentity"
+  | "getProfile"
+  | "deleteProfile"
   | "getSession"
   | "endSession"
+  | "getTask"
+  | "deleteTask"
+  | "updateTask"
+  | "getWebhook"
+  | "deleteWebhook"
+  | "updateWebhook"
   | "listSessionPages"
   | "listSessionRecordings"
   | "replaceSessionTags"
@@ -49,6 +84,15 @@ export type OperationId =
   | "pasteText"
   | "takeSessionScreenshot"
   | "scroll"
+  | "deployTask"
+  | "getTaskDraft"
+  | "saveTaskDraft"
+  | "listTaskExecutions"
+  | "listTaskVersions"
+  | "listWebhookDeliveries"
+  | "rotateWebhookSecret"
+  | "testWebhook"
+  | "runTask"
   | "getCdpVersion"
   | "pauseSessionRecording"
   | "resumeSessionRecording"
@@ -60,10 +104,55 @@ export type OperationId =
   | "mouseMove"
   | "mouseUp"
   | "fetchPrimaryRecording"
-  | "deleteSessionRecording";
+  | "deleteSessionRecording"
+  | "getTaskVersion";
 
 /** Ordered: literal path segments before parameters. */
 export const routes: readonly Route[] = [
+  {
+    operationId: "getAgentAccessGuide",
+    method: "GET",
+    path: "/v1/agent-access",
+    honoPath: "/v1/agent-access",
+    secured: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,429,500,501],
+    errors: {"429":"agentAccess","500":"agentAccess","501":"general"},
+  },
+  {
+    operationId: "submitAgentAccess",
+    method: "POST",
+    path: "/v1/agent-access",
+    honoPath: "/v1/agent-access",
+    secured: false,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,413,415,429,500,501],
+    errors: {"400":"agentAccess","401":"agentAccess","413":"agentAccess","415":"agentAccess","429":"agentAccess","500":"agentAccess","501":"general"},
+  },
+  {
+    operationId: "listApplications",
+    method: "GET",
+    path: "/v1/applications",
+    honoPath: "/v1/applications",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,500,501],
+    errors: {"400":"general","401":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "createApplication",
+    method: "POST",
+    path: "/v1/applications",
+    honoPath: "/v1/applications",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,413,415,500,501],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
   {
     operationId: "listBatchSessions",
     method: "GET",
@@ -98,6 +187,94 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","500":"general","501":"general"},
   },
   {
+    operationId: "listClientCertificates",
+    method: "GET",
+    path: "/v1/client-certificates",
+    honoPath: "/v1/client-certificates",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,500,501],
+    errors: {"400":"general","401":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "uploadClientCertificate",
+    method: "POST",
+    path: "/v1/client-certificates",
+    honoPath: "/v1/client-certificates",
+    secured: true,
+    body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
+    arrayQuery: [],
+    statuses: [200,400,401,413,415,500,501],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listExtensions",
+    method: "GET",
+    path: "/v1/extensions",
+    honoPath: "/v1/extensions",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,401,500,501],
+    errors: {"401":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "uploadExtension",
+    method: "POST",
+    path: "/v1/extensions",
+    honoPath: "/v1/extensions",
+    secured: true,
+    body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
+    arrayQuery: [],
+    statuses: [200,400,401,413,415,500,501],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listIdentities",
+    method: "GET",
+    path: "/v1/identities",
+    honoPath: "/v1/identities",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,500,501],
+    errors: {"400":"general","401":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "createIdentity",
+    method: "POST",
+    path: "/v1/identities",
+    honoPath: "/v1/identities",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listProfiles",
+    method: "GET",
+    path: "/v1/profiles",
+    honoPath: "/v1/profiles",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,500,501],
+    errors: {"400":"general","401":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "createProfile",
+    method: "POST",
+    path: "/v1/profiles",
+    honoPath: "/v1/profiles",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,409,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
     operationId: "listSessions",
     method: "GET",
     path: "/v1/sessions",
@@ -118,6 +295,61 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,402,413,415,429,500,501],
     errors: {"400":"general","401":"general","402":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listTasks",
+    method: "GET",
+    path: "/v1/task",
+    honoPath: "/v1/task",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,500,501],
+    errors: {"400":"general","401":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "createTask",
+    method: "POST",
+    path: "/v1/task",
+    honoPath: "/v1/task",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,413,415,500,501],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listWebhooks",
+    method: "GET",
+    path: "/v1/webhooks",
+    honoPath: "/v1/webhooks",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,500,501],
+    errors: {"400":"general","401":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "createWebhook",
+    method: "POST",
+    path: "/v1/webhooks",
+    honoPath: "/v1/webhooks",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,409,413,415,500,501],
+    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getAgentAccessChallenge",
+    method: "GET",
+    path: "/v1/agent-access/challenge",
+    honoPath: "/v1/agent-access/challenge",
+    secured: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,429,500,501],
+    errors: {"429":"agentAccess","500":"agentAccess","501":"general"},
   },
   {
     operationId: "getSessionHistory",
@@ -186,6 +418,50 @@ export const routes: readonly Route[] = [
     errors: {"400":"fetch","401":"fetch","403":"fetch","413":"fetch","415":"fetch","429":"fetch","500":"general","501":"general","502":"fetch","504":"fetch"},
   },
   {
+    operationId: "getTaskRunStatus",
+    method: "GET",
+    path: "/v2/tasks/runs/{runId}/status",
+    honoPath: "/v2/tasks/runs/:runId/status",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getApplication",
+    method: "GET",
+    path: "/v1/applications/{id}",
+    honoPath: "/v1/applications/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "deleteApplication",
+    method: "DELETE",
+    path: "/v1/applications/{id}",
+    honoPath: "/v1/applications/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,409,500,501],
+    errors: {"400":"general","401":"general","404":"general","409":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "updateApplication",
+    method: "PATCH",
+    path: "/v1/applications/{id}",
+    honoPath: "/v1/applications/:id",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
     operationId: "getBatchSessions",
     method: "GET",
     path: "/v1/batch-sessions/{batch_id}",
@@ -219,6 +495,94 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","426":"general","500":"general","501":"general"},
   },
   {
+    operationId: "deleteClientCertificate",
+    method: "DELETE",
+    path: "/v1/client-certificates/{id}",
+    honoPath: "/v1/client-certificates/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getExtension",
+    method: "GET",
+    path: "/v1/extensions/{id}",
+    honoPath: "/v1/extensions/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "deleteExtension",
+    method: "DELETE",
+    path: "/v1/extensions/{id}",
+    honoPath: "/v1/extensions/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getIdentity",
+    method: "GET",
+    path: "/v1/identities/{id}",
+    honoPath: "/v1/identities/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "deleteIdentity",
+    method: "DELETE",
+    path: "/v1/identities/{id}",
+    honoPath: "/v1/identities/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "updateIdentity",
+    method: "PATCH",
+    path: "/v1/identities/{id}",
+    honoPath: "/v1/identities/:id",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getProfile",
+    method: "GET",
+    path: "/v1/profiles/{name}",
+    honoPath: "/v1/profiles/:name",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "deleteProfile",
+    method: "DELETE",
+    path: "/v1/profiles/{name}",
+    honoPath: "/v1/profiles/:name",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
     operationId: "getSession",
     method: "GET",
     path: "/v1/sessions/{session_id}",
@@ -239,6 +603,72 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,500,501],
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getTask",
+    method: "GET",
+    path: "/v1/task/{taskId}",
+    honoPath: "/v1/task/:taskId",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "deleteTask",
+    method: "DELETE",
+    path: "/v1/task/{taskId}",
+    honoPath: "/v1/task/:taskId",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "updateTask",
+    method: "PATCH",
+    path: "/v1/task/{taskId}",
+    honoPath: "/v1/task/:taskId",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getWebhook",
+    method: "GET",
+    path: "/v1/webhooks/{id}",
+    honoPath: "/v1/webhooks/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "deleteWebhook",
+    method: "DELETE",
+    path: "/v1/webhooks/{id}",
+    honoPath: "/v1/webhooks/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "updateWebhook",
+    method: "PATCH",
+    path: "/v1/webhooks/{id}",
+    honoPath: "/v1/webhooks/:id",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
     operationId: "listSessionPages",
@@ -360,6 +790,105 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,409,413,415,500,501],
     errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "deployTask",
+    method: "POST",
+    path: "/v1/task/{taskId}/deploy",
+    honoPath: "/v1/task/:taskId/deploy",
+    secured: true,
+    body: {"required":false,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getTaskDraft",
+    method: "GET",
+    path: "/v1/task/{taskId}/draft",
+    honoPath: "/v1/task/:taskId/draft",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "saveTaskDraft",
+    method: "POST",
+    path: "/v1/task/{taskId}/draft",
+    honoPath: "/v1/task/:taskId/draft",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listTaskExecutions",
+    method: "GET",
+    path: "/v1/task/{taskId}/executions",
+    honoPath: "/v1/task/:taskId/executions",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listTaskVersions",
+    method: "GET",
+    path: "/v1/task/{taskId}/versions",
+    honoPath: "/v1/task/:taskId/versions",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listWebhookDeliveries",
+    method: "GET",
+    path: "/v1/webhooks/{id}/events",
+    honoPath: "/v1/webhooks/:id/events",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "rotateWebhookSecret",
+    method: "POST",
+    path: "/v1/webhooks/{id}/rotate-secret",
+    honoPath: "/v1/webhooks/:id/rotate-secret",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "testWebhook",
+    method: "POST",
+    path: "/v1/webhooks/{id}/test",
+    honoPath: "/v1/webhooks/:id/test",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "runTask",
+    method: "POST",
+    path: "/v2/tasks/{taskId}/run",
+    honoPath: "/v2/tasks/:taskId/run",
+    secured: true,
+    body: {"required":false,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,402,404,409,413,415,429,500,501],
+    errors: {"400":"general","401":"general","402":"general","404":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
   },
   {
     operationId: "getCdpVersion",
@@ -492,5 +1021,16 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,409,500,501],
     errors: {"400":"general","401":"general","404":"general","409":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getTaskVersion",
+    method: "GET",
+    path: "/v1/task/{taskId}/versions/{version}",
+    honoPath: "/v1/task/:taskId/versions/:version",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
 ];

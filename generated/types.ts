@@ -802,8 +802,888 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/task": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List tasks */
+        get: operations["listTasks"];
+        put?: never;
+        /**
+         * Create a task
+         * @description Creates a task. When `code` is given it is saved as the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`.
+         */
+        post: operations["createTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task/{taskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a task */
+        get: operations["getTask"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a task
+         * @description Deletes the task with its draft and versions; it then answers 404. Executions already running finish.
+         */
+        delete: operations["deleteTask"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a task
+         * @description Changes the name or description of a task. An empty object changes nothing.
+         */
+        patch: operations["updateTask"];
+        trace?: never;
+    };
+    "/v1/task/{taskId}/draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the task draft
+         * @description Answers the draft; 404 when the task has none.
+         */
+        get: operations["getTaskDraft"];
+        put?: never;
+        /**
+         * Create or update the task draft
+         * @description Creates the draft of a task, or replaces it. `code` is base64 (`^[A-Za-z0-9+/]*={0,2}$`, at least 1 character), `description` at most 1000 characters, `language` `typescript` only; otherwise 400.
+         */
+        post: operations["saveTaskDraft"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task/{taskId}/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deploy a task version
+         * @description Creates a new version whose version number is one more than the highest so far. Without `code` the draft is deployed (the fields given override it); without `code` and without a draft the answer is 400. The body may be omitted.
+         */
+        post: operations["deployTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task/{taskId}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List task versions
+         * @description Lists the deployed versions, newest first.
+         */
+        get: operations["listTaskVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task/{taskId}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+                /**
+                 * @description A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
+                 * @example 3
+                 */
+                version: components["parameters"]["TaskVersionPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a task version
+         * @description `latest` selects the latest deployed version and `draft` the draft; 404 when there is no such version.
+         */
+        get: operations["getTaskVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task/{taskId}/executions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        /** List task executions */
+        get: operations["listTaskExecutions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tasks/{taskId}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a task
+         * @description Queues a run of the task and answers at once with its `run_id`. The outcome is reported by `GET /v2/tasks/runs/{runId}/status` and by the events `task.completed`, `task.failed` or `task.cancelled`, which carry this `run_id`. The body may be omitted. 404 when the task, the version, the session or the identity does not exist; 409 when `session_id` names a session that is not running.
+         */
+        post: operations["runTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tasks/runs/{runId}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run id returned by `POST /v2/tasks/{taskId}/run`. */
+                runId: components["parameters"]["TaskRunIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get the status of a task run */
+        get: operations["getTaskRunStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/profiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List profiles */
+        get: operations["listProfiles"];
+        put?: never;
+        /**
+         * Create a profile
+         * @description Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`).
+         */
+        post: operations["createProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/profiles/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The profile name (percent-encoded in the path). */
+                name: components["parameters"]["ProfileNamePath"];
+            };
+            cookie?: never;
+        };
+        /** Get a profile */
+        get: operations["getProfile"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a profile
+         * @description Permanently removes the profile and its stored data.
+         */
+        delete: operations["deleteProfile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/extensions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List extensions
+         * @description Lists every extension of the project (not paginated).
+         */
+        get: operations["listExtensions"];
+        put?: never;
+        /**
+         * Upload an extension
+         * @description Uploads an unpacked Chromium extension as a ZIP with `manifest.json` at its root. 400 when the file is not a ZIP or has no valid manifest.
+         */
+        post: operations["uploadExtension"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/extensions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The extension id. */
+                id: components["parameters"]["ExtensionIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get an extension */
+        get: operations["getExtension"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an extension
+         * @description Permanently removes the extension. Running sessions keep it until they end.
+         */
+        delete: operations["deleteExtension"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agent-access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the agent-access guide
+         * @description Answers the onboarding guide. It issues no API key; follow its `next` field.
+         */
+        get: operations["getAgentAccessGuide"];
+        put?: never;
+        /**
+         * Submit a challenge answer
+         * @description Checks the answer to the challenge of `token` and, when it is right and the token is not older than `ttl_seconds`, issues an API key with starter credits (more with a valid `identity_token`). A token is used once.
+         */
+        post: operations["submitAgentAccess"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agent-access/challenge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a challenge
+         * @description Answers a new challenge and the token to answer it with, valid for `ttl_seconds` seconds.
+         */
+        get: operations["getAgentAccessChallenge"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List webhooks */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook
+         * @description Registers a receiver. The answer is the only one besides rotate-secret that shows the signing `secret`. The URL must not resolve to a private, loopback or link-local address unless the operator allows it (400). 409 when the project already has its maximum number of webhooks.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get a webhook */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description Deletes the webhook; pending deliveries to it are dropped.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook
+         * @description Changes `url`, `description`, `subscribed_events` or `enabled`. An empty object is accepted and changes nothing.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret
+         * @description Replaces the signing secret. Deliveries are signed with the new secret from now on; for 24 hours they also carry a signature under the previous secret (space-separated in `webhook-signature`).
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Sends an event of the given type with sample data to this webhook, whether or not it subscribes to the type and whether or not it is enabled. It is signed and delivered like any event.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List webhook deliveries
+         * @description Lists the delivery attempts to this webhook, one item per attempt, newest first.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/identities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List identities */
+        get: operations["listIdentities"];
+        put?: never;
+        /**
+         * Create an identity
+         * @description Creates an identity for an application; it is `pending` and authenticates on first use. 404 when the application does not exist.
+         */
+        post: operations["createIdentity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/identities/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity id. */
+                id: components["parameters"]["IdentityIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get an identity */
+        get: operations["getIdentity"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an identity
+         * @description Permanently removes the identity, its credentials and its saved profile.
+         */
+        delete: operations["deleteIdentity"];
+        options?: never;
+        head?: never;
+        /**
+         * Update an identity
+         * @description Changes the name or replaces the credentials; new credentials set the status back to `pending`. An empty object changes nothing.
+         */
+        patch: operations["updateIdentity"];
+        trace?: never;
+    };
+    "/v1/applications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List applications */
+        get: operations["listApplications"];
+        put?: never;
+        /** Create an application */
+        post: operations["createApplication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        /** Get an application */
+        get: operations["getApplication"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an application
+         * @description Permanently removes the application. 409 while identities still use it: delete them first.
+         */
+        delete: operations["deleteApplication"];
+        options?: never;
+        head?: never;
+        /**
+         * Update an application
+         * @description Changes the given fields. An empty object changes nothing.
+         */
+        patch: operations["updateApplication"];
+        trace?: never;
+    };
+    "/v1/client-certificates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List client certificates */
+        get: operations["listClientCertificates"];
+        put?: never;
+        /**
+         * Upload a client certificate
+         * @description Uploads a TLS client certificate with its private key, for one origin. 400 when the file cannot be read with the passphrase given.
+         */
+        post: operations["uploadClientCertificate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/client-certificates/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client certificate id. */
+                id: components["parameters"]["ClientCertificateIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a client certificate
+         * @description Permanently removes the certificate and its key.
+         */
+        delete: operations["deleteClientCertificate"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "task.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A task execution finished successfully
+         * @description Sent to webhooks subscribed to `task.completed`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["taskCompletedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "task.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A task execution failed
+         * @description Sent to webhooks subscribed to `task.failed`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["taskFailedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "task.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A task execution was cancelled
+         * @description Sent to webhooks subscribed to `task.cancelled`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["taskCancelledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "task.healed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Self-healing produced a new task version
+         * @description Sent to webhooks subscribed to `task.healed`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["taskHealedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "session.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A browser session finished cleanly
+         * @description Sent to webhooks subscribed to `session.completed`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["sessionCompletedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "session.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A browser session terminated abnormally
+         * @description Sent to webhooks subscribed to `session.failed`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["sessionFailedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "session.recording.ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A session recording finished uploading
+         * @description Sent to webhooks subscribed to `session.recording.ready`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["sessionRecordingReadyEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "intervention.requested": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An agent waits for a human
+         * @description Sent to webhooks subscribed to `intervention.requested`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["interventionRequestedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "intervention.resolved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An intervention was responded to
+         * @description Sent to webhooks subscribed to `intervention.resolved`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["interventionResolvedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "batch.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A batch finished with at least one session
+         * @description Sent to webhooks subscribed to `batch.completed`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["batchCompletedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "batch.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Every session of a batch failed
+         * @description Sent to webhooks subscribed to `batch.failed`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["batchFailedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "identity.authenticated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An identity signed in
+         * @description Sent to webhooks subscribed to `identity.authenticated`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["identityAuthenticatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "identity.authentication_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An identity failed to sign in
+         * @description Sent to webhooks subscribed to `identity.authentication_failed`. Verify `webhook-signature` before trusting the body (see the Webhooks tag).
+         */
+        post: operations["identityAuthenticationFailedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description The general error body. */
@@ -1604,6 +2484,1736 @@ export interface components {
             /** @description Credits of the sessions created in the period. */
             credits_used: number;
         };
+        /**
+         * @description The language of the task code.
+         * @default typescript
+         * @enum {string}
+         */
+        TaskLanguage: "typescript";
+        /** @description The task code, base64-encoded. The code is TypeScript exporting `export default async function run(ctx)`; `ctx` gives `page`, `context`, `browser` and `input`, and the return value becomes the output. */
+        TaskCode: string;
+        /** @description Recording of the task session. */
+        TaskBrowserConfigurationRecording: {
+            /**
+             * @description Record the session (screencast to MP4).
+             * @default true
+             */
+            active?: boolean;
+        };
+        /** @description Proxy for the task session. */
+        TaskBrowserConfigurationProxy: {
+            /**
+             * @description Route the browser through a proxy.
+             * @default false
+             */
+            active?: boolean;
+            /**
+             * @description The proxy kind: `service_proxy` is the proxy network of the service.
+             * @default service_proxy
+             * @enum {string}
+             */
+            type?: "service_proxy";
+            /** @description Exit country, lower-case ISO 3166-1 alpha-2 code (`us`, `de`). */
+            country_code?: string;
+            /** @description Exit region or state within the country. */
+            region?: string;
+            /** @description Exit city. */
+            city?: string;
+        };
+        /** @description Time limits of the task session, in minutes. */
+        TaskBrowserConfigurationTimeout: {
+            /**
+             * @description Longest lifetime of the session in minutes, counted from its creation; -1 disables the limit.
+             * @default 20
+             */
+            max_duration?: number;
+            /**
+             * @description Minutes without CDP, input or live-view activity after which the session ends; -1 disables the limit.
+             * @default 5
+             */
+            idle_timeout?: number;
+        };
+        /** @description Browser configuration of the sessions that run the task. Every field is optional; an omitted field takes its default. Answers echo what was stored (`{}` when nothing was given). */
+        TaskBrowserConfiguration: {
+            /**
+             * Format: uri
+             * @description The URL the browser opens first.
+             */
+            initial_url?: string;
+            /** @description Tags set on the task session, in order. */
+            tags?: string[];
+            recording?: components["schemas"]["TaskBrowserConfigurationRecording"];
+            proxy?: components["schemas"]["TaskBrowserConfigurationProxy"];
+            timeout?: components["schemas"]["TaskBrowserConfigurationTimeout"];
+            /** @description Live view of the task session. */
+            live_view?: {
+                /**
+                 * @description The live view only shows the screen and forwards no input.
+                 * @default false
+                 */
+                read_only?: boolean;
+                /**
+                 * @description The live-view URL works once.
+                 * @default false
+                 */
+                one_time_url?: boolean;
+            };
+            /**
+             * @description Let the browser pay HTTP 402 (x402) payment requests.
+             * @default false
+             */
+            x402?: boolean;
+        };
+        /** @description The browser configuration as the draft endpoints show it: `live_view` carries `read_only` only and there is no `x402`. The stored draft keeps every field it was given (a deploy from the draft carries them); `GET /v1/task/{taskId}/versions/draft` shows them all. */
+        TaskDraftBrowserConfiguration: {
+            /**
+             * Format: uri
+             * @description The URL the browser opens first.
+             */
+            initial_url?: string;
+            /** @description Tags set on the task session, in order. */
+            tags?: string[];
+            recording?: components["schemas"]["TaskBrowserConfigurationRecording"];
+            proxy?: components["schemas"]["TaskBrowserConfigurationProxy"];
+            timeout?: components["schemas"]["TaskBrowserConfigurationTimeout"];
+            /** @description Live view of the task session (the draft answer shows `read_only` only). */
+            live_view?: {
+                /**
+                 * @description The live view only shows the screen and forwards no input.
+                 * @default false
+                 */
+                read_only?: boolean;
+            };
+        };
+        /** @description A task: a repeatable browser automation with a draft and numbered deployed versions. */
+        Task: {
+            /**
+             * Format: uuid
+             * @description The task id.
+             */
+            id: string;
+            /** @description The task name. */
+            name: string;
+            /** @description The task description; null when none was given. */
+            description: string | null;
+            /** @description The version string of the latest deployed version; null until the first deploy. */
+            latestVersion: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Always false in answers: a deleted task answers 404. */
+            deleted: boolean;
+        };
+        /** @description Creates a task. When `code` is given it becomes the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`. */
+        TaskCreateRequest: {
+            /** @description The task name. */
+            name: string;
+            /** @description A description, at most 1000 characters. */
+            description?: string;
+            code?: components["schemas"]["TaskCode"];
+            language?: components["schemas"]["TaskLanguage"];
+            browserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
+        };
+        /** @description The fields to change; omitted fields keep their value and an empty object changes nothing. */
+        TaskUpdateRequest: {
+            /** @description The new task name. */
+            name?: string;
+            /** @description The new description; null clears it. */
+            description?: string | null;
+        };
+        TaskResponse: {
+            data: components["schemas"]["Task"];
+        };
+        /** @description Tasks of the project, newest first. */
+        TaskListResponse: {
+            data: components["schemas"]["Task"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description A task version: the draft or a deployed, numbered version. */
+        TaskVersion: {
+            /**
+             * Format: uuid
+             * @description The task version id.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The task this version belongs to.
+             */
+            taskId: string;
+            /** @description The version string: `"1"`, `"2"`, ... for deployed versions (each deploy adds one to the highest), `"draft"` for the draft. */
+            version: string;
+            code: components["schemas"]["TaskCode"];
+            /** @description Whether the version was deleted. */
+            deleted: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            language: components["schemas"]["TaskLanguage"];
+            /** @description The version description, at most 1000 characters; null when none was given. */
+            description: string | null;
+            browserConfiguration: components["schemas"]["TaskBrowserConfiguration"];
+        };
+        /** @description The draft of a task, as the draft endpoints answer it. */
+        TaskDraftVersion: {
+            /**
+             * Format: uuid
+             * @description The task version id of the draft.
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The task this draft belongs to.
+             */
+            taskId: string;
+            /**
+             * @description Always `draft`.
+             * @constant
+             */
+            version: "draft";
+            code: components["schemas"]["TaskCode"];
+            /** @description Whether the draft was deleted. */
+            deleted: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            language: components["schemas"]["TaskLanguage"];
+            /** @description The draft description, at most 1000 characters; null when none was given. */
+            description: string | null;
+            browserConfiguration: components["schemas"]["TaskDraftBrowserConfiguration"];
+        };
+        TaskVersionResponse: {
+            data: components["schemas"]["TaskVersion"];
+        };
+        TaskDraftVersionResponse: {
+            data: components["schemas"]["TaskDraftVersion"];
+        };
+        /** @description Deployed versions of the task, newest first (the draft is read through `/draft`). */
+        TaskVersionListResponse: {
+            data: components["schemas"]["TaskVersion"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The draft: replaces the previous draft as a whole. */
+        TaskDraftRequest: {
+            code: components["schemas"]["TaskCode"];
+            language?: components["schemas"]["TaskLanguage"];
+            /** @description A description, at most 1000 characters. */
+            description?: string;
+            browserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
+        };
+        /** @description What to deploy. `code` is required for a new version unless the task has a draft: without `code`, the draft (code, language, description, browserConfiguration) is deployed, overridden by the fields given; without `code` and without a draft the answer is 400. */
+        TaskDeployRequest: {
+            code?: components["schemas"]["TaskCode"];
+            language?: components["schemas"]["TaskLanguage"];
+            /** @description A description, at most 1000 characters. */
+            description?: string;
+            browserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
+        };
+        /**
+         * @description State of a task execution: `queued` and `running` are transient; `completed`, `failed` and `cancelled` are terminal.
+         * @enum {string}
+         */
+        TaskExecutionStatus: "queued" | "running" | "completed" | "failed" | "cancelled";
+        /** @description Why a task execution failed. */
+        TaskExecutionError: {
+            /**
+             * @description The failure category.
+             * @enum {string}
+             */
+            type: "agent_error" | "timeout" | "automation_failure" | "invalid_credentials" | "system_error";
+            /** @description What failed. */
+            message: string;
+            /** @description Why it failed, as far as it is known. */
+            root_cause: string;
+        };
+        /** @description The output of a completed task execution. */
+        TaskOutput: {
+            /** @description The JSON object the task function returned. A return value that is not a JSON object is wrapped as `{"result": <value>}`; `undefined` gives `{}`. */
+            value: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description What a task execution cost. */
+        TaskCost: {
+            /** @description The cost of the execution. */
+            amount: number;
+            /** @description The currency or unit of `amount`, for example `USD` or `credits`. */
+            currency: string;
+        };
+        /** @description A file a task execution captured. */
+        TaskArtifact: {
+            /** @description The file name. */
+            name: string;
+            /**
+             * Format: uri
+             * @description A short-lived presigned download link.
+             */
+            url: string;
+            /** @description The size in bytes. */
+            size?: number;
+            /** @description The media type of the file. */
+            content_type?: string;
+        };
+        /** @description One execution (run) of a task. */
+        TaskExecution: {
+            /**
+             * Format: uuid
+             * @description The execution id (`execution_id` in events).
+             */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The task.
+             */
+            taskId: string;
+            /**
+             * Format: uuid
+             * @description The task version that ran.
+             */
+            taskVersionId: string;
+            /**
+             * Format: uuid
+             * @description The run id for executions started through `POST /v2/tasks/{taskId}/run`; null otherwise.
+             */
+            run_id: string | null;
+            /**
+             * Format: uuid
+             * @description The browser session of the execution; null until one is assigned.
+             */
+            session_id: string | null;
+            status: components["schemas"]["TaskExecutionStatus"];
+            /** @description How the task code runs, for example `deterministic`. */
+            execution_mode: string;
+            /** @description The output; null unless the status is `completed`. */
+            output: components["schemas"]["TaskOutput"] | null;
+            /** @description The failure; null unless the status is `failed`. */
+            error: components["schemas"]["TaskExecutionError"] | null;
+            /** @description Run time in milliseconds; null until the execution ends. */
+            duration_ms: number | null;
+            /**
+             * Format: date-time
+             * @description When the execution was queued.
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the execution reached a terminal state; null before.
+             */
+            completedAt: string | null;
+        };
+        /** @description Executions of the task, newest first. */
+        TaskExecutionListResponse: {
+            data: components["schemas"]["TaskExecution"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description Options of a task run; every field is optional. */
+        TaskRunRequest: {
+            /** @description Input of the run, given to the task function as `ctx.input` (any JSON object). */
+            input_params?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: uuid
+             * @description Run in this running session instead of a new one.
+             */
+            session_id?: string;
+            /**
+             * Format: uuid
+             * @description Authenticate the run session with this identity first.
+             */
+            identity_id?: string;
+            /**
+             * @description End the sessions the run created once it finishes.
+             * @default true
+             */
+            cleanup_sessions?: boolean;
+            /**
+             * @description The task version to run: a version string, `latest` (the latest deployed version) or `draft`.
+             * @default latest
+             */
+            version?: string;
+        };
+        TaskRunResponse: {
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The run id; task events of this run carry it as `run_id`.
+                 */
+                run_id: string;
+                status: components["schemas"]["TaskExecutionStatus"];
+            };
+        };
+        /** @description State of a run: `output` is present only when the status is `completed`, `error` only when it is `failed`. */
+        TaskRunStatus: components["schemas"]["TaskRunStatusActive"] | components["schemas"]["TaskRunStatusCompleted"] | components["schemas"]["TaskRunStatusFailed"];
+        /** @description A run that is queued, running or was cancelled. */
+        TaskRunStatusActive: {
+            /**
+             * Format: uuid
+             * @description The run id.
+             */
+            run_id: string;
+            /**
+             * Format: uuid
+             * @description The task.
+             */
+            task_id: string;
+            /**
+             * Format: uuid
+             * @description The task version that runs.
+             */
+            task_version_id: string;
+            /**
+             * @description The run state (see TaskExecutionStatus).
+             * @enum {string}
+             */
+            status: "queued" | "running" | "cancelled";
+            /**
+             * Format: uuid
+             * @description The execution of this run (`GET /v1/task/{taskId}/executions`).
+             */
+            execution_id: string;
+            /**
+             * Format: uuid
+             * @description The browser session of the run; null until one is assigned.
+             */
+            session_id: string | null;
+            /** @description Run time in milliseconds; null until the run ends. */
+            duration_ms: number | null;
+            /**
+             * Format: date-time
+             * @description When the run was queued.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the run reached a terminal state; null before.
+             */
+            completed_at: string | null;
+        };
+        /** @description A run that completed, with its output. */
+        TaskRunStatusCompleted: {
+            /**
+             * Format: uuid
+             * @description The run id.
+             */
+            run_id: string;
+            /**
+             * Format: uuid
+             * @description The task.
+             */
+            task_id: string;
+            /**
+             * Format: uuid
+             * @description The task version that runs.
+             */
+            task_version_id: string;
+            /**
+             * @description Always `completed`.
+             * @constant
+             */
+            status: "completed";
+            /**
+             * Format: uuid
+             * @description The execution of this run (`GET /v1/task/{taskId}/executions`).
+             */
+            execution_id: string;
+            /**
+             * Format: uuid
+             * @description The browser session of the run; null until one is assigned.
+             */
+            session_id: string | null;
+            /** @description Run time in milliseconds; null until the run ends. */
+            duration_ms: number | null;
+            /**
+             * Format: date-time
+             * @description When the run was queued.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the run reached a terminal state; null before.
+             */
+            completed_at: string | null;
+            output: components["schemas"]["TaskOutput"];
+        };
+        /** @description A run that failed, with the error. */
+        TaskRunStatusFailed: {
+            /**
+             * Format: uuid
+             * @description The run id.
+             */
+            run_id: string;
+            /**
+             * Format: uuid
+             * @description The task.
+             */
+            task_id: string;
+            /**
+             * Format: uuid
+             * @description The task version that runs.
+             */
+            task_version_id: string;
+            /**
+             * @description Always `failed`.
+             * @constant
+             */
+            status: "failed";
+            /**
+             * Format: uuid
+             * @description The execution of this run (`GET /v1/task/{taskId}/executions`).
+             */
+            execution_id: string;
+            /**
+             * Format: uuid
+             * @description The browser session of the run; null until one is assigned.
+             */
+            session_id: string | null;
+            /** @description Run time in milliseconds; null until the run ends. */
+            duration_ms: number | null;
+            /**
+             * Format: date-time
+             * @description When the run was queued.
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the run reached a terminal state; null before.
+             */
+            completed_at: string | null;
+            error: components["schemas"]["TaskExecutionError"];
+        };
+        TaskRunStatusResponse: {
+            data: components["schemas"]["TaskRunStatus"];
+        };
+        /**
+         * @description `pending` until the source session ends, then `ready` once stored (or `failed` when storing failed).
+         * @enum {string}
+         */
+        ProfileStatus: "pending" | "ready" | "failed";
+        /**
+         * @description Where the profile comes from: `session`, a running session.
+         * @default session
+         * @enum {string}
+         */
+        ProfileSource: "session";
+        /** @description Creates a profile from a running session; it is stored once that session terminates. */
+        ProfileCreateRequest: {
+            /** @description The profile name, unique in the project. */
+            name: string;
+            /** @description A description, at most 1000 characters. */
+            description?: string;
+            source?: components["schemas"]["ProfileSource"];
+            /**
+             * Format: uuid
+             * @description The running session to create the profile from; required when `source` is `session` (the default).
+             */
+            session_id?: string;
+            /**
+             * @description Give sessions using the profile the same proxy IP each time.
+             * @default false
+             */
+            dedicated_sticky_ip?: boolean;
+        };
+        ProfileCreateResponse: {
+            data: {
+                status: components["schemas"]["ProfileStatus"];
+            };
+        };
+        /** @description A profile: the cookies, local storage and cache (the user-data directory) of a browser. */
+        Profile: {
+            /** @description The profile name, unique in the project. */
+            name: string;
+            /** @description The description; null when none was given. */
+            description: string | null;
+            status: components["schemas"]["ProfileStatus"];
+            source: components["schemas"]["ProfileSource"];
+            /**
+             * Format: uuid
+             * @description The session the profile was created from; null when it is no longer known.
+             */
+            session_id: string | null;
+            /** @description Sessions using the profile get the same proxy IP each time. */
+            dedicated_sticky_ip: boolean;
+            /** @description Stored size in bytes; null until the profile is `ready`. */
+            size_bytes: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        ProfileResponse: {
+            data: components["schemas"]["Profile"];
+        };
+        /** @description Profiles of the project, newest first. */
+        ProfileListResponse: {
+            data: components["schemas"]["Profile"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description Fields read from the extension's `manifest.json`. */
+        ExtensionManifest: {
+            /** @description The `name` of `manifest.json`. */
+            name: string;
+            /** @description The `version` of `manifest.json`. */
+            version: string;
+            /**
+             * @description The `manifest_version` of `manifest.json`.
+             * @enum {integer}
+             */
+            manifest_version: 2 | 3;
+            /** @description The `description` of `manifest.json`; empty when it has none. */
+            description: string;
+            /** @description The `permissions` of `manifest.json`; empty when it has none. */
+            permissions: string[];
+        };
+        /** @description A Chromium extension uploaded to the project. */
+        Extension: {
+            /**
+             * Format: uuid
+             * @description The extension id, used in the session option `browser.extensions`.
+             */
+            id: string;
+            /** @description The name given at upload. */
+            name: string;
+            manifest: components["schemas"]["ExtensionManifest"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description The multipart form of an extension upload. */
+        ExtensionUploadRequest: {
+            /** @description A name for the extension. */
+            name: string;
+            /** @description The unpacked extension as a ZIP archive with `manifest.json` at its root. */
+            file: string;
+        };
+        ExtensionResponse: {
+            data: components["schemas"]["Extension"];
+        };
+        ExtensionListResponse: {
+            /** @description Every extension of the project, newest first. */
+            data: components["schemas"]["Extension"][];
+        };
+        /** @description The immediate next action. */
+        AgentAccessNext: {
+            /** @description The path to call next, relative to the service base URL. */
+            path: string;
+            /** @description What to do there. */
+            description: string;
+        };
+        /** @description The agent-access onboarding guide. It issues no API key. */
+        AgentAccessGuide: {
+            /** @description What agent access is for. */
+            purpose: string;
+            /**
+             * Format: uri
+             * @description URL of the human-readable guide.
+             */
+            docs: string;
+            /** @description Credits a new key receives. */
+            credits: {
+                /** @description Credits granted without an identity token. */
+                anonymous: number;
+                /** @description Credits granted with a verified identity token. */
+                with_identity: number;
+            };
+            /** @description Lifetime of a challenge token, in seconds. */
+            ttl_seconds: number;
+            /** @description Limits of agent-access keys. */
+            limits: {
+                /** @description Longest session an agent-access key may run, in minutes. */
+                session_max_duration_minutes: number;
+            };
+            /** @description All onboarding steps, in order. */
+            flow: {
+                /** @description The step number, from 1. */
+                step: number;
+                /** @description The path of the step. */
+                path: string;
+                /** @description What the step does and how to call it. */
+                why: string;
+            }[];
+            next: components["schemas"]["AgentAccessNext"];
+            /** @description The optional identity step, which grants more credits. */
+            identity: {
+                /** @description Whether an identity token is optional. */
+                optional: boolean;
+                /** @description Credits added when a verified identity token is sent. */
+                extra_credits: number;
+                /** @description How to send the identity token. */
+                submit: string;
+                /** @description The OIDC issuers whose ID tokens are accepted. */
+                oidc: {
+                    /** @description A short name of the provider. */
+                    provider: string;
+                    /**
+                     * Format: uri
+                     * @description The `iss` the ID token must carry.
+                     */
+                    issuer: string;
+                    /** @description How an agent obtains such a token. */
+                    how: string;
+                }[];
+            };
+        };
+        /** @description A challenge to solve, with the token to answer it. */
+        AgentAccessChallenge: {
+            challenge: {
+                /** @description The challenge id. */
+                id: string;
+                /** @description The kind of challenge, for example `arithmetic`. */
+                type: string;
+                /** @description A short title. */
+                title: string;
+                /** @description The task to solve. */
+                prompt: string;
+            };
+            /** @description The opaque token to send back with the answer; valid for `ttl_seconds` seconds. */
+            token: string;
+            /**
+             * Format: date-time
+             * @description When the token expires.
+             */
+            expires_at: string;
+            /** @description How to answer. */
+            instructions: string;
+            next: components["schemas"]["AgentAccessNext"];
+        };
+        /** @description The answer to a challenge. */
+        AgentAccessSubmitRequest: {
+            /** @description The token of the challenge. */
+            token: string;
+            /** @description The answer to the challenge. */
+            answer: string;
+            /** @description An OIDC ID token (a JWT) from an issuer listed in the guide; grants `identity.extra_credits` more credits. */
+            identity_token?: string;
+        };
+        /** @description The issued API key. */
+        AgentAccessSubmitResponse: {
+            /** @description The new API key for the `service-api-key` header. It is shown once. */
+            api_key: string;
+            /**
+             * Format: uuid
+             * @description The project the key belongs to.
+             */
+            project_id: string;
+            /** @description Credits the project received. */
+            credits_granted: number;
+            next: components["schemas"]["AgentAccessNext"];
+        };
+        /** @description The error body of the agent-access operations. */
+        AgentAccessError: {
+            /** @description What went wrong. */
+            error: string;
+            next: components["schemas"]["AgentAccessNext"];
+            /**
+             * Format: uri
+             * @description URL of the human-readable guide.
+             */
+            docs: string;
+        };
+        /**
+         * @description An event type name, `<entity>.<action>`.
+         * @enum {string}
+         */
+        EventType: "task.completed" | "task.failed" | "task.cancelled" | "task.healed" | "session.completed" | "session.failed" | "session.recording.ready" | "intervention.requested" | "intervention.resolved" | "batch.completed" | "batch.failed" | "identity.authenticated" | "identity.authentication_failed";
+        /** @description A webhook: a receiver URL and the event types it gets. The secret is not shown. */
+        Webhook: {
+            /** @description The webhook id: `wh_` then letters and digits. */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /**
+             * Format: uri
+             * @description The receiver URL events are POSTed to.
+             */
+            url: string;
+            /** @description The description; empty when none was given. */
+            description: string;
+            /** @description The event types delivered to the receiver. */
+            subscribed_events: components["schemas"]["EventType"][];
+            /** @description Whether events are delivered. A disabled webhook gets no new events, and deliveries already queued for it wait until it is enabled again; test events are sent regardless. */
+            enabled: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A webhook with its signing secret, as create and rotate-secret answer it. */
+        WebhookWithSecret: {
+            /** @description The webhook id: `wh_` then letters and digits. */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /**
+             * Format: uri
+             * @description The receiver URL events are POSTed to.
+             */
+            url: string;
+            /** @description The description; empty when none was given. */
+            description: string;
+            /** @description The event types delivered to the receiver. */
+            subscribed_events: components["schemas"]["EventType"][];
+            /** @description Whether events are delivered. A disabled webhook gets no new events, and deliveries already queued for it wait until it is enabled again; test events are sent regardless. */
+            enabled: boolean;
+            /** @description The signing secret: `whsec_` then the base64 key (Standard Webhooks). Shown only by create and rotate-secret; store it. */
+            secret: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A new webhook. */
+        WebhookCreateRequest: {
+            /**
+             * Format: uri
+             * @description The receiver URL (http or https). Private, loopback and link-local addresses are refused unless the operator allows them.
+             */
+            url: string;
+            /** @description The event types to deliver. */
+            subscribed_events: components["schemas"]["EventType"][];
+            /**
+             * @description A description.
+             * @default
+             */
+            description?: string;
+            /**
+             * @description Whether events are delivered.
+             * @default true
+             */
+            enabled?: boolean;
+        };
+        /** @description The fields to change; omitted fields keep their value and an empty object changes nothing. */
+        WebhookUpdateRequest: {
+            /**
+             * Format: uri
+             * @description The receiver URL (http or https). Private, loopback and link-local addresses are refused unless the operator allows them.
+             */
+            url?: string;
+            /** @description The new description; an empty string clears it. */
+            description?: string;
+            /** @description The new event types; replaces the list. */
+            subscribed_events?: components["schemas"]["EventType"][];
+            /** @description Enable or disable delivery. */
+            enabled?: boolean;
+        };
+        /** @description Webhooks of the project, newest first. */
+        WebhookListResponse: {
+            data: components["schemas"]["Webhook"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The answer of a webhook deletion. */
+        WebhookDeleteResponse: {
+            /** @description The deleted webhook. */
+            id: string;
+            /**
+             * @description Always true.
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description The type of the test event. */
+        WebhookTestRequest: {
+            event_type: components["schemas"]["EventType"];
+        };
+        /** @description The queued test event. */
+        WebhookTestResponse: {
+            /** @description The test event. */
+            event_id: string;
+            event_type: components["schemas"]["EventType"];
+            /** @description The deliveries queued for it (see `GET /v1/webhooks/{id}/events`). */
+            delivery_ids: string[];
+        };
+        /**
+         * @description `pending`: queued or being sent; `succeeded`: the receiver answered 2xx; `failed`: this attempt failed and a retry is scheduled as a new attempt; `dead`: the last attempt failed and no retry follows.
+         * @enum {string}
+         */
+        WebhookDeliveryStatus: "pending" | "succeeded" | "failed" | "dead";
+        /** @description One delivery attempt of an event to a webhook. */
+        WebhookDelivery: {
+            /** @description The delivery attempt: `dlv_` then letters and digits. */
+            id: string;
+            /** @description The event delivered (the `webhook-id` header). */
+            event_id: string;
+            event_type: components["schemas"]["EventType"];
+            /** @description The attempt number, from 1. */
+            attempt: number;
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            /** @description The HTTP status the receiver answered; null when there was no answer (yet). */
+            response_status: number | null;
+            /** @description Why the attempt failed (status, time-out, connection error); null otherwise. */
+            error_message: string | null;
+            /**
+             * Format: date-time
+             * @description When the attempt is or was due.
+             */
+            scheduled_at: string;
+            /**
+             * Format: date-time
+             * @description When the attempt finished; null while pending.
+             */
+            completed_at: string | null;
+        };
+        /** @description Delivery attempts, newest first. */
+        WebhookDeliveryListResponse: {
+            data: components["schemas"]["WebhookDelivery"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description The envelope every event shares. */
+        EventEnvelope: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            type: components["schemas"]["EventType"];
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            /** @description Event-specific fields; each event type has its own schema. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The `task.completed` event: a task execution finished successfully. */
+        EventTaskCompleted: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `task.completed`.
+             * @constant
+             */
+            type: "task.completed";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventTaskCompletedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `task.failed` event: a task execution failed. */
+        EventTaskFailed: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `task.failed`.
+             * @constant
+             */
+            type: "task.failed";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventTaskFailedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `task.cancelled` event: a task execution was cancelled. */
+        EventTaskCancelled: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `task.cancelled`.
+             * @constant
+             */
+            type: "task.cancelled";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventTaskCancelledData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `task.healed` event: self-healing produced a new task version. */
+        EventTaskHealed: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `task.healed`.
+             * @constant
+             */
+            type: "task.healed";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventTaskHealedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `session.completed` event: a browser session finished cleanly. */
+        EventSessionCompleted: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `session.completed`.
+             * @constant
+             */
+            type: "session.completed";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventSessionCompletedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `session.failed` event: a browser session terminated abnormally. */
+        EventSessionFailed: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `session.failed`.
+             * @constant
+             */
+            type: "session.failed";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventSessionFailedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `session.recording.ready` event: a session recording finished uploading. */
+        EventSessionRecordingReady: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `session.recording.ready`.
+             * @constant
+             */
+            type: "session.recording.ready";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventSessionRecordingReadyData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `intervention.requested` event: an agent waits for a human. */
+        EventInterventionRequested: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `intervention.requested`.
+             * @constant
+             */
+            type: "intervention.requested";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventInterventionRequestedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `intervention.resolved` event: an intervention was responded to. */
+        EventInterventionResolved: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `intervention.resolved`.
+             * @constant
+             */
+            type: "intervention.resolved";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventInterventionResolvedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `batch.completed` event: a batch finished with at least one session. */
+        EventBatchCompleted: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `batch.completed`.
+             * @constant
+             */
+            type: "batch.completed";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventBatchCompletedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `batch.failed` event: every session of a batch failed. */
+        EventBatchFailed: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `batch.failed`.
+             * @constant
+             */
+            type: "batch.failed";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventBatchFailedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `identity.authenticated` event: an identity signed in. */
+        EventIdentityAuthenticated: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `identity.authenticated`.
+             * @constant
+             */
+            type: "identity.authenticated";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventIdentityAuthenticatedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description The `identity.authentication_failed` event: an identity failed to sign in. */
+        EventIdentityAuthenticationFailed: {
+            /** @description The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries. */
+            id: string;
+            /**
+             * @description Always `identity.authentication_failed`.
+             * @constant
+             */
+            type: "identity.authentication_failed";
+            /**
+             * Format: date-time
+             * @description When the event happened (ISO 8601).
+             */
+            created: string;
+            /**
+             * Format: uuid
+             * @description The project.
+             */
+            project_id: string;
+            /** @description A one-line human-readable summary built from `data`, for chat-style receivers; presentation only. */
+            text: string;
+            data: components["schemas"]["EventIdentityAuthenticationFailedData"];
+        } & WithRequired<components["schemas"]["EventEnvelope"], "id" | "type" | "created" | "project_id" | "text" | "data">;
+        /** @description Data of `task.completed`. */
+        EventTaskCompletedData: {
+            /**
+             * Format: uuid
+             * @description The task; shared by all runs of a task.
+             */
+            task_id: string;
+            /**
+             * Format: uuid
+             * @description The task version that ran.
+             */
+            task_version_id: string;
+            /**
+             * Format: uuid
+             * @description The execution; identifies one run.
+             */
+            execution_id: string;
+            /**
+             * Format: uuid
+             * @description Present only for executions started through `POST /v2/tasks/{taskId}/run`; equals the `run_id` that call returned.
+             */
+            run_id?: string;
+            /**
+             * Format: uuid
+             * @description The browser session of the execution.
+             */
+            session_id: string;
+            /** @description How the task code ran, for example `deterministic`. */
+            execution_mode: string;
+            /** @description Run time, in milliseconds. */
+            duration_ms: number;
+            cost: components["schemas"]["TaskCost"];
+            output: components["schemas"]["TaskOutput"];
+            /** @description Files the execution captured; empty when none. */
+            artifacts: components["schemas"]["TaskArtifact"][];
+            /**
+             * Format: uri
+             * @description A short-lived presigned link to the primary recording; absent when the recording is not uploaded yet.
+             */
+            recording_url?: string;
+            /**
+             * Format: uri
+             * @description Link to the session in the dashboard.
+             */
+            session_dashboard_url: string;
+        };
+        /** @description Data of `task.failed`. */
+        EventTaskFailedData: {
+            /**
+             * Format: uuid
+             * @description The task; shared by all runs of a task.
+             */
+            task_id: string;
+            /**
+             * Format: uuid
+             * @description The task version that ran.
+             */
+            task_version_id: string;
+            /**
+             * Format: uuid
+             * @description The execution; identifies one run.
+             */
+            execution_id: string;
+            /**
+             * Format: uuid
+             * @description Present only for executions started through `POST /v2/tasks/{taskId}/run`; equals the `run_id` that call returned.
+             */
+            run_id?: string;
+            /**
+             * Format: uuid
+             * @description The browser session of the execution; absent when the execution failed before it got one.
+             */
+            session_id?: string;
+            /** @description Run time, in milliseconds. */
+            duration_ms: number;
+            cost: components["schemas"]["TaskCost"];
+            /** @description Files the execution captured; empty when none. */
+            artifacts: components["schemas"]["TaskArtifact"][];
+            /**
+             * Format: uri
+             * @description A short-lived presigned link to the primary recording; often absent because the upload is asynchronous.
+             */
+            recording_url?: string;
+            /**
+             * Format: uri
+             * @description Link to the session in the dashboard; absent when there is no session.
+             */
+            session_dashboard_url?: string;
+            error: components["schemas"]["TaskExecutionError"];
+        };
+        /** @description Data of `task.cancelled`. */
+        EventTaskCancelledData: {
+            /**
+             * Format: uuid
+             * @description The task; shared by all runs of a task.
+             */
+            task_id: string;
+            /**
+             * Format: uuid
+             * @description The task version that ran.
+             */
+            task_version_id: string;
+            /**
+             * Format: uuid
+             * @description The execution; identifies one run.
+             */
+            execution_id: string;
+            /**
+             * Format: uuid
+             * @description Present only for executions started through `POST /v2/tasks/{taskId}/run`; equals the `run_id` that call returned.
+             */
+            run_id?: string;
+            /**
+             * Format: uuid
+             * @description The browser session of the execution; absent when it was cancelled before it got one.
+             */
+            session_id?: string;
+            /** @description How the task code ran, for example `deterministic`. */
+            execution_mode: string;
+            /** @description Run time, in milliseconds. */
+            duration_ms: number;
+            cost: components["schemas"]["TaskCost"];
+            /** @description Files the execution captured; empty when none. */
+            artifacts: components["schemas"]["TaskArtifact"][];
+            /**
+             * Format: uri
+             * @description A short-lived presigned link to the primary recording; may be absent.
+             */
+            recording_url?: string;
+            /**
+             * Format: uri
+             * @description Link to the session in the dashboard; absent when there is no session.
+             */
+            session_dashboard_url?: string;
+        };
+        /** @description Data of `task.healed`. */
+        EventTaskHealedData: {
+            /**
+             * Format: uuid
+             * @description The task.
+             */
+            task_id: string;
+            /**
+             * Format: uuid
+             * @description The new task version self-healing produced.
+             */
+            healed_task_version_id: string;
+            /**
+             * Format: uuid
+             * @description The failed execution that was healed.
+             */
+            source_execution_id: string;
+            /**
+             * Format: uuid
+             * @description The `run_id` of the failed execution; present only when it was started through `POST /v2/tasks/{taskId}/run`.
+             */
+            run_id?: string;
+            /** @description Why the execution failed. */
+            error_explanation: string;
+            /** @description What the new version changes. */
+            fix_suggestion: string;
+            /** @description Confidence in the fix, from 0 to 1. */
+            confidence_score: number;
+            /** @description True when the new version was saved as the draft rather than deployed. */
+            published_as_draft: boolean;
+        };
+        /** @description Data of `session.completed`. */
+        EventSessionCompletedData: {
+            /**
+             * Format: uuid
+             * @description The session.
+             */
+            session_id: string;
+            /** @description Session lifetime, in milliseconds. */
+            duration_ms: number;
+            /** @description Bytes sent through the proxy. */
+            proxy_bytes: number;
+            /** @description Bytes sent and received in total. */
+            network_bytes_total: number;
+            /** @description Browser actions performed (navigations and inputs). */
+            steps: number;
+            /** @description Screenshots taken. */
+            screenshots: number;
+            /** @description The domains visited. */
+            domains: string[];
+            /** @description Why the session ended, the same category as the session record's `end_reason`: for example `api` (ended through `DELETE /v1/sessions/{session_id}`), `idle_timeout`, `max_duration`. */
+            reason?: string;
+            /**
+             * Format: uri
+             * @description Link to the session in the dashboard.
+             */
+            session_dashboard_url: string;
+        };
+        /** @description Data of `session.failed`. */
+        EventSessionFailedData: {
+            /**
+             * Format: uuid
+             * @description The session.
+             */
+            session_id: string;
+            /** @description Session lifetime, in milliseconds. */
+            duration_ms: number;
+            /** @description A coarse machine-readable category, for routing only, for example `browser_unreachable` or `browser_pod_not_found`. */
+            reason: string;
+            /**
+             * Format: uri
+             * @description Link to the session in the dashboard.
+             */
+            session_dashboard_url: string;
+        };
+        /** @description Data of `session.recording.ready`. Fetch the recording through the recordings interface for a fresh presigned link. */
+        EventSessionRecordingReadyData: {
+            /**
+             * Format: uuid
+             * @description The session.
+             */
+            session_id: string;
+            /** @description Recording length, in milliseconds. */
+            duration_ms: number;
+            /** @description Recording size in bytes. */
+            size_bytes: number;
+            /**
+             * Format: uri
+             * @description Link to the session in the dashboard.
+             */
+            session_dashboard_url: string;
+        };
+        /** @description Data of `intervention.requested`. */
+        EventInterventionRequestedData: {
+            /**
+             * Format: uuid
+             * @description The session.
+             */
+            session_id: string;
+            /**
+             * Format: uuid
+             * @description The intervention request.
+             */
+            request_id: string;
+            /** @description What the agent needs from a human. */
+            message: string;
+            /** @description The kind of input awaited, for example `confirm`. */
+            input_type: string;
+            /**
+             * Format: uri
+             * @description The live-view URL for a one-click takeover.
+             */
+            live_view_url: string;
+        };
+        /** @description Data of `intervention.resolved`. The user's response is never included. */
+        EventInterventionResolvedData: {
+            /**
+             * Format: uuid
+             * @description The session.
+             */
+            session_id: string;
+            /**
+             * Format: uuid
+             * @description The intervention request.
+             */
+            request_id: string;
+        };
+        /** @description Data of `batch.completed`. */
+        EventBatchCompletedData: {
+            /**
+             * Format: uuid
+             * @description The batch.
+             */
+            batch_id: string;
+            /** @description Sessions requested. */
+            total_requests: number;
+            /** @description Sessions that succeeded. */
+            completed_requests: number;
+            /** @description Sessions that failed; `completed_requests + failed_requests = total_requests`. */
+            failed_requests: number;
+            /**
+             * @description Always `completed`.
+             * @constant
+             */
+            status: "completed";
+        };
+        /** @description Data of `batch.failed`. */
+        EventBatchFailedData: {
+            /**
+             * Format: uuid
+             * @description The batch.
+             */
+            batch_id: string;
+            /** @description Sessions requested. */
+            total_requests: number;
+            /** @description Sessions that succeeded. */
+            completed_requests: number;
+            /** @description Sessions that failed; `completed_requests + failed_requests = total_requests`. */
+            failed_requests: number;
+            /**
+             * @description Always `failed`.
+             * @constant
+             */
+            status: "failed";
+        };
+        /** @description Data of `identity.authenticated`. */
+        EventIdentityAuthenticatedData: {
+            /**
+             * Format: uuid
+             * @description The identity.
+             */
+            identity_id: string;
+            /**
+             * Format: uuid
+             * @description The application it signed in to.
+             */
+            application_id: string;
+            /**
+             * Format: uuid
+             * @description The session the login ran in.
+             */
+            session_id: string;
+            /**
+             * Format: uuid
+             * @description The authentication run.
+             */
+            execution_id: string;
+        };
+        /** @description Data of `identity.authentication_failed`. */
+        EventIdentityAuthenticationFailedData: {
+            /**
+             * Format: uuid
+             * @description The identity.
+             */
+            identity_id: string;
+            /**
+             * Format: uuid
+             * @description The application.
+             */
+            application_id: string;
+            /**
+             * Format: uuid
+             * @description The authentication run.
+             */
+            execution_id: string;
+            /**
+             * @description `invalid_credentials` when the password was wrong, `automation_failure` otherwise.
+             * @enum {string}
+             */
+            failure_type: "invalid_credentials" | "automation_failure";
+            /** @description What failed. */
+            error_message: string;
+        };
+        /**
+         * @description `active`: signed in, sessions reuse its saved profile; `pending`: authenticates on first use.
+         * @enum {string}
+         */
+        IdentityStatus: "active" | "pending";
+        /** @description The sign-in credentials. Write-only: stored encrypted (AES-256-GCM) and never returned. */
+        IdentityCredentials: {
+            /** @description The user name or e-mail address. */
+            username: string;
+            /** @description The password. */
+            password: string;
+            /** @description The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed) for TOTP-based 2FA. */
+            totp_secret?: string;
+        };
+        /** @description An identity: credentials for one application. The credentials are never returned. */
+        Identity: {
+            /**
+             * Format: uuid
+             * @description The identity id, used in the session option `identities`.
+             */
+            id: string;
+            /** @description The identity name. */
+            name: string;
+            /**
+             * Format: uuid
+             * @description The application the identity signs in to.
+             */
+            application_id: string;
+            status: components["schemas"]["IdentityStatus"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A new identity; it starts `pending` and authenticates on first use. */
+        IdentityCreateRequest: {
+            /** @description The identity name. */
+            name: string;
+            /**
+             * Format: uuid
+             * @description The application to sign in to.
+             */
+            application_id: string;
+            credentials: components["schemas"]["IdentityCredentials"];
+        };
+        /** @description The fields to change; new credentials replace the old ones and set the status back to `pending`. An empty object changes nothing. */
+        IdentityUpdateRequest: {
+            /** @description The new name. */
+            name?: string;
+            credentials?: components["schemas"]["IdentityCredentials"];
+        };
+        IdentityResponse: {
+            data: components["schemas"]["Identity"];
+        };
+        /** @description Identities of the project, newest first. */
+        IdentityListResponse: {
+            data: components["schemas"]["Identity"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description How to sign in to the application. Omitted fields are detected on the login page. */
+        ApplicationAuthFlow: {
+            /**
+             * @description `single_page`: username and password on one form; `multi_step`: the username first, then the password (and a TOTP code) on following pages; `auto`: detected.
+             * @default auto
+             * @enum {string}
+             */
+            type?: "auto" | "single_page" | "multi_step";
+            /** @description CSS selector of the username field; detected when omitted. */
+            username_selector?: string;
+            /** @description CSS selector of the password field; detected when omitted. */
+            password_selector?: string;
+            /** @description CSS selector of the submit button; detected when omitted. */
+            submit_selector?: string;
+            /** @description CSS selector of the one-time-code field for TOTP 2FA; detected when omitted. */
+            totp_selector?: string;
+            /**
+             * Format: uri
+             * @description A URL prefix reached after a successful login; detected when omitted.
+             */
+            success_url?: string;
+        };
+        /** @description An application: a third-party web app identities sign in to. */
+        Application: {
+            /**
+             * Format: uuid
+             * @description The application id.
+             */
+            id: string;
+            /** @description The application name. */
+            name: string;
+            /**
+             * Format: uri
+             * @description The login page of the application.
+             */
+            url: string;
+            /** @description The description; null when none was given. */
+            description: string | null;
+            /** @description How to sign in; null when everything is detected. */
+            auth_flow: components["schemas"]["ApplicationAuthFlow"] | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A new application. */
+        ApplicationCreateRequest: {
+            /** @description The application name. */
+            name: string;
+            /**
+             * Format: uri
+             * @description The login page of the application.
+             */
+            url: string;
+            /** @description A description. */
+            description?: string;
+            auth_flow?: components["schemas"]["ApplicationAuthFlow"];
+        };
+        /** @description The fields to change; omitted fields keep their value and an empty object changes nothing. */
+        ApplicationUpdateRequest: {
+            /** @description The application name. */
+            name?: string;
+            /**
+             * Format: uri
+             * @description The login page of the application.
+             */
+            url?: string;
+            /** @description The new description; null clears it. */
+            description?: string | null;
+            /** @description The new sign-in flow; null means detect everything. */
+            auth_flow?: components["schemas"]["ApplicationAuthFlow"] | null;
+        };
+        ApplicationResponse: {
+            data: components["schemas"]["Application"];
+        };
+        /** @description Applications of the project, newest first. */
+        ApplicationListResponse: {
+            data: components["schemas"]["Application"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        /** @description A TLS client certificate that sessions present to one origin. The key and passphrase are never returned. */
+        ClientCertificate: {
+            /**
+             * Format: uuid
+             * @description The client certificate id.
+             */
+            id: string;
+            /** @description The name given at upload. */
+            name: string;
+            /** @description The origin (`https://host[:port]`) whose TLS client-certificate requests it answers. */
+            origin: string;
+            /**
+             * @description The format of the uploaded file.
+             * @enum {string}
+             */
+            format: "pkcs12" | "pem";
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @description The multipart form of a client certificate upload. */
+        ClientCertificateUploadRequest: {
+            /** @description A name for the certificate. */
+            name: string;
+            /** @description The certificate with its private key: PKCS#12 (`.p12`, `.pfx`) or PEM (certificate and key blocks). */
+            file: string;
+            /** @description The passphrase of the PKCS#12 file or of an encrypted PEM key. */
+            passphrase?: string;
+            /** @description The origin (`https://host[:port]`) the certificate applies to. */
+            origin: string;
+        };
+        ClientCertificateResponse: {
+            data: components["schemas"]["ClientCertificate"];
+        };
+        /** @description Client certificates of the project, newest first. */
+        ClientCertificateListResponse: {
+            data: components["schemas"]["ClientCertificate"][];
+            pagination: components["schemas"]["Pagination"];
+        };
     };
     responses: {
         /** @description The request is invalid. */
@@ -2050,6 +4660,62 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request body is invalid. */
+        AgentAccessBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AgentAccessError"];
+            };
+        };
+        /** @description The answer is wrong, or the challenge token is expired (older than `ttl_seconds`) or invalid, or the identity token does not verify. */
+        AgentAccessUnauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AgentAccessError"];
+            };
+        };
+        /** @description The request body is larger than the server accepts. */
+        AgentAccessPayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AgentAccessError"];
+            };
+        };
+        /** @description The request body is not `application/json`. */
+        AgentAccessUnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AgentAccessError"];
+            };
+        };
+        /** @description Too many agent-access requests from this client address. */
+        AgentAccessTooManyRequests: {
+            headers: {
+                /** @description Seconds to wait before trying again. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AgentAccessError"];
+            };
+        };
+        /** @description The server failed; the message names no internals. */
+        AgentAccessInternalError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AgentAccessError"];
+            };
+        };
     };
     parameters: {
         /** @description Page number, from 1. */
@@ -2096,6 +4762,53 @@ export interface components {
         RecordingRangeHeader: string;
         /** @description The id of the running session to run the code in. */
         ExecuteCodeSessionIdQuery: string;
+        /** @description The task id. */
+        TaskIdPath: string;
+        /**
+         * @description A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
+         * @example 3
+         */
+        TaskVersionPath: string;
+        /** @description The run id returned by `POST /v2/tasks/{taskId}/run`. */
+        TaskRunIdPath: string;
+        /** @description The profile name (percent-encoded in the path). */
+        ProfileNamePath: string;
+        /** @description The extension id. */
+        ExtensionIdPath: string;
+        /**
+         * @description The webhook id (`wh_...`).
+         * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+         */
+        WebhookIdPath: string;
+        /** @description Only deliveries in this status. */
+        WebhookDeliveryStatusQuery: components["schemas"]["WebhookDeliveryStatus"];
+        /** @description Only deliveries of this event type. */
+        WebhookDeliveryEventTypeQuery: components["schemas"]["EventType"];
+        /** @description The identity id. */
+        IdentityIdPath: string;
+        /** @description Only identities of this application. */
+        IdentityApplicationIdQuery: string;
+        /** @description Only identities in this status. */
+        IdentityStatusQuery: components["schemas"]["IdentityStatus"];
+        /** @description The application id. */
+        ApplicationIdPath: string;
+        /** @description The client certificate id. */
+        ClientCertificateIdPath: string;
+        /**
+         * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+         * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+         */
+        EventWebhookIdHeader: string;
+        /**
+         * @description When this attempt was sent, in integer seconds since the Unix epoch.
+         * @example 1772443272
+         */
+        EventWebhookTimestampHeader: number;
+        /**
+         * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        EventWebhookSignatureHeader: string;
     };
     requestBodies: never;
     headers: never;
@@ -3893,4 +6606,3193 @@ export interface operations {
             501: components["responses"]["NotImplemented"];
         };
     };
+    listTasks: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tasks, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *           "name": "Fetch order status",
+                     *           "description": "Logs in and reads the status of the latest order.",
+                     *           "latestVersion": "3",
+                     *           "createdAt": "2026-03-02T09:15:00Z",
+                     *           "updatedAt": "2026-03-02T09:20:30Z",
+                     *           "deleted": false
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 1,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    createTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Fetch order status",
+                 *       "description": "Logs in and reads the status of the latest order.",
+                 *       "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                 *       "language": "typescript",
+                 *       "browserConfiguration": {
+                 *         "initial_url": "https://shop.example.com/login",
+                 *         "recording": {
+                 *           "active": true
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The created task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "name": "Fetch order status",
+                     *         "description": "Logs in and reads the status of the latest order.",
+                     *         "latestVersion": null,
+                     *         "createdAt": "2026-03-02T09:15:00Z",
+                     *         "updatedAt": "2026-03-02T09:15:00Z",
+                     *         "deleted": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "name": "Fetch order status",
+                     *         "description": "Logs in and reads the status of the latest order.",
+                     *         "latestVersion": "3",
+                     *         "createdAt": "2026-03-02T09:15:00Z",
+                     *         "updatedAt": "2026-03-02T09:20:30Z",
+                     *         "deleted": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    updateTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Fetch order status (EU shop)"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "name": "Fetch order status (EU shop)",
+                     *         "description": "Logs in and reads the status of the latest order.",
+                     *         "latestVersion": "3",
+                     *         "createdAt": "2026-03-02T09:15:00Z",
+                     *         "updatedAt": "2026-03-02T09:20:30Z",
+                     *         "deleted": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getTaskDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f",
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "version": "draft",
+                     *         "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *         "deleted": false,
+                     *         "createdAt": "2026-03-02T09:15:00Z",
+                     *         "updatedAt": "2026-03-02T09:20:30Z",
+                     *         "language": "typescript",
+                     *         "description": "Reads the page title after opening the input URL.",
+                     *         "browserConfiguration": {
+                     *           "initial_url": "https://shop.example.com/login",
+                     *           "tags": [
+                     *             "nightly"
+                     *           ],
+                     *           "recording": {
+                     *             "active": true
+                     *           },
+                     *           "proxy": {
+                     *             "active": false
+                     *           },
+                     *           "timeout": {
+                     *             "max_duration": 20,
+                     *             "idle_timeout": 5
+                     *           },
+                     *           "live_view": {
+                     *             "read_only": true
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskDraftVersionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    saveTaskDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                 *       "language": "typescript",
+                 *       "description": "Reads the page title after opening the input URL.",
+                 *       "browserConfiguration": {
+                 *         "initial_url": "https://shop.example.com/login",
+                 *         "tags": [
+                 *           "nightly"
+                 *         ],
+                 *         "recording": {
+                 *           "active": true
+                 *         },
+                 *         "proxy": {
+                 *           "active": false
+                 *         },
+                 *         "timeout": {
+                 *           "max_duration": 20,
+                 *           "idle_timeout": 5
+                 *         },
+                 *         "live_view": {
+                 *           "read_only": true
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskDraftRequest"];
+            };
+        };
+        responses: {
+            /** @description The draft. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f",
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "version": "draft",
+                     *         "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *         "deleted": false,
+                     *         "createdAt": "2026-03-02T09:15:00Z",
+                     *         "updatedAt": "2026-03-02T09:20:30Z",
+                     *         "language": "typescript",
+                     *         "description": "Reads the page title after opening the input URL.",
+                     *         "browserConfiguration": {
+                     *           "initial_url": "https://shop.example.com/login",
+                     *           "tags": [
+                     *             "nightly"
+                     *           ],
+                     *           "recording": {
+                     *             "active": true
+                     *           },
+                     *           "proxy": {
+                     *             "active": false
+                     *           },
+                     *           "timeout": {
+                     *             "max_duration": 20,
+                     *             "idle_timeout": 5
+                     *           },
+                     *           "live_view": {
+                     *             "read_only": true
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskDraftVersionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deployTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                 *       "language": "typescript",
+                 *       "description": "Reads the page title after opening the input URL.",
+                 *       "browserConfiguration": {
+                 *         "initial_url": "https://shop.example.com/login",
+                 *         "tags": [
+                 *           "nightly",
+                 *           "checkout"
+                 *         ],
+                 *         "recording": {
+                 *           "active": true
+                 *         },
+                 *         "proxy": {
+                 *           "active": true,
+                 *           "type": "service_proxy",
+                 *           "country_code": "de",
+                 *           "region": "Berlin",
+                 *           "city": "Berlin"
+                 *         },
+                 *         "timeout": {
+                 *           "max_duration": 20,
+                 *           "idle_timeout": 5
+                 *         },
+                 *         "live_view": {
+                 *           "read_only": true,
+                 *           "one_time_url": false
+                 *         },
+                 *         "x402": false
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskDeployRequest"];
+            };
+        };
+        responses: {
+            /** @description The new version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "version": "3",
+                     *         "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *         "deleted": false,
+                     *         "createdAt": "2026-03-02T09:20:30Z",
+                     *         "updatedAt": "2026-03-02T09:20:30Z",
+                     *         "language": "typescript",
+                     *         "description": "Reads the page title after opening the input URL.",
+                     *         "browserConfiguration": {
+                     *           "initial_url": "https://shop.example.com/login",
+                     *           "tags": [
+                     *             "nightly",
+                     *             "checkout"
+                     *           ],
+                     *           "recording": {
+                     *             "active": true
+                     *           },
+                     *           "proxy": {
+                     *             "active": true,
+                     *             "type": "service_proxy",
+                     *             "country_code": "de",
+                     *             "region": "Berlin",
+                     *             "city": "Berlin"
+                     *           },
+                     *           "timeout": {
+                     *             "max_duration": 20,
+                     *             "idle_timeout": 5
+                     *           },
+                     *           "live_view": {
+                     *             "read_only": true,
+                     *             "one_time_url": false
+                     *           },
+                     *           "x402": false
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskVersionResponse"];
+                };
+            };
+            /** @description The request is invalid, or there is no code to deploy. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listTaskVersions: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *           "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *           "version": "3",
+                     *           "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *           "deleted": false,
+                     *           "createdAt": "2026-03-02T09:20:30Z",
+                     *           "updatedAt": "2026-03-02T09:20:30Z",
+                     *           "language": "typescript",
+                     *           "description": "Reads the page title after opening the input URL.",
+                     *           "browserConfiguration": {
+                     *             "initial_url": "https://shop.example.com/login",
+                     *             "tags": [
+                     *               "nightly",
+                     *               "checkout"
+                     *             ],
+                     *             "recording": {
+                     *               "active": true
+                     *             },
+                     *             "proxy": {
+                     *               "active": true,
+                     *               "type": "service_proxy",
+                     *               "country_code": "de",
+                     *               "region": "Berlin",
+                     *               "city": "Berlin"
+                     *             },
+                     *             "timeout": {
+                     *               "max_duration": 20,
+                     *               "idle_timeout": 5
+                     *             },
+                     *             "live_view": {
+                     *               "read_only": true,
+                     *               "one_time_url": false
+                     *             },
+                     *             "x402": false
+                     *           }
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 1,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskVersionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getTaskVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+                /**
+                 * @description A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
+                 * @example 3
+                 */
+                version: components["parameters"]["TaskVersionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "version": "3",
+                     *         "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *         "deleted": false,
+                     *         "createdAt": "2026-03-02T09:20:30Z",
+                     *         "updatedAt": "2026-03-02T09:20:30Z",
+                     *         "language": "typescript",
+                     *         "description": "Reads the page title after opening the input URL.",
+                     *         "browserConfiguration": {
+                     *           "initial_url": "https://shop.example.com/login",
+                     *           "tags": [
+                     *             "nightly",
+                     *             "checkout"
+                     *           ],
+                     *           "recording": {
+                     *             "active": true
+                     *           },
+                     *           "proxy": {
+                     *             "active": true,
+                     *             "type": "service_proxy",
+                     *             "country_code": "de",
+                     *             "region": "Berlin",
+                     *             "city": "Berlin"
+                     *           },
+                     *           "timeout": {
+                     *             "max_duration": 20,
+                     *             "idle_timeout": 5
+                     *           },
+                     *           "live_view": {
+                     *             "read_only": true,
+                     *             "one_time_url": false
+                     *           },
+                     *           "x402": false
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskVersionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listTaskExecutions: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of executions, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                     *           "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *           "taskVersionId": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *           "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *           "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                     *           "status": "completed",
+                     *           "execution_mode": "deterministic",
+                     *           "output": {
+                     *             "value": {
+                     *               "title": "Order #1042: shipped"
+                     *             }
+                     *           },
+                     *           "error": null,
+                     *           "duration_ms": 12840,
+                     *           "createdAt": "2026-03-02T09:20:30Z",
+                     *           "completedAt": "2026-03-02T09:21:12Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 1,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskExecutionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    runTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "input_params": {
+                 *         "url": "https://shop.example.com/orders/1042"
+                 *       },
+                 *       "identity_id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                 *       "cleanup_sessions": true,
+                 *       "version": "latest"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskRunRequest"];
+            };
+        };
+        responses: {
+            /** @description The run is queued. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *         "status": "queued"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskRunResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getTaskRunStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run id returned by `POST /v2/tasks/{taskId}/run`. */
+                runId: components["parameters"]["TaskRunIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run state. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *         "task_id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "task_version_id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *         "status": "completed",
+                     *         "execution_id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                     *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                     *         "output": {
+                     *           "value": {
+                     *             "title": "Order #1042: shipped"
+                     *           }
+                     *         },
+                     *         "duration_ms": 12840,
+                     *         "created_at": "2026-03-02T09:20:30Z",
+                     *         "completed_at": "2026-03-02T09:21:12Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskRunStatusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listProfiles: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of profiles, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "name": "shop-login",
+                     *           "description": "Signed in to the shop as the test buyer.",
+                     *           "status": "ready",
+                     *           "source": "session",
+                     *           "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                     *           "dedicated_sticky_ip": false,
+                     *           "size_bytes": 18874368,
+                     *           "created_at": "2026-03-02T09:15:00Z",
+                     *           "updated_at": "2026-03-02T09:20:30Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 1,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProfileListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    createProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "shop-login",
+                 *       "description": "Signed in to the shop as the test buyer.",
+                 *       "source": "session",
+                 *       "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *       "dedicated_sticky_ip": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProfileCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The profile is created and waits for its session to end. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "pending"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProfileCreateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The source session does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The source session is not running, or the name is taken. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The profile name (percent-encoded in the path). */
+                name: components["parameters"]["ProfileNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "name": "shop-login",
+                     *         "description": "Signed in to the shop as the test buyer.",
+                     *         "status": "ready",
+                     *         "source": "session",
+                     *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                     *         "dedicated_sticky_ip": false,
+                     *         "size_bytes": 18874368,
+                     *         "created_at": "2026-03-02T09:15:00Z",
+                     *         "updated_at": "2026-03-02T09:20:30Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProfileResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The profile name (percent-encoded in the path). */
+                name: components["parameters"]["ProfileNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listExtensions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The extensions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "6f5e4d3c-2b1a-4098-8765-43210fedcba9",
+                     *           "name": "cookie-banner-hider",
+                     *           "manifest": {
+                     *             "name": "Cookie Banner Hider",
+                     *             "version": "1.4.0",
+                     *             "manifest_version": 3,
+                     *             "description": "Hides cookie banners.",
+                     *             "permissions": [
+                     *               "storage",
+                     *               "scripting"
+                     *             ]
+                     *           },
+                     *           "createdAt": "2026-03-02T09:15:00Z",
+                     *           "updatedAt": "2026-03-02T09:15:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExtensionListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    uploadExtension: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["ExtensionUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The uploaded extension. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "6f5e4d3c-2b1a-4098-8765-43210fedcba9",
+                     *         "name": "cookie-banner-hider",
+                     *         "manifest": {
+                     *           "name": "Cookie Banner Hider",
+                     *           "version": "1.4.0",
+                     *           "manifest_version": 3,
+                     *           "description": "Hides cookie banners.",
+                     *           "permissions": [
+                     *             "storage",
+                     *             "scripting"
+                     *           ]
+                     *         },
+                     *         "createdAt": "2026-03-02T09:15:00Z",
+                     *         "updatedAt": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExtensionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getExtension: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The extension id. */
+                id: components["parameters"]["ExtensionIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The extension. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "6f5e4d3c-2b1a-4098-8765-43210fedcba9",
+                     *         "name": "cookie-banner-hider",
+                     *         "manifest": {
+                     *           "name": "Cookie Banner Hider",
+                     *           "version": "1.4.0",
+                     *           "manifest_version": 3,
+                     *           "description": "Hides cookie banners.",
+                     *           "permissions": [
+                     *             "storage",
+                     *             "scripting"
+                     *           ]
+                     *         },
+                     *         "createdAt": "2026-03-02T09:15:00Z",
+                     *         "updatedAt": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExtensionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteExtension: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The extension id. */
+                id: components["parameters"]["ExtensionIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The extension is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getAgentAccessGuide: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The guide. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "purpose": "Lets an AI agent obtain an API key for this service without a dashboard account: solve one challenge, receive a key with starter credits.",
+                     *       "docs": "https://browser.example.com/docs/agent-access",
+                     *       "credits": {
+                     *         "anonymous": 100,
+                     *         "with_identity": 500
+                     *       },
+                     *       "ttl_seconds": 300,
+                     *       "limits": {
+                     *         "session_max_duration_minutes": 15
+                     *       },
+                     *       "flow": [
+                     *         {
+                     *           "step": 1,
+                     *           "path": "/v1/agent-access/challenge",
+                     *           "why": "GET a challenge and its token; the token expires after ttl_seconds."
+                     *         },
+                     *         {
+                     *           "step": 2,
+                     *           "path": "/v1/agent-access",
+                     *           "why": "POST {token, answer} (and optionally identity_token) to receive an API key."
+                     *         },
+                     *         {
+                     *           "step": 3,
+                     *           "path": "/v1/sessions",
+                     *           "why": "POST with header service-api-key: <api_key> to start a browser session."
+                     *         }
+                     *       ],
+                     *       "next": {
+                     *         "path": "/v1/agent-access/challenge",
+                     *         "description": "GET this path to receive a challenge to solve."
+                     *       },
+                     *       "identity": {
+                     *         "optional": true,
+                     *         "extra_credits": 400,
+                     *         "submit": "Send an OIDC ID token as identity_token in the body of POST /v1/agent-access.",
+                     *         "oidc": [
+                     *           {
+                     *             "provider": "github-actions",
+                     *             "issuer": "https://token.actions.githubusercontent.com",
+                     *             "how": "In a workflow with permissions id-token: write, request a token from ACTIONS_ID_TOKEN_REQUEST_URL with audience set to this service URL."
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentAccessGuide"];
+                };
+            };
+            429: components["responses"]["AgentAccessTooManyRequests"];
+            500: components["responses"]["AgentAccessInternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    submitAgentAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "eyJjaGFsbGVuZ2UiOiJjaGxfNVFtWjhyVDIiLCJleHAiOjE3NzI0NDMwMDB9.c2lnbmF0dXJl",
+                 *       "answer": "7113"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AgentAccessSubmitRequest"];
+            };
+        };
+        responses: {
+            /** @description The API key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "api_key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+                     *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                     *       "credits_granted": 100,
+                     *       "next": {
+                     *         "path": "/v1/sessions",
+                     *         "description": "POST here with header service-api-key set to api_key to start a browser session."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentAccessSubmitResponse"];
+                };
+            };
+            400: components["responses"]["AgentAccessBadRequest"];
+            401: components["responses"]["AgentAccessUnauthorized"];
+            413: components["responses"]["AgentAccessPayloadTooLarge"];
+            415: components["responses"]["AgentAccessUnsupportedMediaType"];
+            429: components["responses"]["AgentAccessTooManyRequests"];
+            500: components["responses"]["AgentAccessInternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getAgentAccessChallenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A challenge. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "challenge": {
+                     *         "id": "chl_5QmZ8rT2",
+                     *         "type": "arithmetic",
+                     *         "title": "Add two numbers",
+                     *         "prompt": "What is 4817 + 2296? Answer with the number only."
+                     *       },
+                     *       "token": "eyJjaGFsbGVuZ2UiOiJjaGxfNVFtWjhyVDIiLCJleHAiOjE3NzI0NDMwMDB9.c2lnbmF0dXJl",
+                     *       "expires_at": "2026-03-02T09:20:00Z",
+                     *       "instructions": "Solve the challenge and POST {\"token\": <token>, \"answer\": <your answer>} to /v1/agent-access before expires_at.",
+                     *       "next": {
+                     *         "path": "/v1/agent-access",
+                     *         "description": "POST {token, answer} here before expires_at."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentAccessChallenge"];
+                };
+            };
+            429: components["responses"]["AgentAccessTooManyRequests"];
+            500: components["responses"]["AgentAccessInternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhooks, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "wh_01JNQ6X2B8C4D6E8F0G2H4J6KM",
+                     *           "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                     *           "url": "https://hooks.example.com/browser-events",
+                     *           "description": "Task outcomes for the ops channel",
+                     *           "subscribed_events": [
+                     *             "task.completed",
+                     *             "task.failed",
+                     *             "session.failed"
+                     *           ],
+                     *           "enabled": true,
+                     *           "created_at": "2026-03-02T09:15:00Z",
+                     *           "updated_at": "2026-03-02T09:15:00Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 1,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/browser-events",
+                 *       "subscribed_events": [
+                 *         "task.completed",
+                 *         "task.failed",
+                 *         "session.failed"
+                 *       ],
+                 *       "description": "Task outcomes for the ops channel",
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The webhook with its signing secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_01JNQ6X2B8C4D6E8F0G2H4J6KM",
+                     *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                     *       "url": "https://hooks.example.com/browser-events",
+                     *       "description": "Task outcomes for the ops channel",
+                     *       "subscribed_events": [
+                     *         "task.completed",
+                     *         "task.failed",
+                     *         "session.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:15:00Z",
+                     *       "secret": "whsec_Q2J4s9lT0mV7kXe1pR3uY6wZ8aC5dF2gH4jK7nM9bV0="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The project has as many webhooks as it may have (20 unless the operator changed it). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook (without its secret). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_01JNQ6X2B8C4D6E8F0G2H4J6KM",
+                     *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                     *       "url": "https://hooks.example.com/browser-events",
+                     *       "description": "Task outcomes for the ops channel",
+                     *       "subscribed_events": [
+                     *         "task.completed",
+                     *         "task.failed",
+                     *         "session.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:15:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_01JNQ6X2B8C4D6E8F0G2H4J6KM",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeleteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "subscribed_events": [
+                 *         "task.completed",
+                 *         "task.failed",
+                 *         "task.cancelled"
+                 *       ],
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated webhook. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_01JNQ6X2B8C4D6E8F0G2H4J6KM",
+                     *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                     *       "url": "https://hooks.example.com/browser-events",
+                     *       "description": "Task outcomes for the ops channel",
+                     *       "subscribed_events": [
+                     *         "task.completed",
+                     *         "task.failed",
+                     *         "task.cancelled"
+                     *       ],
+                     *       "enabled": false,
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:20:30Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook with its new secret. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "wh_01JNQ6X2B8C4D6E8F0G2H4J6KM",
+                     *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                     *       "url": "https://hooks.example.com/browser-events",
+                     *       "description": "Task outcomes for the ops channel",
+                     *       "subscribed_events": [
+                     *         "task.completed",
+                     *         "task.failed",
+                     *         "session.failed"
+                     *       ],
+                     *       "enabled": true,
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:20:30Z",
+                     *       "secret": "whsec_Zx8Cv5Bn2Mq4Wr7Ty1Ui3Op6As9Df0Gh2Jk5Lz8Xc1U="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "event_type": "task.completed"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookTestRequest"];
+            };
+        };
+        responses: {
+            /** @description The test event is queued. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event_id": "evt_01JNQ8A1B2C3D4E5F6G7H8J9KM",
+                     *       "event_type": "task.completed",
+                     *       "delivery_ids": [
+                     *         "dlv_3f9a61c2b7e84d0f9c1e5a7b2d4f6e80"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookTestResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only deliveries in this status. */
+                status?: components["parameters"]["WebhookDeliveryStatusQuery"];
+                /** @description Only deliveries of this event type. */
+                event_type?: components["parameters"]["WebhookDeliveryEventTypeQuery"];
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook id (`wh_...`).
+                 * @example wh_01JNQ6X2B8C4D6E8F0G2H4J6KM
+                 */
+                id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of delivery attempts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "dlv_8b1d0e6f2a4c4e9b8f3a1c5d7e9f0a12",
+                     *           "event_id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W9XA",
+                     *           "event_type": "task.completed",
+                     *           "attempt": 2,
+                     *           "status": "succeeded",
+                     *           "response_status": 200,
+                     *           "error_message": null,
+                     *           "scheduled_at": "2026-03-02T09:21:17Z",
+                     *           "completed_at": "2026-03-02T09:21:17Z"
+                     *         },
+                     *         {
+                     *           "id": "dlv_3f9a61c2b7e84d0f9c1e5a7b2d4f6e80",
+                     *           "event_id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W9XA",
+                     *           "event_type": "task.completed",
+                     *           "attempt": 1,
+                     *           "status": "failed",
+                     *           "response_status": 503,
+                     *           "error_message": "Receiver answered 503",
+                     *           "scheduled_at": "2026-03-02T09:21:12Z",
+                     *           "completed_at": "2026-03-02T09:21:12Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 2,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listIdentities: {
+        parameters: {
+            query?: {
+                /** @description Only identities of this application. */
+                application_id?: components["parameters"]["IdentityApplicationIdQuery"];
+                /** @description Only identities in this status. */
+                status?: components["parameters"]["IdentityStatusQuery"];
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of identities, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *           "name": "Test buyer",
+                     *           "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *           "status": "active",
+                     *           "created_at": "2026-03-02T09:15:00Z",
+                     *           "updated_at": "2026-03-02T09:20:30Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 1,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    createIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Test buyer",
+                 *       "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                 *       "credentials": {
+                 *         "username": "buyer@example.com",
+                 *         "password": "correct horse battery staple",
+                 *         "totp_secret": "JBSWY3DPEHPK3PXP"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["IdentityCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The identity. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *         "name": "Test buyer",
+                     *         "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *         "status": "pending",
+                     *         "created_at": "2026-03-02T09:15:00Z",
+                     *         "updated_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description The application does not exist. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity id. */
+                id: components["parameters"]["IdentityIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The identity (never its credentials). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *         "name": "Test buyer",
+                     *         "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *         "status": "active",
+                     *         "created_at": "2026-03-02T09:15:00Z",
+                     *         "updated_at": "2026-03-02T09:20:30Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity id. */
+                id: components["parameters"]["IdentityIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The identity is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    updateIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity id. */
+                id: components["parameters"]["IdentityIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "credentials": {
+                 *         "username": "buyer@example.com",
+                 *         "password": "a new passphrase"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["IdentityUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated identity. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *         "name": "Test buyer",
+                     *         "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *         "status": "pending",
+                     *         "created_at": "2026-03-02T09:15:00Z",
+                     *         "updated_at": "2026-03-02T09:20:30Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listApplications: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of applications, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *           "name": "Shop back office",
+                     *           "url": "https://shop.example.com/login",
+                     *           "description": "Order management of the shop.",
+                     *           "auth_flow": {
+                     *             "type": "multi_step",
+                     *             "username_selector": "#email",
+                     *             "password_selector": "#password",
+                     *             "submit_selector": "button[type=submit]",
+                     *             "totp_selector": "#otp",
+                     *             "success_url": "https://shop.example.com/orders"
+                     *           },
+                     *           "created_at": "2026-03-02T09:15:00Z",
+                     *           "updated_at": "2026-03-02T09:15:00Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 1,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApplicationListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    createApplication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Shop back office",
+                 *       "url": "https://shop.example.com/login",
+                 *       "description": "Order management of the shop.",
+                 *       "auth_flow": {
+                 *         "type": "multi_step",
+                 *         "username_selector": "#email",
+                 *         "password_selector": "#password",
+                 *         "submit_selector": "button[type=submit]",
+                 *         "totp_selector": "#otp",
+                 *         "success_url": "https://shop.example.com/orders"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ApplicationCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The application. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *         "name": "Shop back office",
+                     *         "url": "https://shop.example.com/login",
+                     *         "description": "Order management of the shop.",
+                     *         "auth_flow": {
+                     *           "type": "multi_step",
+                     *           "username_selector": "#email",
+                     *           "password_selector": "#password",
+                     *           "submit_selector": "button[type=submit]",
+                     *           "totp_selector": "#otp",
+                     *           "success_url": "https://shop.example.com/orders"
+                     *         },
+                     *         "created_at": "2026-03-02T09:15:00Z",
+                     *         "updated_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApplicationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getApplication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The application. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *         "name": "Shop back office",
+                     *         "url": "https://shop.example.com/login",
+                     *         "description": "Order management of the shop.",
+                     *         "auth_flow": {
+                     *           "type": "multi_step",
+                     *           "username_selector": "#email",
+                     *           "password_selector": "#password",
+                     *           "submit_selector": "button[type=submit]",
+                     *           "totp_selector": "#otp",
+                     *           "success_url": "https://shop.example.com/orders"
+                     *         },
+                     *         "created_at": "2026-03-02T09:15:00Z",
+                     *         "updated_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApplicationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteApplication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The application is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description Identities still use the application. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    updateApplication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "auth_flow": {
+                 *         "type": "single_page"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ApplicationUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated application. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *         "name": "Shop back office",
+                     *         "url": "https://shop.example.com/login",
+                     *         "description": "Order management of the shop.",
+                     *         "auth_flow": {
+                     *           "type": "single_page"
+                     *         },
+                     *         "created_at": "2026-03-02T09:15:00Z",
+                     *         "updated_at": "2026-03-02T09:20:30Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApplicationResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listClientCertificates: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of client certificates, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+                     *           "name": "Partner portal client cert",
+                     *           "origin": "https://portal.partner.example.com",
+                     *           "format": "pkcs12",
+                     *           "created_at": "2026-03-02T09:15:00Z"
+                     *         }
+                     *       ],
+                     *       "pagination": {
+                     *         "page": 1,
+                     *         "limit": 20,
+                     *         "total": 1,
+                     *         "total_pages": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ClientCertificateListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    uploadClientCertificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["ClientCertificateUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The client certificate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "name": "Partner portal client cert",
+                     *         "origin": "https://portal.partner.example.com",
+                     *         "format": "pkcs12",
+                     *         "created_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ClientCertificateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteClientCertificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client certificate id. */
+                id: components["parameters"]["ClientCertificateIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The client certificate is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    taskCompletedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W901",
+                 *       "type": "task.completed",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Task 3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c completed in 12.8 s",
+                 *       "data": {
+                 *         "task_id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                 *         "task_version_id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                 *         "execution_id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                 *         "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "execution_mode": "deterministic",
+                 *         "duration_ms": 12840,
+                 *         "cost": {
+                 *           "amount": 0.42,
+                 *           "currency": "credits"
+                 *         },
+                 *         "output": {
+                 *           "value": {
+                 *             "title": "Order #1042: shipped"
+                 *           }
+                 *         },
+                 *         "artifacts": [
+                 *           {
+                 *             "name": "invoice.pdf",
+                 *             "url": "https://files.example.com/a/invoice.pdf?sig=abc",
+                 *             "size": 48213,
+                 *             "content_type": "application/pdf"
+                 *           }
+                 *         ],
+                 *         "recording_url": "https://files.example.com/r/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b.mp4?sig=def",
+                 *         "session_dashboard_url": "https://browser.example.com/dashboard/sessions/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventTaskCompleted"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    taskFailedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W902",
+                 *       "type": "task.failed",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Task 3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c failed: automation_failure",
+                 *       "data": {
+                 *         "task_id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                 *         "task_version_id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                 *         "execution_id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "duration_ms": 31877,
+                 *         "cost": {
+                 *           "amount": 0.9,
+                 *           "currency": "credits"
+                 *         },
+                 *         "artifacts": [],
+                 *         "session_dashboard_url": "https://browser.example.com/dashboard/sessions/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "error": {
+                 *           "type": "automation_failure",
+                 *           "message": "Selector \"#order-status\" not found within 30000 ms",
+                 *           "root_cause": "The order page layout changed."
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventTaskFailed"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    taskCancelledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W903",
+                 *       "type": "task.cancelled",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Task 3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c was cancelled",
+                 *       "data": {
+                 *         "task_id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                 *         "task_version_id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                 *         "execution_id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                 *         "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "execution_mode": "deterministic",
+                 *         "duration_ms": 4020,
+                 *         "cost": {
+                 *           "amount": 0.1,
+                 *           "currency": "credits"
+                 *         },
+                 *         "artifacts": [],
+                 *         "session_dashboard_url": "https://browser.example.com/dashboard/sessions/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventTaskCancelled"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    taskHealedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W904",
+                 *       "type": "task.healed",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Task 3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c was healed (confidence 0.87)",
+                 *       "data": {
+                 *         "task_id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                 *         "healed_task_version_id": "8c7b6a59-4837-4261-9e0d-1c2b3a495867",
+                 *         "source_execution_id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                 *         "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                 *         "error_explanation": "The status badge moved into a new component, so \"#order-status\" no longer matches.",
+                 *         "fix_suggestion": "Read the status from [data-testid=\"order-status\"].",
+                 *         "confidence_score": 0.87,
+                 *         "published_as_draft": true
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventTaskHealed"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    sessionCompletedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W905",
+                 *       "type": "session.completed",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Session 0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b completed after 95 s",
+                 *       "data": {
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "duration_ms": 95120,
+                 *         "proxy_bytes": 1843200,
+                 *         "network_bytes_total": 5242880,
+                 *         "steps": 37,
+                 *         "screenshots": 4,
+                 *         "domains": [
+                 *           "shop.example.com",
+                 *           "cdn.example.com"
+                 *         ],
+                 *         "reason": "idle_timeout",
+                 *         "session_dashboard_url": "https://browser.example.com/dashboard/sessions/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventSessionCompleted"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    sessionFailedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W906",
+                 *       "type": "session.failed",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Session 0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b failed: browser_unreachable",
+                 *       "data": {
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "duration_ms": 61003,
+                 *         "reason": "browser_unreachable",
+                 *         "session_dashboard_url": "https://browser.example.com/dashboard/sessions/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventSessionFailed"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    sessionRecordingReadyEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W907",
+                 *       "type": "session.recording.ready",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Recording of session 0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b is ready",
+                 *       "data": {
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "duration_ms": 94800,
+                 *         "size_bytes": 7340032,
+                 *         "session_dashboard_url": "https://browser.example.com/dashboard/sessions/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventSessionRecordingReady"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    interventionRequestedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W908",
+                 *       "type": "intervention.requested",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Session 0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b needs input: Confirm the purchase of 2 items",
+                 *       "data": {
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "request_id": "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b",
+                 *         "message": "Confirm the purchase of 2 items for 59.90 EUR",
+                 *         "input_type": "confirm",
+                 *         "live_view_url": "https://browser.example.com/live/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b?token=lv_3kT9"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventInterventionRequested"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    interventionResolvedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W909",
+                 *       "type": "intervention.resolved",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Intervention 1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b was resolved",
+                 *       "data": {
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "request_id": "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventInterventionResolved"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    batchCompletedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W910",
+                 *       "type": "batch.completed",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Batch 4b3a2918-0716-4f5e-9d4c-3b2a19080706 completed: 98 of 100 sessions",
+                 *       "data": {
+                 *         "batch_id": "4b3a2918-0716-4f5e-9d4c-3b2a19080706",
+                 *         "total_requests": 100,
+                 *         "completed_requests": 98,
+                 *         "failed_requests": 2,
+                 *         "status": "completed"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventBatchCompleted"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    batchFailedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W911",
+                 *       "type": "batch.failed",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Batch 4b3a2918-0716-4f5e-9d4c-3b2a19080706 failed: 0 of 100 sessions",
+                 *       "data": {
+                 *         "batch_id": "4b3a2918-0716-4f5e-9d4c-3b2a19080706",
+                 *         "total_requests": 100,
+                 *         "completed_requests": 0,
+                 *         "failed_requests": 100,
+                 *         "status": "failed"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventBatchFailed"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    identityAuthenticatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W912",
+                 *       "type": "identity.authenticated",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Identity b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d authenticated",
+                 *       "data": {
+                 *         "identity_id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                 *         "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                 *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                 *         "execution_id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventIdentityAuthenticated"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    identityAuthenticationFailedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+                 * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
+                 */
+                "webhook-id": components["parameters"]["EventWebhookIdHeader"];
+                /**
+                 * @description When this attempt was sent, in integer seconds since the Unix epoch.
+                 * @example 1772443272
+                 */
+                "webhook-timestamp": components["parameters"]["EventWebhookTimestampHeader"];
+                /**
+                 * @description Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["EventWebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_01JNQ7Z8K4M2P6R9S3T5V7W913",
+                 *       "type": "identity.authentication_failed",
+                 *       "created": "2026-03-02T09:21:12Z",
+                 *       "project_id": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                 *       "text": "Identity b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d failed to authenticate: invalid_credentials",
+                 *       "data": {
+                 *         "identity_id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                 *         "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                 *         "execution_id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                 *         "failure_type": "invalid_credentials",
+                 *         "error_message": "The application answered \"Incorrect username or password.\""
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["EventIdentityAuthenticationFailed"];
+            };
+        };
+        responses: {
+            /** @description Return any 2xx status within 10 seconds to acknowledge the event. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
 }
+type WithRequired<T, K extends keyof T> = T & {
+    [P in K]-?: T[P];
+};

@@ -4,6 +4,8 @@ export type ClientOptions = {
     baseUrl: `${string}://${string}` | (string & {});
 };
 
+export type Webhooks = TaskCompletedEventWebhookRequest | TaskFailedEventWebhookRequest | TaskCancelledEventWebhookRequest | TaskHealedEventWebhookRequest | SessionCompletedEventWebhookRequest | SessionFailedEventWebhookRequest | SessionRecordingReadyEventWebhookRequest | InterventionRequestedEventWebhookRequest | InterventionResolvedEventWebhookRequest | BatchCompletedEventWebhookRequest | BatchFailedEventWebhookRequest | IdentityAuthenticatedEventWebhookRequest | IdentityAuthenticationFailedEventWebhookRequest;
+
 /**
  * The general error body.
  */
@@ -1061,6 +1063,2237 @@ export type BillingBucket = {
 };
 
 /**
+ * The language of the task code.
+ */
+export type TaskLanguage = 'typescript';
+
+/**
+ * The task code, base64-encoded. The code is TypeScript exporting `export default async function run(ctx)`; `ctx` gives `page`, `context`, `browser` and `input`, and the return value becomes the output.
+ */
+export type TaskCode = string;
+
+/**
+ * Recording of the task session.
+ */
+export type TaskBrowserConfigurationRecording = {
+    /**
+     * Record the session (screencast to MP4).
+     */
+    active?: boolean;
+};
+
+/**
+ * Proxy for the task session.
+ */
+export type TaskBrowserConfigurationProxy = {
+    /**
+     * Route the browser through a proxy.
+     */
+    active?: boolean;
+    /**
+     * The proxy kind: `service_proxy` is the proxy network of the service.
+     */
+    type?: 'service_proxy';
+    /**
+     * Exit country, lower-case ISO 3166-1 alpha-2 code (`us`, `de`).
+     */
+    country_code?: string;
+    /**
+     * Exit region or state within the country.
+     */
+    region?: string;
+    /**
+     * Exit city.
+     */
+    city?: string;
+};
+
+/**
+ * Time limits of the task session, in minutes.
+ */
+export type TaskBrowserConfigurationTimeout = {
+    /**
+     * Longest lifetime of the session in minutes, counted from its creation; -1 disables the limit.
+     */
+    max_duration?: number;
+    /**
+     * Minutes without CDP, input or live-view activity after which the session ends; -1 disables the limit.
+     */
+    idle_timeout?: number;
+};
+
+/**
+ * Browser configuration of the sessions that run the task. Every field is optional; an omitted field takes its default. Answers echo what was stored (`{}` when nothing was given).
+ */
+export type TaskBrowserConfiguration = {
+    /**
+     * The URL the browser opens first.
+     */
+    initial_url?: string;
+    /**
+     * Tags set on the task session, in order.
+     */
+    tags?: Array<string>;
+    recording?: TaskBrowserConfigurationRecording;
+    proxy?: TaskBrowserConfigurationProxy;
+    timeout?: TaskBrowserConfigurationTimeout;
+    /**
+     * Live view of the task session.
+     */
+    live_view?: {
+        /**
+         * The live view only shows the screen and forwards no input.
+         */
+        read_only?: boolean;
+        /**
+         * The live-view URL works once.
+         */
+        one_time_url?: boolean;
+    };
+    /**
+     * Let the browser pay HTTP 402 (x402) payment requests.
+     */
+    x402?: boolean;
+};
+
+/**
+ * The browser configuration as the draft endpoints show it: `live_view` carries `read_only` only and there is no `x402`. The stored draft keeps every field it was given (a deploy from the draft carries them); `GET /v1/task/{taskId}/versions/draft` shows them all.
+ */
+export type TaskDraftBrowserConfiguration = {
+    /**
+     * The URL the browser opens first.
+     */
+    initial_url?: string;
+    /**
+     * Tags set on the task session, in order.
+     */
+    tags?: Array<string>;
+    recording?: TaskBrowserConfigurationRecording;
+    proxy?: TaskBrowserConfigurationProxy;
+    timeout?: TaskBrowserConfigurationTimeout;
+    /**
+     * Live view of the task session (the draft answer shows `read_only` only).
+     */
+    live_view?: {
+        /**
+         * The live view only shows the screen and forwards no input.
+         */
+        read_only?: boolean;
+    };
+};
+
+/**
+ * A task: a repeatable browser automation with a draft and numbered deployed versions.
+ */
+export type Task = {
+    /**
+     * The task id.
+     */
+    id: string;
+    /**
+     * The task name.
+     */
+    name: string;
+    /**
+     * The task description; null when none was given.
+     */
+    description: string | null;
+    /**
+     * The version string of the latest deployed version; null until the first deploy.
+     */
+    latestVersion: string | null;
+    createdAt: string;
+    updatedAt: string;
+    /**
+     * Always false in answers: a deleted task answers 404.
+     */
+    deleted: boolean;
+};
+
+/**
+ * Creates a task. When `code` is given it becomes the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`.
+ */
+export type TaskCreateRequest = {
+    /**
+     * The task name.
+     */
+    name: string;
+    /**
+     * A description, at most 1000 characters.
+     */
+    description?: string;
+    code?: TaskCode;
+    language?: TaskLanguage;
+    browserConfiguration?: TaskBrowserConfiguration;
+};
+
+/**
+ * The fields to change; omitted fields keep their value and an empty object changes nothing.
+ */
+export type TaskUpdateRequest = {
+    /**
+     * The new task name.
+     */
+    name?: string;
+    /**
+     * The new description; null clears it.
+     */
+    description?: string | null;
+};
+
+export type TaskResponse = {
+    data: Task;
+};
+
+/**
+ * Tasks of the project, newest first.
+ */
+export type TaskListResponse = {
+    data: Array<Task>;
+    pagination: Pagination;
+};
+
+/**
+ * A task version: the draft or a deployed, numbered version.
+ */
+export type TaskVersion = {
+    /**
+     * The task version id.
+     */
+    id: string;
+    /**
+     * The task this version belongs to.
+     */
+    taskId: string;
+    /**
+     * The version string: `"1"`, `"2"`, ... for deployed versions (each deploy adds one to the highest), `"draft"` for the draft.
+     */
+    version: string;
+    code: TaskCode;
+    /**
+     * Whether the version was deleted.
+     */
+    deleted: boolean;
+    createdAt: string;
+    updatedAt: string;
+    language: TaskLanguage;
+    /**
+     * The version description, at most 1000 characters; null when none was given.
+     */
+    description: string | null;
+    browserConfiguration: TaskBrowserConfiguration;
+};
+
+/**
+ * The draft of a task, as the draft endpoints answer it.
+ */
+export type TaskDraftVersion = {
+    /**
+     * The task version id of the draft.
+     */
+    id: string;
+    /**
+     * The task this draft belongs to.
+     */
+    taskId: string;
+    /**
+     * Always `draft`.
+     */
+    version: 'draft';
+    code: TaskCode;
+    /**
+     * Whether the draft was deleted.
+     */
+    deleted: boolean;
+    createdAt: string;
+    updatedAt: string;
+    language: TaskLanguage;
+    /**
+     * The draft description, at most 1000 characters; null when none was given.
+     */
+    description: string | null;
+    browserConfiguration: TaskDraftBrowserConfiguration;
+};
+
+export type TaskVersionResponse = {
+    data: TaskVersion;
+};
+
+export type TaskDraftVersionResponse = {
+    data: TaskDraftVersion;
+};
+
+/**
+ * Deployed versions of the task, newest first (the draft is read through `/draft`).
+ */
+export type TaskVersionListResponse = {
+    data: Array<TaskVersion>;
+    pagination: Pagination;
+};
+
+/**
+ * The draft: replaces the previous draft as a whole.
+ */
+export type TaskDraftRequest = {
+    code: TaskCode;
+    language?: TaskLanguage;
+    /**
+     * A description, at most 1000 characters.
+     */
+    description?: string;
+    browserConfiguration?: TaskBrowserConfiguration;
+};
+
+/**
+ * What to deploy. `code` is required for a new version unless the task has a draft: without `code`, the draft (code, language, description, browserConfiguration) is deployed, overridden by the fields given; without `code` and without a draft the answer is 400.
+ */
+export type TaskDeployRequest = {
+    code?: TaskCode;
+    language?: TaskLanguage;
+    /**
+     * A description, at most 1000 characters.
+     */
+    description?: string;
+    browserConfiguration?: TaskBrowserConfiguration;
+};
+
+/**
+ * State of a task execution: `queued` and `running` are transient; `completed`, `failed` and `cancelled` are terminal.
+ */
+export type TaskExecutionStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
+
+/**
+ * Why a task execution failed.
+ */
+export type TaskExecutionError = {
+    /**
+     * The failure category.
+     */
+    type: 'agent_error' | 'timeout' | 'automation_failure' | 'invalid_credentials' | 'system_error';
+    /**
+     * What failed.
+     */
+    message: string;
+    /**
+     * Why it failed, as far as it is known.
+     */
+    root_cause: string;
+};
+
+/**
+ * The output of a completed task execution.
+ */
+export type TaskOutput = {
+    /**
+     * The JSON object the task function returned. A return value that is not a JSON object is wrapped as `{"result": <value>}`; `undefined` gives `{}`.
+     */
+    value: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * What a task execution cost.
+ */
+export type TaskCost = {
+    /**
+     * The cost of the execution.
+     */
+    amount: number;
+    /**
+     * The currency or unit of `amount`, for example `USD` or `credits`.
+     */
+    currency: string;
+};
+
+/**
+ * A file a task execution captured.
+ */
+export type TaskArtifact = {
+    /**
+     * The file name.
+     */
+    name: string;
+    /**
+     * A short-lived presigned download link.
+     */
+    url: string;
+    /**
+     * The size in bytes.
+     */
+    size?: number;
+    /**
+     * The media type of the file.
+     */
+    content_type?: string;
+};
+
+/**
+ * One execution (run) of a task.
+ */
+export type TaskExecution = {
+    /**
+     * The execution id (`execution_id` in events).
+     */
+    id: string;
+    /**
+     * The task.
+     */
+    taskId: string;
+    /**
+     * The task version that ran.
+     */
+    taskVersionId: string;
+    /**
+     * The run id for executions started through `POST /v2/tasks/{taskId}/run`; null otherwise.
+     */
+    run_id: string | null;
+    /**
+     * The browser session of the execution; null until one is assigned.
+     */
+    session_id: string | null;
+    status: TaskExecutionStatus;
+    /**
+     * How the task code runs, for example `deterministic`.
+     */
+    execution_mode: string;
+    /**
+     * The output; null unless the status is `completed`.
+     */
+    output: TaskOutput | null;
+    /**
+     * The failure; null unless the status is `failed`.
+     */
+    error: TaskExecutionError | null;
+    /**
+     * Run time in milliseconds; null until the execution ends.
+     */
+    duration_ms: number | null;
+    /**
+     * When the execution was queued.
+     */
+    createdAt: string;
+    /**
+     * When the execution reached a terminal state; null before.
+     */
+    completedAt: string | null;
+};
+
+/**
+ * Executions of the task, newest first.
+ */
+export type TaskExecutionListResponse = {
+    data: Array<TaskExecution>;
+    pagination: Pagination;
+};
+
+/**
+ * Options of a task run; every field is optional.
+ */
+export type TaskRunRequest = {
+    /**
+     * Input of the run, given to the task function as `ctx.input` (any JSON object).
+     */
+    input_params?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Run in this running session instead of a new one.
+     */
+    session_id?: string;
+    /**
+     * Authenticate the run session with this identity first.
+     */
+    identity_id?: string;
+    /**
+     * End the sessions the run created once it finishes.
+     */
+    cleanup_sessions?: boolean;
+    /**
+     * The task version to run: a version string, `latest` (the latest deployed version) or `draft`.
+     */
+    version?: string;
+};
+
+export type TaskRunResponse = {
+    data: {
+        /**
+         * The run id; task events of this run carry it as `run_id`.
+         */
+        run_id: string;
+        status: TaskExecutionStatus;
+    };
+};
+
+/**
+ * State of a run: `output` is present only when the status is `completed`, `error` only when it is `failed`.
+ */
+export type TaskRunStatus = TaskRunStatusActive | TaskRunStatusCompleted | TaskRunStatusFailed;
+
+/**
+ * A run that is queued, running or was cancelled.
+ */
+export type TaskRunStatusActive = {
+    /**
+     * The run id.
+     */
+    run_id: string;
+    /**
+     * The task.
+     */
+    task_id: string;
+    /**
+     * The task version that runs.
+     */
+    task_version_id: string;
+    /**
+     * The run state (see TaskExecutionStatus).
+     */
+    status: 'queued' | 'running' | 'cancelled';
+    /**
+     * The execution of this run (`GET /v1/task/{taskId}/executions`).
+     */
+    execution_id: string;
+    /**
+     * The browser session of the run; null until one is assigned.
+     */
+    session_id: string | null;
+    /**
+     * Run time in milliseconds; null until the run ends.
+     */
+    duration_ms: number | null;
+    /**
+     * When the run was queued.
+     */
+    created_at: string;
+    /**
+     * When the run reached a terminal state; null before.
+     */
+    completed_at: string | null;
+};
+
+/**
+ * A run that completed, with its output.
+ */
+export type TaskRunStatusCompleted = {
+    /**
+     * The run id.
+     */
+    run_id: string;
+    /**
+     * The task.
+     */
+    task_id: string;
+    /**
+     * The task version that runs.
+     */
+    task_version_id: string;
+    /**
+     * Always `completed`.
+     */
+    status: 'completed';
+    /**
+     * The execution of this run (`GET /v1/task/{taskId}/executions`).
+     */
+    execution_id: string;
+    /**
+     * The browser session of the run; null until one is assigned.
+     */
+    session_id: string | null;
+    /**
+     * Run time in milliseconds; null until the run ends.
+     */
+    duration_ms: number | null;
+    /**
+     * When the run was queued.
+     */
+    created_at: string;
+    /**
+     * When the run reached a terminal state; null before.
+     */
+    completed_at: string | null;
+    output: TaskOutput;
+};
+
+/**
+ * A run that failed, with the error.
+ */
+export type TaskRunStatusFailed = {
+    /**
+     * The run id.
+     */
+    run_id: string;
+    /**
+     * The task.
+     */
+    task_id: string;
+    /**
+     * The task version that runs.
+     */
+    task_version_id: string;
+    /**
+     * Always `failed`.
+     */
+    status: 'failed';
+    /**
+     * The execution of this run (`GET /v1/task/{taskId}/executions`).
+     */
+    execution_id: string;
+    /**
+     * The browser session of the run; null until one is assigned.
+     */
+    session_id: string | null;
+    /**
+     * Run time in milliseconds; null until the run ends.
+     */
+    duration_ms: number | null;
+    /**
+     * When the run was queued.
+     */
+    created_at: string;
+    /**
+     * When the run reached a terminal state; null before.
+     */
+    completed_at: string | null;
+    error: TaskExecutionError;
+};
+
+export type TaskRunStatusResponse = {
+    data: TaskRunStatus;
+};
+
+/**
+ * `pending` until the source session ends, then `ready` once stored (or `failed` when storing failed).
+ */
+export type ProfileStatus = 'pending' | 'ready' | 'failed';
+
+/**
+ * Where the profile comes from: `session`, a running session.
+ */
+export type ProfileSource = 'session';
+
+/**
+ * Creates a profile from a running session; it is stored once that session terminates.
+ */
+export type ProfileCreateRequest = {
+    /**
+     * The profile name, unique in the project.
+     */
+    name: string;
+    /**
+     * A description, at most 1000 characters.
+     */
+    description?: string;
+    source?: ProfileSource;
+    /**
+     * The running session to create the profile from; required when `source` is `session` (the default).
+     */
+    session_id?: string;
+    /**
+     * Give sessions using the profile the same proxy IP each time.
+     */
+    dedicated_sticky_ip?: boolean;
+};
+
+export type ProfileCreateResponse = {
+    data: {
+        status: ProfileStatus;
+    };
+};
+
+/**
+ * A profile: the cookies, local storage and cache (the user-data directory) of a browser.
+ */
+export type Profile = {
+    /**
+     * The profile name, unique in the project.
+     */
+    name: string;
+    /**
+     * The description; null when none was given.
+     */
+    description: string | null;
+    status: ProfileStatus;
+    source: ProfileSource;
+    /**
+     * The session the profile was created from; null when it is no longer known.
+     */
+    session_id: string | null;
+    /**
+     * Sessions using the profile get the same proxy IP each time.
+     */
+    dedicated_sticky_ip: boolean;
+    /**
+     * Stored size in bytes; null until the profile is `ready`.
+     */
+    size_bytes: number | null;
+    created_at: string;
+    updated_at: string;
+};
+
+export type ProfileResponse = {
+    data: Profile;
+};
+
+/**
+ * Profiles of the project, newest first.
+ */
+export type ProfileListResponse = {
+    data: Array<Profile>;
+    pagination: Pagination;
+};
+
+/**
+ * Fields read from the extension's `manifest.json`.
+ */
+export type ExtensionManifest = {
+    /**
+     * The `name` of `manifest.json`.
+     */
+    name: string;
+    /**
+     * The `version` of `manifest.json`.
+     */
+    version: string;
+    /**
+     * The `manifest_version` of `manifest.json`.
+     */
+    manifest_version: 2 | 3;
+    /**
+     * The `description` of `manifest.json`; empty when it has none.
+     */
+    description: string;
+    /**
+     * The `permissions` of `manifest.json`; empty when it has none.
+     */
+    permissions: Array<string>;
+};
+
+/**
+ * A Chromium extension uploaded to the project.
+ */
+export type Extension = {
+    /**
+     * The extension id, used in the session option `browser.extensions`.
+     */
+    id: string;
+    /**
+     * The name given at upload.
+     */
+    name: string;
+    manifest: ExtensionManifest;
+    createdAt: string;
+    updatedAt: string;
+};
+
+/**
+ * The multipart form of an extension upload.
+ */
+export type ExtensionUploadRequest = {
+    /**
+     * A name for the extension.
+     */
+    name: string;
+    /**
+     * The unpacked extension as a ZIP archive with `manifest.json` at its root.
+     */
+    file: Blob | File;
+};
+
+export type ExtensionResponse = {
+    data: Extension;
+};
+
+export type ExtensionListResponse = {
+    /**
+     * Every extension of the project, newest first.
+     */
+    data: Array<Extension>;
+};
+
+/**
+ * The immediate next action.
+ */
+export type AgentAccessNext = {
+    /**
+     * The path to call next, relative to the service base URL.
+     */
+    path: string;
+    /**
+     * What to do there.
+     */
+    description: string;
+};
+
+/**
+ * The agent-access onboarding guide. It issues no API key.
+ */
+export type AgentAccessGuide = {
+    /**
+     * What agent access is for.
+     */
+    purpose: string;
+    /**
+     * URL of the human-readable guide.
+     */
+    docs: string;
+    /**
+     * Credits a new key receives.
+     */
+    credits: {
+        /**
+         * Credits granted without an identity token.
+         */
+        anonymous: number;
+        /**
+         * Credits granted with a verified identity token.
+         */
+        with_identity: number;
+    };
+    /**
+     * Lifetime of a challenge token, in seconds.
+     */
+    ttl_seconds: number;
+    /**
+     * Limits of agent-access keys.
+     */
+    limits: {
+        /**
+         * Longest session an agent-access key may run, in minutes.
+         */
+        session_max_duration_minutes: number;
+    };
+    /**
+     * All onboarding steps, in order.
+     */
+    flow: Array<{
+        /**
+         * The step number, from 1.
+         */
+        step: number;
+        /**
+         * The path of the step.
+         */
+        path: string;
+        /**
+         * What the step does and how to call it.
+         */
+        why: string;
+    }>;
+    next: AgentAccessNext;
+    /**
+     * The optional identity step, which grants more credits.
+     */
+    identity: {
+        /**
+         * Whether an identity token is optional.
+         */
+        optional: boolean;
+        /**
+         * Credits added when a verified identity token is sent.
+         */
+        extra_credits: number;
+        /**
+         * How to send the identity token.
+         */
+        submit: string;
+        /**
+         * The OIDC issuers whose ID tokens are accepted.
+         */
+        oidc: Array<{
+            /**
+             * A short name of the provider.
+             */
+            provider: string;
+            /**
+             * The `iss` the ID token must carry.
+             */
+            issuer: string;
+            /**
+             * How an agent obtains such a token.
+             */
+            how: string;
+        }>;
+    };
+};
+
+/**
+ * A challenge to solve, with the token to answer it.
+ */
+export type AgentAccessChallenge = {
+    challenge: {
+        /**
+         * The challenge id.
+         */
+        id: string;
+        /**
+         * The kind of challenge, for example `arithmetic`.
+         */
+        type: string;
+        /**
+         * A short title.
+         */
+        title: string;
+        /**
+         * The task to solve.
+         */
+        prompt: string;
+    };
+    /**
+     * The opaque token to send back with the answer; valid for `ttl_seconds` seconds.
+     */
+    token: string;
+    /**
+     * When the token expires.
+     */
+    expires_at: string;
+    /**
+     * How to answer.
+     */
+    instructions: string;
+    next: AgentAccessNext;
+};
+
+/**
+ * The answer to a challenge.
+ */
+export type AgentAccessSubmitRequest = {
+    /**
+     * The token of the challenge.
+     */
+    token: string;
+    /**
+     * The answer to the challenge.
+     */
+    answer: string;
+    /**
+     * An OIDC ID token (a JWT) from an issuer listed in the guide; grants `identity.extra_credits` more credits.
+     */
+    identity_token?: string;
+};
+
+/**
+ * The issued API key.
+ */
+export type AgentAccessSubmitResponse = {
+    /**
+     * The new API key for the `service-api-key` header. It is shown once.
+     */
+    api_key: string;
+    /**
+     * The project the key belongs to.
+     */
+    project_id: string;
+    /**
+     * Credits the project received.
+     */
+    credits_granted: number;
+    next: AgentAccessNext;
+};
+
+/**
+ * The error body of the agent-access operations.
+ */
+export type AgentAccessError = {
+    /**
+     * What went wrong.
+     */
+    error: string;
+    next: AgentAccessNext;
+    /**
+     * URL of the human-readable guide.
+     */
+    docs: string;
+};
+
+/**
+ * An event type name, `<entity>.<action>`.
+ */
+export type EventType = 'task.completed' | 'task.failed' | 'task.cancelled' | 'task.healed' | 'session.completed' | 'session.failed' | 'session.recording.ready' | 'intervention.requested' | 'intervention.resolved' | 'batch.completed' | 'batch.failed' | 'identity.authenticated' | 'identity.authentication_failed';
+
+/**
+ * A webhook: a receiver URL and the event types it gets. The secret is not shown.
+ */
+export type Webhook = {
+    /**
+     * The webhook id: `wh_` then letters and digits.
+     */
+    id: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * The receiver URL events are POSTed to.
+     */
+    url: string;
+    /**
+     * The description; empty when none was given.
+     */
+    description: string;
+    /**
+     * The event types delivered to the receiver.
+     */
+    subscribed_events: Array<EventType>;
+    /**
+     * Whether events are delivered. A disabled webhook gets no new events, and deliveries already queued for it wait until it is enabled again; test events are sent regardless.
+     */
+    enabled: boolean;
+    created_at: string;
+    updated_at: string;
+};
+
+/**
+ * A webhook with its signing secret, as create and rotate-secret answer it.
+ */
+export type WebhookWithSecret = {
+    /**
+     * The webhook id: `wh_` then letters and digits.
+     */
+    id: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * The receiver URL events are POSTed to.
+     */
+    url: string;
+    /**
+     * The description; empty when none was given.
+     */
+    description: string;
+    /**
+     * The event types delivered to the receiver.
+     */
+    subscribed_events: Array<EventType>;
+    /**
+     * Whether events are delivered. A disabled webhook gets no new events, and deliveries already queued for it wait until it is enabled again; test events are sent regardless.
+     */
+    enabled: boolean;
+    /**
+     * The signing secret: `whsec_` then the base64 key (Standard Webhooks). Shown only by create and rotate-secret; store it.
+     */
+    secret: string;
+    created_at: string;
+    updated_at: string;
+};
+
+/**
+ * A new webhook.
+ */
+export type WebhookCreateRequest = {
+    /**
+     * The receiver URL (http or https). Private, loopback and link-local addresses are refused unless the operator allows them.
+     */
+    url: string;
+    /**
+     * The event types to deliver.
+     */
+    subscribed_events: Array<EventType>;
+    /**
+     * A description.
+     */
+    description?: string;
+    /**
+     * Whether events are delivered.
+     */
+    enabled?: boolean;
+};
+
+/**
+ * The fields to change; omitted fields keep their value and an empty object changes nothing.
+ */
+export type WebhookUpdateRequest = {
+    /**
+     * The receiver URL (http or https). Private, loopback and link-local addresses are refused unless the operator allows them.
+     */
+    url?: string;
+    /**
+     * The new description; an empty string clears it.
+     */
+    description?: string;
+    /**
+     * The new event types; replaces the list.
+     */
+    subscribed_events?: Array<EventType>;
+    /**
+     * Enable or disable delivery.
+     */
+    enabled?: boolean;
+};
+
+/**
+ * Webhooks of the project, newest first.
+ */
+export type WebhookListResponse = {
+    data: Array<Webhook>;
+    pagination: Pagination;
+};
+
+/**
+ * The answer of a webhook deletion.
+ */
+export type WebhookDeleteResponse = {
+    /**
+     * The deleted webhook.
+     */
+    id: string;
+    /**
+     * Always true.
+     */
+    deleted: true;
+};
+
+/**
+ * The type of the test event.
+ */
+export type WebhookTestRequest = {
+    event_type: EventType;
+};
+
+/**
+ * The queued test event.
+ */
+export type WebhookTestResponse = {
+    /**
+     * The test event.
+     */
+    event_id: string;
+    event_type: EventType;
+    /**
+     * The deliveries queued for it (see `GET /v1/webhooks/{id}/events`).
+     */
+    delivery_ids: Array<string>;
+};
+
+/**
+ * `pending`: queued or being sent; `succeeded`: the receiver answered 2xx; `failed`: this attempt failed and a retry is scheduled as a new attempt; `dead`: the last attempt failed and no retry follows.
+ */
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'dead';
+
+/**
+ * One delivery attempt of an event to a webhook.
+ */
+export type WebhookDelivery = {
+    /**
+     * The delivery attempt: `dlv_` then letters and digits.
+     */
+    id: string;
+    /**
+     * The event delivered (the `webhook-id` header).
+     */
+    event_id: string;
+    event_type: EventType;
+    /**
+     * The attempt number, from 1.
+     */
+    attempt: number;
+    status: WebhookDeliveryStatus;
+    /**
+     * The HTTP status the receiver answered; null when there was no answer (yet).
+     */
+    response_status: number | null;
+    /**
+     * Why the attempt failed (status, time-out, connection error); null otherwise.
+     */
+    error_message: string | null;
+    /**
+     * When the attempt is or was due.
+     */
+    scheduled_at: string;
+    /**
+     * When the attempt finished; null while pending.
+     */
+    completed_at: string | null;
+};
+
+/**
+ * Delivery attempts, newest first.
+ */
+export type WebhookDeliveryListResponse = {
+    data: Array<WebhookDelivery>;
+    pagination: Pagination;
+};
+
+/**
+ * The envelope every event shares.
+ */
+export type EventEnvelope = {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    type: EventType;
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    /**
+     * Event-specific fields; each event type has its own schema.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * The `task.completed` event: a task execution finished successfully.
+ */
+export type EventTaskCompleted = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `task.completed`.
+     */
+    type: 'task.completed';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventTaskCompletedData;
+};
+
+/**
+ * The `task.failed` event: a task execution failed.
+ */
+export type EventTaskFailed = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `task.failed`.
+     */
+    type: 'task.failed';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventTaskFailedData;
+};
+
+/**
+ * The `task.cancelled` event: a task execution was cancelled.
+ */
+export type EventTaskCancelled = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `task.cancelled`.
+     */
+    type: 'task.cancelled';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventTaskCancelledData;
+};
+
+/**
+ * The `task.healed` event: self-healing produced a new task version.
+ */
+export type EventTaskHealed = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `task.healed`.
+     */
+    type: 'task.healed';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventTaskHealedData;
+};
+
+/**
+ * The `session.completed` event: a browser session finished cleanly.
+ */
+export type EventSessionCompleted = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `session.completed`.
+     */
+    type: 'session.completed';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventSessionCompletedData;
+};
+
+/**
+ * The `session.failed` event: a browser session terminated abnormally.
+ */
+export type EventSessionFailed = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `session.failed`.
+     */
+    type: 'session.failed';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventSessionFailedData;
+};
+
+/**
+ * The `session.recording.ready` event: a session recording finished uploading.
+ */
+export type EventSessionRecordingReady = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `session.recording.ready`.
+     */
+    type: 'session.recording.ready';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventSessionRecordingReadyData;
+};
+
+/**
+ * The `intervention.requested` event: an agent waits for a human.
+ */
+export type EventInterventionRequested = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `intervention.requested`.
+     */
+    type: 'intervention.requested';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventInterventionRequestedData;
+};
+
+/**
+ * The `intervention.resolved` event: an intervention was responded to.
+ */
+export type EventInterventionResolved = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `intervention.resolved`.
+     */
+    type: 'intervention.resolved';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventInterventionResolvedData;
+};
+
+/**
+ * The `batch.completed` event: a batch finished with at least one session.
+ */
+export type EventBatchCompleted = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `batch.completed`.
+     */
+    type: 'batch.completed';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventBatchCompletedData;
+};
+
+/**
+ * The `batch.failed` event: every session of a batch failed.
+ */
+export type EventBatchFailed = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `batch.failed`.
+     */
+    type: 'batch.failed';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventBatchFailedData;
+};
+
+/**
+ * The `identity.authenticated` event: an identity signed in.
+ */
+export type EventIdentityAuthenticated = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `identity.authenticated`.
+     */
+    type: 'identity.authenticated';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventIdentityAuthenticatedData;
+};
+
+/**
+ * The `identity.authentication_failed` event: an identity failed to sign in.
+ */
+export type EventIdentityAuthenticationFailed = EventEnvelope & {
+    /**
+     * The event id, `evt_` then letters and digits; the `webhook-id` header carries it too and it stays the same across retries.
+     */
+    id: string;
+    /**
+     * Always `identity.authentication_failed`.
+     */
+    type: 'identity.authentication_failed';
+    /**
+     * When the event happened (ISO 8601).
+     */
+    created: string;
+    /**
+     * The project.
+     */
+    project_id: string;
+    /**
+     * A one-line human-readable summary built from `data`, for chat-style receivers; presentation only.
+     */
+    text: string;
+    data: EventIdentityAuthenticationFailedData;
+};
+
+/**
+ * Data of `task.completed`.
+ */
+export type EventTaskCompletedData = {
+    /**
+     * The task; shared by all runs of a task.
+     */
+    task_id: string;
+    /**
+     * The task version that ran.
+     */
+    task_version_id: string;
+    /**
+     * The execution; identifies one run.
+     */
+    execution_id: string;
+    /**
+     * Present only for executions started through `POST /v2/tasks/{taskId}/run`; equals the `run_id` that call returned.
+     */
+    run_id?: string;
+    /**
+     * The browser session of the execution.
+     */
+    session_id: string;
+    /**
+     * How the task code ran, for example `deterministic`.
+     */
+    execution_mode: string;
+    /**
+     * Run time, in milliseconds.
+     */
+    duration_ms: number;
+    cost: TaskCost;
+    output: TaskOutput;
+    /**
+     * Files the execution captured; empty when none.
+     */
+    artifacts: Array<TaskArtifact>;
+    /**
+     * A short-lived presigned link to the primary recording; absent when the recording is not uploaded yet.
+     */
+    recording_url?: string;
+    /**
+     * Link to the session in the dashboard.
+     */
+    session_dashboard_url: string;
+};
+
+/**
+ * Data of `task.failed`.
+ */
+export type EventTaskFailedData = {
+    /**
+     * The task; shared by all runs of a task.
+     */
+    task_id: string;
+    /**
+     * The task version that ran.
+     */
+    task_version_id: string;
+    /**
+     * The execution; identifies one run.
+     */
+    execution_id: string;
+    /**
+     * Present only for executions started through `POST /v2/tasks/{taskId}/run`; equals the `run_id` that call returned.
+     */
+    run_id?: string;
+    /**
+     * The browser session of the execution; absent when the execution failed before it got one.
+     */
+    session_id?: string;
+    /**
+     * Run time, in milliseconds.
+     */
+    duration_ms: number;
+    cost: TaskCost;
+    /**
+     * Files the execution captured; empty when none.
+     */
+    artifacts: Array<TaskArtifact>;
+    /**
+     * A short-lived presigned link to the primary recording; often absent because the upload is asynchronous.
+     */
+    recording_url?: string;
+    /**
+     * Link to the session in the dashboard; absent when there is no session.
+     */
+    session_dashboard_url?: string;
+    error: TaskExecutionError;
+};
+
+/**
+ * Data of `task.cancelled`.
+ */
+export type EventTaskCancelledData = {
+    /**
+     * The task; shared by all runs of a task.
+     */
+    task_id: string;
+    /**
+     * The task version that ran.
+     */
+    task_version_id: string;
+    /**
+     * The execution; identifies one run.
+     */
+    execution_id: string;
+    /**
+     * Present only for executions started through `POST /v2/tasks/{taskId}/run`; equals the `run_id` that call returned.
+     */
+    run_id?: string;
+    /**
+     * The browser session of the execution; absent when it was cancelled before it got one.
+     */
+    session_id?: string;
+    /**
+     * How the task code ran, for example `deterministic`.
+     */
+    execution_mode: string;
+    /**
+     * Run time, in milliseconds.
+     */
+    duration_ms: number;
+    cost: TaskCost;
+    /**
+     * Files the execution captured; empty when none.
+     */
+    artifacts: Array<TaskArtifact>;
+    /**
+     * A short-lived presigned link to the primary recording; may be absent.
+     */
+    recording_url?: string;
+    /**
+     * Link to the session in the dashboard; absent when there is no session.
+     */
+    session_dashboard_url?: string;
+};
+
+/**
+ * Data of `task.healed`.
+ */
+export type EventTaskHealedData = {
+    /**
+     * The task.
+     */
+    task_id: string;
+    /**
+     * The new task version self-healing produced.
+     */
+    healed_task_version_id: string;
+    /**
+     * The failed execution that was healed.
+     */
+    source_execution_id: string;
+    /**
+     * The `run_id` of the failed execution; present only when it was started through `POST /v2/tasks/{taskId}/run`.
+     */
+    run_id?: string;
+    /**
+     * Why the execution failed.
+     */
+    error_explanation: string;
+    /**
+     * What the new version changes.
+     */
+    fix_suggestion: string;
+    /**
+     * Confidence in the fix, from 0 to 1.
+     */
+    confidence_score: number;
+    /**
+     * True when the new version was saved as the draft rather than deployed.
+     */
+    published_as_draft: boolean;
+};
+
+/**
+ * Data of `session.completed`.
+ */
+export type EventSessionCompletedData = {
+    /**
+     * The session.
+     */
+    session_id: string;
+    /**
+     * Session lifetime, in milliseconds.
+     */
+    duration_ms: number;
+    /**
+     * Bytes sent through the proxy.
+     */
+    proxy_bytes: number;
+    /**
+     * Bytes sent and received in total.
+     */
+    network_bytes_total: number;
+    /**
+     * Browser actions performed (navigations and inputs).
+     */
+    steps: number;
+    /**
+     * Screenshots taken.
+     */
+    screenshots: number;
+    /**
+     * The domains visited.
+     */
+    domains: Array<string>;
+    /**
+     * Why the session ended, the same category as the session record's `end_reason`: for example `api` (ended through `DELETE /v1/sessions/{session_id}`), `idle_timeout`, `max_duration`.
+     */
+    reason?: string;
+    /**
+     * Link to the session in the dashboard.
+     */
+    session_dashboard_url: string;
+};
+
+/**
+ * Data of `session.failed`.
+ */
+export type EventSessionFailedData = {
+    /**
+     * The session.
+     */
+    session_id: string;
+    /**
+     * Session lifetime, in milliseconds.
+     */
+    duration_ms: number;
+    /**
+     * A coarse machine-readable category, for routing only, for example `browser_unreachable` or `browser_pod_not_found`.
+     */
+    reason: string;
+    /**
+     * Link to the session in the dashboard.
+     */
+    session_dashboard_url: string;
+};
+
+/**
+ * Data of `session.recording.ready`. Fetch the recording through the recordings interface for a fresh presigned link.
+ */
+export type EventSessionRecordingReadyData = {
+    /**
+     * The session.
+     */
+    session_id: string;
+    /**
+     * Recording length, in milliseconds.
+     */
+    duration_ms: number;
+    /**
+     * Recording size in bytes.
+     */
+    size_bytes: number;
+    /**
+     * Link to the session in the dashboard.
+     */
+    session_dashboard_url: string;
+};
+
+/**
+ * Data of `intervention.requested`.
+ */
+export type EventInterventionRequestedData = {
+    /**
+     * The session.
+     */
+    session_id: string;
+    /**
+     * The intervention request.
+     */
+    request_id: string;
+    /**
+     * What the agent needs from a human.
+     */
+    message: string;
+    /**
+     * The kind of input awaited, for example `confirm`.
+     */
+    input_type: string;
+    /**
+     * The live-view URL for a one-click takeover.
+     */
+    live_view_url: string;
+};
+
+/**
+ * Data of `intervention.resolved`. The user's response is never included.
+ */
+export type EventInterventionResolvedData = {
+    /**
+     * The session.
+     */
+    session_id: string;
+    /**
+     * The intervention request.
+     */
+    request_id: string;
+};
+
+/**
+ * Data of `batch.completed`.
+ */
+export type EventBatchCompletedData = {
+    /**
+     * The batch.
+     */
+    batch_id: string;
+    /**
+     * Sessions requested.
+     */
+    total_requests: number;
+    /**
+     * Sessions that succeeded.
+     */
+    completed_requests: number;
+    /**
+     * Sessions that failed; `completed_requests + failed_requests = total_requests`.
+     */
+    failed_requests: number;
+    /**
+     * Always `completed`.
+     */
+    status: 'completed';
+};
+
+/**
+ * Data of `batch.failed`.
+ */
+export type EventBatchFailedData = {
+    /**
+     * The batch.
+     */
+    batch_id: string;
+    /**
+     * Sessions requested.
+     */
+    total_requests: number;
+    /**
+     * Sessions that succeeded.
+     */
+    completed_requests: number;
+    /**
+     * Sessions that failed; `completed_requests + failed_requests = total_requests`.
+     */
+    failed_requests: number;
+    /**
+     * Always `failed`.
+     */
+    status: 'failed';
+};
+
+/**
+ * Data of `identity.authenticated`.
+ */
+export type EventIdentityAuthenticatedData = {
+    /**
+     * The identity.
+     */
+    identity_id: string;
+    /**
+     * The application it signed in to.
+     */
+    application_id: string;
+    /**
+     * The session the login ran in.
+     */
+    session_id: string;
+    /**
+     * The authentication run.
+     */
+    execution_id: string;
+};
+
+/**
+ * Data of `identity.authentication_failed`.
+ */
+export type EventIdentityAuthenticationFailedData = {
+    /**
+     * The identity.
+     */
+    identity_id: string;
+    /**
+     * The application.
+     */
+    application_id: string;
+    /**
+     * The authentication run.
+     */
+    execution_id: string;
+    /**
+     * `invalid_credentials` when the password was wrong, `automation_failure` otherwise.
+     */
+    failure_type: 'invalid_credentials' | 'automation_failure';
+    /**
+     * What failed.
+     */
+    error_message: string;
+};
+
+/**
+ * `active`: signed in, sessions reuse its saved profile; `pending`: authenticates on first use.
+ */
+export type IdentityStatus = 'active' | 'pending';
+
+/**
+ * The sign-in credentials. Write-only: stored encrypted (AES-256-GCM) and never returned.
+ */
+export type IdentityCredentials = {
+    /**
+     * The user name or e-mail address.
+     */
+    username: string;
+    /**
+     * The password.
+     */
+    password: string;
+    /**
+     * The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed) for TOTP-based 2FA.
+     */
+    totp_secret?: string;
+};
+
+/**
+ * An identity: credentials for one application. The credentials are never returned.
+ */
+export type Identity = {
+    /**
+     * The identity id, used in the session option `identities`.
+     */
+    id: string;
+    /**
+     * The identity name.
+     */
+    name: string;
+    /**
+     * The application the identity signs in to.
+     */
+    application_id: string;
+    status: IdentityStatus;
+    created_at: string;
+    updated_at: string;
+};
+
+/**
+ * A new identity; it starts `pending` and authenticates on first use.
+ */
+export type IdentityCreateRequest = {
+    /**
+     * The identity name.
+     */
+    name: string;
+    /**
+     * The application to sign in to.
+     */
+    application_id: string;
+    credentials: IdentityCredentials;
+};
+
+/**
+ * The fields to change; new credentials replace the old ones and set the status back to `pending`. An empty object changes nothing.
+ */
+export type IdentityUpdateRequest = {
+    /**
+     * The new name.
+     */
+    name?: string;
+    credentials?: IdentityCredentials;
+};
+
+export type IdentityResponse = {
+    data: Identity;
+};
+
+/**
+ * Identities of the project, newest first.
+ */
+export type IdentityListResponse = {
+    data: Array<Identity>;
+    pagination: Pagination;
+};
+
+/**
+ * How to sign in to the application. Omitted fields are detected on the login page.
+ */
+export type ApplicationAuthFlow = {
+    /**
+     * `single_page`: username and password on one form; `multi_step`: the username first, then the password (and a TOTP code) on following pages; `auto`: detected.
+     */
+    type?: 'auto' | 'single_page' | 'multi_step';
+    /**
+     * CSS selector of the username field; detected when omitted.
+     */
+    username_selector?: string;
+    /**
+     * CSS selector of the password field; detected when omitted.
+     */
+    password_selector?: string;
+    /**
+     * CSS selector of the submit button; detected when omitted.
+     */
+    submit_selector?: string;
+    /**
+     * CSS selector of the one-time-code field for TOTP 2FA; detected when omitted.
+     */
+    totp_selector?: string;
+    /**
+     * A URL prefix reached after a successful login; detected when omitted.
+     */
+    success_url?: string;
+};
+
+/**
+ * An application: a third-party web app identities sign in to.
+ */
+export type Application = {
+    /**
+     * The application id.
+     */
+    id: string;
+    /**
+     * The application name.
+     */
+    name: string;
+    /**
+     * The login page of the application.
+     */
+    url: string;
+    /**
+     * The description; null when none was given.
+     */
+    description: string | null;
+    /**
+     * How to sign in; null when everything is detected.
+     */
+    auth_flow: ApplicationAuthFlow | null;
+    created_at: string;
+    updated_at: string;
+};
+
+/**
+ * A new application.
+ */
+export type ApplicationCreateRequest = {
+    /**
+     * The application name.
+     */
+    name: string;
+    /**
+     * The login page of the application.
+     */
+    url: string;
+    /**
+     * A description.
+     */
+    description?: string;
+    auth_flow?: ApplicationAuthFlow;
+};
+
+/**
+ * The fields to change; omitted fields keep their value and an empty object changes nothing.
+ */
+export type ApplicationUpdateRequest = {
+    /**
+     * The application name.
+     */
+    name?: string;
+    /**
+     * The login page of the application.
+     */
+    url?: string;
+    /**
+     * The new description; null clears it.
+     */
+    description?: string | null;
+    /**
+     * The new sign-in flow; null means detect everything.
+     */
+    auth_flow?: ApplicationAuthFlow | null;
+};
+
+export type ApplicationResponse = {
+    data: Application;
+};
+
+/**
+ * Applications of the project, newest first.
+ */
+export type ApplicationListResponse = {
+    data: Array<Application>;
+    pagination: Pagination;
+};
+
+/**
+ * A TLS client certificate that sessions present to one origin. The key and passphrase are never returned.
+ */
+export type ClientCertificate = {
+    /**
+     * The client certificate id.
+     */
+    id: string;
+    /**
+     * The name given at upload.
+     */
+    name: string;
+    /**
+     * The origin (`https://host[:port]`) whose TLS client-certificate requests it answers.
+     */
+    origin: string;
+    /**
+     * The format of the uploaded file.
+     */
+    format: 'pkcs12' | 'pem';
+    created_at: string;
+};
+
+/**
+ * The multipart form of a client certificate upload.
+ */
+export type ClientCertificateUploadRequest = {
+    /**
+     * A name for the certificate.
+     */
+    name: string;
+    /**
+     * The certificate with its private key: PKCS#12 (`.p12`, `.pfx`) or PEM (certificate and key blocks).
+     */
+    file: Blob | File;
+    /**
+     * The origin (`https://host[:port]`) the certificate applies to.
+     */
+    origin: string;
+};
+
+export type ClientCertificateResponse = {
+    data: ClientCertificate;
+};
+
+/**
+ * Client certificates of the project, newest first.
+ */
+export type ClientCertificateListResponse = {
+    data: Array<ClientCertificate>;
+    pagination: Pagination;
+};
+
+/**
+ * A new identity; it starts `pending` and authenticates on first use.
+ */
+export type IdentityCreateRequestWritable = {
+    /**
+     * The identity name.
+     */
+    name: string;
+    /**
+     * The application to sign in to.
+     */
+    application_id: string;
+    credentials: IdentityCredentials;
+};
+
+/**
+ * The fields to change; new credentials replace the old ones and set the status back to `pending`. An empty object changes nothing.
+ */
+export type IdentityUpdateRequestWritable = {
+    /**
+     * The new name.
+     */
+    name?: string;
+    credentials?: IdentityCredentials;
+};
+
+/**
+ * The multipart form of a client certificate upload.
+ */
+export type ClientCertificateUploadRequestWritable = {
+    /**
+     * A name for the certificate.
+     */
+    name: string;
+    /**
+     * The certificate with its private key: PKCS#12 (`.p12`, `.pfx`) or PEM (certificate and key blocks).
+     */
+    file: Blob | File;
+    /**
+     * The passphrase of the PKCS#12 file or of an encrypted PEM key.
+     */
+    passphrase?: string;
+    /**
+     * The origin (`https://host[:port]`) the certificate applies to.
+     */
+    origin: string;
+};
+
+/**
  * Page number, from 1.
  */
 export type Page = number;
@@ -1169,6 +3402,86 @@ export type RecordingRangeHeader = string;
  * The id of the running session to run the code in.
  */
 export type ExecuteCodeSessionIdQuery = string;
+
+/**
+ * The task id.
+ */
+export type TaskIdPath = string;
+
+/**
+ * A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
+ */
+export type TaskVersionPath = string;
+
+/**
+ * The run id returned by `POST /v2/tasks/{taskId}/run`.
+ */
+export type TaskRunIdPath = string;
+
+/**
+ * The profile name (percent-encoded in the path).
+ */
+export type ProfileNamePath = string;
+
+/**
+ * The extension id.
+ */
+export type ExtensionIdPath = string;
+
+/**
+ * The webhook id (`wh_...`).
+ */
+export type WebhookIdPath = string;
+
+/**
+ * Only deliveries in this status.
+ */
+export type WebhookDeliveryStatusQuery = WebhookDeliveryStatus;
+
+/**
+ * Only deliveries of this event type.
+ */
+export type WebhookDeliveryEventTypeQuery = EventType;
+
+/**
+ * The identity id.
+ */
+export type IdentityIdPath = string;
+
+/**
+ * Only identities of this application.
+ */
+export type IdentityApplicationIdQuery = string;
+
+/**
+ * Only identities in this status.
+ */
+export type IdentityStatusQuery = IdentityStatus;
+
+/**
+ * The application id.
+ */
+export type ApplicationIdPath = string;
+
+/**
+ * The client certificate id.
+ */
+export type ClientCertificateIdPath = string;
+
+/**
+ * The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
+ */
+export type EventWebhookIdHeader = string;
+
+/**
+ * When this attempt was sent, in integer seconds since the Unix epoch.
+ */
+export type EventWebhookTimestampHeader = number;
+
+/**
+ * Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
+ */
+export type EventWebhookSignatureHeader = string;
 
 export type ListSessionsData = {
     body?: never;
@@ -3319,3 +5632,2290 @@ export type GetBillingResponses = {
 };
 
 export type GetBillingResponse = GetBillingResponses[keyof GetBillingResponses];
+
+export type ListTasksData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/task';
+};
+
+export type ListTasksErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListTasksError = ListTasksErrors[keyof ListTasksErrors];
+
+export type ListTasksResponses = {
+    /**
+     * A page of tasks, newest first.
+     */
+    200: TaskListResponse;
+};
+
+export type ListTasksResponse = ListTasksResponses[keyof ListTasksResponses];
+
+export type CreateTaskData = {
+    body: TaskCreateRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/task';
+};
+
+export type CreateTaskErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type CreateTaskError = CreateTaskErrors[keyof CreateTaskErrors];
+
+export type CreateTaskResponses = {
+    /**
+     * The created task.
+     */
+    200: TaskResponse;
+};
+
+export type CreateTaskResponse = CreateTaskResponses[keyof CreateTaskResponses];
+
+export type DeleteTaskData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}';
+};
+
+export type DeleteTaskErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteTaskError = DeleteTaskErrors[keyof DeleteTaskErrors];
+
+export type DeleteTaskResponses = {
+    /**
+     * The task is deleted.
+     */
+    200: StatusData;
+};
+
+export type DeleteTaskResponse = DeleteTaskResponses[keyof DeleteTaskResponses];
+
+export type GetTaskData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}';
+};
+
+export type GetTaskErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetTaskError = GetTaskErrors[keyof GetTaskErrors];
+
+export type GetTaskResponses = {
+    /**
+     * The task.
+     */
+    200: TaskResponse;
+};
+
+export type GetTaskResponse = GetTaskResponses[keyof GetTaskResponses];
+
+export type UpdateTaskData = {
+    body: TaskUpdateRequest;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}';
+};
+
+export type UpdateTaskErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type UpdateTaskError = UpdateTaskErrors[keyof UpdateTaskErrors];
+
+export type UpdateTaskResponses = {
+    /**
+     * The updated task.
+     */
+    200: TaskResponse;
+};
+
+export type UpdateTaskResponse = UpdateTaskResponses[keyof UpdateTaskResponses];
+
+export type GetTaskDraftData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}/draft';
+};
+
+export type GetTaskDraftErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetTaskDraftError = GetTaskDraftErrors[keyof GetTaskDraftErrors];
+
+export type GetTaskDraftResponses = {
+    /**
+     * The draft.
+     */
+    200: TaskDraftVersionResponse;
+};
+
+export type GetTaskDraftResponse = GetTaskDraftResponses[keyof GetTaskDraftResponses];
+
+export type SaveTaskDraftData = {
+    body: TaskDraftRequest;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}/draft';
+};
+
+export type SaveTaskDraftErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type SaveTaskDraftError = SaveTaskDraftErrors[keyof SaveTaskDraftErrors];
+
+export type SaveTaskDraftResponses = {
+    /**
+     * The draft.
+     */
+    200: TaskDraftVersionResponse;
+};
+
+export type SaveTaskDraftResponse = SaveTaskDraftResponses[keyof SaveTaskDraftResponses];
+
+export type DeployTaskData = {
+    body?: TaskDeployRequest;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}/deploy';
+};
+
+export type DeployTaskErrors = {
+    /**
+     * The request is invalid, or there is no code to deploy.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeployTaskError = DeployTaskErrors[keyof DeployTaskErrors];
+
+export type DeployTaskResponses = {
+    /**
+     * The new version.
+     */
+    200: TaskVersionResponse;
+};
+
+export type DeployTaskResponse = DeployTaskResponses[keyof DeployTaskResponses];
+
+export type ListTaskVersionsData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/task/{taskId}/versions';
+};
+
+export type ListTaskVersionsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListTaskVersionsError = ListTaskVersionsErrors[keyof ListTaskVersionsErrors];
+
+export type ListTaskVersionsResponses = {
+    /**
+     * A page of versions.
+     */
+    200: TaskVersionListResponse;
+};
+
+export type ListTaskVersionsResponse = ListTaskVersionsResponses[keyof ListTaskVersionsResponses];
+
+export type GetTaskVersionData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+        /**
+         * A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
+         */
+        version: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}/versions/{version}';
+};
+
+export type GetTaskVersionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetTaskVersionError = GetTaskVersionErrors[keyof GetTaskVersionErrors];
+
+export type GetTaskVersionResponses = {
+    /**
+     * The version.
+     */
+    200: TaskVersionResponse;
+};
+
+export type GetTaskVersionResponse = GetTaskVersionResponses[keyof GetTaskVersionResponses];
+
+export type ListTaskExecutionsData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/task/{taskId}/executions';
+};
+
+export type ListTaskExecutionsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListTaskExecutionsError = ListTaskExecutionsErrors[keyof ListTaskExecutionsErrors];
+
+export type ListTaskExecutionsResponses = {
+    /**
+     * A page of executions, newest first.
+     */
+    200: TaskExecutionListResponse;
+};
+
+export type ListTaskExecutionsResponse = ListTaskExecutionsResponses[keyof ListTaskExecutionsResponses];
+
+export type RunTaskData = {
+    body?: TaskRunRequest;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v2/tasks/{taskId}/run';
+};
+
+export type RunTaskErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The project has no credits left.
+     */
+    402: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * A rate or capacity limit was reached.
+     */
+    429: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type RunTaskError = RunTaskErrors[keyof RunTaskErrors];
+
+export type RunTaskResponses = {
+    /**
+     * The run is queued.
+     */
+    200: TaskRunResponse;
+};
+
+export type RunTaskResponse = RunTaskResponses[keyof RunTaskResponses];
+
+export type GetTaskRunStatusData = {
+    body?: never;
+    path: {
+        /**
+         * The run id returned by `POST /v2/tasks/{taskId}/run`.
+         */
+        runId: string;
+    };
+    query?: never;
+    url: '/v2/tasks/runs/{runId}/status';
+};
+
+export type GetTaskRunStatusErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetTaskRunStatusError = GetTaskRunStatusErrors[keyof GetTaskRunStatusErrors];
+
+export type GetTaskRunStatusResponses = {
+    /**
+     * The run state.
+     */
+    200: TaskRunStatusResponse;
+};
+
+export type GetTaskRunStatusResponse = GetTaskRunStatusResponses[keyof GetTaskRunStatusResponses];
+
+export type ListProfilesData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/profiles';
+};
+
+export type ListProfilesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListProfilesError = ListProfilesErrors[keyof ListProfilesErrors];
+
+export type ListProfilesResponses = {
+    /**
+     * A page of profiles, newest first.
+     */
+    200: ProfileListResponse;
+};
+
+export type ListProfilesResponse = ListProfilesResponses[keyof ListProfilesResponses];
+
+export type CreateProfileData = {
+    body: ProfileCreateRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/profiles';
+};
+
+export type CreateProfileErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The source session does not exist.
+     */
+    404: Error;
+    /**
+     * The source session is not running, or the name is taken.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type CreateProfileError = CreateProfileErrors[keyof CreateProfileErrors];
+
+export type CreateProfileResponses = {
+    /**
+     * The profile is created and waits for its session to end.
+     */
+    200: ProfileCreateResponse;
+};
+
+export type CreateProfileResponse = CreateProfileResponses[keyof CreateProfileResponses];
+
+export type DeleteProfileData = {
+    body?: never;
+    path: {
+        /**
+         * The profile name (percent-encoded in the path).
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/profiles/{name}';
+};
+
+export type DeleteProfileErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteProfileError = DeleteProfileErrors[keyof DeleteProfileErrors];
+
+export type DeleteProfileResponses = {
+    /**
+     * The profile is deleted.
+     */
+    200: StatusData;
+};
+
+export type DeleteProfileResponse = DeleteProfileResponses[keyof DeleteProfileResponses];
+
+export type GetProfileData = {
+    body?: never;
+    path: {
+        /**
+         * The profile name (percent-encoded in the path).
+         */
+        name: string;
+    };
+    query?: never;
+    url: '/v1/profiles/{name}';
+};
+
+export type GetProfileErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetProfileError = GetProfileErrors[keyof GetProfileErrors];
+
+export type GetProfileResponses = {
+    /**
+     * The profile.
+     */
+    200: ProfileResponse;
+};
+
+export type GetProfileResponse = GetProfileResponses[keyof GetProfileResponses];
+
+export type ListExtensionsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/extensions';
+};
+
+export type ListExtensionsErrors = {
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListExtensionsError = ListExtensionsErrors[keyof ListExtensionsErrors];
+
+export type ListExtensionsResponses = {
+    /**
+     * The extensions.
+     */
+    200: ExtensionListResponse;
+};
+
+export type ListExtensionsResponse = ListExtensionsResponses[keyof ListExtensionsResponses];
+
+export type UploadExtensionData = {
+    body: ExtensionUploadRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/extensions';
+};
+
+export type UploadExtensionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type UploadExtensionError = UploadExtensionErrors[keyof UploadExtensionErrors];
+
+export type UploadExtensionResponses = {
+    /**
+     * The uploaded extension.
+     */
+    200: ExtensionResponse;
+};
+
+export type UploadExtensionResponse = UploadExtensionResponses[keyof UploadExtensionResponses];
+
+export type DeleteExtensionData = {
+    body?: never;
+    path: {
+        /**
+         * The extension id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/extensions/{id}';
+};
+
+export type DeleteExtensionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteExtensionError = DeleteExtensionErrors[keyof DeleteExtensionErrors];
+
+export type DeleteExtensionResponses = {
+    /**
+     * The extension is deleted.
+     */
+    200: StatusData;
+};
+
+export type DeleteExtensionResponse = DeleteExtensionResponses[keyof DeleteExtensionResponses];
+
+export type GetExtensionData = {
+    body?: never;
+    path: {
+        /**
+         * The extension id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/extensions/{id}';
+};
+
+export type GetExtensionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetExtensionError = GetExtensionErrors[keyof GetExtensionErrors];
+
+export type GetExtensionResponses = {
+    /**
+     * The extension.
+     */
+    200: ExtensionResponse;
+};
+
+export type GetExtensionResponse = GetExtensionResponses[keyof GetExtensionResponses];
+
+export type GetAgentAccessGuideData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/agent-access';
+};
+
+export type GetAgentAccessGuideErrors = {
+    /**
+     * Too many agent-access requests from this client address.
+     */
+    429: AgentAccessError;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: AgentAccessError;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetAgentAccessGuideError = GetAgentAccessGuideErrors[keyof GetAgentAccessGuideErrors];
+
+export type GetAgentAccessGuideResponses = {
+    /**
+     * The guide.
+     */
+    200: AgentAccessGuide;
+};
+
+export type GetAgentAccessGuideResponse = GetAgentAccessGuideResponses[keyof GetAgentAccessGuideResponses];
+
+export type SubmitAgentAccessData = {
+    body: AgentAccessSubmitRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/agent-access';
+};
+
+export type SubmitAgentAccessErrors = {
+    /**
+     * The request body is invalid.
+     */
+    400: AgentAccessError;
+    /**
+     * The answer is wrong, or the challenge token is expired (older than `ttl_seconds`) or invalid, or the identity token does not verify.
+     */
+    401: AgentAccessError;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: AgentAccessError;
+    /**
+     * The request body is not `application/json`.
+     */
+    415: AgentAccessError;
+    /**
+     * Too many agent-access requests from this client address.
+     */
+    429: AgentAccessError;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: AgentAccessError;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type SubmitAgentAccessError = SubmitAgentAccessErrors[keyof SubmitAgentAccessErrors];
+
+export type SubmitAgentAccessResponses = {
+    /**
+     * The API key.
+     */
+    200: AgentAccessSubmitResponse;
+};
+
+export type SubmitAgentAccessResponse = SubmitAgentAccessResponses[keyof SubmitAgentAccessResponses];
+
+export type GetAgentAccessChallengeData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/agent-access/challenge';
+};
+
+export type GetAgentAccessChallengeErrors = {
+    /**
+     * Too many agent-access requests from this client address.
+     */
+    429: AgentAccessError;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: AgentAccessError;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetAgentAccessChallengeError = GetAgentAccessChallengeErrors[keyof GetAgentAccessChallengeErrors];
+
+export type GetAgentAccessChallengeResponses = {
+    /**
+     * A challenge.
+     */
+    200: AgentAccessChallenge;
+};
+
+export type GetAgentAccessChallengeResponse = GetAgentAccessChallengeResponses[keyof GetAgentAccessChallengeResponses];
+
+export type ListWebhooksData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/webhooks';
+};
+
+export type ListWebhooksErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
+
+export type ListWebhooksResponses = {
+    /**
+     * A page of webhooks, newest first.
+     */
+    200: WebhookListResponse;
+};
+
+export type ListWebhooksResponse = ListWebhooksResponses[keyof ListWebhooksResponses];
+
+export type CreateWebhookData = {
+    body: WebhookCreateRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/webhooks';
+};
+
+export type CreateWebhookErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The project has as many webhooks as it may have (20 unless the operator changed it).
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
+
+export type CreateWebhookResponses = {
+    /**
+     * The webhook with its signing secret.
+     */
+    200: WebhookWithSecret;
+};
+
+export type CreateWebhookResponse = CreateWebhookResponses[keyof CreateWebhookResponses];
+
+export type DeleteWebhookData = {
+    body?: never;
+    path: {
+        /**
+         * The webhook id (`wh_...`).
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/webhooks/{id}';
+};
+
+export type DeleteWebhookErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
+
+export type DeleteWebhookResponses = {
+    /**
+     * The webhook is deleted.
+     */
+    200: WebhookDeleteResponse;
+};
+
+export type DeleteWebhookResponse = DeleteWebhookResponses[keyof DeleteWebhookResponses];
+
+export type GetWebhookData = {
+    body?: never;
+    path: {
+        /**
+         * The webhook id (`wh_...`).
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/webhooks/{id}';
+};
+
+export type GetWebhookErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetWebhookError = GetWebhookErrors[keyof GetWebhookErrors];
+
+export type GetWebhookResponses = {
+    /**
+     * The webhook (without its secret).
+     */
+    200: Webhook;
+};
+
+export type GetWebhookResponse = GetWebhookResponses[keyof GetWebhookResponses];
+
+export type UpdateWebhookData = {
+    body: WebhookUpdateRequest;
+    path: {
+        /**
+         * The webhook id (`wh_...`).
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/webhooks/{id}';
+};
+
+export type UpdateWebhookErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
+
+export type UpdateWebhookResponses = {
+    /**
+     * The updated webhook.
+     */
+    200: Webhook;
+};
+
+export type UpdateWebhookResponse = UpdateWebhookResponses[keyof UpdateWebhookResponses];
+
+export type RotateWebhookSecretData = {
+    body?: never;
+    path: {
+        /**
+         * The webhook id (`wh_...`).
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/webhooks/{id}/rotate-secret';
+};
+
+export type RotateWebhookSecretErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type RotateWebhookSecretError = RotateWebhookSecretErrors[keyof RotateWebhookSecretErrors];
+
+export type RotateWebhookSecretResponses = {
+    /**
+     * The webhook with its new secret.
+     */
+    200: WebhookWithSecret;
+};
+
+export type RotateWebhookSecretResponse = RotateWebhookSecretResponses[keyof RotateWebhookSecretResponses];
+
+export type TestWebhookData = {
+    body: WebhookTestRequest;
+    path: {
+        /**
+         * The webhook id (`wh_...`).
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/webhooks/{id}/test';
+};
+
+export type TestWebhookErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type TestWebhookError = TestWebhookErrors[keyof TestWebhookErrors];
+
+export type TestWebhookResponses = {
+    /**
+     * The test event is queued.
+     */
+    200: WebhookTestResponse;
+};
+
+export type TestWebhookResponse = TestWebhookResponses[keyof TestWebhookResponses];
+
+export type ListWebhookDeliveriesData = {
+    body?: never;
+    path: {
+        /**
+         * The webhook id (`wh_...`).
+         */
+        id: string;
+    };
+    query?: {
+        /**
+         * Only deliveries in this status.
+         */
+        status?: WebhookDeliveryStatus;
+        /**
+         * Only deliveries of this event type.
+         */
+        event_type?: EventType;
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/webhooks/{id}/events';
+};
+
+export type ListWebhookDeliveriesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];
+
+export type ListWebhookDeliveriesResponses = {
+    /**
+     * A page of delivery attempts.
+     */
+    200: WebhookDeliveryListResponse;
+};
+
+export type ListWebhookDeliveriesResponse = ListWebhookDeliveriesResponses[keyof ListWebhookDeliveriesResponses];
+
+export type ListIdentitiesData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only identities of this application.
+         */
+        application_id?: string;
+        /**
+         * Only identities in this status.
+         */
+        status?: IdentityStatus;
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/identities';
+};
+
+export type ListIdentitiesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListIdentitiesError = ListIdentitiesErrors[keyof ListIdentitiesErrors];
+
+export type ListIdentitiesResponses = {
+    /**
+     * A page of identities, newest first.
+     */
+    200: IdentityListResponse;
+};
+
+export type ListIdentitiesResponse = ListIdentitiesResponses[keyof ListIdentitiesResponses];
+
+export type CreateIdentityData = {
+    body: IdentityCreateRequestWritable;
+    path?: never;
+    query?: never;
+    url: '/v1/identities';
+};
+
+export type CreateIdentityErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The application does not exist.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type CreateIdentityError = CreateIdentityErrors[keyof CreateIdentityErrors];
+
+export type CreateIdentityResponses = {
+    /**
+     * The identity.
+     */
+    200: IdentityResponse;
+};
+
+export type CreateIdentityResponse = CreateIdentityResponses[keyof CreateIdentityResponses];
+
+export type DeleteIdentityData = {
+    body?: never;
+    path: {
+        /**
+         * The identity id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/identities/{id}';
+};
+
+export type DeleteIdentityErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteIdentityError = DeleteIdentityErrors[keyof DeleteIdentityErrors];
+
+export type DeleteIdentityResponses = {
+    /**
+     * The identity is deleted.
+     */
+    200: StatusData;
+};
+
+export type DeleteIdentityResponse = DeleteIdentityResponses[keyof DeleteIdentityResponses];
+
+export type GetIdentityData = {
+    body?: never;
+    path: {
+        /**
+         * The identity id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/identities/{id}';
+};
+
+export type GetIdentityErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetIdentityError = GetIdentityErrors[keyof GetIdentityErrors];
+
+export type GetIdentityResponses = {
+    /**
+     * The identity (never its credentials).
+     */
+    200: IdentityResponse;
+};
+
+export type GetIdentityResponse = GetIdentityResponses[keyof GetIdentityResponses];
+
+export type UpdateIdentityData = {
+    body: IdentityUpdateRequestWritable;
+    path: {
+        /**
+         * The identity id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/identities/{id}';
+};
+
+export type UpdateIdentityErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type UpdateIdentityError = UpdateIdentityErrors[keyof UpdateIdentityErrors];
+
+export type UpdateIdentityResponses = {
+    /**
+     * The updated identity.
+     */
+    200: IdentityResponse;
+};
+
+export type UpdateIdentityResponse = UpdateIdentityResponses[keyof UpdateIdentityResponses];
+
+export type ListApplicationsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/applications';
+};
+
+export type ListApplicationsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListApplicationsError = ListApplicationsErrors[keyof ListApplicationsErrors];
+
+export type ListApplicationsResponses = {
+    /**
+     * A page of applications, newest first.
+     */
+    200: ApplicationListResponse;
+};
+
+export type ListApplicationsResponse = ListApplicationsResponses[keyof ListApplicationsResponses];
+
+export type CreateApplicationData = {
+    body: ApplicationCreateRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/applications';
+};
+
+export type CreateApplicationErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type CreateApplicationError = CreateApplicationErrors[keyof CreateApplicationErrors];
+
+export type CreateApplicationResponses = {
+    /**
+     * The application.
+     */
+    200: ApplicationResponse;
+};
+
+export type CreateApplicationResponse = CreateApplicationResponses[keyof CreateApplicationResponses];
+
+export type DeleteApplicationData = {
+    body?: never;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/applications/{id}';
+};
+
+export type DeleteApplicationErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * Identities still use the application.
+     */
+    409: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteApplicationError = DeleteApplicationErrors[keyof DeleteApplicationErrors];
+
+export type DeleteApplicationResponses = {
+    /**
+     * The application is deleted.
+     */
+    200: StatusData;
+};
+
+export type DeleteApplicationResponse = DeleteApplicationResponses[keyof DeleteApplicationResponses];
+
+export type GetApplicationData = {
+    body?: never;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/applications/{id}';
+};
+
+export type GetApplicationErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetApplicationError = GetApplicationErrors[keyof GetApplicationErrors];
+
+export type GetApplicationResponses = {
+    /**
+     * The application.
+     */
+    200: ApplicationResponse;
+};
+
+export type GetApplicationResponse = GetApplicationResponses[keyof GetApplicationResponses];
+
+export type UpdateApplicationData = {
+    body: ApplicationUpdateRequest;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/applications/{id}';
+};
+
+export type UpdateApplicationErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type UpdateApplicationError = UpdateApplicationErrors[keyof UpdateApplicationErrors];
+
+export type UpdateApplicationResponses = {
+    /**
+     * The updated application.
+     */
+    200: ApplicationResponse;
+};
+
+export type UpdateApplicationResponse = UpdateApplicationResponses[keyof UpdateApplicationResponses];
+
+export type ListClientCertificatesData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+    };
+    url: '/v1/client-certificates';
+};
+
+export type ListClientCertificatesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListClientCertificatesError = ListClientCertificatesErrors[keyof ListClientCertificatesErrors];
+
+export type ListClientCertificatesResponses = {
+    /**
+     * A page of client certificates, newest first.
+     */
+    200: ClientCertificateListResponse;
+};
+
+export type ListClientCertificatesResponse = ListClientCertificatesResponses[keyof ListClientCertificatesResponses];
+
+export type UploadClientCertificateData = {
+    body: ClientCertificateUploadRequestWritable;
+    path?: never;
+    query?: never;
+    url: '/v1/client-certificates';
+};
+
+export type UploadClientCertificateErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type UploadClientCertificateError = UploadClientCertificateErrors[keyof UploadClientCertificateErrors];
+
+export type UploadClientCertificateResponses = {
+    /**
+     * The client certificate.
+     */
+    200: ClientCertificateResponse;
+};
+
+export type UploadClientCertificateResponse = UploadClientCertificateResponses[keyof UploadClientCertificateResponses];
+
+export type DeleteClientCertificateData = {
+    body?: never;
+    path: {
+        /**
+         * The client certificate id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/client-certificates/{id}';
+};
+
+export type DeleteClientCertificateErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteClientCertificateError = DeleteClientCertificateErrors[keyof DeleteClientCertificateErrors];
+
+export type DeleteClientCertificateResponses = {
+    /**
+     * The client certificate is deleted.
+     */
+    200: StatusData;
+};
+
+export type DeleteClientCertificateResponse = DeleteClientCertificateResponses[keyof DeleteClientCertificateResponses];
+
+export type TaskCompletedEventWebhookPayload = EventTaskCompleted;
+
+export type TaskCompletedEventWebhookRequest = {
+    body: TaskCompletedEventWebhookPayload;
+    key: 'task.completed';
+    path?: never;
+    query?: never;
+};
+
+export type TaskFailedEventWebhookPayload = EventTaskFailed;
+
+export type TaskFailedEventWebhookRequest = {
+    body: TaskFailedEventWebhookPayload;
+    key: 'task.failed';
+    path?: never;
+    query?: never;
+};
+
+export type TaskCancelledEventWebhookPayload = EventTaskCancelled;
+
+export type TaskCancelledEventWebhookRequest = {
+    body: TaskCancelledEventWebhookPayload;
+    key: 'task.cancelled';
+    path?: never;
+    query?: never;
+};
+
+export type TaskHealedEventWebhookPayload = EventTaskHealed;
+
+export type TaskHealedEventWebhookRequest = {
+    body: TaskHealedEventWebhookPayload;
+    key: 'task.healed';
+    path?: never;
+    query?: never;
+};
+
+export type SessionCompletedEventWebhookPayload = EventSessionCompleted;
+
+export type SessionCompletedEventWebhookRequest = {
+    body: SessionCompletedEventWebhookPayload;
+    key: 'session.completed';
+    path?: never;
+    query?: never;
+};
+
+export type SessionFailedEventWebhookPayload = EventSessionFailed;
+
+export type SessionFailedEventWebhookRequest = {
+    body: SessionFailedEventWebhookPayload;
+    key: 'session.failed';
+    path?: never;
+    query?: never;
+};
+
+export type SessionRecordingReadyEventWebhookPayload = EventSessionRecordingReady;
+
+export type SessionRecordingReadyEventWebhookRequest = {
+    body: SessionRecordingReadyEventWebhookPayload;
+    key: 'session.recording.ready';
+    path?: never;
+    query?: never;
+};
+
+export type InterventionRequestedEventWebhookPayload = EventInterventionRequested;
+
+export type InterventionRequestedEventWebhookRequest = {
+    body: InterventionRequestedEventWebhookPayload;
+    key: 'intervention.requested';
+    path?: never;
+    query?: never;
+};
+
+export type InterventionResolvedEventWebhookPayload = EventInterventionResolved;
+
+export type InterventionResolvedEventWebhookRequest = {
+    body: InterventionResolvedEventWebhookPayload;
+    key: 'intervention.resolved';
+    path?: never;
+    query?: never;
+};
+
+export type BatchCompletedEventWebhookPayload = EventBatchCompleted;
+
+export type BatchCompletedEventWebhookRequest = {
+    body: BatchCompletedEventWebhookPayload;
+    key: 'batch.completed';
+    path?: never;
+    query?: never;
+};
+
+export type BatchFailedEventWebhookPayload = EventBatchFailed;
+
+export type BatchFailedEventWebhookRequest = {
+    body: BatchFailedEventWebhookPayload;
+    key: 'batch.failed';
+    path?: never;
+    query?: never;
+};
+
+export type IdentityAuthenticatedEventWebhookPayload = EventIdentityAuthenticated;
+
+export type IdentityAuthenticatedEventWebhookRequest = {
+    body: IdentityAuthenticatedEventWebhookPayload;
+    key: 'identity.authenticated';
+    path?: never;
+    query?: never;
+};
+
+export type IdentityAuthenticationFailedEventWebhookPayload = EventIdentityAuthenticationFailed;
+
+export type IdentityAuthenticationFailedEventWebhookRequest = {
+    body: IdentityAuthenticationFailedEventWebhookPayload;
+    key: 'identity.authentication_failed';
+    path?: never;
+    query?: never;
+};
