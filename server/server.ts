@@ -1,7 +1,7 @@
 // Assembles the service from its configuration: database, capabilities, HTTP app, and the
 // node HTTP server with its WebSocket upgrades. `main.ts` runs it; tests start it in-process
 // on an ephemeral port and talk to it over real HTTP.
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,8 @@ import { notImplementedHandlers } from './http/not-implemented.js';
 export interface RunningServer {
   /** The address the server listens on, e.g. http://127.0.0.1:41234. */
   url: string;
-  config: Config;
+  /** The configuration in force, PUBLIC_URL resolved. */
+  config: ServiceConfig;
   db: Db;
   /** Set when this start created the first API key (no BOOTSTRAP_API_KEY was given). */
   createdApiKey?: string;
@@ -44,10 +45,26 @@ const docsPage = `<!doctype html>
 </body>
 </html>`;
 
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const cleanups: (() => Promise<void>)[] = [() => db.close()];
+/** Configuration once the server knows its own address. */
+export type ServiceConfig = Config & { publicUrl: string };
+
+export async function startServer(initial: Config, log: Logger): Promise<RunningServer> {
+  // Listen first, so an ephemeral port (PORT=0) is known before anything builds URLs.
+  let listener: RequestListener = (_req, res) => {
+    res.statusCode = 503;
+    res.end();
+  };
+  const server = createHttpServer((req, res) => listener(req, res));
+  await listen(server, initial.port, initial.host);
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${initial.host.includes(':') ? `[${initial.host}]` : initial.host}:${port}`;
+  const config: ServiceConfig = { ...initial, publicUrl: initial.publicUrl ?? `http://localhost:${port}` };
+
+  const cleanups: (() => Promise<void>)[] = [() => closeHttp(server, 0)];
+  let db: Db;
   try {
+    db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    cleanups.push(() => db.close());
     const applied = await migrate(db);
     if (applied.length) log.info({ applied }, 'database migrated');
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
@@ -66,11 +83,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
     addServiceRoutes(api, db);
     finishApp(api);
-
-    const server = createHttpServer(getRequestListener(api.fetch));
-    await listen(server, config.port, config.host);
-    const { port } = server.address() as AddressInfo;
-    const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+    listener = getRequestListener(api.fetch);
     log.info({ url, publicUrl: config.publicUrl, database: db.kind }, 'listening');
 
     let closing: Promise<void> | undefined;
@@ -82,7 +95,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       close: () =>
         (closing ??= (async () => {
           await closeHttp(server, config.shutdownGraceSeconds * 1000);
-          for (const cleanup of cleanups.reverse()) await cleanup();
+          for (const cleanup of cleanups.slice(1).reverse()) await cleanup();
         })()),
     };
   } catch (err) {

@@ -7,7 +7,8 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 export interface Config {
   port: number;
   host: string;
-  publicUrl: string;
+  /** Unset means http://localhost:<the port actually bound>, known once listening. */
+  publicUrl: string | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
   bootstrapApiKey: string | undefined;
@@ -90,8 +91,8 @@ export function loadConfig(env: Env = process.env): Config {
   };
 
   const port = int('PORT', 8080, 0, 65535);
-  const publicUrl = str('PUBLIC_URL', `http://localhost:${port}`).replace(/\/+$/, '');
-  if (!/^https?:\/\/[^/]+(\/.*)?$/.test(publicUrl)) {
+  const publicUrl = env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : undefined;
+  if (publicUrl !== undefined && !/^https?:\/\/[^/]+(\/.*)?$/.test(publicUrl)) {
     problems.push(`PUBLIC_URL=${JSON.stringify(publicUrl)} must be an http:// or https:// URL`);
   }
   const databaseUrl = env.DATABASE_URL || undefined;

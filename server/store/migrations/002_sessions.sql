@@ -19,7 +19,9 @@ CREATE TABLE sessions (
   network_bytes_total bigint NOT NULL DEFAULT 0,
   steps integer NOT NULL DEFAULT 0,
   screenshots integer NOT NULL DEFAULT 0,
-  domains jsonb NOT NULL DEFAULT '[]'
+  domains jsonb NOT NULL DEFAULT '[]',
+  -- Set when the session was ended through DELETE: it is gone from the API, not from history.
+  deleted_at timestamptz
 );
 CREATE INDEX sessions_project_created ON sessions (project_id, created_at DESC);
 CREATE INDEX sessions_node_status ON sessions (node_id, status);

@@ -1,0 +1,131 @@
+// The HTTP spine against the real server: authentication, validation, the documented error
+// bodies, 405 with Allow, the service routes. Capability behaviour is tested in its folder.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+
+describe.each(backends)('HTTP spine on %s', (backend) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ backend });
+  });
+  afterAll(() => server?.close());
+
+  it('answers /healthz with the database kind', async () => {
+    const res = await fetch(`${server.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok', database: backend });
+  });
+
+  it('refuses a missing and a wrong key with 401 and the general body', async () => {
+    for (const headers of [{}, { 'service-api-key': 'sk_wrong' }] as Record<string, string>[]) {
+      const res = await fetch(`${server.url}/v1/sessions`, { headers });
+      expect(res.status).toBe(401);
+      const body = await res.json();
+      expect(body).toEqual({ error: { code: 401, message: expect.any(String) } });
+    }
+  });
+
+  it('uses the fetch tool\'s {error: string} shape for its 401', async () => {
+    const res = await fetch(`${server.url}/v1/tools/fetch/webpage`, { method: 'POST' });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ error: expect.any(String) });
+  });
+
+  it('needs no key under /v1/agent-access and answers its own error shape', async () => {
+    const res = await fetch(`${server.url}/v1/agent-access`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"token": 1}',
+    });
+    expect(res.status).toBe(400);
+    const body = await res.json();
+    expect(body).toMatchObject({ error: expect.any(String), next: { path: expect.any(String), description: expect.any(String) }, docs: expect.any(String) });
+  });
+
+  it('validates bodies before handlers: wrong type, extra field, malformed JSON, wrong type of content', async () => {
+    const put = (body: string, type = 'application/json') =>
+      server.request('/v1/sessions/4f1c7a52-34a7-4b8e-9d55-8f0f0b0c1d2e/tags', { method: 'PUT', headers: { 'content-type': type }, body });
+    const cases: [Response, number, RegExp][] = [
+      [await put('{"tags": "a"}'), 400, /tags must be array/],
+      [await put('{"tags": [], "x": 1}'), 400, /must not have the property 'x'/],
+      [await put('{"tags": ['), 400, /Malformed JSON/],
+      [await put('{}'), 400, /must have the property 'tags'/],
+      [await put('tags=a', 'application/x-www-form-urlencoded'), 415, /Content-Type must be application\/json/],
+    ];
+    for (const [res, status, message] of cases) {
+      expect(res.status).toBe(status);
+      const body = await res.json();
+      expect(body.error.code).toBe(status);
+      expect(body.error.message).toMatch(message);
+    }
+  });
+
+  it('coerces and checks path and query values', async () => {
+    const res = await server.request('/v1/sessions/not-a-uuid');
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.message).toMatch(/path\/session_id must match format "uuid"/);
+    const bad = await server.request('/v1/sessions?limit=0');
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error.message).toMatch(/query\/limit must be >= 1/);
+  });
+
+  it('refuses bodies over the limit with 413', async () => {
+    const res = await server.request('/v1/webhooks', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://example.com', subscribed_events: ['session.completed'], description: 'x'.repeat(1_100_000) }),
+    });
+    expect(res.status).toBe(413);
+    expect((await res.json()).error.code).toBe(413);
+  });
+
+  it('answers 405 with Allow for an undocumented method on a documented path', async () => {
+    const res = await server.request('/v1/sessions/history', { method: 'DELETE' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET');
+    expect((await res.json()).error.code).toBe(405);
+  });
+
+  it('answers 404 with the general body for unknown paths', async () => {
+    const res = await server.request('/v1/nothing-here');
+    expect(res.status).toBe(404);
+    expect((await res.json()).error.code).toBe(404);
+  });
+
+  it('serves the contract and an offline API reference', async () => {
+    const spec = await fetch(`${server.url}/openapi.yaml`);
+    expect(spec.headers.get('content-type')).toMatch(/yaml/);
+    expect(await spec.text()).toMatch(/^openapi: 3\.1\.0/);
+    const docs = await (await fetch(`${server.url}/docs`)).text();
+    expect(docs).toContain('/docs/redoc.standalone.js');
+    expect(docs).not.toMatch(/https?:\/\//);
+    const bundle = await fetch(`${server.url}/docs/redoc.standalone.js`);
+    expect(bundle.status).toBe(200);
+    expect((await bundle.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+  });
+
+  it('sends a request id back', async () => {
+    const res = await server.request('/v1/billing', { headers: { 'x-request-id': 'req-123' } });
+    expect(res.headers.get('x-request-id')).toBe('req-123');
+  });
+});
+
+describe('logs', () => {
+  it('are structured, carry request ids, and never hold keys or query strings', async () => {
+    const logs: string[] = [];
+    const server = await startTestServer({ logs, env: { LOG_LEVEL: 'debug' } });
+    try {
+      await server.request('/v1/sessions?token=secret-token-value', { headers: { 'x-request-id': 'req-log' } });
+      await fetch(`${server.url}/v1/sessions`, { headers: { 'service-api-key': 'sk_wrong_key_value' } });
+      const lines = logs.map((l) => JSON.parse(l));
+      const access = lines.find((l) => l.requestId === 'req-log');
+      expect(access).toMatchObject({ msg: 'request', method: 'GET', path: '/v1/sessions', status: expect.any(Number) });
+      const text = logs.join('\n');
+      expect(text).not.toContain(server.apiKey);
+      expect(text).not.toContain('sk_wrong_key_value');
+      expect(text).not.toContain('secret-token-value');
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,178 @@
+// Session rows. Every query names the project: a session of another project is not found.
+import type { Db } from '../store/db.js';
+import type { components } from '../../generated/types.js';
+
+type Session = components['schemas']['Session'];
+export type SessionStatus = components['schemas']['SessionStatus'];
+export type HistoryMetric = components['schemas']['HistoryMetric'];
+export type Granularity = components['schemas']['HistoryGranularity'];
+
+export interface SessionRow {
+  id: string;
+  project_id: string;
+  status: SessionStatus;
+  node_id: string;
+  configuration: Session['configuration'];
+  tags: string[];
+  cdp_token: string;
+  live_view_token: string;
+  batch_id: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  ended_at: Date | null;
+  end_reason: string | null;
+  credits_used: number;
+  proxy_bytes: number;
+  network_bytes_total: number;
+  steps: number;
+  screenshots: number;
+  domains: string[];
+  deleted_at: Date | null;
+}
+
+export interface NewSession {
+  id: string;
+  projectId: string;
+  nodeId: string;
+  configuration: Session['configuration'];
+  tags: string[];
+  cdpToken: string;
+  liveViewToken: string;
+  batchId?: string;
+}
+
+export async function insertSession(db: Db, s: NewSession): Promise<SessionRow> {
+  const [row] = await db.query<SessionRow>(
+    `INSERT INTO sessions (id, project_id, status, node_id, configuration, tags, cdp_token, live_view_token, batch_id)
+     VALUES ($1, $2, 'starting', $3, $4, $5, $6, $7, $8) RETURNING *`,
+    [s.id, s.projectId, s.nodeId, JSON.stringify(s.configuration), JSON.stringify(s.tags), s.cdpToken, s.liveViewToken, s.batchId ?? null],
+  );
+  return row;
+}
+
+export async function markRunning(db: Db, id: string): Promise<void> {
+  await db.query(`UPDATE sessions SET status = 'running', started_at = now() WHERE id = $1 AND status = 'starting'`, [id]);
+}
+
+/** A session the API can address: deleted sessions are gone from get, tags and delete. */
+export async function getSession(db: Db, projectId: string, id: string): Promise<SessionRow | undefined> {
+  const rows = await db.query<SessionRow>('SELECT * FROM sessions WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL', [
+    projectId,
+    id,
+  ]);
+  return rows[0];
+}
+
+export async function findByToken(db: Db, id: string): Promise<SessionRow | undefined> {
+  const rows = await db.query<SessionRow>('SELECT * FROM sessions WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export interface EndUpdate {
+  status: 'completed' | 'failed';
+  reason: string;
+  proxyBytes: number;
+  networkBytes: number;
+  steps: number;
+  screenshots: number;
+  domains: string[];
+  deleted: boolean;
+}
+
+/** Ends a session once: answers the row as ended, or undefined when it had already ended. */
+export async function endSessionRow(db: Db, id: string, u: EndUpdate): Promise<SessionRow | undefined> {
+  const rows = await db.query<SessionRow>(
+    `UPDATE sessions SET status = $2, end_reason = $3, ended_at = now(), proxy_bytes = $4, network_bytes_total = $5,
+       steps = $6, screenshots = $7, domains = $8, deleted_at = CASE WHEN $9::boolean THEN now() ELSE deleted_at END
+     WHERE id = $1 AND status IN ('starting', 'running') RETURNING *`,
+    [id, u.status, u.reason, u.proxyBytes, u.networkBytes, u.steps, u.screenshots, JSON.stringify(u.domains), u.deleted],
+  );
+  return rows[0];
+}
+
+export async function markDeleted(db: Db, projectId: string, id: string): Promise<void> {
+  await db.query('UPDATE sessions SET deleted_at = now() WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL', [projectId, id]);
+}
+
+export async function setTags(db: Db, projectId: string, id: string, tags: string[]): Promise<boolean> {
+  const rows = await db.query(
+    'UPDATE sessions SET tags = $3 WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id',
+    [projectId, id, JSON.stringify(tags)],
+  );
+  return rows.length > 0;
+}
+
+/** Sessions a node left running: after a restart of that node they have no browser. */
+export async function unfinishedOnNode(db: Db, nodeId: string): Promise<SessionRow[]> {
+  return db.query<SessionRow>(`SELECT * FROM sessions WHERE node_id = $1 AND status IN ('starting', 'running')`, [nodeId]);
+}
+
+export interface ListFilter {
+  page: number;
+  limit: number;
+  status?: SessionStatus;
+  tags?: string[];
+  createdFrom?: string;
+  createdTo?: string;
+  batchId?: string;
+}
+
+export async function listSessions(db: Db, projectId: string, f: ListFilter): Promise<{ rows: SessionRow[]; total: number }> {
+  const where = ['project_id = $1', 'deleted_at IS NULL'];
+  const params: unknown[] = [projectId];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    where.push(sql.replace('?', `$${params.length}`));
+  };
+  if (f.status) add('status = ?', f.status);
+  if (f.tags?.length) add('tags @> ?::jsonb', JSON.stringify(f.tags));
+  if (f.createdFrom) add('created_at >= ?', f.createdFrom);
+  if (f.createdTo) add('created_at < ?', f.createdTo);
+  if (f.batchId) add('batch_id = ?', f.batchId);
+  const clause = where.join(' AND ');
+  const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM sessions WHERE ${clause}`, params);
+  const rows = await db.query<SessionRow>(
+    `SELECT * FROM sessions WHERE ${clause} ORDER BY created_at DESC, id LIMIT ${f.limit} OFFSET ${(f.page - 1) * f.limit}`,
+    params,
+  );
+  return { rows, total: n };
+}
+
+export interface HistoryBucket {
+  date: Date;
+  session_count: number;
+  credits_used: number;
+  proxy_bytes: number;
+  session_hours: number;
+  screenshots: number;
+  network_bytes_total: number;
+}
+
+/**
+ * Per-period sums over sessions created in [from, to), bucketed by creation time in UTC,
+ * every period present (zeros where nothing happened). Weeks start on Monday, as in
+ * Postgres's date_trunc. Running sessions count their duration so far.
+ */
+export async function historyBuckets(db: Db, projectId: string, from: Date, to: Date, granularity: Granularity): Promise<HistoryBucket[]> {
+  return db.query<HistoryBucket>(
+    `WITH periods AS (
+       SELECT generate_series(date_trunc($4, $2::timestamptz AT TIME ZONE 'UTC'),
+                              ($3::timestamptz AT TIME ZONE 'UTC') - interval '1 microsecond',
+                              ('1 ' || $4)::interval) AS start
+     ), s AS (
+       SELECT date_trunc($4, created_at AT TIME ZONE 'UTC') AS start, credits_used, proxy_bytes, screenshots, network_bytes_total,
+              EXTRACT(EPOCH FROM (COALESCE(ended_at, now()) - created_at)) / 3600.0 AS hours
+       FROM sessions WHERE project_id = $1 AND created_at >= $2 AND created_at < $3
+     )
+     SELECT (p.start AT TIME ZONE 'UTC') AS date,
+            count(s.start)::int AS session_count,
+            COALESCE(sum(s.credits_used), 0)::float8 AS credits_used,
+            COALESCE(sum(s.proxy_bytes), 0)::int8 AS proxy_bytes,
+            COALESCE(sum(s.hours), 0)::float8 AS session_hours,
+            COALESCE(sum(s.screenshots), 0)::int8 AS screenshots,
+            COALESCE(sum(s.network_bytes_total), 0)::int8 AS network_bytes_total
+     FROM periods p LEFT JOIN s ON s.start = p.start
+     GROUP BY p.start ORDER BY p.start`,
+    [projectId, from.toISOString(), to.toISOString(), granularity],
+  );
+}
