@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine lacks to run and test the service: Chromium,
+# ffmpeg, Xvfb and xdotool from Debian's packages (as root), pnpm through corepack, and
+# the project's packages. Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v chromium >/dev/null || need+=(chromium)
+command -v ffmpeg >/dev/null || need+=(ffmpeg)
+command -v Xvfb >/dev/null || need+=(xvfb)
+command -v xdotool >/dev/null || need+=(xdotool)
+command -v xclip >/dev/null || need+=(xclip)
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${need[*]} from Debian's packages"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" fonts-liberation >/dev/null
+  else
+    echo "setup: missing ${need[*]}: install them as root (apt-get install ${need[*]})" >&2
+    exit 1
+  fi
+fi
+
+# pnpm, at the version package.json pins. The npm registry mirror this project is built
+# against serves no corepack signing keys, so corepack's signature check is off for this
+# one download; corepack caches pnpm afterwards.
+export COREPACK_ENABLE_DOWNLOAD_PROMPT=0 COREPACK_INTEGRITY_KEYS=0
+if ! pnpm --version >/dev/null 2>&1; then
+  corepack enable
+fi
+echo "setup: pnpm $(pnpm --version)"
+pnpm install --frozen-lockfile
