@@ -117,8 +117,8 @@ export const routes: readonly Route[] = [
     secured: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,429,500,501],
-    errors: {"429":"agentAccess","500":"agentAccess","501":"general"},
+    statuses: [200,429,500],
+    errors: {"429":"agentAccess","500":"agentAccess"},
   },
   {
     operationId: "submitAgentAccess",
@@ -128,8 +128,8 @@ export const routes: readonly Route[] = [
     secured: false,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,413,415,429,500,501],
-    errors: {"400":"agentAccess","401":"agentAccess","413":"agentAccess","415":"agentAccess","429":"agentAccess","500":"agentAccess","501":"general"},
+    statuses: [200,400,401,413,415,429,500],
+    errors: {"400":"agentAccess","401":"agentAccess","413":"agentAccess","415":"agentAccess","429":"agentAccess","500":"agentAccess"},
   },
   {
     operationId: "listApplications",
@@ -348,8 +348,8 @@ export const routes: readonly Route[] = [
     secured: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,429,500,501],
-    errors: {"429":"agentAccess","500":"agentAccess","501":"general"},
+    statuses: [200,429,500],
+    errors: {"429":"agentAccess","500":"agentAccess"},
   },
   {
     operationId: "getSessionHistory",

@@ -7874,7 +7874,6 @@ export interface operations {
             };
             429: components["responses"]["AgentAccessTooManyRequests"];
             500: components["responses"]["AgentAccessInternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     submitAgentAccess: {
@@ -7922,7 +7921,6 @@ export interface operations {
             415: components["responses"]["AgentAccessUnsupportedMediaType"];
             429: components["responses"]["AgentAccessTooManyRequests"];
             500: components["responses"]["AgentAccessInternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getAgentAccessChallenge: {
@@ -7962,7 +7960,6 @@ export interface operations {
             };
             429: components["responses"]["AgentAccessTooManyRequests"];
             500: components["responses"]["AgentAccessInternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listWebhooks: {

@@ -15,6 +15,7 @@ import { migrate } from './store/migrate.js';
 import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { createHttpApp, finishApp, type AppHandlers } from './http/app.js';
 import { notImplementedHandlers } from './http/not-implemented.js';
+import { agentAccessHandlers } from './agent-access/handlers.js';
 
 export interface RunningServer {
   /** The address the server listens on, e.g. http://127.0.0.1:41234. */
@@ -71,6 +72,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
 
     const handlers: AppHandlers = {
       ...notImplementedHandlers(),
+      ...agentAccessHandlers({ db, config, log }),
     };
 
     const api = createHttpApp({

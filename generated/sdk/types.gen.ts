@@ -6673,10 +6673,6 @@ export type GetAgentAccessGuideErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetAgentAccessGuideError = GetAgentAccessGuideErrors[keyof GetAgentAccessGuideErrors];
@@ -6722,10 +6718,6 @@ export type SubmitAgentAccessErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type SubmitAgentAccessError = SubmitAgentAccessErrors[keyof SubmitAgentAccessErrors];
@@ -6755,10 +6747,6 @@ export type GetAgentAccessChallengeErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetAgentAccessChallengeError = GetAgentAccessChallengeErrors[keyof GetAgentAccessChallengeErrors];

@@ -1,5 +1,5 @@
 // API keys: random, shown once, stored as SHA-256 hashes, each scoped to one project.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Db } from '../store/db.js';
 
 export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
@@ -28,7 +28,7 @@ export async function createProject(
   options: { name: string; source: string; key?: string; giftCredits?: number },
 ): Promise<KeyOwner & { key: string }> {
   const key = options.key ?? newApiKey();
-  const projectId = newId('proj');
+  const projectId = randomUUID();
   const apiKeyId = newId('key');
   await db.transaction(async (tx) => {
     await tx.query('INSERT INTO projects (id, name, gift_credits) VALUES ($1, $2, $3)', [

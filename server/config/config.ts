@@ -23,6 +23,11 @@ export interface Config {
   maxUploadBytes: number;
   includedCredits: number;
   shutdownGraceSeconds: number;
+  agentAccessAnonymousCredits: number;
+  agentAccessIdentityCredits: number;
+  agentAccessChallengeTtlSeconds: number;
+  agentAccessSessionMaxMinutes: number;
+  agentAccessRatePerMinute: number;
 }
 
 /** One entry per variable: the README's configuration table mirrors this list. */
@@ -44,6 +49,11 @@ export const variables = {
   MAX_UPLOAD_BYTES: 'Largest multipart upload, such as an extension ZIP (default 52428800).',
   INCLUDED_CREDITS: 'Credits each project gets per billing period (default 1000).',
   SHUTDOWN_GRACE_SECONDS: 'How long a graceful shutdown waits for requests and browsers (default 10).',
+  AGENT_ACCESS_ANONYMOUS_CREDITS: 'Credits a project created through agent access receives (default 5).',
+  AGENT_ACCESS_IDENTITY_CREDITS: 'Extra credits for a verified identity_token in agent access (default 20; no OIDC issuer is configurable yet).',
+  AGENT_ACCESS_CHALLENGE_TTL_SECONDS: 'Lifetime of an agent-access challenge token, in seconds (default 300).',
+  AGENT_ACCESS_SESSION_MAX_MINUTES: 'Longest session a key obtained through agent access may run, in minutes (default 15).',
+  AGENT_ACCESS_RATE_PER_MINUTE: 'Agent-access requests allowed per client address per minute, all three operations together (default 60).',
 } as const;
 
 export type VariableName = keyof typeof variables;
@@ -127,6 +137,11 @@ export function loadConfig(env: Env = process.env): Config {
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1024),
     includedCredits: num('INCLUDED_CREDITS', 1000, 0),
     shutdownGraceSeconds: int('SHUTDOWN_GRACE_SECONDS', 10, 0, 3600),
+    agentAccessAnonymousCredits: int('AGENT_ACCESS_ANONYMOUS_CREDITS', 5, 0, 1_000_000),
+    agentAccessIdentityCredits: int('AGENT_ACCESS_IDENTITY_CREDITS', 20, 0, 1_000_000),
+    agentAccessChallengeTtlSeconds: int('AGENT_ACCESS_CHALLENGE_TTL_SECONDS', 300, 1, 86_400),
+    agentAccessSessionMaxMinutes: int('AGENT_ACCESS_SESSION_MAX_MINUTES', 15, 1, 10_080),
+    agentAccessRatePerMinute: int('AGENT_ACCESS_RATE_PER_MINUTE', 60, 1),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -92,7 +92,8 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       if (v.query && !v.query(query)) throw new RequestError(400, describeErrors(v.query.errors, 'query'));
       const body = await readBody(c, route, v, options);
 
-      const ctx: PublicContext = { requestId, log: reqLog };
+      const clientIp = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
+      const ctx: PublicContext = { requestId, log: reqLog, clientIp };
       const authed: AuthedContext | undefined = owner && { ...ctx, ...owner };
       const fn = handlers[route.operationId] as (req: unknown, ctx: unknown) => unknown;
       const result = (await fn({ params, query, body, headers: c.req.raw.headers }, authed ?? ctx)) as HandlerResult;

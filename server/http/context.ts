@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 export interface PublicContext {
   requestId: string;
   log: Logger;
+  /** The TCP peer's address (never X-Forwarded-For, which a client can forge). */
+  clientIp: string;
 }
 
 /** Handlers of operations behind service-api-key also know whose request it is. */
