@@ -152,8 +152,7 @@ export type ListSessionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listSessions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listSessions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateSessionRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createSession"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateSessionResponse =
@@ -164,8 +163,7 @@ export type CreateSessionResponse =
   | { status: 413; contentType?: "application/json"; body: operations["createSession"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createSession"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["createSession"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createSession"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListTasksRequest = { params: NoFields; query: NonNullable<operations["listTasks"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListTasksResponse =
@@ -215,8 +213,7 @@ export type GetSessionHistoryResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ExecuteCodeRequest = { params: NoFields; query: NonNullable<operations["executeCode"]["parameters"]["query"]>; body: NonNullable<operations["executeCode"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ExecuteCodeResponse =
@@ -362,8 +359,7 @@ export type ConnectCdpResponse =
   | { status: 401; contentType?: "application/json"; body: operations["connectCdp"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["connectCdp"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 426; contentType?: "application/json"; body: operations["connectCdp"]["responses"][426]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["connectCdp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["connectCdp"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["connectCdp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteClientCertificateRequest = { params: operations["deleteClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteClientCertificateResponse =
@@ -445,8 +441,7 @@ export type GetSessionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getSession"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getSession"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getSession"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getSession"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type EndSessionRequest = { params: operations["endSession"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type EndSessionResponse =
@@ -454,8 +449,7 @@ export type EndSessionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["endSession"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["endSession"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["endSession"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["endSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["endSession"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["endSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskRequest = { params: operations["getTask"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskResponse =
@@ -522,8 +516,7 @@ export type ListSessionPagesResponse =
   | { status: 401; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionRecordingsRequest = { params: operations["listSessionRecordings"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionRecordingsResponse =
@@ -542,8 +535,7 @@ export type ReplaceSessionTagsResponse =
   | { status: 404; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetClipboardRequest = { params: operations["getClipboard"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetClipboardResponse =
@@ -733,8 +725,7 @@ export type GetCdpVersionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PauseSessionRecordingRequest = { params: operations["pauseSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type PauseSessionRecordingResponse =
@@ -961,4 +952,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listBatchSessions" | "createBatchSessions" | "getBilling" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listSessions" | "createSession" | "listTasks" | "createTask" | "listWebhooks" | "createWebhook" | "getSessionHistory" | "executeCode" | "renderPagePdf" | "performWebTask" | "takeScreenshot" | "fetchWebpage" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "getBatchSessions" | "cancelBatchSessions" | "connectCdp" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getSession" | "endSession" | "getTask" | "deleteTask" | "updateTask" | "getWebhook" | "deleteWebhook" | "updateWebhook" | "listSessionPages" | "listSessionRecordings" | "replaceSessionTags" | "getClipboard" | "setClipboard" | "copySelection" | "dragAndDrop" | "gotoUrl" | "pasteText" | "takeSessionScreenshot" | "scroll" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "listTaskVersions" | "listWebhookDeliveries" | "rotateWebhookSecret" | "testWebhook" | "runTask" | "getCdpVersion" | "pauseSessionRecording" | "resumeSessionRecording" | "keyboardShortcut" | "keyboardType" | "mouseClick" | "mouseDoubleClick" | "mouseDown" | "mouseMove" | "mouseUp" | "fetchPrimaryRecording" | "deleteSessionRecording" | "getTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listBatchSessions" | "createBatchSessions" | "getBilling" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "listWebhooks" | "createWebhook" | "executeCode" | "renderPagePdf" | "performWebTask" | "takeScreenshot" | "fetchWebpage" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "getBatchSessions" | "cancelBatchSessions" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getTask" | "deleteTask" | "updateTask" | "getWebhook" | "deleteWebhook" | "updateWebhook" | "listSessionRecordings" | "getClipboard" | "setClipboard" | "copySelection" | "dragAndDrop" | "gotoUrl" | "pasteText" | "takeSessionScreenshot" | "scroll" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "listTaskVersions" | "listWebhookDeliveries" | "rotateWebhookSecret" | "testWebhook" | "runTask" | "pauseSessionRecording" | "resumeSessionRecording" | "keyboardShortcut" | "keyboardType" | "mouseClick" | "mouseDoubleClick" | "mouseDown" | "mouseMove" | "mouseUp" | "fetchPrimaryRecording" | "deleteSessionRecording" | "getTaskVersion";

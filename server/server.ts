@@ -15,6 +15,8 @@ import { migrate } from './store/migrate.js';
 import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { createHttpApp, finishApp, type AppHandlers } from './http/app.js';
 import { notImplementedHandlers } from './http/not-implemented.js';
+import { SessionManager } from './sessions/manager.js';
+import { sessionHandlers } from './sessions/handlers.js';
 import { agentAccessHandlers } from './agent-access/handlers.js';
 
 export interface RunningServer {
@@ -70,9 +72,17 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     if (applied.length) log.info({ applied }, 'database migrated');
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
 
+    const sessions = new SessionManager({ db, config, log });
+    await sessions.start();
+    cleanups.push(() => sessions.stop());
+    server.on('upgrade', (req, socket, head) => {
+      if (!sessions.cdpProxy.handleUpgrade(req, socket, head)) socket.destroy();
+    });
+
     const handlers: AppHandlers = {
       ...notImplementedHandlers(),
       ...agentAccessHandlers({ db, config, log }),
+      ...sessionHandlers({ db, sessions }),
     };
 
     const api = createHttpApp({
@@ -96,8 +106,11 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       createdApiKey: bootstrap.key,
       close: () =>
         (closing ??= (async () => {
-          await closeHttp(server, config.shutdownGraceSeconds * 1000);
+          // Stop taking requests while sessions end: their CDP sockets are upgraded
+          // connections, which the HTTP server would otherwise wait for.
+          const http = closeHttp(server, config.shutdownGraceSeconds * 1000);
           for (const cleanup of cleanups.slice(1).reverse()) await cleanup();
+          await http;
         })()),
     };
   } catch (err) {

@@ -3532,10 +3532,6 @@ export type ListSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListSessionsError = ListSessionsErrors[keyof ListSessionsErrors];
@@ -3585,10 +3581,6 @@ export type CreateSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateSessionError = CreateSessionErrors[keyof CreateSessionErrors];
@@ -3647,10 +3639,6 @@ export type GetSessionHistoryErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetSessionHistoryError = GetSessionHistoryErrors[keyof GetSessionHistoryErrors];
@@ -3693,10 +3681,6 @@ export type EndSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type EndSessionError = EndSessionErrors[keyof EndSessionErrors];
@@ -3739,10 +3723,6 @@ export type GetSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetSessionError = GetSessionErrors[keyof GetSessionErrors];
@@ -3793,10 +3773,6 @@ export type ReplaceSessionTagsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ReplaceSessionTagsError = ReplaceSessionTagsErrors[keyof ReplaceSessionTagsErrors];
@@ -3843,10 +3819,6 @@ export type ListSessionPagesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListSessionPagesError = ListSessionPagesErrors[keyof ListSessionPagesErrors];
@@ -3898,10 +3870,6 @@ export type ConnectCdpErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ConnectCdpError = ConnectCdpErrors[keyof ConnectCdpErrors];
@@ -3949,10 +3917,6 @@ export type GetCdpVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetCdpVersionError = GetCdpVersionErrors[keyof GetCdpVersionErrors];

@@ -2,19 +2,12 @@
 // options (what Chromium starts with) are split from session options (what the server
 // does around it), because only the first decide whether a warm pooled browser fits.
 import type { components } from '../../generated/types.js';
+import { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './browser/index.js';
+
+export type { LaunchOptions };
 
 export type SessionCreateBody = components['schemas']['SessionCreateRequest'];
 type ProxyOptions = components['schemas']['ProxyOptions'];
-
-export interface LaunchOptions {
-  headless: boolean;
-  viewport: { width: number; height: number };
-  fullscreen: boolean;
-  disableWebSecurity: boolean;
-  popupBlocker: boolean;
-  extensionIds: string[];
-  profile: { name: string; persist: boolean } | undefined;
-}
 
 export interface SessionOptions {
   initialUrl: string | undefined;
@@ -27,17 +20,10 @@ export interface SessionOptions {
   proxy: ProxyOptions | undefined;
   captchaSolver: boolean;
   adblock: boolean;
+  /** Uploaded extensions and a saved profile: they decide the launch too. */
+  extensionIds: string[];
+  profile: { name: string; persist: boolean } | undefined;
 }
-
-export const defaultLaunch: LaunchOptions = {
-  headless: false,
-  viewport: { width: 1440, height: 900 },
-  fullscreen: false,
-  disableWebSecurity: false,
-  popupBlocker: true,
-  extensionIds: [],
-  profile: undefined,
-};
 
 const minutes = (value: number | undefined, fallback: number) => {
   const m = value ?? fallback;
@@ -49,16 +35,14 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
   const b = body?.browser ?? {};
   return {
     launch: {
-      headless: b.headless?.active ?? defaultLaunch.headless,
+      headless: b.headless?.active ?? DEFAULT_LAUNCH_OPTIONS.headless,
       viewport: {
-        width: b.viewport?.width ?? defaultLaunch.viewport.width,
-        height: b.viewport?.height ?? defaultLaunch.viewport.height,
+        width: b.viewport?.width ?? DEFAULT_LAUNCH_OPTIONS.viewport.width,
+        height: b.viewport?.height ?? DEFAULT_LAUNCH_OPTIONS.viewport.height,
       },
-      fullscreen: b.fullscreen?.active ?? false,
-      disableWebSecurity: b.disable_web_security?.active ?? false,
-      popupBlocker: b.popup_blocker?.active ?? true,
-      extensionIds: b.extensions ?? [],
-      profile: b.profile ? { name: b.profile.name, persist: b.profile.persist ?? false } : undefined,
+      fullscreen: b.fullscreen?.active ?? DEFAULT_LAUNCH_OPTIONS.fullscreen,
+      disableWebSecurity: b.disable_web_security?.active ?? DEFAULT_LAUNCH_OPTIONS.disableWebSecurity,
+      popupBlocker: b.popup_blocker?.active ?? DEFAULT_LAUNCH_OPTIONS.popupBlocker,
     },
     session: {
       initialUrl: s.initial_url,
@@ -70,22 +54,15 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
       proxy: s.proxy?.active ? s.proxy : undefined,
       captchaSolver: b.captcha_solver?.active ?? false,
       adblock: b.adblock?.active ?? true,
+      extensionIds: b.extensions ?? [],
+      profile: b.profile ? { name: b.profile.name, persist: b.profile.persist ?? false } : undefined,
     },
   };
 }
 
-/** Whether a browser launched with the defaults serves these options as well. */
-export function fitsWarmPool(launch: LaunchOptions): boolean {
-  return (
-    launch.headless === defaultLaunch.headless &&
-    launch.viewport.width === defaultLaunch.viewport.width &&
-    launch.viewport.height === defaultLaunch.viewport.height &&
-    !launch.fullscreen &&
-    !launch.disableWebSecurity &&
-    launch.popupBlocker &&
-    launch.extensionIds.length === 0 &&
-    launch.profile === undefined
-  );
+/** Whether a warm browser (launched with the defaults) serves this session as well. */
+export function fitsWarmPool(launch: LaunchOptions, session: SessionOptions): boolean {
+  return sameLaunchOptions(launch, DEFAULT_LAUNCH_OPTIONS) && session.extensionIds.length === 0 && !session.profile;
 }
 
 /** The configuration as stored and answered: the body as given, minus secrets. */

@@ -1,6 +1,6 @@
-// The server's own CDP connection to a session's browser: a few commands (open the first
-// page, list pages, navigate) over one WebSocket, without the weight of a full client
-// attaching to every target.
+// The server's own CDP connection to a browser: a few commands (fit the window, open the
+// first page, list pages, navigate, close) and the events they wait for, over one
+// WebSocket, without the weight of a full client attaching to every target.
 import { WebSocket } from 'ws';
 
 interface Pending {
@@ -18,7 +18,12 @@ export class CdpClient {
   private constructor(private readonly ws: WebSocket) {
     this.closed = new Promise((resolve) => ws.once('close', () => resolve()));
     ws.on('message', (raw) => {
-      const msg = JSON.parse(raw.toString());
+      let msg: any;
+      try {
+        msg = JSON.parse(raw.toString());
+      } catch {
+        return;
+      }
       if (msg.id !== undefined) {
         const p = this.pending.get(msg.id);
         if (!p) return;
@@ -30,13 +35,8 @@ export class CdpClient {
         for (const l of this.listeners) l(msg.method, msg.params, msg.sessionId);
       }
     });
-    ws.once('close', () => {
-      for (const p of this.pending.values()) {
-        clearTimeout(p.timer);
-        p.reject(new Error('CDP connection closed'));
-      }
-      this.pending.clear();
-    });
+    ws.once('close', () => this.failAll(new Error('CDP connection closed')));
+    ws.on('error', () => {}); // 'close' follows and fails what is pending
   }
 
   static connect(wsEndpoint: string, timeoutMs = 10_000): Promise<CdpClient> {
@@ -57,7 +57,7 @@ export class CdpClient {
     });
   }
 
-  send<T = any>(method: string, params: object = {}, sessionId?: string, timeoutMs = 30_000): Promise<T> {
+  send<T = any>(method: string, params: object = {}, sessionId?: string, timeoutMs = 10_000): Promise<T> {
     if (this.ws.readyState !== WebSocket.OPEN) return Promise.reject(new Error('CDP connection closed'));
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
@@ -92,8 +92,22 @@ export class CdpClient {
     return () => this.listeners.delete(listener);
   }
 
+  /** Sends without waiting for the answer (Browser.close answers by closing the socket). */
+  fire(method: string, params: object = {}): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ id: this.nextId++, method, params }));
+  }
+
   close(): void {
     this.ws.terminate();
+    this.failAll(new Error('CDP connection closed'));
+  }
+
+  private failAll(err: Error): void {
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+    this.pending.clear();
   }
 }
 

@@ -1,0 +1,118 @@
+// Chromium's command line and window geometry for a set of launch options. Pure
+// functions, so the flags are checked by unit tests without starting a browser.
+import type { LaunchOptions } from './launch-options.js';
+
+export interface Size {
+  width: number;
+  height: number;
+}
+
+/** Outer window size minus page size for a normal window: the tab strip and toolbar. */
+export type WindowInsets = Size;
+
+export interface Geometry {
+  /** --window-size: the outer window. */
+  window: Size;
+  /** The X screen (headful) or the emulated screen (headless --screen-info). */
+  screen: Size;
+  /** Where the page sits on the screen, in screen pixels (the window is at 0,0). */
+  content: { x: number; y: number; width: number; height: number };
+}
+
+/**
+ * Chromium's window is larger than the viewport by its tab strip and toolbar (87 px on
+ * Chromium 156, in both headful and new-headless mode), except in fullscreen. So the
+ * window is sized viewport + insets, and the screen is made to fit the window.
+ *
+ * Headful: the X screen is one pixel wider and taller than the window. Chromium on X11
+ * shrinks a window that exactly matches the screen by 1 px in each direction (both at
+ * startup and through Browser.setWindowBounds; measured on Chromium 156 under Xvfb
+ * without a window manager), which would make innerWidth/innerHeight viewport - 1.
+ *
+ * Headless: the emulated screen (--screen-info) equals the window, as on a real desktop
+ * with a maximised window; in fullscreen, headless Chromium sizes the window to that
+ * screen, so it must equal the viewport.
+ */
+export function geometry(options: LaunchOptions, insets: WindowInsets): Geometry {
+  const { width, height } = options.viewport;
+  const inset = options.fullscreen ? { width: 0, height: 0 } : insets;
+  const window = { width: width + inset.width, height: height + inset.height };
+  const slack = options.headless ? 0 : 1;
+  return {
+    window,
+    screen: { width: window.width + slack, height: window.height + slack },
+    content: { x: 0, y: inset.height, width, height },
+  };
+}
+
+export interface ArgsLayout {
+  userDataDir: string;
+  geometry: Geometry;
+  /** Chromium's sandbox cannot run as root: --no-sandbox then. */
+  runningAsRoot: boolean;
+}
+
+export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string[] {
+  const { window, screen } = layout.geometry;
+  const args = [
+    // Port 0: Chromium picks a free port and prints "DevTools listening on ws://…" on
+    // stderr, which is how we learn it; it binds 127.0.0.1 only.
+    '--remote-debugging-port=0',
+    `--user-data-dir=${layout.userDataDir}`,
+    // Required on this network (no Google services, no QUIC) and for a fresh profile to
+    // start without dialogs or OS keyrings.
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--no-first-run',
+    '--disable-sync',
+    '--disable-quic',
+    '--no-default-browser-check',
+    '--password-store=basic',
+    '--use-mock-keychain',
+    // /dev/shm is 64 MB in most containers: Chromium crashes tabs when it fills up.
+    '--disable-dev-shm-usage',
+    // --no-sandbox and --disable-web-security show an "unsupported command-line flag"
+    // infobar that steals ~56 px from the page, so the viewport would not be what was
+    // asked for; --test-type suppresses that infobar (Playwright's app mode does the same).
+    '--test-type',
+    // A profile copied from a session that was killed would offer to restore its pages.
+    '--hide-crash-restore-bubble',
+    '--disable-search-engine-choice-screen',
+    // Sessions are driven remotely: a tab in the background or an occluded window must
+    // keep running its timers and rendering at full speed.
+    '--disable-background-timer-throttling',
+    '--disable-backgrounding-occluded-windows',
+    '--disable-renderer-backgrounding',
+    // No GPU here: WebGL falls back to SwiftShader only when this allows it; without it,
+    // WebGL sites (maps, many fingerprinting checks) see no WebGL at all.
+    '--enable-unsafe-swiftshader',
+    // Never upload crash reports.
+    '--disable-breakpad',
+    '--window-position=0,0',
+    `--window-size=${window.width},${window.height}`,
+  ];
+  if (layout.runningAsRoot) args.push('--no-sandbox');
+  if (options.headless) {
+    args.push('--headless=new', `--screen-info={${screen.width}x${screen.height}}`);
+  } else {
+    // Explicit, so a WAYLAND_DISPLAY in the server's environment can never matter.
+    args.push('--ozone-platform=x11');
+  }
+  if (options.fullscreen) args.push('--start-fullscreen');
+  if (options.disableWebSecurity) args.push('--disable-web-security');
+  if (!options.popupBlocker) args.push('--disable-popup-blocking');
+  if (options.proxy) {
+    args.push(`--proxy-server=${options.proxy.server}`);
+    if (options.proxy.bypass) args.push(`--proxy-bypass-list=${options.proxy.bypass}`);
+  }
+  const extensions = options.extensionDirs ?? [];
+  if (extensions.length > 0) {
+    const list = extensions.join(',');
+    // Chrome 137+ ignores --load-extension unless this feature is turned off (Chromium
+    // builds still honour it; the flag keeps both working).
+    args.push(`--load-extension=${list}`, `--disable-extensions-except=${list}`, '--disable-features=DisableLoadExtensionCommandLineSwitch');
+  }
+  // Open one blank tab, so a CDP client attaching to the browser finds a page.
+  args.push('about:blank');
+  return args;
+}

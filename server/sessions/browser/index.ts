@@ -1,0 +1,17 @@
+// The browser runtime of a session: launching Chromium in a private root, warm pooled
+// browsers, the sweep of what a killed server left, and the public CDP endpoint.
+export { launchBrowser, type BrowserExit, type LaunchEnv, type RunningBrowser } from './launch.js';
+export { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './launch-options.js';
+export type { Geometry, Size } from './flags.js';
+export { sweepOrphans } from './sweep.js';
+export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
+export {
+  createCdpProxy,
+  parseCdpPath,
+  versionDocument,
+  type CdpProxy,
+  type CdpProxyOptions,
+  type CdpResolution,
+  type CdpTarget,
+} from './cdp-proxy.js';
+export type { Log } from './log.js';

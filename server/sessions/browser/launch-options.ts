@@ -1,0 +1,43 @@
+// What a browser is launched with: the part of a session's configuration that Chromium's
+// command line and profile depend on (and so decides whether a warm pooled browser fits).
+
+export interface LaunchOptions {
+  headless: boolean;
+  /** The page's viewport (window.innerWidth/innerHeight), not the outer window size. */
+  viewport: { width: number; height: number };
+  fullscreen: boolean;
+  disableWebSecurity: boolean;
+  /** Chromium blocks popups by default; false adds --disable-popup-blocking. */
+  popupBlocker: boolean;
+  proxy?: { server: string; bypass?: string };
+  /** Unpacked extension directories. */
+  extensionDirs?: string[];
+  /** A user-data directory (a profile) copied into the root before launch. */
+  userDataTemplate?: string;
+}
+
+/** The defaults of the session creation body: what pooled browsers are launched with. */
+export const DEFAULT_LAUNCH_OPTIONS: Readonly<LaunchOptions> = Object.freeze({
+  headless: false,
+  viewport: Object.freeze({ width: 1440, height: 900 }),
+  fullscreen: false,
+  disableWebSecurity: false,
+  popupBlocker: true,
+});
+
+/** Whether two option sets launch identical browsers (a pooled browser serves either). */
+export function sameLaunchOptions(a: LaunchOptions, b: LaunchOptions): boolean {
+  const dirs = (o: LaunchOptions) => (o.extensionDirs ?? []).join('\0');
+  return (
+    a.headless === b.headless &&
+    a.viewport.width === b.viewport.width &&
+    a.viewport.height === b.viewport.height &&
+    a.fullscreen === b.fullscreen &&
+    a.disableWebSecurity === b.disableWebSecurity &&
+    a.popupBlocker === b.popupBlocker &&
+    (a.proxy?.server ?? '') === (b.proxy?.server ?? '') &&
+    (a.proxy?.bypass ?? '') === (b.proxy?.bypass ?? '') &&
+    dirs(a) === dirs(b) &&
+    (a.userDataTemplate ?? '') === (b.userDataTemplate ?? '')
+  );
+}

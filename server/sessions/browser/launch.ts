@@ -1,0 +1,404 @@
+// Starting one session's Chromium in its own temporary root, and ending it so that nothing
+// is left: no Chromium process, no Xvfb, no directory.
+//
+// We spawn Chromium ourselves rather than through playwright's launch: we need the
+// process (its group, to kill every child; its exit, to detect crashes), a browser that
+// outlives any one CDP client, and no browser downloads. Clients then attach over CDP.
+//
+// Root layout (rootDir, created here, removed by close()):
+//   owner.json   who launched what (sweep.ts reads it after a server crash)
+//   user-data/   --user-data-dir (a profile template is copied here)
+//   downloads/   the download directory (profile preference)
+//   tmp/         TMPDIR
+//   home/        HOME and XDG dirs: NSS databases, crash reports, caches stay inside
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { CdpClient } from './cdp-client.js';
+import { chromiumArgs, geometry, type Geometry, type WindowInsets } from './flags.js';
+import { DEFAULT_LAUNCH_OPTIONS, type LaunchOptions } from './launch-options.js';
+import type { Log } from './log.js';
+import { newOwnerRecord, readOwner, writeOwner, type OwnerRecord } from './owner.js';
+import { MARKER_VARIABLE, killRootProcesses, killRootProcessesOnce, type RootIdentity } from './procfs.js';
+import { startXvfb, type RunningXvfb } from './xvfb.js';
+import { fitViewport, measureSettled } from './window-fit.js';
+
+export type { LaunchOptions } from './launch-options.js';
+
+export interface LaunchEnv {
+  chromiumPath: string;
+  /** The session's temporary root; must not exist yet (its parent is created if needed). */
+  rootDir: string;
+  log: Log;
+  /** Recorded in owner.json; defaults to basename(rootDir); null for a pooled browser. */
+  sessionId?: string | null;
+  /** How long Chromium may take to print its DevTools endpoint (default 30 s). */
+  startTimeoutMs?: number;
+  /** Default: Xvfb from PATH. */
+  xvfbPath?: string;
+  /** Aborts a launch in progress (the session was deleted, the server is stopping). */
+  signal?: AbortSignal;
+}
+
+export interface BrowserExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface RunningBrowser {
+  /** The browser-level CDP endpoint: ws://127.0.0.1:PORT/devtools/browser/GUID. */
+  wsEndpoint: string;
+  /** Chromium's pid, also its process group id. */
+  pid: number;
+  /** ":N" for headful browsers (their private Xvfb). */
+  display?: string;
+  rootDir: string;
+  /** Window, screen and page rectangle, in screen pixels (the window sits at 0,0). */
+  geometry: Geometry;
+  /** Records the session this browser now serves in owner.json (pooled browsers). */
+  adopt(sessionId: string): void;
+  /**
+   * Browser.close over CDP, SIGKILL of the process group after 5 s, then Xvfb, then
+   * rm -rf rootDir. Idempotent; never rejects. Call it after `exited` too (a crash): it
+   * is what stops Xvfb and removes the root.
+   */
+  close(): Promise<void>;
+  /** Resolves when the Chromium process exits, for any reason. */
+  exited: Promise<BrowserExit>;
+}
+
+const GRACEFUL_CLOSE_MS = 5_000;
+
+/** Browsers of this process that are not closed yet, killed if the process exits. */
+const live = new Set<RootIdentity>();
+let exitHookInstalled = false;
+function track(identity: RootIdentity): void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    // Last resort when the server exits without closing its browsers (an uncaught
+    // exception, process.exit): 'exit' handlers must be synchronous, so kill only; the
+    // roots are removed by the sweep at the next start (their owner is gone).
+    process.on('exit', () => {
+      for (const identity of live) killRootProcessesOnce(identity);
+    });
+  }
+  live.add(identity);
+}
+
+export async function launchBrowser(options: LaunchOptions, env: LaunchEnv): Promise<RunningBrowser> {
+  const rootDir = resolve(env.rootDir);
+  const insets = options.fullscreen
+    ? { width: 0, height: 0 }
+    : await windowInsets(options.headless, { ...env, rootDir });
+  return start(options, { ...env, rootDir }, insets);
+}
+
+/** Builds the environment Chromium and Xvfb run with. */
+function processEnv(rootDir: string, marker: string): NodeJS.ProcessEnv {
+  const home = join(rootDir, 'home');
+  // Not the server's environment: it holds database URLs and API keys that a browser
+  // (and any extension or exploited renderer in it) has no business seeing.
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    TMPDIR: join(rootDir, 'tmp'),
+    [MARKER_VARIABLE]: marker,
+  };
+  // Locale and time zone decide the browser's language and Date(): keep the operator's.
+  for (const name of ['LANG', 'LANGUAGE', 'LC_ALL', 'TZ']) {
+    if (process.env[name]) env[name] = process.env[name];
+  }
+  return env;
+}
+
+async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string }, insets: WindowInsets): Promise<RunningBrowser> {
+  const { rootDir, log } = env;
+  const marker = randomUUID();
+  const identity: RootIdentity = { marker, rootDir };
+  const paths = {
+    userData: join(rootDir, 'user-data'),
+    downloads: join(rootDir, 'downloads'),
+    tmp: join(rootDir, 'tmp'),
+    home: join(rootDir, 'home'),
+  };
+  await mkdir(dirname(rootDir), { recursive: true });
+  // Not recursive: an existing root belongs to someone (another session, a sweep to come).
+  await mkdir(rootDir);
+  // owner.json before any process exists, so a crash at any later point is swept.
+  const owner: OwnerRecord = newOwnerRecord(rootDir, marker, env.sessionId === undefined ? basename(rootDir) : env.sessionId);
+  writeOwner(rootDir, owner);
+  track(identity);
+
+  let xvfb: RunningXvfb | undefined;
+  let child: ChildProcess | undefined;
+  let stderrTail = '';
+  const cleanup = async () => {
+    // Only while not reaped: until then its pid (and group id) cannot be reused.
+    if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    await xvfb?.stop();
+    await killRootProcesses(identity);
+    await removeRoot(rootDir, log);
+    live.delete(identity);
+  };
+
+  try {
+    await Promise.all(Object.values(paths).map((p) => mkdir(p, { recursive: true })));
+    if (options.userDataTemplate) await copyProfile(options.userDataTemplate, paths.userData);
+    await writeProfilePreferences(paths.userData, paths.downloads);
+
+    env.signal?.throwIfAborted();
+    const geo = geometry(options, insets);
+    const childEnv = processEnv(rootDir, marker);
+    if (!options.headless) {
+      xvfb = await startXvfb({
+        xvfbPath: env.xvfbPath ?? 'Xvfb',
+        width: geo.screen.width,
+        height: geo.screen.height,
+        env: childEnv,
+        log,
+      });
+      childEnv.DISPLAY = xvfb.display;
+    }
+
+    env.signal?.throwIfAborted();
+    const args = chromiumArgs(options, {
+      userDataDir: paths.userData,
+      geometry: geo,
+      runningAsRoot: process.getuid?.() === 0,
+    });
+    // detached: Chromium leads a new process group, so one kill(-pgid) reaches the
+    // zygotes, renderers, GPU and utility processes it forks. stdout is unused; stderr
+    // carries the DevTools line and, later, diagnostics for a crash.
+    child = spawn(env.chromiumPath, args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: childEnv });
+    const spawned = child;
+    const exited = new Promise<BrowserExit>((res) => spawned.once('exit', (code, signal) => res({ code, signal })));
+    const spawnFailed = new Promise<never>((_, rej) => spawned.once('error', rej));
+    spawnFailed.catch(() => {}); // observed below; never unhandled
+    if (spawned.pid !== undefined) {
+      owner.pids = [spawned.pid, ...(xvfb ? [xvfb.pid] : [])];
+      owner.pgids = [...owner.pids];
+      if (xvfb) owner.display = xvfb.display;
+      writeOwner(rootDir, owner);
+    }
+    // Keep draining stderr for the browser's whole life (a full pipe would block it), and
+    // keep the end of it to explain a crash.
+    spawned.stderr!.on('data', (chunk: Buffer) => {
+      stderrTail = (stderrTail + chunk.toString()).slice(-4_000);
+    });
+
+    const timeoutMs = env.startTimeoutMs ?? 30_000;
+    const wsEndpoint = await Promise.race([
+      waitForDevTools(spawned, timeoutMs),
+      aborted(env.signal),
+      spawnFailed.catch((err: Error) => {
+        throw new Error(`could not start Chromium (${env.chromiumPath}): ${err.message}`);
+      }),
+      exited.then(({ code, signal }) => {
+        throw new Error(`Chromium exited (code ${code}, signal ${signal}) before DevTools was ready: ${lastLines(stderrTail)}`);
+      }),
+    ]);
+    const pid = spawned.pid!;
+    log.info({ pid, display: xvfb?.display, rootDir, wsEndpoint }, 'chromium started');
+
+    // The page must get the viewport that was asked for, whatever the insets turned out
+    // to be (see flags.ts geometry()).
+    if (insets.width !== 0 || insets.height !== 0 || options.fullscreen) {
+      const cdp = await CdpClient.connect(wsEndpoint);
+      try {
+        await fitViewport(cdp, options.viewport, log);
+      } catch (err) {
+        log.warn({ err: (err as Error).message, rootDir }, 'could not check the page viewport');
+      } finally {
+        cdp.close();
+      }
+    }
+
+    let closing: Promise<void> | undefined;
+    // Node sets these when it reaps the child: until then its pid and group are ours.
+    const hasExited = () => spawned.exitCode !== null || spawned.signalCode !== null;
+    void exited.then((exit) => {
+      if (!closing) log.warn({ pid, rootDir, ...exit, stderr: lastLines(stderrTail) }, 'chromium exited unexpectedly');
+    });
+
+    const close = () =>
+      (closing ??= (async () => {
+        if (!hasExited()) {
+          // Graceful first: Chromium flushes cookies and the profile to disk, which a
+          // profile that persists needs.
+          // 5 s in all, connecting included, before the group is killed.
+          const deadline = Date.now() + GRACEFUL_CLOSE_MS;
+          const cdp = await CdpClient.connect(wsEndpoint, 2_000).catch(() => undefined);
+          cdp?.fire('Browser.close');
+          const graceful = await Promise.race([exited.then(() => true), sleep(Math.max(0, deadline - Date.now())).then(() => false)]);
+          cdp?.close();
+          if (!graceful && !hasExited()) {
+            log.warn({ pid, rootDir }, 'chromium did not close within 5 s: killing its process group');
+            try {
+              process.kill(-pid, 'SIGKILL');
+            } catch {
+              // gone
+            }
+            await Promise.race([exited, sleep(5_000)]);
+          }
+        }
+        await xvfb?.stop();
+        // Whatever is left: children still dying, the crash handler (outside the group).
+        const left = await killRootProcesses(identity);
+        if (left.length > 0) log.error({ rootDir, pids: left }, 'processes of a closed browser would not die');
+        await removeRoot(rootDir, log);
+        live.delete(identity);
+        log.info({ pid, rootDir }, 'browser closed');
+      })());
+
+    return {
+      wsEndpoint,
+      pid,
+      ...(xvfb ? { display: xvfb.display } : {}),
+      rootDir,
+      geometry: geo,
+      adopt(sessionId: string) {
+        const current = readOwner(rootDir) ?? owner;
+        writeOwner(rootDir, { ...current, sessionId });
+      },
+      close,
+      exited,
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** Rejects when the signal aborts; never settles without one. */
+function aborted(signal: AbortSignal | undefined): Promise<never> {
+  return new Promise((_, rej) => {
+    if (!signal) return;
+    if (signal.aborted) rej(signal.reason);
+    signal.addEventListener('abort', () => rej(signal.reason), { once: true });
+  });
+}
+
+function waitForDevTools(child: ChildProcess, timeoutMs: number): Promise<string> {
+  return new Promise((res, rej) => {
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const m = /DevTools listening on (ws:\/\/\S+)/.exec(buffered);
+      if (m) {
+        clearTimeout(timer);
+        child.stderr!.off('data', onData);
+        res(m[1]!);
+      } else if (buffered.length > 64_000) {
+        buffered = buffered.slice(-1_000);
+      }
+    };
+    const timer = setTimeout(() => {
+      child.stderr!.off('data', onData);
+      rej(new Error(`Chromium did not report its DevTools endpoint within ${Math.round(timeoutMs / 1000)} s`));
+    }, timeoutMs);
+    child.stderr!.on('data', onData);
+  });
+}
+
+async function copyProfile(template: string, userDataDir: string): Promise<void> {
+  // The Singleton* links and DevToolsActivePort belong to the browser that last used the
+  // profile: copied, they would make Chromium think the profile is in use elsewhere.
+  const skip = new Set(['SingletonLock', 'SingletonSocket', 'SingletonCookie', 'DevToolsActivePort']);
+  await cp(template, userDataDir, {
+    recursive: true,
+    force: true,
+    verbatimSymlinks: true,
+    filter: (src) => !skip.has(basename(src)),
+  });
+}
+
+/**
+ * Downloads go to rootDir/downloads without a prompt. A profile preference rather than
+ * CDP Browser.setDownloadBehavior: it holds for the browser's whole life, whatever CDP
+ * clients come and go. The exit type is reset so that a copied profile does not offer to
+ * restore the pages of a browser that was killed.
+ */
+async function writeProfilePreferences(userDataDir: string, downloads: string): Promise<void> {
+  const file = join(userDataDir, 'Default', 'Preferences');
+  let prefs: any = {};
+  try {
+    prefs = JSON.parse(await readFile(file, 'utf8'));
+  } catch {
+    // a fresh profile
+  }
+  prefs.download = { ...prefs.download, default_directory: downloads, prompt_for_download: false, directory_upgrade: true };
+  prefs.savefile = { ...prefs.savefile, default_directory: downloads };
+  prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true };
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, JSON.stringify(prefs));
+}
+
+async function removeRoot(rootDir: string, log: Log): Promise<void> {
+  // A process that was still writing when killed can recreate a file mid-removal
+  // (ENOTEMPTY): retry a few times.
+  try {
+    await rm(rootDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  } catch (err) {
+    log.error({ rootDir, err: (err as Error).message }, 'could not remove a browser root');
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The end of Chromium's stderr, without the D-Bus complaints every start prints. */
+function lastLines(text: string, n = 8): string {
+  return text
+    .trim()
+    .split('\n')
+    .filter((line) => !/dbus|Fontconfig/i.test(line))
+    .slice(-n)
+    .join('\n');
+}
+
+/**
+ * The tab strip and toolbar of a normal window, measured once per Chromium binary and
+ * mode by launching a throwaway browser (about a second, once per server process): they
+ * depend on the Chromium version, so they are not hard-coded.
+ */
+const insetsCache = new Map<string, Promise<WindowInsets>>();
+
+function windowInsets(headless: boolean, env: LaunchEnv & { rootDir: string }): Promise<WindowInsets> {
+  const key = `${env.chromiumPath}\0${headless}`;
+  let cached = insetsCache.get(key);
+  if (!cached) {
+    cached = calibrate(headless, env);
+    insetsCache.set(key, cached);
+    cached.catch(() => insetsCache.delete(key)); // try again at the next launch
+  }
+  return cached;
+}
+
+async function calibrate(headless: boolean, env: LaunchEnv & { rootDir: string }): Promise<WindowInsets> {
+  const viewport = { width: 800, height: 600 };
+  const rootDir = join(dirname(env.rootDir), `.calibrate-${randomBytes(6).toString('hex')}`);
+  // With zero insets the window is exactly 800x600; what the page gets tells the insets.
+  const browser = await start({ ...DEFAULT_LAUNCH_OPTIONS, headless, viewport }, { ...env, rootDir, sessionId: null }, { width: 0, height: 0 });
+  try {
+    const cdp = await CdpClient.connect(browser.wsEndpoint);
+    try {
+      const m = await measureSettled(cdp);
+      const insets = { width: m.bounds.width - m.inner.width, height: m.bounds.height - m.inner.height };
+      env.log.info({ headless, insets, chromiumPath: env.chromiumPath }, 'measured Chromium window insets');
+      return insets;
+    } finally {
+      cdp.close();
+    }
+  } finally {
+    await browser.close();
+  }
+}

@@ -1,0 +1,155 @@
+// Finding and killing the processes of one browser root through /proc (the runtime is
+// Linux: Debian Chromium, Xvfb).
+//
+// Why not just kill the process groups we spawned: Chromium's crash handler
+// (chrome_crashpad_handler) calls setsid() and is reparented to init, so it leaves the
+// group; and pids are reused, so a pid written in owner.json by a server that died an hour
+// ago may now be someone else's process. A process is therefore ours only if it carries
+// the root's marker in its environment (set when we spawn Chromium and Xvfb) or names the
+// root directory on its command line (every Chromium process has --user-data-dir=<root>/…
+// in argv; zygote-forked children rewrite their environ area with setproctitle, so the
+// marker alone would miss them).
+import { readFileSync, readdirSync } from 'node:fs';
+
+/** The environment variable that tags every process started for a root. */
+export const MARKER_VARIABLE = 'CLOUD_BROWSER_ROOT_MARKER';
+
+export interface RootIdentity {
+  /** Random value of MARKER_VARIABLE given to the root's processes. */
+  marker: string;
+  /** Absolute path of the root as it was when the processes started. */
+  rootDir: string;
+}
+
+export interface ProcStat {
+  pid: number;
+  /** R, S, D, Z, T, X, …: Z is a zombie (exited, not reaped). */
+  state: string;
+  ppid: number;
+  pgid: number;
+  /** Clock ticks after boot: with the pid, names one process across pid reuse. */
+  startTime: number;
+}
+
+export function readStat(pid: number): ProcStat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // Field 2 (comm) is parenthesised and may itself contain spaces and ')': fields after it
+  // start behind the last ')'. Then: state ppid pgrp session tty tpgid flags minflt
+  // cminflt majflt cmajflt utime stime cutime cstime priority nice threads itrealvalue
+  // starttime (field 22, index 19 here).
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return {
+    pid,
+    state: fields[0] ?? '?',
+    ppid: Number(fields[1]),
+    pgid: Number(fields[2]),
+    startTime: Number(fields[19]),
+  };
+}
+
+/**
+ * Whether the process exists and has not exited. Zombies count as exited: orphans are
+ * reparented to init, and the init of some containers reaps late or never.
+ */
+export function isRunning(pid: number, startTime?: number): boolean {
+  const stat = readStat(pid);
+  if (!stat || stat.state === 'Z' || stat.state === 'X') return false;
+  return startTime === undefined || stat.startTime === startTime;
+}
+
+export function listPids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
+}
+
+function readNulSeparated(path: string): string[] {
+  try {
+    return readFileSync(path, 'latin1').split('\0');
+  } catch {
+    return []; // gone, or not ours to read
+  }
+}
+
+export function belongsToRoot(pid: number, root: RootIdentity): boolean {
+  const dirPrefix = root.rootDir.endsWith('/') ? root.rootDir : `${root.rootDir}/`;
+  if (readNulSeparated(`/proc/${pid}/cmdline`).some((arg) => arg.includes(dirPrefix))) return true;
+  return readNulSeparated(`/proc/${pid}/environ`).includes(`${MARKER_VARIABLE}=${root.marker}`);
+}
+
+/** The running processes of a root (never this process). */
+export function findRootProcesses(root: RootIdentity): ProcStat[] {
+  const found: ProcStat[] = [];
+  for (const pid of listPids()) {
+    if (pid === process.pid) continue;
+    const stat = readStat(pid);
+    if (!stat || stat.state === 'Z' || stat.state === 'X') continue;
+    if (belongsToRoot(pid, root)) found.push(stat);
+  }
+  return found;
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // ESRCH: already gone
+  }
+}
+
+/** One pass: SIGKILL every process of the root, whole groups first when we lead them. */
+export function killRootProcessesOnce(root: RootIdentity): ProcStat[] {
+  const procs = findRootProcesses(root);
+  // A verified group leader means the group is ours (a pgid is not reused while its group
+  // has members): killing the group first stops zygotes from forking new children.
+  for (const p of procs) if (p.pid === p.pgid) signal(-p.pgid, 'SIGKILL');
+  for (const p of procs) signal(p.pid, 'SIGKILL');
+  return procs;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * SIGKILLs the root's processes until none runs (a zygote may fork between two passes).
+ * Resolves with the pids still running at the deadline: empty on success.
+ */
+export async function killRootProcesses(root: RootIdentity, timeoutMs = 5_000): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const procs = killRootProcessesOnce(root);
+    if (procs.length === 0) return [];
+    if (Date.now() > deadline) return procs.map((p) => p.pid);
+    await sleep(50);
+  }
+}
+
+/** Resolves true once the process has exited (or was never there), false at the deadline. */
+export async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isRunning(pid)) {
+    if (Date.now() > deadline) return false;
+    await sleep(50);
+  }
+  return true;
+}
+
+/** This process's identity for owner.json: pid plus start time plus boot id. */
+let self: { pid: number; startTime: number; bootId: string } | undefined;
+export function selfIdentity(): { pid: number; startTime: number; bootId: string } {
+  // Cached: a process keeps its identity for life.
+  if (self?.pid !== process.pid) self = { pid: process.pid, startTime: readStat(process.pid)?.startTime ?? 0, bootId: bootId() };
+  return self;
+}
+
+export function bootId(): string {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return 'unknown';
+  }
+}

@@ -1,0 +1,92 @@
+// Shared by this folder's tests: where Chromium is, temporary browser directories, a
+// logger, and checks that nothing of a browser is left.
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Log } from './log.js';
+import { silentLog } from './log.js';
+import { readOwner, type OwnerRecord } from './owner.js';
+import { findRootProcesses, isRunning, listPids, readStat } from './procfs.js';
+
+export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** A fresh browsers directory. The cb- prefix is what `pnpm test` checks for leftovers. */
+export function tempBrowsersDir(): string {
+  return mkdtempSync(join(tmpdir(), 'cb-browser-test-'));
+}
+
+/** Silent unless TEST_LOG_LEVEL is set; warnings and errors are kept for assertions. */
+export function testLog(): Log & { warnings: string[]; errors: string[] } {
+  const warnings: string[] = [];
+  const errors: string[] = [];
+  const verbose = !!process.env.TEST_LOG_LEVEL && process.env.TEST_LOG_LEVEL !== 'silent';
+  const print = (level: string) => (obj: object, msg?: string) => {
+    if (verbose) console.log(level, msg ?? '', JSON.stringify(obj));
+  };
+  return {
+    ...silentLog,
+    debug: print('debug'),
+    info: print('info'),
+    warn(obj, msg) {
+      warnings.push(msg ?? '');
+      print('warn')(obj, msg);
+    },
+    error(obj, msg) {
+      errors.push(msg ?? '');
+      print('error')(obj, msg);
+    },
+    warnings,
+    errors,
+  };
+}
+
+export function ownerOf(rootDir: string): OwnerRecord {
+  const owner = readOwner(rootDir);
+  if (!owner) throw new Error(`no owner.json in ${rootDir}`);
+  return owner;
+}
+
+/** Running (not zombie) processes in a process group. */
+export function groupMembers(pgid: number): number[] {
+  return listPids().filter((pid) => {
+    const s = readStat(pid);
+    return s !== undefined && s.pgid === pgid && s.state !== 'Z' && s.state !== 'X';
+  });
+}
+
+/** Everything still running of a root: its marked processes and its recorded groups. */
+export function leftovers(owner: OwnerRecord): number[] {
+  const pids = new Set<number>(findRootProcesses({ marker: owner.marker, rootDir: owner.rootDir }).map((p) => p.pid));
+  for (const pid of owner.pids) if (isRunning(pid)) pids.add(pid);
+  for (const pgid of owner.pgids) for (const pid of groupMembers(pgid)) pids.add(pid);
+  return [...pids];
+}
+
+/** The value of one environment variable of a process, from /proc. */
+export function environOf(pid: number, name: string): string | undefined {
+  const entry = readFileSync(`/proc/${pid}/environ`, 'latin1')
+    .split('\0')
+    .find((e) => e.startsWith(`${name}=`));
+  return entry?.slice(name.length + 1);
+}
+
+export function listDir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until fn() is truthy (or throws at the deadline). */
+export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}

@@ -1,0 +1,85 @@
+// Measuring a launched browser's page against its window, and correcting the window so
+// the page gets exactly the viewport that was asked for.
+import { CdpClient } from './cdp-client.js';
+import type { Size } from './flags.js';
+import type { Log } from './log.js';
+
+export interface PageMeasure {
+  /** window.innerWidth/innerHeight of the first tab. */
+  inner: Size;
+  windowId: number;
+  /** Outer window bounds as Chromium reports them. */
+  bounds: { left: number; top: number; width: number; height: number; windowState: string };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Measures the first tab (Chromium opens it a moment after DevTools is ready: waits). */
+export async function measureFirstPage(cdp: CdpClient, timeoutMs = 5_000): Promise<PageMeasure> {
+  const deadline = Date.now() + timeoutMs;
+  let targetId: string | undefined;
+  while (!targetId) {
+    const { targetInfos } = await cdp.send<{ targetInfos: { targetId: string; type: string }[] }>('Target.getTargets');
+    targetId = targetInfos.find((t) => t.type === 'page')?.targetId;
+    if (!targetId) {
+      if (Date.now() > deadline) throw new Error('no page target appeared');
+      await sleep(50);
+    }
+  }
+  const { sessionId } = await cdp.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
+  try {
+    const { result } = await cdp.send<{ result: { value: [number, number] } }>(
+      'Runtime.evaluate',
+      { expression: '[innerWidth, innerHeight]', returnByValue: true },
+      sessionId,
+    );
+    const { windowId, bounds } = await cdp.send<{ windowId: number; bounds: PageMeasure['bounds'] }>('Browser.getWindowForTarget', { targetId });
+    return { inner: { width: result.value[0], height: result.value[1] }, windowId, bounds };
+  } finally {
+    await cdp.send('Target.detachFromTarget', { sessionId }).catch(() => {});
+  }
+}
+
+const same = (a: Size, b: Size) => a.width === b.width && a.height === b.height;
+
+/** Measures until two readings 100 ms apart agree (the first layout may be pending). */
+export async function measureSettled(cdp: CdpClient): Promise<PageMeasure> {
+  let m = await measureFirstPage(cdp);
+  for (let i = 0; i < 10; i++) {
+    await sleep(100);
+    const next = await measureFirstPage(cdp);
+    if (same(next.inner, m.inner) && next.bounds.width === m.bounds.width && next.bounds.height === m.bounds.height) return next;
+    m = next;
+  }
+  return m;
+}
+
+/**
+ * Makes the first tab's viewport equal `viewport`, resizing the window if the insets
+ * were not what we expected (a profile with the bookmarks bar shown, a new Chromium with a
+ * taller toolbar). Best effort: logs and returns the final measure, never throws for a
+ * mismatch (a browser with a slightly different viewport still serves the session).
+ */
+export async function fitViewport(cdp: CdpClient, viewport: Size, log: Log): Promise<PageMeasure> {
+  let m = await measureFirstPage(cdp);
+  // Right after startup the first layout may not have happened yet: look again briefly
+  // before concluding the window is wrong.
+  for (let i = 0; i < 5 && !same(m.inner, viewport); i++) {
+    await sleep(100);
+    m = await measureFirstPage(cdp);
+  }
+  if (same(m.inner, viewport)) return m;
+  if (m.bounds.windowState === 'normal') {
+    const width = m.bounds.width + viewport.width - m.inner.width;
+    const height = m.bounds.height + viewport.height - m.inner.height;
+    log.warn({ viewport, inner: m.inner, window: { width, height } }, 'page viewport differs from the request: resizing the window');
+    await cdp.send('Browser.setWindowBounds', { windowId: m.windowId, bounds: { left: 0, top: 0, width, height } });
+    for (let i = 0; i < 10; i++) {
+      await sleep(100);
+      m = await measureFirstPage(cdp);
+      if (same(m.inner, viewport)) return m;
+    }
+  }
+  log.warn({ viewport, inner: m.inner, windowState: m.bounds.windowState }, 'page viewport differs from the request');
+  return m;
+}

@@ -1,0 +1,137 @@
+// The Sessions and CDP operations of the contract.
+import type { Db } from '../store/db.js';
+import type { AppHandlers } from '../http/app.js';
+import { fail } from '../http/errors.js';
+import type { components } from '../../generated/types.js';
+import { versionDocument } from './browser/index.js';
+import type { SessionManager } from './manager.js';
+import * as store from './store.js';
+
+type Session = components['schemas']['Session'];
+type HistoryPoint = components['schemas']['HistoryPoint'];
+type HistoryMetrics = components['schemas']['HistoryMetrics'];
+
+const allMetrics: store.HistoryMetric[] = ['session_count', 'credits_used', 'proxy_bytes', 'session_hours', 'screenshots', 'network_bytes_total'];
+/** More periods than this in one answer is a mistake (hourly over years), not a report. */
+const MAX_PERIODS = 10_000;
+const periodHours: Record<store.Granularity, number> = { hour: 1, day: 24, week: 168, month: 744 };
+
+export type SessionHandlers = Pick<
+  AppHandlers,
+  'createSession' | 'getSession' | 'listSessions' | 'endSession' | 'replaceSessionTags' | 'getSessionHistory' | 'listSessionPages' | 'connectCdp' | 'getCdpVersion'
+>;
+
+export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionManager }): SessionHandlers {
+  const record = (row: store.SessionRow): Session => ({
+    id: row.id,
+    status: row.status,
+    created_at: row.created_at.toISOString(),
+    ended_at: row.ended_at?.toISOString() ?? null,
+    duration: Math.floor(((row.ended_at ?? new Date()).getTime() - row.created_at.getTime()) / 1000),
+    tags: row.tags,
+    configuration: row.configuration,
+    credits_used: row.credits_used,
+    proxy_bytes: row.proxy_bytes,
+    network_bytes_total: row.network_bytes_total,
+    steps: row.steps,
+    screenshots: row.screenshots,
+    cdp_url: sessions.cdpUrl(row.id, row.cdp_token),
+    live_view_url: sessions.liveViewUrl(row.id, row.live_view_token),
+    end_reason: row.end_reason,
+  });
+
+  return {
+    async createSession(req, ctx) {
+      const result = await sessions.create(ctx, req.body);
+      if (!result.ok) return fail(result.status, result.message);
+      return { status: 200, body: { data: { id: result.id, cdp_url: result.cdpUrl, live_view_url: result.liveViewUrl } } };
+    },
+
+    async getSession(req, ctx) {
+      const row = await store.getSession(db, ctx.projectId, req.params.session_id);
+      return row ? { status: 200, body: { data: record(row) } } : fail(404, 'Session not found');
+    },
+
+    async listSessions(req, ctx) {
+      const { page = 1, limit = 20 } = req.query;
+      const { rows, total } = await store.listSessions(db, ctx.projectId, {
+        page,
+        limit,
+        status: req.query.status,
+        tags: req.query.tags,
+        createdFrom: req.query.created_from,
+        createdTo: req.query.created_to,
+        batchId: req.query.batch_id,
+      });
+      return { status: 200, body: { data: rows.map(record), pagination: { page, limit, total, total_pages: Math.ceil(total / limit) } } };
+    },
+
+    async endSession(req, ctx) {
+      const row = await store.getSession(db, ctx.projectId, req.params.session_id);
+      if (!row) return fail(404, 'Session not found');
+      if (row.status === 'completed' || row.status === 'failed') {
+        // Already ended (a timeout, a crash): the DELETE removes it from the API all the same.
+        await store.markDeleted(db, ctx.projectId, row.id);
+        return { status: 200, body: { data: { status: row.status } } };
+      }
+      const ended = await sessions.end(row.id, 'completed', 'api', { deleted: true });
+      if (!ended) await store.markDeleted(db, ctx.projectId, row.id);
+      return { status: 200, body: { data: { status: ended?.status ?? 'completed' } } };
+    },
+
+    async replaceSessionTags(req, ctx) {
+      const ok = await store.setTags(db, ctx.projectId, req.params.session_id, req.body.tags);
+      if (!ok) return fail(404, 'Session not found');
+      return { status: 200, body: { success: true, message: `Tags replaced (${req.body.tags.length})` } };
+    },
+
+    async getSessionHistory(req, ctx) {
+      const to = req.query.to_date ? new Date(req.query.to_date) : new Date();
+      const from = req.query.from_date ? new Date(req.query.from_date) : new Date(to.getTime() - 30 * 86_400_000);
+      if (from >= to) return fail(400, 'from_date must be before to_date');
+      const granularity = req.query.granularity ?? 'day';
+      if ((to.getTime() - from.getTime()) / 3_600_000 / periodHours[granularity] > MAX_PERIODS) {
+        return fail(400, `The range holds more than ${MAX_PERIODS} periods of one ${granularity}; choose a longer granularity`);
+      }
+      const metrics = req.query.metrics ?? allMetrics;
+      const buckets = await store.historyBuckets(db, ctx.projectId, from, to, granularity);
+      const { page = 1, limit = 20 } = req.query;
+      const summary: HistoryMetrics = {};
+      for (const m of metrics) summary[m] = buckets.reduce((sum, b) => sum + b[m], 0);
+      const data: HistoryPoint[] = buckets.slice((page - 1) * limit, page * limit).map((b) => {
+        const point: HistoryPoint = { date: b.date.toISOString() };
+        for (const m of metrics) point[m] = b[m];
+        return point;
+      });
+      return {
+        status: 200,
+        body: { data, summary, pagination: { page, limit, total: buckets.length, total_pages: Math.ceil(buckets.length / limit) } },
+      };
+    },
+
+    async listSessionPages(req, ctx) {
+      const row = await store.getSession(db, ctx.projectId, req.params.session_id);
+      if (!row) return fail(404, 'Session not found');
+      const pages = await sessions.pages(row.id);
+      if (!pages) return fail(409, `Session is ${row.status}`);
+      return { status: 200, body: { data: pages.map((p) => ({ id: p.targetId, url: p.url, title: p.title, active: p.active })) } };
+    },
+
+    async connectCdp(req) {
+      const found = sessions.browserEndpoint(req.params.session_id, req.query.token);
+      if (found === 'not_found') return fail(404, 'Session not found or ended');
+      if (found === 'unauthorized') return fail(401, 'Invalid CDP token');
+      if (/application\/json/.test(req.headers.get('accept') ?? '')) {
+        return { status: 200, body: (await versionDocument(found.wsEndpoint, found.cdpUrl)) as components['schemas']['CdpVersion'] };
+      }
+      return fail(426, 'Connect with a WebSocket client (Upgrade: websocket), e.g. Playwright connectOverCDP');
+    },
+
+    async getCdpVersion(req) {
+      const found = sessions.browserEndpoint(req.params.session_id, req.query.token);
+      if (found === 'not_found') return fail(404, 'Session not found or ended');
+      if (found === 'unauthorized') return fail(401, 'Invalid CDP token');
+      return { status: 200, body: (await versionDocument(found.wsEndpoint, found.cdpUrl)) as components['schemas']['CdpVersion'] };
+    },
+  };
+}

@@ -1,0 +1,376 @@
+// The lifecycle of browser sessions on this node: create (warm or cold), watch (idle and
+// maximum durations, a browser that dies), end (every path: API, timeout, crash, shutdown)
+// and recover (what a killed server left). A session's row and the event its end causes
+// commit in one transaction; the browser, its traffic proxy and its root go first.
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Db } from '../store/db.js';
+import type { ServiceConfig } from '../server.js';
+import { emitEvent } from '../events/emit.js';
+import { RateLimiter } from '../http/rate-limit.js';
+import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
+import { startTrafficProxy, type TrafficProxy } from '../net/traffic-proxy.js';
+import { BrowserPool, DEFAULT_LAUNCH_OPTIONS, createCdpProxy, launchBrowser, sweepOrphans, type CdpProxy, type Poolable, type RunningBrowser } from './browser/index.js';
+import { CdpClient, listPages, navigate, type PageTarget } from './browser/cdp-client.js';
+import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody, type SessionOptions } from './options.js';
+import * as store from './store.js';
+
+/** A browser with the forwarding proxy that meters and polices its traffic. */
+export interface SessionBrowser extends Poolable {
+  browser: RunningBrowser;
+  traffic: TrafficProxy;
+}
+
+interface LiveSession {
+  id: string;
+  projectId: string;
+  cdpToken: string;
+  liveViewToken: string;
+  options: SessionOptions;
+  browser: RunningBrowser;
+  traffic: TrafficProxy;
+  cdp: CdpClient;
+  createdAt: number;
+  lastActivity: number;
+  steps: number;
+  screenshots: number;
+  ending?: Promise<store.SessionRow | undefined>;
+}
+
+export type CreateResult =
+  | { ok: true; id: string; cdpUrl: string; liveViewUrl: string }
+  | { ok: false; status: 400 | 429 | 500; message: string };
+
+export type EndReason = 'api' | 'idle_timeout' | 'max_duration' | 'browser_unreachable' | 'browser_pod_not_found' | 'server_shutdown' | 'launch_failed';
+
+export interface SessionManagerOptions {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+}
+
+const TICK_MS = 1_000;
+
+export class SessionManager {
+  readonly nodeId: string;
+  readonly cdpProxy: CdpProxy;
+  private readonly live = new Map<string, LiveSession>();
+  private starting = 0;
+  private readonly pool: BrowserPool<SessionBrowser> | undefined;
+  private readonly creationRate: RateLimiter;
+  private readonly browsersDir: string;
+  private tick: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly o: SessionManagerOptions) {
+    const { config, log } = o;
+    // One identity per server installation (host and data directory): a restart of the
+    // same node recognises the sessions it left behind, a second node does not take them.
+    const installation = createHash('sha256').update(config.dataDir).digest('hex').slice(0, 12);
+    this.nodeId = `${hostname()}:${installation}`;
+    // Browser roots live under a short path: Chromium puts a Unix socket inside its TMPDIR,
+    // and socket paths are limited to 107 bytes. owner.json maps a root to its session.
+    this.browsersDir = join(tmpdir(), `cb-${installation}`);
+    this.creationRate = new RateLimiter(config.sessionCreateRatePerMinute);
+    this.cdpProxy = createCdpProxy({
+      log,
+      resolve: async (sessionId, token) => {
+        const s = this.live.get(sessionId);
+        if (!s || s.ending) return 'not_found';
+        if (!safeEqual(token, s.cdpToken)) return null;
+        return {
+          wsEndpoint: s.browser.wsEndpoint,
+          onMessage: (from, data) => {
+            s.lastActivity = Date.now();
+            if (from !== 'client') return;
+            s.steps++;
+            if (data.toString().includes('"Page.captureScreenshot"')) s.screenshots++;
+          },
+        };
+      },
+    });
+    if (config.browserPoolSize > 0) {
+      this.pool = new BrowserPool<SessionBrowser>({
+        size: config.browserPoolSize,
+        browsersDir: this.browsersDir,
+        chromiumPath: config.chromiumPath,
+        log,
+        launch: (rootDir, signal) => this.launchSessionBrowser(DEFAULT_LAUNCH_OPTIONS, rootDir, signal, null),
+      });
+    }
+  }
+
+  /** Sweeps what a killed predecessor left, fails its sessions, and starts the timers. */
+  async start(): Promise<void> {
+    const swept = await sweepOrphans(this.browsersDir, this.o.log);
+    if (swept.length) this.o.log.warn({ swept: swept.length }, 'removed browsers left by a previous run');
+    for (const row of await store.unfinishedOnNode(this.o.db, this.nodeId)) {
+      await this.recordEnd(row.id, 'failed', 'browser_pod_not_found', undefined, false);
+    }
+    this.tick = setInterval(() => void this.checkTimeouts(), TICK_MS);
+    this.tick.unref();
+  }
+
+  get running(): number {
+    return this.live.size;
+  }
+
+  async create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined): Promise<CreateResult> {
+    const { launch, session } = normalize(body);
+    const refused = await this.refuse(owner.projectId, launch, session, body);
+    if (refused) return { ok: false, status: 400, message: refused };
+    const rate = this.creationRate.take(owner.apiKeyId);
+    if (!rate.allowed) return { ok: false, status: 429, message: 'Session creation rate limit exceeded' };
+    if (this.live.size + this.starting >= this.o.config.maxConcurrentBrowsers) {
+      return { ok: false, status: 429, message: `Concurrent browser limit reached (${this.o.config.maxConcurrentBrowsers})` };
+    }
+    const cap = await this.projectSessionCap(owner.projectId);
+    if (cap !== undefined && (session.maxDurationMs === undefined || session.maxDurationMs > cap)) session.maxDurationMs = cap;
+
+    this.starting++;
+    const id = randomUUID();
+    const cdpToken = randomBytes(24).toString('base64url');
+    const liveViewToken = randomBytes(24).toString('base64url');
+    let sb: SessionBrowser | undefined;
+    try {
+      await store.insertSession(this.o.db, {
+        id,
+        projectId: owner.projectId,
+        nodeId: this.nodeId,
+        configuration: storedConfiguration(body),
+        tags: session.tags,
+        cdpToken,
+        liveViewToken,
+      });
+      sb = (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ?? (await this.launchSessionBrowser(launch, join(this.browsersDir, `s-${randomBytes(6).toString('hex')}`), undefined, id));
+      if (session.proxy?.type === 'custom') {
+        sb.traffic.setUpstream({ server: session.proxy.server, username: session.proxy.username, password: session.proxy.password });
+      }
+      const cdp = await CdpClient.connect(sb.browser.wsEndpoint);
+      const now = Date.now();
+      const live: LiveSession = {
+        id,
+        projectId: owner.projectId,
+        cdpToken,
+        liveViewToken,
+        options: session,
+        browser: sb.browser,
+        traffic: sb.traffic,
+        cdp,
+        createdAt: now,
+        lastActivity: now,
+        steps: 0,
+        screenshots: 0,
+      };
+      this.live.set(id, live);
+      // A browser that dies, or stops answering its own CDP socket, fails its session.
+      const lost = () => void this.end(id, 'failed', 'browser_unreachable');
+      void sb.browser.exited.then(lost);
+      void cdp.closed.then(lost);
+      if (session.initialUrl) {
+        const [page] = await listPages(cdp);
+        const targetId = page?.targetId ?? (await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' })).targetId;
+        await navigate(cdp, targetId, session.initialUrl).catch((err: Error) =>
+          this.o.log.info({ sessionId: id, err: err.message }, 'initial_url did not finish loading'),
+        );
+      }
+      await store.markRunning(this.o.db, id);
+      return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
+    } catch (err) {
+      this.o.log.error({ sessionId: id, err }, 'session start failed');
+      const live = this.live.get(id);
+      if (live) await this.end(id, 'failed', 'launch_failed');
+      else {
+        if (sb) await closeSessionBrowser(sb);
+        await this.recordEnd(id, 'failed', 'launch_failed', undefined, false).catch(() => {});
+      }
+      return { ok: false, status: 500, message: 'The browser could not be started' };
+    } finally {
+      this.starting--;
+    }
+  }
+
+  /** Ends a session on this node; resolves with its ended row (undefined if it had ended). */
+  end(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean } = {}): Promise<store.SessionRow | undefined> {
+    const live = this.live.get(id);
+    if (!live) return this.recordEnd(id, status, reason, undefined, options.deleted ?? false);
+    live.ending ??= (async () => {
+      this.cdpProxy.closeSession(id);
+      live.cdp.close();
+      const traffic = live.traffic.stats();
+      await closeSessionBrowser(live);
+      this.live.delete(id);
+      return this.recordEnd(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
+    })();
+    return live.ending;
+  }
+
+  /** Activity from input or a live-view viewer (CDP traffic is counted by the proxy). */
+  touch(id: string, kind: 'input' | 'liveview'): boolean {
+    const s = this.live.get(id);
+    if (!s || s.ending) return false;
+    s.lastActivity = Date.now();
+    if (kind === 'input') s.steps++;
+    return true;
+  }
+
+  async pages(id: string): Promise<(PageTarget & { active: boolean })[] | undefined> {
+    const s = this.live.get(id);
+    if (!s || s.ending) return undefined;
+    const pages = await listPages(s.cdp);
+    // Target.getTargets lists the most recently focused page first.
+    return pages.map((p, i) => ({ ...p, active: i === 0 }));
+  }
+
+  /** The browser's /json/version, with our cdp_url in place of its own endpoint. */
+  browserEndpoint(id: string, token: string): { wsEndpoint: string; cdpUrl: string } | 'not_found' | 'unauthorized' {
+    const s = this.live.get(id);
+    if (!s || s.ending) return 'not_found';
+    if (!safeEqual(token, s.cdpToken)) return 'unauthorized';
+    return { wsEndpoint: s.browser.wsEndpoint, cdpUrl: this.cdpUrl(id, s.cdpToken) };
+  }
+
+  cdpUrl(id: string, token: string): string {
+    return `${this.o.config.publicUrl.replace(/^http/, 'ws')}/v1/cdp/${id}?token=${token}`;
+  }
+
+  liveViewUrl(id: string, token: string): string {
+    return `${this.o.config.publicUrl}/live/${id}?token=${token}`;
+  }
+
+  /** Graceful shutdown: refuse new work, end every session, close the pool. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.tick);
+    await Promise.all([...this.live.keys()].map((id) => this.end(id, 'failed', 'server_shutdown')));
+    await this.pool?.close();
+    this.cdpProxy.close();
+  }
+
+  /** sessionId null: a warm browser, adopted by its session later. */
+  private async launchSessionBrowser(launch: LaunchOptions, rootDir: string, signal: AbortSignal | undefined, sessionId: string | null): Promise<SessionBrowser> {
+    const traffic = await startTrafficProxy({ allowPrivateNetworks: this.o.config.allowPrivateNetworks, log: this.o.log });
+    try {
+      const browser = await launchBrowser(
+        {
+          headless: launch.headless,
+          viewport: launch.viewport,
+          fullscreen: launch.fullscreen,
+          disableWebSecurity: launch.disableWebSecurity,
+          popupBlocker: launch.popupBlocker,
+          // Loopback too: the proxy decides what the browser may reach.
+          proxy: { server: traffic.url, bypass: '<-loopback>' },
+        },
+        { chromiumPath: this.o.config.chromiumPath, rootDir, log: this.o.log, signal, sessionId },
+      );
+      return {
+        browser,
+        traffic,
+        rootDir: browser.rootDir,
+        exited: browser.exited,
+        adopt: (id) => browser.adopt(id),
+        close: () => closeSessionBrowser({ browser, traffic }),
+      };
+    } catch (err) {
+      await traffic.close();
+      throw err;
+    }
+  }
+
+  /** Why a request cannot be served as asked, in words for the 400, or undefined. */
+  private async refuse(projectId: string, launch: LaunchOptions, session: SessionOptions, body: SessionCreateBody | undefined): Promise<string | undefined> {
+    if (session.captchaSolver && !session.proxy) return 'Captcha solver requires an active proxy';
+    if (session.proxy?.type === 'service_proxy') return 'The service proxy network is not available on this server; use a proxy of type custom';
+    if (session.proxy?.type === 'custom' && !/^https?:\/\//.test(session.proxy.server)) return 'session.proxy.server must be an http:// or https:// proxy URL';
+    if (session.profile) return `Unknown profile: ${session.profile.name}`;
+    if (session.extensionIds.length) return `Unknown extension: ${session.extensionIds[0]}`;
+    if (body?.identities?.length) return `Unknown identity: ${body.identities[0].id}`;
+    if (body?.integrations?.length) return `Unknown integration: ${body.integrations[0].id}`;
+    if (session.initialUrl) {
+      try {
+        await assertPublicUrl(session.initialUrl, { allowPrivate: this.o.config.allowPrivateNetworks });
+      } catch (err) {
+        if (err instanceof UrlPolicyError) return `session.initial_url refused: ${err.message}`;
+        throw err;
+      }
+    }
+    void projectId;
+    return undefined;
+  }
+
+  private async projectSessionCap(projectId: string): Promise<number | undefined> {
+    const [row] = await this.o.db.query<{ max_session_minutes: number | null }>('SELECT max_session_minutes FROM projects WHERE id = $1', [projectId]);
+    return row?.max_session_minutes ? row.max_session_minutes * 60_000 : undefined;
+  }
+
+  private async checkTimeouts(): Promise<void> {
+    const now = Date.now();
+    for (const s of this.live.values()) {
+      if (s.ending) continue;
+      const { maxDurationMs, idleTimeoutMs } = s.options;
+      if (maxDurationMs !== undefined && now - s.createdAt >= maxDurationMs) void this.end(s.id, 'completed', 'max_duration');
+      else if (idleTimeoutMs !== undefined && now - s.lastActivity >= idleTimeoutMs) void this.end(s.id, 'completed', 'idle_timeout');
+    }
+  }
+
+  /** Marks the row ended and records its event, once; undefined when it had already ended. */
+  private async recordEnd(
+    id: string,
+    status: 'completed' | 'failed',
+    reason: EndReason,
+    usage: { networkBytes: number; proxyBytes: number; domains: string[]; steps: number; screenshots: number } | undefined,
+    deleted: boolean,
+  ): Promise<store.SessionRow | undefined> {
+    return this.o.db.transaction(async (tx) => {
+      const row = await store.endSessionRow(tx, id, {
+        status,
+        reason,
+        proxyBytes: usage?.proxyBytes ?? 0,
+        networkBytes: usage?.networkBytes ?? 0,
+        steps: usage?.steps ?? 0,
+        screenshots: usage?.screenshots ?? 0,
+        domains: usage?.domains ?? [],
+        deleted,
+      });
+      if (!row) return undefined;
+      const durationMs = Math.max(0, row.ended_at!.getTime() - row.created_at.getTime());
+      const dashboard = `${this.o.config.publicUrl}/v1/sessions/${id}`;
+      if (status === 'completed') {
+        await emitEvent(tx, row.project_id, 'session.completed', {
+          session_id: id,
+          duration_ms: durationMs,
+          proxy_bytes: row.proxy_bytes,
+          network_bytes_total: row.network_bytes_total,
+          steps: row.steps,
+          screenshots: row.screenshots,
+          domains: row.domains,
+          reason,
+          session_dashboard_url: dashboard,
+        });
+      } else {
+        await emitEvent(tx, row.project_id, 'session.failed', {
+          session_id: id,
+          duration_ms: durationMs,
+          reason,
+          session_dashboard_url: dashboard,
+        });
+      }
+      return row;
+    });
+  }
+}
+
+async function closeSessionBrowser(sb: Pick<SessionBrowser, 'browser' | 'traffic'>): Promise<void> {
+  await sb.browser.close();
+  await sb.traffic.close();
+}
+
+function safeEqual(a: string, b: string): boolean {
+  // Hashing first gives equal lengths, so the comparison's time says nothing about the token.
+  const x = createHash('sha256').update(a).digest();
+  const y = createHash('sha256').update(b).digest();
+  return timingSafeEqual(x, y);
+}
