@@ -93,7 +93,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       maxUploadBytes: config.maxUploadBytes,
       publicUrl: config.publicUrl,
     });
-    addServiceRoutes(api, db);
+    addServiceRoutes(api, db, sessions);
     finishApp(api);
     listener = getRequestListener(api.fetch);
     log.info({ url, publicUrl: config.publicUrl, database: db.kind }, 'listening');
@@ -119,13 +119,14 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
   }
 }
 
-function addServiceRoutes(app: Hono, db: Db) {
+function addServiceRoutes(app: Hono, db: Db, sessions: SessionManager) {
   app.get('/healthz', async (c) => {
+    const browsers = { running: sessions.running, warm: sessions.warm };
     try {
       await db.query('SELECT 1');
-      return c.json({ status: 'ok', database: db.kind });
+      return c.json({ status: 'ok', database: db.kind, browsers });
     } catch {
-      return c.json({ status: 'unavailable', database: db.kind }, 503);
+      return c.json({ status: 'unavailable', database: db.kind, browsers }, 503);
     }
   });
   app.get('/openapi.yaml', (c) => c.body(readFileSync(openapiYaml, 'utf8'), 200, { 'content-type': 'application/yaml' }));

@@ -13,7 +13,7 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
   it('answers /healthz with the database kind', async () => {
     const res = await fetch(`${server.url}/healthz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok', database: backend });
+    expect(await res.json()).toEqual({ status: 'ok', database: backend, browsers: { running: 0, warm: 0 } });
   });
 
   it('refuses a missing and a wrong key with 401 and the general body', async () => {

@@ -117,6 +117,11 @@ export class SessionManager {
     return this.live.size;
   }
 
+  /** Warm browsers ready in the pool. */
+  get warm(): number {
+    return this.pool?.available ?? 0;
+  }
+
   async create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined): Promise<CreateResult> {
     const { launch, session } = normalize(body);
     const refused = await this.refuse(owner.projectId, launch, session, body);

@@ -1,0 +1,93 @@
+// bench/session-start: session create → connectOverCDP → goto a local page → end, against
+// raw Playwright doing the same in the same run.
+//   warm: our default session (served by the warm pool, headful on Xvfb) vs a Chromium
+//         launched before the clock starts (headful on Xvfb): new context, goto, close.
+//   cold: a headless session launched on demand vs chromium.launch({headless}) in the clock.
+// Goals (issue 3): warm p50 within 1.3x of the warm reference, cold p50 within 1.1x.
+// Usage: pnpm exec tsx bench/session-start.ts [--rounds 50]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chromium } from 'playwright-core';
+import { startTestServer, type TestServer } from '../server/testing/harness.js';
+import { machine, ms, percentile, rounds } from './machine.js';
+
+const N = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 50;
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const flags = ['--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic', '--no-sandbox'];
+
+const page = createServer((_req, res) => {
+  res.setHeader('content-type', 'text/html');
+  res.end('<!doctype html><title>bench</title><h1>bench page</h1><script>document.body.append("ready")</script>');
+});
+await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
+const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
+
+async function ours(server: TestServer, body: object): Promise<void> {
+  const res = await server.request('/v1/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const created = (await res.json()) as { data: { id: string; cdp_url: string } };
+  if (res.status !== 200) throw new Error(`create answered ${res.status}: ${JSON.stringify(created)}`);
+  const browser = await chromium.connectOverCDP(created.data.cdp_url);
+  const context = browser.contexts()[0];
+  const p = context.pages()[0] ?? (await context.newPage());
+  await p.goto(pageUrl);
+  await browser.close();
+  const end = await server.request(`/v1/sessions/${created.data.id}`, { method: 'DELETE' });
+  if (end.status !== 200) throw new Error(`end answered ${end.status}`);
+}
+
+async function waitWarm(server: TestServer): Promise<void> {
+  for (;;) {
+    const health = (await (await fetch(`${server.url}/healthz`)).json()) as { browsers: { warm: number } };
+    if (health.browsers.warm > 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function startXvfb(): Promise<{ display: string; proc: ChildProcess }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn('Xvfb', ['-displayfd', '3', '-screen', '0', '1600x1100x24', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
+    proc.stdio[3]!.once('data', (d) => resolve({ display: `:${d.toString().trim()}`, proc }));
+    proc.once('error', reject);
+  });
+}
+
+function report(label: string, mine: number[], ref: number[], goal: number) {
+  const [p50, p95, r50, r95] = [percentile(mine, 50), percentile(mine, 95), percentile(ref, 50), percentile(ref, 95)];
+  const ratio = p50 / r50;
+  console.log(`${label}: ours p50 ${ms(p50)} p95 ${ms(p95)} | raw Playwright p50 ${ms(r50)} p95 ${ms(r95)} | p50 ratio ${ratio.toFixed(2)}x (goal ≤ ${goal}x: ${ratio <= goal ? 'met' : 'NOT met'})`);
+}
+
+console.log(`bench/session-start on ${machine()}; ${N} rounds each`);
+
+// Warm.
+const xvfb = await startXvfb();
+const warmServer = await startTestServer({ env: { BROWSER_POOL_SIZE: '1', LOG_LEVEL: 'warn' } });
+await waitWarm(warmServer);
+const warmOurs = await rounds('warm, ours', N, () => ours(warmServer, {}), () => waitWarm(warmServer));
+await warmServer.close();
+// The reference's browser is launched before its clock starts; each round is a fresh
+// context, a page, the same goto, and closing the context.
+const pre = await chromium.launch({ executablePath: chromiumPath, headless: false, args: flags, env: { ...process.env, DISPLAY: xvfb.display } });
+const warmRef = await rounds('warm, raw Playwright', N, async () => {
+  const context = await pre.newContext();
+  const p = await context.newPage();
+  await p.goto(pageUrl);
+  await context.close();
+});
+await pre.close();
+xvfb.proc.kill();
+report('warm (pool vs pre-launched)', warmOurs, warmRef, 1.3);
+
+// Cold.
+const coldServer = await startTestServer({ env: { BROWSER_POOL_SIZE: '0', LOG_LEVEL: 'warn' } });
+const coldOurs = await rounds('cold, ours', N, () => ours(coldServer, { browser: { headless: { active: true } } }));
+await coldServer.close();
+const coldRef = await rounds('cold, raw Playwright', N, async () => {
+  const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: flags });
+  const p = await browser.newPage();
+  await p.goto(pageUrl);
+  await browser.close();
+});
+report('cold (launch on demand)', coldOurs, coldRef, 1.1);
+page.close();
