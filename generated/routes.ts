@@ -381,8 +381,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,403,413,415,429,500,501,502,504],
-    errors: {"400":"general","401":"general","403":"general","413":"general","415":"general","429":"general","500":"general","501":"general","502":"general","504":"general"},
+    statuses: [200,400,401,403,413,415,429,500,502,504],
+    errors: {"400":"general","401":"general","403":"general","413":"general","415":"general","429":"general","500":"general","502":"general","504":"general"},
   },
   {
     operationId: "performWebTask",
@@ -403,8 +403,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,403,413,415,429,500,501,502,504],
-    errors: {"400":"general","401":"general","403":"general","413":"general","415":"general","429":"general","500":"general","501":"general","502":"general","504":"general"},
+    statuses: [200,400,401,403,413,415,429,500,502,504],
+    errors: {"400":"general","401":"general","403":"general","413":"general","415":"general","429":"general","500":"general","502":"general","504":"general"},
   },
   {
     operationId: "fetchWebpage",
@@ -414,8 +414,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,403,413,415,429,500,501,502,504],
-    errors: {"400":"fetch","401":"fetch","403":"fetch","413":"fetch","415":"fetch","429":"fetch","500":"general","501":"general","502":"fetch","504":"fetch"},
+    statuses: [200,400,401,403,413,415,429,500,502,504],
+    errors: {"400":"fetch","401":"fetch","403":"fetch","413":"fetch","415":"fetch","429":"fetch","500":"general","502":"fetch","504":"fetch"},
   },
   {
     operationId: "getTaskRunStatus",

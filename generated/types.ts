@@ -2006,7 +2006,7 @@ export interface components {
             credits_used?: number;
             /** @description Bytes through the proxy. */
             proxy_bytes?: number;
-            /** @description Summed session durations in hours. */
+            /** @description Summed session durations in hours; running sessions count up to now. */
             session_hours?: number;
             /** @description Screenshots taken. */
             screenshots?: number;
@@ -2026,7 +2026,7 @@ export interface components {
             credits_used?: number;
             /** @description Bytes through the proxy. */
             proxy_bytes?: number;
-            /** @description Summed session durations in hours. */
+            /** @description Summed session durations in hours; running sessions count up to now. */
             session_hours?: number;
             /** @description Screenshots taken. */
             screenshots?: number;
@@ -6085,7 +6085,6 @@ export interface operations {
             415: components["responses"]["FetchUnsupportedMediaType"];
             429: components["responses"]["FetchTooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             502: components["responses"]["FetchBadGateway"];
             504: components["responses"]["FetchGatewayTimeout"];
         };
@@ -6129,7 +6128,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             502: components["responses"]["ToolUpstreamError"];
             504: components["responses"]["ToolUpstreamTimeout"];
         };
@@ -6180,7 +6178,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             502: components["responses"]["ToolUpstreamError"];
             504: components["responses"]["ToolUpstreamTimeout"];
         };

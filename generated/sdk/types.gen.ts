@@ -439,7 +439,7 @@ export type HistoryMetrics = {
      */
     proxy_bytes?: number;
     /**
-     * Summed session durations in hours.
+     * Summed session durations in hours; running sessions count up to now.
      */
     session_hours?: number;
     /**
@@ -473,7 +473,7 @@ export type HistoryPoint = {
      */
     proxy_bytes?: number;
     /**
-     * Summed session durations in hours.
+     * Summed session durations in hours; running sessions count up to now.
      */
     session_hours?: number;
     /**
@@ -5073,10 +5073,6 @@ export type FetchWebpageErrors = {
      */
     500: Error;
     /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
-    /**
      * The host does not resolve, the connection failed, or the upstream server answered a 5xx status.
      */
     502: FetchError;
@@ -5131,10 +5127,6 @@ export type TakeScreenshotErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
     /**
      * The host does not resolve, the connection failed, or the server answered a 5xx status.
      */
@@ -5192,10 +5184,6 @@ export type RenderPagePdfErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
     /**
      * The host does not resolve, the connection failed, or the server answered a 5xx status.
      */

@@ -73,8 +73,10 @@ export function createAjv(spec: JsonObject, options: AjvOptions = {}): Ajv2020 {
     discriminator: true,
   });
   addFormats(ajv);
-  // OpenAPI's annotation keywords: meaningful to readers, not to validation.
-  for (const keyword of ['example', 'xml', 'externalDocs']) ajv.addKeyword(keyword);
+  // OpenAPI's annotation keywords, and ours (x-volatile: a value that changes with time
+  // alone, which conformance check G10 does not compare): meaningful to readers, not to
+  // validation.
+  for (const keyword of ['example', 'xml', 'externalDocs', 'x-volatile']) ajv.addKeyword(keyword);
   ajv.addSchema({ $id: SCHEMAS_ID, $defs: rewriteRefs(spec.components?.schemas ?? {}) });
   return ajv;
 }
