@@ -16,6 +16,8 @@ import { BrowserPool, DEFAULT_LAUNCH_OPTIONS, createCdpProxy, launchBrowser, swe
 import { CdpClient, listPages, navigate, type PageTarget } from './browser/cdp-client.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody, type SessionOptions } from './options.js';
 import * as store from './store.js';
+import { refuseUnpaid } from '../billing/account.js';
+import { settleSession } from '../billing/settle.js';
 
 /** A browser with the forwarding proxy that meters and polices its traffic. */
 export interface SessionBrowser extends Poolable {
@@ -23,7 +25,36 @@ export interface SessionBrowser extends Poolable {
   traffic: TrafficProxy;
 }
 
-interface LiveSession {
+/** What the capabilities that follow sessions (recording, live view, input) see of one. */
+export interface RunningSession {
+  readonly id: string;
+  readonly projectId: string;
+  readonly options: SessionOptions;
+  /** Display (headful), geometry, root. */
+  readonly browser: RunningBrowser;
+  /** The server's own CDP connection to the browser. */
+  readonly cdp: CdpClient;
+  readonly liveViewToken: string;
+  readonly createdAt: number;
+}
+
+/**
+ * A capability that follows sessions. Hooks run in the order extensions were added; a
+ * hook that throws is logged and does not stop the session's life or end.
+ */
+export interface SessionExtension {
+  /** The session is running: its browser is up and initial_url loaded. */
+  started?(s: RunningSession): void | Promise<void>;
+  /** The session is ending and its browser still up (flush what needs the browser). */
+  ending?(s: RunningSession): Promise<void>;
+  /**
+   * The end is recorded and the browser is gone. Runs after the end's answer; the
+   * server's shutdown waits for it.
+   */
+  ended?(s: RunningSession, row: store.SessionRow): Promise<void>;
+}
+
+interface LiveSession extends RunningSession {
   id: string;
   projectId: string;
   cdpToken: string;
@@ -41,7 +72,15 @@ interface LiveSession {
 
 export type CreateResult =
   | { ok: true; id: string; cdpUrl: string; liveViewUrl: string }
-  | { ok: false; status: 400 | 429 | 500; message: string };
+  | { ok: false; status: 400 | 402 | 429 | 500; message: string };
+
+/** For callers inside the server (batch items): they are not held to the per-key creation rate. */
+export interface CreateOptions {
+  internal?: boolean;
+  /** The id to give the session (a batch item chooses it before the session exists). */
+  sessionId?: string;
+  batchId?: string;
+}
 
 export type EndReason = 'api' | 'idle_timeout' | 'max_duration' | 'browser_unreachable' | 'browser_pod_not_found' | 'server_shutdown' | 'launch_failed';
 
@@ -57,6 +96,9 @@ export class SessionManager {
   readonly nodeId: string;
   readonly cdpProxy: CdpProxy;
   private readonly live = new Map<string, LiveSession>();
+  private readonly extensions: SessionExtension[] = [];
+  /** ended hooks still running (recordings being encoded): shutdown waits for them. */
+  private readonly afterEnd = new Set<Promise<void>>();
   private starting = 0;
   private readonly pool: BrowserPool<SessionBrowser> | undefined;
   private readonly creationRate: RateLimiter;
@@ -122,20 +164,36 @@ export class SessionManager {
     return this.pool?.available ?? 0;
   }
 
-  async create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined): Promise<CreateResult> {
+  /** Browsers that may still start before the concurrent-browser limit. */
+  get capacity(): number {
+    return Math.max(0, this.o.config.maxConcurrentBrowsers - this.live.size - this.starting);
+  }
+
+  /** Why create() would refuse this body with 400, or undefined (a batch checks before queueing). */
+  async validate(projectId: string, body: SessionCreateBody | undefined): Promise<string | undefined> {
+    const { launch, session } = normalize(body);
+    return this.refuse(projectId, launch, session, body);
+  }
+
+  async create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions = {}): Promise<CreateResult> {
     const { launch, session } = normalize(body);
     const refused = await this.refuse(owner.projectId, launch, session, body);
     if (refused) return { ok: false, status: 400, message: refused };
-    const rate = this.creationRate.take(owner.apiKeyId);
-    if (!rate.allowed) return { ok: false, status: 429, message: 'Session creation rate limit exceeded' };
+    const unpaid = await refuseUnpaid(this.o.db, owner.projectId, this.o.config);
+    if (unpaid) return { ok: false, status: 402, message: unpaid };
+    if (!options.internal) {
+      const rate = this.creationRate.take(owner.apiKeyId);
+      if (!rate.allowed) return { ok: false, status: 429, message: 'Session creation rate limit exceeded' };
+    }
+    // Read before the capacity check: between the check and starting++ nothing may await.
+    const cap = await this.projectSessionCap(owner.projectId);
+    if (cap !== undefined && (session.maxDurationMs === undefined || session.maxDurationMs > cap)) session.maxDurationMs = cap;
     if (this.live.size + this.starting >= this.o.config.maxConcurrentBrowsers) {
       return { ok: false, status: 429, message: `Concurrent browser limit reached (${this.o.config.maxConcurrentBrowsers})` };
     }
-    const cap = await this.projectSessionCap(owner.projectId);
-    if (cap !== undefined && (session.maxDurationMs === undefined || session.maxDurationMs > cap)) session.maxDurationMs = cap;
 
     this.starting++;
-    const id = randomUUID();
+    const id = options.sessionId ?? randomUUID();
     const cdpToken = randomBytes(24).toString('base64url');
     const liveViewToken = randomBytes(24).toString('base64url');
     let sb: SessionBrowser | undefined;
@@ -148,6 +206,7 @@ export class SessionManager {
         tags: session.tags,
         cdpToken,
         liveViewToken,
+        batchId: options.batchId,
       });
       sb = (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ?? (await this.launchSessionBrowser(launch, join(this.browsersDir, `s-${randomBytes(6).toString('hex')}`), undefined, id));
       if (session.proxy?.type === 'custom') {
@@ -182,6 +241,7 @@ export class SessionManager {
         );
       }
       await store.markRunning(this.o.db, id);
+      for (const e of this.extensions) await this.hook('started', () => e.started?.(live), id);
       return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
     } catch (err) {
       this.o.log.error({ sessionId: id, err }, 'session start failed');
@@ -203,13 +263,41 @@ export class SessionManager {
     if (!live) return this.recordEnd(id, status, reason, undefined, options.deleted ?? false);
     live.ending ??= (async () => {
       this.cdpProxy.closeSession(id);
+      for (const e of this.extensions) await this.hook('ending', () => e.ending?.(live), id);
       live.cdp.close();
       const traffic = live.traffic.stats();
       await closeSessionBrowser(live);
       this.live.delete(id);
-      return this.recordEnd(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
+      const row = await this.recordEnd(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
+      if (row) {
+        const after = (async () => {
+          for (const e of this.extensions) await this.hook('ended', () => e.ended?.(live, row), id);
+        })();
+        this.afterEnd.add(after);
+        void after.finally(() => this.afterEnd.delete(after));
+      }
+      return row;
     })();
     return live.ending;
+  }
+
+  /** Adds a capability that follows every session from now on. */
+  use(extension: SessionExtension): void {
+    this.extensions.push(extension);
+  }
+
+  /** A session running on this node, for the capabilities that act on it. */
+  get(id: string): RunningSession | undefined {
+    const s = this.live.get(id);
+    return s && !s.ending ? s : undefined;
+  }
+
+  private async hook(name: string, fn: () => unknown, sessionId: string): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      this.o.log.error({ sessionId, hook: name, err }, 'session extension failed');
+    }
   }
 
   /** Activity from input or a live-view viewer (CDP traffic is counted by the proxy). */
@@ -251,6 +339,7 @@ export class SessionManager {
     this.stopped = true;
     clearInterval(this.tick);
     await Promise.all([...this.live.keys()].map((id) => this.end(id, 'failed', 'server_shutdown')));
+    await Promise.all(this.afterEnd);
     await this.pool?.close();
     this.cdpProxy.close();
   }
@@ -341,6 +430,7 @@ export class SessionManager {
         deleted,
       });
       if (!row) return undefined;
+      row.credits_used = await settleSession(tx, row, this.o.config);
       const durationMs = Math.max(0, row.ended_at!.getTime() - row.created_at.getTime());
       const dashboard = `${this.o.config.publicUrl}/v1/sessions/${id}`;
       if (status === 'completed') {
