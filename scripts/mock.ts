@@ -1,18 +1,78 @@
 // `pnpm mock [--port N]`: serves openapi.yaml with Prism, answering from its examples, for
-// frontend work without browsers. Prism validates requests against the contract too.
+// frontend work without browsers. Prism validates requests against the contract. In front
+// of it sits a thin layer for the two things Prism answers differently from the contract:
+// an undocumented method on a documented path (405 with Allow, not Prism's 405 without
+// it, or 400) and a malformed JSON body (400 at once; Prism waits for its own timeout).
 import { spawn } from 'node:child_process';
+import { createServer, request } from 'node:http';
 import { join } from 'node:path';
+import { routes } from '../generated/routes.js';
+import { errorBody } from '../server/http/errors.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
 const portAt = args.indexOf('--port');
-const port = portAt >= 0 ? args[portAt + 1] : process.env.PORT ?? '4010';
+const port = Number(portAt >= 0 ? args[portAt + 1] : (process.env.PORT ?? '4010'));
+const prismPort = port + 1;
 
 const prism = spawn(
   join(root, 'node_modules', '.bin', 'prism'),
-  ['mock', join(root, 'openapi.yaml'), '--host', '127.0.0.1', '--port', port, '--errors'],
+  ['mock', join(root, 'openapi.yaml'), '--host', '127.0.0.1', '--port', String(prismPort), '--errors'],
   // No analytics from any dependency of Prism's.
   { stdio: 'inherit', env: { ...process.env, SCARF_ANALYTICS: 'false', DO_NOT_TRACK: '1' } },
 );
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => prism.kill(signal));
+
+// Paths in the route table's order: literal segments before parameters, as the server.
+const paths = [...new Set(routes.map((r) => r.path))].map((path) => ({
+  path,
+  pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  methods: routes.filter((r) => r.path === path).map((r) => r.method),
+  json: routes.filter((r) => r.path === path && r.body?.mediaTypes.includes('application/json')),
+}));
+
+const error = (code: number, message: string) => JSON.stringify({ error: { code, message } });
+const docsUrl = `http://127.0.0.1:${port}/docs`;
+
+const front = createServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://mock');
+  const match = paths.find((p) => p.pattern.test(url.pathname));
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks);
+    if (match && !match.methods.includes(req.method as never)) {
+      res.writeHead(405, { 'content-type': 'application/json', allow: match.methods.join(', ') });
+      return res.end(error(405, `Method ${req.method} is not allowed here; allowed: ${match.methods.join(', ')}`));
+    }
+    const route = match?.json.find((r) => r.method === req.method);
+    if (route && /application\/json/.test(req.headers['content-type'] ?? '') && body.length) {
+      try {
+        JSON.parse(body.toString('utf8'));
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify(errorBody(route.errors[400], 400, 'Malformed JSON body', docsUrl)));
+      }
+    }
+    const upstream = request(
+      { host: '127.0.0.1', port: prismPort, method: req.method, path: req.url, headers: { ...req.headers, 'content-length': String(body.length) } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', (err) => {
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(error(502, `Prism is not answering: ${err.message}`));
+    });
+    upstream.end(body);
+  });
+});
+front.listen(port, '127.0.0.1', () => console.log(`mock: http://127.0.0.1:${port} (Prism on ${prismPort})`));
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    front.close();
+    prism.kill(signal);
+  });
+}
 prism.on('exit', (code) => process.exit(code ?? 0));

@@ -91,6 +91,33 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
   }
 }
 
+/** pnpm mock, then the stateless conformance checks against it. */
+async function conformanceAgainstMock(): Promise<boolean> {
+  const port = await freePort();
+  const mock = spawn(bin('tsx'), ['scripts/mock.ts', '--port', String(port)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; !(await fetch(`${base}/v1/agent-access`).then(() => true, () => false)); i++) {
+      if (i > 120) throw new Error('the mock did not answer in 60 s');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'cb-mock-'));
+    const report = join(dir, 'conformance.json');
+    const code = await run(bin('tsx'), ['conformance/cli.ts', '--stateless', '--base-url', base, '--json', report]);
+    const summary = JSON.parse(readFileSync(report, 'utf8')).summary as typeof totals;
+    totals.passed += summary.passed;
+    totals.failed += summary.failed;
+    totals.skipped += summary.skipped;
+    rmSync(dir, { recursive: true, force: true });
+    return code === 0;
+  } finally {
+    // Prism runs under the mock script: end the whole group.
+    try {
+      process.kill(-mock.pid!, 'SIGTERM');
+    } catch {}
+  }
+}
+
 /** Chromium processes still running with a root under a temporary directory of ours. */
 function leftoverBrowsers(): string[] {
   try {
@@ -119,6 +146,7 @@ async function main() {
     rmSync(dir, { recursive: true, force: true });
     return code === 0;
   }, true);
+  await step('conformance against pnpm mock (stateless checks)', conformanceAgainstMock, true);
   await step('conformance on PGlite', () => conformance('pglite', undefined), true);
   if (process.env.DATABASE_URL) {
     await step('conformance on PostgreSQL', () =>
