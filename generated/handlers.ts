@@ -50,8 +50,7 @@ export type ListBatchSessionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateBatchSessionsRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createBatchSessions"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateBatchSessionsResponse =
@@ -62,16 +61,14 @@ export type CreateBatchSessionsResponse =
   | { status: 413; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetBillingRequest = { params: NoFields; query: NonNullable<operations["getBilling"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetBillingResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getBilling"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["getBilling"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getBilling"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getBilling"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getBilling"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getBilling"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListClientCertificatesRequest = { params: NoFields; query: NonNullable<operations["listClientCertificates"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListClientCertificatesResponse =
@@ -188,8 +185,7 @@ export type ListWebhooksResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateWebhookRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateWebhookResponse =
@@ -199,8 +195,7 @@ export type CreateWebhookResponse =
   | { status: 409; contentType?: "application/json"; body: operations["createWebhook"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetAgentAccessChallengeRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type GetAgentAccessChallengeResponse =
@@ -335,8 +330,7 @@ export type GetBatchSessionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CancelBatchSessionsRequest = { params: operations["cancelBatchSessions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type CancelBatchSessionsResponse =
@@ -345,8 +339,7 @@ export type CancelBatchSessionsResponse =
   | { status: 401; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ConnectCdpRequest = { params: operations["connectCdp"]["parameters"]["path"]; query: NonNullable<operations["connectCdp"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ConnectCdpResponse =
@@ -483,8 +476,7 @@ export type GetWebhookResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteWebhookRequest = { params: operations["deleteWebhook"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteWebhookResponse =
@@ -492,8 +484,7 @@ export type DeleteWebhookResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateWebhookRequest = { params: operations["updateWebhook"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateWebhookResponse =
@@ -503,8 +494,7 @@ export type UpdateWebhookResponse =
   | { status: 404; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionPagesRequest = { params: operations["listSessionPages"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionPagesResponse =
@@ -521,8 +511,7 @@ export type ListSessionRecordingsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ReplaceSessionTagsRequest = { params: operations["replaceSessionTags"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["replaceSessionTags"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ReplaceSessionTagsResponse =
@@ -541,8 +530,7 @@ export type GetClipboardResponse =
   | { status: 401; contentType?: "application/json"; body: operations["getClipboard"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getClipboard"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["getClipboard"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getClipboard"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getClipboard"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getClipboard"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type SetClipboardRequest = { params: operations["setClipboard"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["setClipboard"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type SetClipboardResponse =
@@ -553,8 +541,7 @@ export type SetClipboardResponse =
   | { status: 409; contentType?: "application/json"; body: operations["setClipboard"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["setClipboard"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["setClipboard"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["setClipboard"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["setClipboard"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["setClipboard"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CopySelectionRequest = { params: operations["copySelection"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type CopySelectionResponse =
@@ -563,8 +550,7 @@ export type CopySelectionResponse =
   | { status: 401; contentType?: "application/json"; body: operations["copySelection"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["copySelection"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["copySelection"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["copySelection"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["copySelection"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["copySelection"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DragAndDropRequest = { params: operations["dragAndDrop"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["dragAndDrop"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type DragAndDropResponse =
@@ -575,8 +561,7 @@ export type DragAndDropResponse =
   | { status: 409; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GotoUrlRequest = { params: operations["gotoUrl"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["gotoUrl"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type GotoUrlResponse =
@@ -587,8 +572,7 @@ export type GotoUrlResponse =
   | { status: 409; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PasteTextRequest = { params: operations["pasteText"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["pasteText"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type PasteTextResponse =
@@ -599,8 +583,7 @@ export type PasteTextResponse =
   | { status: 409; contentType?: "application/json"; body: operations["pasteText"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["pasteText"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["pasteText"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["pasteText"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["pasteText"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["pasteText"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type TakeSessionScreenshotRequest = { params: operations["takeSessionScreenshot"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type TakeSessionScreenshotResponse =
@@ -609,8 +592,7 @@ export type TakeSessionScreenshotResponse =
   | { status: 401; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ScrollRequest = { params: operations["scroll"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["scroll"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ScrollResponse =
@@ -621,8 +603,7 @@ export type ScrollResponse =
   | { status: 409; contentType?: "application/json"; body: operations["scroll"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["scroll"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["scroll"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["scroll"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["scroll"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["scroll"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeployTaskRequest = { params: operations["deployTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["deployTask"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
 export type DeployTaskResponse =
@@ -679,8 +660,7 @@ export type ListWebhookDeliveriesResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RotateWebhookSecretRequest = { params: operations["rotateWebhookSecret"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type RotateWebhookSecretResponse =
@@ -688,8 +668,7 @@ export type RotateWebhookSecretResponse =
   | { status: 400; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type TestWebhookRequest = { params: operations["testWebhook"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["testWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type TestWebhookResponse =
@@ -699,8 +678,7 @@ export type TestWebhookResponse =
   | { status: 404; contentType?: "application/json"; body: operations["testWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["testWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["testWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["testWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["testWebhook"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["testWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RunTaskRequest = { params: operations["runTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["runTask"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
 export type RunTaskResponse =
@@ -731,8 +709,7 @@ export type PauseSessionRecordingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ResumeSessionRecordingRequest = { params: operations["resumeSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ResumeSessionRecordingResponse =
@@ -741,8 +718,7 @@ export type ResumeSessionRecordingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type KeyboardShortcutRequest = { params: operations["keyboardShortcut"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["keyboardShortcut"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type KeyboardShortcutResponse =
@@ -753,8 +729,7 @@ export type KeyboardShortcutResponse =
   | { status: 409; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type KeyboardTypeRequest = { params: operations["keyboardType"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["keyboardType"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type KeyboardTypeResponse =
@@ -765,8 +740,7 @@ export type KeyboardTypeResponse =
   | { status: 409; contentType?: "application/json"; body: operations["keyboardType"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["keyboardType"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["keyboardType"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["keyboardType"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["keyboardType"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["keyboardType"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseClickRequest = { params: operations["mouseClick"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseClick"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseClickResponse =
@@ -777,8 +751,7 @@ export type MouseClickResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseClick"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseClick"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseClick"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseClick"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["mouseClick"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseClick"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseDoubleClickRequest = { params: operations["mouseDoubleClick"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseDoubleClick"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseDoubleClickResponse =
@@ -789,8 +762,7 @@ export type MouseDoubleClickResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseDownRequest = { params: operations["mouseDown"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseDown"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseDownResponse =
@@ -801,8 +773,7 @@ export type MouseDownResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseDown"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseDown"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseDown"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseDown"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["mouseDown"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseDown"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseMoveRequest = { params: operations["mouseMove"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseMove"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseMoveResponse =
@@ -813,8 +784,7 @@ export type MouseMoveResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseMove"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseMove"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseMove"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseMove"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["mouseMove"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseMove"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseUpRequest = { params: operations["mouseUp"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseUp"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseUpResponse =
@@ -825,8 +795,7 @@ export type MouseUpResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseUp"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseUp"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseUp"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseUp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["mouseUp"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseUp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchPrimaryRecordingRequest = { params: operations["fetchPrimaryRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type FetchPrimaryRecordingResponse =
@@ -836,8 +805,7 @@ export type FetchPrimaryRecordingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 416; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][416]["content"]["application/json"]; headers: { "Content-Range": string } & ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteSessionRecordingRequest = { params: operations["deleteSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteSessionRecordingResponse =
@@ -846,8 +814,7 @@ export type DeleteSessionRecordingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskVersionRequest = { params: operations["getTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskVersionResponse =
@@ -949,4 +916,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listBatchSessions" | "createBatchSessions" | "getBilling" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "listWebhooks" | "createWebhook" | "executeCode" | "performWebTask" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "getBatchSessions" | "cancelBatchSessions" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getTask" | "deleteTask" | "updateTask" | "getWebhook" | "deleteWebhook" | "updateWebhook" | "listSessionRecordings" | "getClipboard" | "setClipboard" | "copySelection" | "dragAndDrop" | "gotoUrl" | "pasteText" | "takeSessionScreenshot" | "scroll" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "listTaskVersions" | "listWebhookDeliveries" | "rotateWebhookSecret" | "testWebhook" | "runTask" | "pauseSessionRecording" | "resumeSessionRecording" | "keyboardShortcut" | "keyboardType" | "mouseClick" | "mouseDoubleClick" | "mouseDown" | "mouseMove" | "mouseUp" | "fetchPrimaryRecording" | "deleteSessionRecording" | "getTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeCode" | "performWebTask" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getTask" | "deleteTask" | "updateTask" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "listTaskVersions" | "runTask" | "getTaskVersion";

@@ -5364,7 +5364,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     fetchPrimaryRecording: {
@@ -5415,7 +5414,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             416: components["responses"]["RecordingRangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     pauseSessionRecording: {
@@ -5451,7 +5449,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["RecordingConflict"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     resumeSessionRecording: {
@@ -5487,7 +5484,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["RecordingConflict"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteSessionRecording: {
@@ -5525,7 +5521,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["RecordingConflict"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     mouseClick: {
@@ -5559,7 +5554,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     mouseDoubleClick: {
@@ -5592,7 +5586,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     mouseDown: {
@@ -5626,7 +5619,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     mouseUp: {
@@ -5660,7 +5652,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     mouseMove: {
@@ -5693,7 +5684,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     dragAndDrop: {
@@ -5729,7 +5719,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     scroll: {
@@ -5765,7 +5754,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     keyboardType: {
@@ -5798,7 +5786,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     keyboardShortcut: {
@@ -5834,7 +5821,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getClipboard: {
@@ -5870,7 +5856,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     setClipboard: {
@@ -5902,7 +5887,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     copySelection: {
@@ -5938,7 +5922,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     pasteText: {
@@ -5970,7 +5953,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     gotoUrl: {
@@ -6002,7 +5984,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     takeSessionScreenshot: {
@@ -6031,7 +6012,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     fetchWebpage: {
@@ -6352,7 +6332,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createBatchSessions: {
@@ -6420,7 +6399,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getBatchSessions: {
@@ -6492,7 +6470,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     cancelBatchSessions: {
@@ -6529,7 +6506,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getBilling: {
@@ -6591,7 +6567,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listTasks: {
@@ -8002,7 +7977,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createWebhook: {
@@ -8070,7 +8044,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getWebhook: {
@@ -8117,7 +8090,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteWebhook: {
@@ -8154,7 +8126,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateWebhook: {
@@ -8217,7 +8188,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     rotateWebhookSecret: {
@@ -8265,7 +8235,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     testWebhook: {
@@ -8316,7 +8285,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listWebhookDeliveries: {
@@ -8390,7 +8358,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listIdentities: {

@@ -16,8 +16,17 @@ import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { createHttpApp, finishApp, type AppHandlers } from './http/app.js';
 import { notImplementedHandlers } from './http/not-implemented.js';
 import { SessionManager } from './sessions/manager.js';
-import { sessionHandlers } from './sessions/handlers.js';
+import { startEvents } from './events/handlers.js';
+import { LiveView, Screencasts } from './liveview/index.js';
+import { createRecordings } from './recording/index.js';
+import { inputHandlers } from './input/handlers.js';
+import { cdpDiscoveryUrl, sessionHandlers } from './sessions/handlers.js';
 import { agentAccessHandlers } from './agent-access/handlers.js';
+import { ToolService } from './tools/fetch.js';
+import { toolHandlers } from './tools/handlers.js';
+import { BatchWorker } from './batches/worker.js';
+import { batchHandlers } from './batches/handlers.js';
+import { billingHandlers } from './billing/handlers.js';
 
 export interface RunningServer {
   /** The address the server listens on, e.g. http://127.0.0.1:41234. */
@@ -57,7 +66,10 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     res.statusCode = 503;
     res.end();
   };
-  const server = createHttpServer((req, res) => listener(req, res));
+  const server = createHttpServer((req, res) => {
+    if (req.url) req.url = cdpDiscoveryUrl(req.url);
+    listener(req, res);
+  });
   await listen(server, initial.port, initial.host);
   const { port } = server.address() as AddressInfo;
   const url = `http://${initial.host.includes(':') ? `[${initial.host}]` : initial.host}:${port}`;
@@ -73,16 +85,50 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
 
     const sessions = new SessionManager({ db, config, log });
+    // Live view and recordings share one screencast a session. Hooks run in this order: the
+    // recording takes its last frame and the viewers are told before the screencast closes.
+    const screencasts = new Screencasts({ quality: config.screencastQuality, log });
+    const recordings = createRecordings({ db, config, log, sessions, screencasts });
+    const liveView = new LiveView({ sessions, screencasts, log, maxViewers: config.liveViewMaxViewers });
+    sessions.use(recordings.recorder);
+    sessions.use(liveView);
+    sessions.use(screencasts);
+    cleanups.push(() => recordings.close()); // after the sessions' end (encodes finish first)
     await sessions.start();
+    await recordings.start();
     cleanups.push(() => sessions.stop());
+    // The web fetch, screenshot and page PDF tools' own browsers (not session browsers).
+    const tools = new ToolService({ config, log });
+    await tools.start();
+    cleanups.push(() => tools.stop());
+    // After the sessions: it provisions through them, and stops (finishing what is in flight) before them.
+    const batches = new BatchWorker({ db, config, log, sessions });
+    await batches.start();
+    cleanups.push(() => batches.stop());
     server.on('upgrade', (req, socket, head) => {
-      if (!sessions.cdpProxy.handleUpgrade(req, socket, head)) socket.destroy();
+      if (!sessions.cdpProxy.handleUpgrade(req, socket, head) && !liveView.handleUpgrade(req, socket, head)) socket.destroy();
     });
+
+    const events = await startEvents({
+      db,
+      log,
+      allowPrivate: config.allowPrivateNetworks,
+      publicUrl: config.publicUrl,
+      maxPerProject: config.webhookMaxPerProject,
+      worker: { concurrency: config.webhookDeliveryConcurrency },
+    });
+    cleanups.push(() => events.stop(config.shutdownGraceSeconds * 1000));
 
     const handlers: AppHandlers = {
       ...notImplementedHandlers(),
+      ...events.handlers,
       ...agentAccessHandlers({ db, config, log }),
       ...sessionHandlers({ db, sessions }),
+      ...recordings.handlers,
+      ...inputHandlers({ db, sessions, log, allowPrivateNetworks: config.allowPrivateNetworks }),
+      ...toolHandlers({ db, config, log, tools }),
+      ...batchHandlers({ db, config, log, sessions, worker: batches }),
+      ...billingHandlers({ db, config }),
     };
 
     const api = createHttpApp({
@@ -94,6 +140,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       publicUrl: config.publicUrl,
     });
     addServiceRoutes(api, db, sessions);
+    liveView.routes(api);
+    recordings.routes(api);
     finishApp(api);
     listener = getRequestListener(api.fetch);
     log.info({ url, publicUrl: config.publicUrl, database: db.kind }, 'listening');

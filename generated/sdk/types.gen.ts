@@ -3959,10 +3959,6 @@ export type ListSessionRecordingsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListSessionRecordingsError = ListSessionRecordingsErrors[keyof ListSessionRecordingsErrors];
@@ -4015,10 +4011,6 @@ export type FetchPrimaryRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type FetchPrimaryRecordingError = FetchPrimaryRecordingErrors[keyof FetchPrimaryRecordingErrors];
@@ -4069,10 +4061,6 @@ export type PauseSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type PauseSessionRecordingError = PauseSessionRecordingErrors[keyof PauseSessionRecordingErrors];
@@ -4119,10 +4107,6 @@ export type ResumeSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ResumeSessionRecordingError = ResumeSessionRecordingErrors[keyof ResumeSessionRecordingErrors];
@@ -4173,10 +4157,6 @@ export type DeleteSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteSessionRecordingError = DeleteSessionRecordingErrors[keyof DeleteSessionRecordingErrors];
@@ -4231,10 +4211,6 @@ export type MouseClickErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type MouseClickError = MouseClickErrors[keyof MouseClickErrors];
@@ -4289,10 +4265,6 @@ export type MouseDoubleClickErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type MouseDoubleClickError = MouseDoubleClickErrors[keyof MouseDoubleClickErrors];
@@ -4347,10 +4319,6 @@ export type MouseDownErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type MouseDownError = MouseDownErrors[keyof MouseDownErrors];
@@ -4405,10 +4373,6 @@ export type MouseUpErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type MouseUpError = MouseUpErrors[keyof MouseUpErrors];
@@ -4463,10 +4427,6 @@ export type MouseMoveErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type MouseMoveError = MouseMoveErrors[keyof MouseMoveErrors];
@@ -4521,10 +4481,6 @@ export type DragAndDropErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DragAndDropError = DragAndDropErrors[keyof DragAndDropErrors];
@@ -4579,10 +4535,6 @@ export type ScrollErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ScrollError = ScrollErrors[keyof ScrollErrors];
@@ -4637,10 +4589,6 @@ export type KeyboardTypeErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type KeyboardTypeError = KeyboardTypeErrors[keyof KeyboardTypeErrors];
@@ -4695,10 +4643,6 @@ export type KeyboardShortcutErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type KeyboardShortcutError = KeyboardShortcutErrors[keyof KeyboardShortcutErrors];
@@ -4745,10 +4689,6 @@ export type GetClipboardErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetClipboardError = GetClipboardErrors[keyof GetClipboardErrors];
@@ -4803,10 +4743,6 @@ export type SetClipboardErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type SetClipboardError = SetClipboardErrors[keyof SetClipboardErrors];
@@ -4853,10 +4789,6 @@ export type CopySelectionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CopySelectionError = CopySelectionErrors[keyof CopySelectionErrors];
@@ -4911,10 +4843,6 @@ export type PasteTextErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type PasteTextError = PasteTextErrors[keyof PasteTextErrors];
@@ -4969,10 +4897,6 @@ export type GotoUrlErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GotoUrlError = GotoUrlErrors[keyof GotoUrlErrors];
@@ -5019,10 +4943,6 @@ export type TakeSessionScreenshotErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type TakeSessionScreenshotError = TakeSessionScreenshotErrors[keyof TakeSessionScreenshotErrors];
@@ -5369,10 +5289,6 @@ export type ListBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListBatchSessionsError = ListBatchSessionsErrors[keyof ListBatchSessionsErrors];
@@ -5422,10 +5338,6 @@ export type CreateBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateBatchSessionsError = CreateBatchSessionsErrors[keyof CreateBatchSessionsErrors];
@@ -5472,10 +5384,6 @@ export type CancelBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CancelBatchSessionsError = CancelBatchSessionsErrors[keyof CancelBatchSessionsErrors];
@@ -5518,10 +5426,6 @@ export type GetBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetBatchSessionsError = GetBatchSessionsErrors[keyof GetBatchSessionsErrors];
@@ -5568,10 +5472,6 @@ export type GetBillingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetBillingError = GetBillingErrors[keyof GetBillingErrors];
@@ -6741,10 +6641,6 @@ export type ListWebhooksErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
@@ -6790,10 +6686,6 @@ export type CreateWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
@@ -6836,10 +6728,6 @@ export type DeleteWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
@@ -6882,10 +6770,6 @@ export type GetWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetWebhookError = GetWebhookErrors[keyof GetWebhookErrors];
@@ -6936,10 +6820,6 @@ export type UpdateWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
@@ -6982,10 +6862,6 @@ export type RotateWebhookSecretErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type RotateWebhookSecretError = RotateWebhookSecretErrors[keyof RotateWebhookSecretErrors];
@@ -7036,10 +6912,6 @@ export type TestWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type TestWebhookError = TestWebhookErrors[keyof TestWebhookErrors];
@@ -7099,10 +6971,6 @@ export type ListWebhookDeliveriesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];

@@ -19,15 +19,45 @@ export interface Config {
   browserPoolSize: number;
   sessionCreateRatePerMinute: number;
   fetchRatePerMinute: number;
+  /** Browsers shared by the web fetch, screenshot and page PDF tools (not session browsers). */
+  fetchBrowsers: number;
+  /** Tool requests rendered at once across the fetch browsers; more wait in a queue. */
+  fetchMaxConcurrency: number;
+  /** Tool requests allowed to wait for a free slot; past that, 429. */
+  fetchMaxQueue: number;
+  fetchTimeoutSeconds: number;
+  /** The operator's upstream proxy for tool requests (may hold credentials: never log it). */
+  fetchProxyUrl: string | undefined;
+  /** A createTask/getTaskResult captcha-solving service. */
+  captchaServiceUrl: string | undefined;
+  /** Its client key (never logged). */
+  captchaServiceKey: string | undefined;
   maxBodyBytes: number;
   maxUploadBytes: number;
   includedCredits: number;
   shutdownGraceSeconds: number;
+  webhookMaxPerProject: number;
+  webhookDeliveryConcurrency: number;
   agentAccessAnonymousCredits: number;
   agentAccessIdentityCredits: number;
   agentAccessChallengeTtlSeconds: number;
   agentAccessSessionMaxMinutes: number;
   agentAccessRatePerMinute: number;
+  batchQueueTimeoutSeconds: number;
+  batchConcurrency: number;
+  pricePerBrowserMinute: number;
+  pricePerProxyGb: number;
+  pricePerScreenshot: number;
+  /** Credits per billing period after which session creation is refused; null for none. */
+  costLimit: number | null;
+  /** ffmpeg executable that encodes recordings. */
+  ffmpegPath: string;
+  /** Most frames per second a recording keeps. */
+  recordingFps: number;
+  /** JPEG quality (1-100) of screencast frames, for the live view and recordings. */
+  screencastQuality: number;
+  /** Live-view viewers one session may have at once. */
+  liveViewMaxViewers: number;
 }
 
 /** One entry per variable: the README's configuration table mirrors this list. */
@@ -45,15 +75,34 @@ export const variables = {
   BROWSER_POOL_SIZE: 'Pre-launched default browsers kept warm; 0 turns the pool off (default 1).',
   SESSION_CREATE_RATE_PER_MINUTE: 'Session creations allowed per API key per minute (default 60).',
   FETCH_RATE_PER_MINUTE: 'Web fetch requests allowed per API key per minute (default 2000).',
+  FETCH_BROWSERS: 'Browsers kept for the web fetch, screenshot and page PDF tools, apart from session browsers (default 2).',
+  FETCH_MAX_CONCURRENCY: 'Tool requests (fetch, screenshot, page PDF) rendered at once across those browsers; more wait their turn (default 8).',
+  FETCH_MAX_QUEUE: 'Tool requests that may wait for a free slot; past that they answer 429 (default 200).',
+  FETCH_TIMEOUT_SECONDS: 'Longest a web fetch, screenshot or page PDF may take, bot-detection challenges included, before it answers 504 (default 120).',
+  FETCH_PROXY_URL: 'http:// or https:// URL of the upstream proxy tool requests go through, credentials allowed in it (default none: direct).',
+  CAPTCHA_SERVICE_URL: 'Base URL of a captcha-solving service speaking the createTask/getTaskResult protocol; unset: only proof-of-work captchas are solved.',
+  CAPTCHA_SERVICE_KEY: 'The clientKey for CAPTCHA_SERVICE_URL (never logged).',
   MAX_BODY_BYTES: 'Largest JSON request body (default 1048576).',
   MAX_UPLOAD_BYTES: 'Largest multipart upload, such as an extension ZIP (default 52428800).',
   INCLUDED_CREDITS: 'Credits each project gets per billing period (default 1000).',
   SHUTDOWN_GRACE_SECONDS: 'How long a graceful shutdown waits for requests and browsers (default 10).',
+  WEBHOOK_MAX_PER_PROJECT: 'Most webhooks one project may register (default 20).',
+  WEBHOOK_DELIVERY_CONCURRENCY: 'Webhook deliveries in flight at once per server (default 64).',
   AGENT_ACCESS_ANONYMOUS_CREDITS: 'Credits a project created through agent access receives (default 5).',
   AGENT_ACCESS_IDENTITY_CREDITS: 'Extra credits for a verified identity_token in agent access (default 20; no OIDC issuer is configurable yet).',
   AGENT_ACCESS_CHALLENGE_TTL_SECONDS: 'Lifetime of an agent-access challenge token, in seconds (default 300).',
   AGENT_ACCESS_SESSION_MAX_MINUTES: 'Longest session a key obtained through agent access may run, in minutes (default 15).',
   AGENT_ACCESS_RATE_PER_MINUTE: 'Agent-access requests allowed per client address per minute, all three operations together (default 60).',
+  BATCH_QUEUE_TIMEOUT_SECONDS: 'How long a batch item waits for browser capacity before it fails, in seconds from the batch\'s creation (default 300).',
+  BATCH_CONCURRENCY: 'Batch items this server provisions at the same time, within MAX_CONCURRENT_BROWSERS (default 4).',
+  PRICE_PER_BROWSER_MINUTE: 'Credits per minute of a session, from creation to end (default 0.01).',
+  PRICE_PER_PROXY_GB: 'Credits per gigabyte (10^9 bytes) through a session\'s proxy (default 4).',
+  PRICE_PER_SCREENSHOT: 'Credits per screenshot a session takes over CDP (default 0.001).',
+  COST_LIMIT: 'Credits a project may use per billing period before session creation answers 402; unset for no limit.',
+  FFMPEG_PATH: 'ffmpeg executable that encodes session recordings to MP4 (default ffmpeg, from PATH).',
+  RECORDING_FPS: 'Most frames per second a session recording keeps, 1 to 60 (default 10).',
+  SCREENCAST_QUALITY: 'JPEG quality of the screen frames the live view shows and recordings are made of, 1 to 100 (default 70).',
+  LIVE_VIEW_MAX_VIEWERS: 'Live-view viewers one session may have at once (default 10).',
 } as const;
 
 export type VariableName = keyof typeof variables;
@@ -114,6 +163,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (bootstrapApiKey !== undefined && bootstrapApiKey.length < 16) {
     problems.push('BOOTSTRAP_API_KEY must be at least 16 characters');
   }
+  const fetchProxyUrl = env.FETCH_PROXY_URL || undefined;
+  if (fetchProxyUrl !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(fetchProxyUrl)) {
+    // Never echo the URL: it may hold a password.
+    problems.push('FETCH_PROXY_URL must be an http:// or https:// proxy URL such as http://user:pass@host:port');
+  }
+  const captchaServiceUrl = env.CAPTCHA_SERVICE_URL ? env.CAPTCHA_SERVICE_URL.replace(/\/+$/, '') : undefined;
+  if (captchaServiceUrl !== undefined && !/^https?:\/\/[^/\s]+(\/.*)?$/.test(captchaServiceUrl)) {
+    problems.push(`CAPTCHA_SERVICE_URL=${JSON.stringify(captchaServiceUrl)} must be an http:// or https:// URL`);
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -133,15 +191,34 @@ export function loadConfig(env: Env = process.env): Config {
     browserPoolSize: int('BROWSER_POOL_SIZE', 1, 0, 100),
     sessionCreateRatePerMinute: int('SESSION_CREATE_RATE_PER_MINUTE', 60, 1),
     fetchRatePerMinute: int('FETCH_RATE_PER_MINUTE', 2000, 1),
+    fetchBrowsers: int('FETCH_BROWSERS', 2, 1, 64),
+    fetchMaxConcurrency: int('FETCH_MAX_CONCURRENCY', 8, 1, 1000),
+    fetchMaxQueue: int('FETCH_MAX_QUEUE', 200, 0, 100_000),
+    fetchTimeoutSeconds: int('FETCH_TIMEOUT_SECONDS', 120, 1, 3600),
+    fetchProxyUrl,
+    captchaServiceUrl,
+    captchaServiceKey: env.CAPTCHA_SERVICE_KEY || undefined,
     maxBodyBytes: int('MAX_BODY_BYTES', 1024 * 1024, 1024),
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1024),
     includedCredits: num('INCLUDED_CREDITS', 1000, 0),
     shutdownGraceSeconds: int('SHUTDOWN_GRACE_SECONDS', 10, 0, 3600),
+    webhookMaxPerProject: int('WEBHOOK_MAX_PER_PROJECT', 20, 1, 10_000),
+    webhookDeliveryConcurrency: int('WEBHOOK_DELIVERY_CONCURRENCY', 64, 1, 10_000),
     agentAccessAnonymousCredits: int('AGENT_ACCESS_ANONYMOUS_CREDITS', 5, 0, 1_000_000),
     agentAccessIdentityCredits: int('AGENT_ACCESS_IDENTITY_CREDITS', 20, 0, 1_000_000),
     agentAccessChallengeTtlSeconds: int('AGENT_ACCESS_CHALLENGE_TTL_SECONDS', 300, 1, 86_400),
     agentAccessSessionMaxMinutes: int('AGENT_ACCESS_SESSION_MAX_MINUTES', 15, 1, 10_080),
     agentAccessRatePerMinute: int('AGENT_ACCESS_RATE_PER_MINUTE', 60, 1),
+    batchQueueTimeoutSeconds: int('BATCH_QUEUE_TIMEOUT_SECONDS', 300, 1, 7 * 86_400),
+    batchConcurrency: int('BATCH_CONCURRENCY', 4, 1, 1000),
+    pricePerBrowserMinute: num('PRICE_PER_BROWSER_MINUTE', 0.01, 0),
+    pricePerProxyGb: num('PRICE_PER_PROXY_GB', 4, 0),
+    pricePerScreenshot: num('PRICE_PER_SCREENSHOT', 0.001, 0),
+    costLimit: env.COST_LIMIT === undefined || env.COST_LIMIT === '' ? null : num('COST_LIMIT', 0, 0),
+    ffmpegPath: str('FFMPEG_PATH', 'ffmpeg'),
+    recordingFps: int('RECORDING_FPS', 10, 1, 60),
+    screencastQuality: int('SCREENCAST_QUALITY', 70, 1, 100),
+    liveViewMaxViewers: int('LIVE_VIEW_MAX_VIEWERS', 10, 1, 1000),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

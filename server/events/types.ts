@@ -1,8 +1,9 @@
-// Event types and the shape of each type's `data`, from interface.md's Events tables.
-// EventDataMap is the single place the (type, data) pairing is defined: when openapi.yaml
-// documents the events (its `webhooks:` section) and generated/ has their types, replace
-// the hand-written map below with the generated one in this one line:
-//   export type EventDataMap = GeneratedEventDataMap;
+// Event types and the shape of each type's `data`. The contract (openapi.yaml, top-level
+// `webhooks:` section, one entry per type) is the source: EventDataMap below is derived
+// from the types generated from it, and this is the only place the (type, data) pairing
+// is defined. emitEvent, the summaries and the test-event samples are all typed by it, so
+// a contract change that breaks an emitter is a compile error.
+import type { webhooks } from '../../generated/types.js';
 
 export const EVENT_TYPES = [
   'task.completed',
@@ -27,145 +28,30 @@ export function isEventType(value: unknown): value is EventType {
   return typeof value === 'string' && known.has(value);
 }
 
-export interface TaskCost {
-  amount: number;
-  currency: string;
-}
+/** The documented body (envelope) of one event type. */
+type ContractEvent<T extends EventType> = NonNullable<webhooks[T]['post']['requestBody']>['content']['application/json'];
 
-export interface TaskArtifact {
-  name: string;
-  url: string;
-  size?: number;
-  content_type?: string;
-}
+/** THE (type → data) map, from generated/types.ts. */
+export type EventDataMap = { [T in EventType]: ContractEvent<T>['data'] };
 
-interface TaskRunBase {
-  task_id: string;
-  task_version_id: string;
-  execution_id: string;
-  /** Only for executions started through POST /v2/tasks/{taskId}/run. */
-  run_id?: string;
-  session_id: string;
-  duration_ms: number;
-  cost: TaskCost;
-  artifacts: TaskArtifact[];
-  recording_url?: string;
-  session_dashboard_url: string;
-}
-
-export interface TaskCompletedData extends TaskRunBase {
-  execution_mode: string;
-  output: { value: Record<string, unknown> };
-}
-
-export type TaskErrorType = 'agent_error' | 'timeout' | 'automation_failure' | 'invalid_credentials' | 'system_error';
-
-export interface TaskFailedData extends TaskRunBase {
-  error: { type: TaskErrorType; message: string; root_cause: string };
-}
-
-export interface TaskCancelledData extends TaskRunBase {
-  execution_mode: string;
-}
-
-export interface TaskHealedData {
-  task_id: string;
-  healed_task_version_id: string;
-  source_execution_id: string;
-  run_id: string;
-  error_explanation: string;
-  fix_suggestion: string;
-  confidence_score: number;
-  published_as_draft: boolean;
-}
-
-export interface SessionCompletedData {
-  session_id: string;
-  duration_ms: number;
-  proxy_bytes: number;
-  network_bytes_total: number;
-  steps: number;
-  screenshots: number;
-  domains: string[];
-  session_dashboard_url: string;
-  /** Why it ended, e.g. deleted, idle_timeout, max_duration. */
-  reason?: string;
-}
-
-export interface SessionFailedData {
-  session_id: string;
-  duration_ms: number;
-  /** Coarse machine-readable category, e.g. browser_unreachable, browser_pod_not_found. */
-  reason: string;
-  session_dashboard_url: string;
-}
-
-export interface SessionRecordingReadyData {
-  session_id: string;
-  duration_ms: number;
-  size_bytes: number;
-  session_dashboard_url: string;
-}
-
-export interface InterventionRequestedData {
-  session_id: string;
-  request_id: string;
-  message: string;
-  input_type: string;
-  live_view_url: string;
-}
-
-export interface InterventionResolvedData {
-  session_id: string;
-  request_id: string;
-}
-
-export interface BatchEventData<S extends 'completed' | 'failed' = 'completed' | 'failed'> {
-  batch_id: string;
-  total_requests: number;
-  completed_requests: number;
-  failed_requests: number;
-  status: S;
-}
-
-export interface IdentityAuthenticatedData {
-  identity_id: string;
-  application_id: string;
-  session_id: string;
-  execution_id: string;
-}
-
-export interface IdentityAuthenticationFailedData {
-  identity_id: string;
-  application_id: string;
-  execution_id: string;
-  failure_type: 'invalid_credentials' | 'automation_failure';
-  error_message: string;
-}
-
-interface HandWrittenEventDataMap {
-  'task.completed': TaskCompletedData;
-  'task.failed': TaskFailedData;
-  'task.cancelled': TaskCancelledData;
-  'task.healed': TaskHealedData;
-  'session.completed': SessionCompletedData;
-  'session.failed': SessionFailedData;
-  'session.recording.ready': SessionRecordingReadyData;
-  'intervention.requested': InterventionRequestedData;
-  'intervention.resolved': InterventionResolvedData;
-  'batch.completed': BatchEventData<'completed'>;
-  'batch.failed': BatchEventData<'failed'>;
-  'identity.authenticated': IdentityAuthenticatedData;
-  'identity.authentication_failed': IdentityAuthenticationFailedData;
-}
-
-/** THE (type → data) map. Switch to the generated types here, and only here. */
-export type EventDataMap = HandWrittenEventDataMap;
-
-// A compile error here means EVENT_TYPES and EventDataMap disagree.
+// A compile error here means EVENT_TYPES and the contract's event types disagree.
 type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const mapCoversTypes: Exact<keyof EventDataMap, EventType> = true;
-void mapCoversTypes;
+const typesMatchContract: Exact<keyof webhooks, EventType> = true;
+void typesMatchContract;
+
+export type TaskCompletedData = EventDataMap['task.completed'];
+export type TaskFailedData = EventDataMap['task.failed'];
+export type TaskCancelledData = EventDataMap['task.cancelled'];
+export type TaskHealedData = EventDataMap['task.healed'];
+export type SessionCompletedData = EventDataMap['session.completed'];
+export type SessionFailedData = EventDataMap['session.failed'];
+export type SessionRecordingReadyData = EventDataMap['session.recording.ready'];
+export type InterventionRequestedData = EventDataMap['intervention.requested'];
+export type InterventionResolvedData = EventDataMap['intervention.resolved'];
+export type BatchCompletedData = EventDataMap['batch.completed'];
+export type BatchFailedData = EventDataMap['batch.failed'];
+export type IdentityAuthenticatedData = EventDataMap['identity.authenticated'];
+export type IdentityAuthenticationFailedData = EventDataMap['identity.authentication_failed'];
 
 /** The envelope every event is sent in (interface.md, Events). */
 export interface EventEnvelope<T extends EventType = EventType> {

@@ -1,6 +1,7 @@
 // One SQL interface over both backends: PGlite embedded in DATA_DIR by default, PostgreSQL
 // when DATABASE_URL is set. Queries are plain Postgres SQL with $1 placeholders, so every
 // module runs unchanged on either.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
@@ -35,20 +36,23 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   await lite.waitReady;
   const wrap = (q: Pick<PGlite, 'query'>): Db['query'] =>
     async (sql, params = []) => (await q.query(sql, params as unknown[])).rows as never;
-  let inTx = false;
+  // Which transaction the calling code runs inside, if any. Unrelated concurrent callers
+  // queue on PGlite's transaction lock; only a call made from inside a transaction's own
+  // callback (through the outer handle) is a nested transaction.
+  const current = new AsyncLocalStorage<{ open: boolean }>();
   const db: Db = {
     kind: 'pglite',
     query: wrap(lite),
     async transaction(fn) {
       // PGlite has one connection: a nested transaction would deadlock, so refuse it loudly.
-      if (inTx) throw new Error('nested transaction');
+      if (current.getStore()?.open) throw new Error('nested transaction');
       return lite.transaction(async (t) => {
-        inTx = true;
+        const marker = { open: true };
         try {
           const tx: Db = { ...db, query: wrap(t), transaction: (f) => f(tx) };
-          return await fn(tx);
+          return await current.run(marker, () => fn(tx));
         } finally {
-          inTx = false;
+          marker.open = false;
         }
       });
     },
