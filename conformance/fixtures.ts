@@ -38,6 +38,11 @@ export class FixtureServer {
     this.routes.set(`${method.toUpperCase()} ${path}`, handler);
   }
 
+  /** Removes a route added by `route`; the path then answers like any unknown path (404). */
+  unroute(method: string, path: string): void {
+    this.routes.delete(`${method.toUpperCase()} ${path}`);
+  }
+
   /** The address of `path` as the server under test reaches it; starts the server on first use. */
   async url(path = '/'): Promise<string> {
     const base = await (this.starting ??= this.start());
