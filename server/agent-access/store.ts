@@ -59,7 +59,8 @@ export function redeemChallenge(
     if (!options.check(row.answer_hash)) return { outcome: 'wrong' };
     // Inside a transaction, createProject's own transaction runs inline on `tx`.
     const { projectId, key } = await createProject(tx, { name: 'agent-access', source: 'agent-access', giftCredits: options.credits });
-    await tx.query('UPDATE projects SET max_session_minutes = $2 WHERE id = $1', [projectId, options.maxSessionMinutes]);
+    // Tier agent-access: no included credits, the gift only (server/billing/account.ts).
+    await tx.query(`UPDATE projects SET max_session_minutes = $2, tier = 'agent-access' WHERE id = $1`, [projectId, options.maxSessionMinutes]);
     return { outcome: 'issued', projectId, apiKey: key, credits: options.credits };
   });
 }

@@ -43,7 +43,10 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
   return {
     async createSession(req, ctx) {
       const result = await sessions.create(ctx, req.body);
-      if (!result.ok) return fail(result.status, result.message);
+      if (!result.ok) {
+        const answer = fail(result.status, result.message);
+        return result.retryAfterSeconds === undefined ? answer : { ...answer, headers: { 'Retry-After': String(result.retryAfterSeconds) } };
+      }
       return { status: 200, body: { data: { id: result.id, cdp_url: result.cdpUrl, live_view_url: result.liveViewUrl } } };
     },
 
@@ -75,7 +78,9 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
         return { status: 200, body: { data: { status: row.status } } };
       }
       const ended = await sessions.end(row.id, 'completed', 'api', { deleted: true });
-      if (!ended) await store.markDeleted(db, ctx.projectId, row.id);
+      // Unless this DELETE recorded the end, the end that did (a timeout, a crash, a client's
+      // Browser.close, in progress when the DELETE came) left the session addressable.
+      if (!ended || ended.deleted_at === null) await store.markDeleted(db, ctx.projectId, row.id);
       return { status: 200, body: { data: { status: ended?.status ?? 'completed' } } };
     },
 
@@ -134,4 +139,16 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
       return { status: 200, body: (await versionDocument(found.wsEndpoint, found.cdpUrl)) as components['schemas']['CdpVersion'] };
     },
   };
+}
+
+/**
+ * Playwright's connectOverCDP, given an http(s) endpoint (the cdp_url with http: for ws:),
+ * reads `<endpoint>/json/version/`, with a trailing slash the contract's path does not
+ * have: answered as /v1/cdp/{session_id}/json/version. Any other URL is returned as is.
+ */
+export function cdpDiscoveryUrl(url: string): string {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (!/^\/v1\/cdp\/[^/]+\/json\/version\/$/.test(path)) return url;
+  return path.slice(0, -1) + (q < 0 ? '' : url.slice(q));
 }

@@ -3,6 +3,7 @@
 // and recover (what a killed server left). A session's row and the event its end causes
 // commit in one transaction; the browser, its traffic proxy and its root go first.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { rmdir } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -67,12 +68,14 @@ interface LiveSession extends RunningSession {
   lastActivity: number;
   steps: number;
   screenshots: number;
+  /** A CDP client sent Browser.close: the browser's exit that follows is a clean end. */
+  closeRequested: boolean;
   ending?: Promise<store.SessionRow | undefined>;
 }
 
 export type CreateResult =
   | { ok: true; id: string; cdpUrl: string; liveViewUrl: string }
-  | { ok: false; status: 400 | 402 | 429 | 500; message: string };
+  | { ok: false; status: 400 | 402 | 429 | 500; message: string; retryAfterSeconds?: number };
 
 /** For callers inside the server (batch items): they are not held to the per-key creation rate. */
 export interface CreateOptions {
@@ -82,7 +85,22 @@ export interface CreateOptions {
   batchId?: string;
 }
 
-export type EndReason = 'api' | 'idle_timeout' | 'max_duration' | 'browser_unreachable' | 'browser_pod_not_found' | 'server_shutdown' | 'launch_failed';
+export type EndReason =
+  | 'api'
+  | 'idle_timeout'
+  | 'max_duration'
+  | 'browser_closed'
+  | 'browser_unreachable'
+  | 'browser_pod_not_found'
+  | 'server_shutdown'
+  | 'launch_failed';
+
+/** How a session was asked to end; the abort reason of a launch that end() stops. */
+interface EndRequest {
+  status: 'completed' | 'failed';
+  reason: EndReason;
+  deleted: boolean;
+}
 
 export interface SessionManagerOptions {
   db: Db;
@@ -99,7 +117,8 @@ export class SessionManager {
   private readonly extensions: SessionExtension[] = [];
   /** ended hooks still running (recordings being encoded): shutdown waits for them. */
   private readonly afterEnd = new Set<Promise<void>>();
-  private starting = 0;
+  /** Sessions whose browser is being launched, by id: end() and stop() abort them. */
+  private readonly starting = new Map<string, AbortController>();
   private readonly pool: BrowserPool<SessionBrowser> | undefined;
   private readonly creationRate: RateLimiter;
   private readonly browsersDir: string;
@@ -128,7 +147,9 @@ export class SessionManager {
             s.lastActivity = Date.now();
             if (from !== 'client') return;
             s.steps++;
-            if (data.toString().includes('"Page.captureScreenshot"')) s.screenshots++;
+            const text = data.toString();
+            if (text.includes('"Page.captureScreenshot"')) s.screenshots++;
+            if (text.includes('"Browser.close"') && isBrowserClose(text)) s.closeRequested = true;
           },
         };
       },
@@ -166,7 +187,7 @@ export class SessionManager {
 
   /** Browsers that may still start before the concurrent-browser limit. */
   get capacity(): number {
-    return Math.max(0, this.o.config.maxConcurrentBrowsers - this.live.size - this.starting);
+    return Math.max(0, this.o.config.maxConcurrentBrowsers - this.live.size - this.starting.size);
   }
 
   /** Why create() would refuse this body with 400, or undefined (a batch checks before queueing). */
@@ -179,24 +200,30 @@ export class SessionManager {
     const { launch, session } = normalize(body);
     const refused = await this.refuse(owner.projectId, launch, session, body);
     if (refused) return { ok: false, status: 400, message: refused };
+    if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
     const unpaid = await refuseUnpaid(this.o.db, owner.projectId, this.o.config);
     if (unpaid) return { ok: false, status: 402, message: unpaid };
     if (!options.internal) {
       const rate = this.creationRate.take(owner.apiKeyId);
-      if (!rate.allowed) return { ok: false, status: 429, message: 'Session creation rate limit exceeded' };
+      if (!rate.allowed) {
+        return { ok: false, status: 429, message: 'Session creation rate limit exceeded', retryAfterSeconds: rate.retryAfterSeconds };
+      }
     }
     // Read before the capacity check: between the check and starting++ nothing may await.
     const cap = await this.projectSessionCap(owner.projectId);
     if (cap !== undefined && (session.maxDurationMs === undefined || session.maxDurationMs > cap)) session.maxDurationMs = cap;
-    if (this.live.size + this.starting >= this.o.config.maxConcurrentBrowsers) {
+    if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
+    if (this.live.size + this.starting.size >= this.o.config.maxConcurrentBrowsers) {
       return { ok: false, status: 429, message: `Concurrent browser limit reached (${this.o.config.maxConcurrentBrowsers})` };
     }
 
-    this.starting++;
     const id = options.sessionId ?? randomUUID();
+    const abort = new AbortController();
+    this.starting.set(id, abort);
     const cdpToken = randomBytes(24).toString('base64url');
     const liveViewToken = randomBytes(24).toString('base64url');
     let sb: SessionBrowser | undefined;
+    let cdp: CdpClient | undefined;
     try {
       await store.insertSession(this.o.db, {
         id,
@@ -208,11 +235,17 @@ export class SessionManager {
         liveViewToken,
         batchId: options.batchId,
       });
-      sb = (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ?? (await this.launchSessionBrowser(launch, join(this.browsersDir, `s-${randomBytes(6).toString('hex')}`), undefined, id));
+      abort.signal.throwIfAborted();
+      sb =
+        (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ??
+        (await this.launchSessionBrowser(launch, join(this.browsersDir, `s-${randomBytes(6).toString('hex')}`), abort.signal, id));
       if (session.proxy?.type === 'custom') {
         sb.traffic.setUpstream({ server: session.proxy.server, username: session.proxy.username, password: session.proxy.password });
       }
-      const cdp = await CdpClient.connect(sb.browser.wsEndpoint);
+      cdp = await CdpClient.connect(sb.browser.wsEndpoint);
+      // Ended (DELETE) or the server stopping while the browser started: nothing of it may
+      // outlive the session.
+      abort.signal.throwIfAborted();
       const now = Date.now();
       const live: LiveSession = {
         id,
@@ -227,10 +260,15 @@ export class SessionManager {
         lastActivity: now,
         steps: 0,
         screenshots: 0,
+        closeRequested: false,
       };
       this.live.set(id, live);
-      // A browser that dies, or stops answering its own CDP socket, fails its session.
-      const lost = () => void this.end(id, 'failed', 'browser_unreachable');
+      this.starting.delete(id);
+      // A browser that dies, or stops answering its own CDP socket, fails its session; one
+      // that a client closed (Browser.close, as Puppeteer's browser.close() sends) ends it
+      // cleanly.
+      const lost = () =>
+        void (live.closeRequested ? this.end(id, 'completed', 'browser_closed') : this.end(id, 'failed', 'browser_unreachable'));
       void sb.browser.exited.then(lost);
       void cdp.closed.then(lost);
       if (session.initialUrl) {
@@ -244,23 +282,40 @@ export class SessionManager {
       for (const e of this.extensions) await this.hook('started', () => e.started?.(live), id);
       return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
     } catch (err) {
-      this.o.log.error({ sessionId: id, err }, 'session start failed');
-      const live = this.live.get(id);
-      if (live) await this.end(id, 'failed', 'launch_failed');
-      else {
+      if (this.live.has(id)) {
+        this.o.log.error({ sessionId: id, err }, 'session start failed');
+        await this.end(id, 'failed', 'launch_failed');
+      } else {
+        cdp?.close();
         if (sb) await closeSessionBrowser(sb);
+        if (abort.signal.aborted) {
+          // Ended while starting (a DELETE, the server's shutdown): end() recorded it, unless
+          // it came before the row existed; recording it again is a no-op otherwise.
+          const ended = abort.signal.reason as EndRequest;
+          this.o.log.info({ sessionId: id, reason: ended.reason }, 'session ended while its browser was starting');
+          await this.recordEnd(id, ended.status, ended.reason, undefined, ended.deleted).catch(() => {});
+          if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
+          // Created, then ended by request before it was ready: it exists, and has ended.
+          return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
+        }
+        this.o.log.error({ sessionId: id, err }, 'session start failed');
         await this.recordEnd(id, 'failed', 'launch_failed', undefined, false).catch(() => {});
       }
       return { ok: false, status: 500, message: 'The browser could not be started' };
     } finally {
-      this.starting--;
+      this.starting.delete(id);
     }
   }
 
   /** Ends a session on this node; resolves with its ended row (undefined if it had ended). */
   end(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean } = {}): Promise<store.SessionRow | undefined> {
     const live = this.live.get(id);
-    if (!live) return this.recordEnd(id, status, reason, undefined, options.deleted ?? false);
+    if (!live) {
+      // Still launching: abort the launch; create() closes whatever it had started.
+      const request: EndRequest = { status, reason, deleted: options.deleted ?? false };
+      this.starting.get(id)?.abort(request);
+      return this.recordEnd(id, status, reason, undefined, options.deleted ?? false);
+    }
     live.ending ??= (async () => {
       this.cdpProxy.closeSession(id);
       for (const e of this.extensions) await this.hook('ending', () => e.ending?.(live), id);
@@ -338,10 +393,15 @@ export class SessionManager {
     if (this.stopped) return;
     this.stopped = true;
     clearInterval(this.tick);
-    await Promise.all([...this.live.keys()].map((id) => this.end(id, 'failed', 'server_shutdown')));
+    await Promise.all([...this.starting.keys(), ...this.live.keys()].map((id) => this.end(id, 'failed', 'server_shutdown')));
+    // The launches aborted above are closed by their create(): wait for that (bounded).
+    for (let i = 0; this.starting.size > 0 && i < 300; i++) await new Promise((r) => setTimeout(r, 100));
     await Promise.all(this.afterEnd);
     await this.pool?.close();
     this.cdpProxy.close();
+    // The browsers directory itself, once empty (rmdir refuses otherwise): nothing of this
+    // server stays in the temporary directory.
+    await rmdir(this.browsersDir).catch(() => {});
   }
 
   /** sessionId null: a warm browser, adopted by its session later. */
@@ -461,6 +521,15 @@ export class SessionManager {
 async function closeSessionBrowser(sb: Pick<SessionBrowser, 'browser' | 'traffic'>): Promise<void> {
   await sb.browser.close();
   await sb.traffic.close();
+}
+
+/** Whether a CDP message from a client is the command Browser.close (not just mentions it). */
+function isBrowserClose(text: string): boolean {
+  try {
+    return (JSON.parse(text) as { method?: unknown }).method === 'Browser.close';
+  } catch {
+    return false;
+  }
 }
 
 function safeEqual(a: string, b: string): boolean {

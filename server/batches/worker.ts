@@ -1,0 +1,144 @@
+// Provisions batch items on this node, asynchronously: claims waiting items while there is
+// browser capacity (MAX_CONCURRENT_BROWSERS) and fewer than BATCH_CONCURRENCY in flight,
+// creates each item's session through the SessionManager (capacity, credits, the project's
+// caps; not the per-key creation rate, which is for the API), and records the outcome. An
+// item that finds no capacity goes back to the queue; items still waiting when their
+// batch's queue deadline passes fail with that reason.
+//
+// Restart: the items this node was provisioning when it stopped are settled from the
+// sessions table before anything new is claimed (store.recoverNode), so none is
+// provisioned twice; the waiting ones are simply claimed again.
+import type { Logger } from 'pino';
+import type { Db } from '../store/db.js';
+import type { ServiceConfig } from '../server.js';
+import type { CreateOptions, CreateResult } from '../sessions/manager.js';
+import * as store from './store.js';
+
+/** What the worker needs of the SessionManager. */
+export interface BatchSessions {
+  readonly nodeId: string;
+  /** Browsers that may still start now. */
+  readonly capacity: number;
+  create(owner: { projectId: string; apiKeyId: string }, body: store.SessionCreateBody | undefined, options: CreateOptions): Promise<CreateResult>;
+}
+
+export interface BatchWorkerOptions {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  sessions: BatchSessions;
+}
+
+/** How often the worker looks for work while items wait (it is also woken on new batches). */
+const BUSY_TICK_MS = 200;
+const IDLE_TICK_MS = 1_000;
+/** Queue deadlines are checked at most this often. */
+const EXPIRE_EVERY_MS = 1_000;
+
+export const RESTART_ERROR = 'The server restarted while this session was starting';
+
+export class BatchWorker {
+  private readonly inflight = new Set<Promise<void>>();
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private woken = false;
+  private lastExpiry = 0;
+
+  constructor(private readonly o: BatchWorkerOptions) {}
+
+  async start(): Promise<void> {
+    const r = await store.recoverNode(this.o.db, this.o.sessions.nodeId, RESTART_ERROR);
+    if (r.completed + r.failed + r.requeued > 0) this.o.log.warn(r, 'settled the batch items a previous run was provisioning');
+    this.loop = this.run();
+  }
+
+  /** New work (a batch) or freed capacity: look now rather than at the next tick. */
+  nudge(): void {
+    this.woken = true;
+    this.wake?.();
+  }
+
+  /** Stops claiming, and waits for the items in flight to be recorded. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let busy = false;
+      try {
+        busy = await this.tick();
+      } catch (err) {
+        this.o.log.error({ err }, 'batch worker tick failed');
+      }
+      if (this.stopped) break;
+      if (this.woken) {
+        this.woken = false;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, busy ? BUSY_TICK_MS : IDLE_TICK_MS);
+        timer.unref();
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+      this.woken = false;
+    }
+  }
+
+  /** One pass: fail what waited too long, claim what fits. Answers whether items wait. */
+  private async tick(): Promise<boolean> {
+    const { db, config, sessions } = this.o;
+    if (Date.now() - this.lastExpiry >= EXPIRE_EVERY_MS) {
+      this.lastExpiry = Date.now();
+      await store.expireDue(db, () => `Queue timeout: no browser became available within ${config.batchQueueTimeoutSeconds} s of the batch's creation`);
+    }
+    const free = Math.min(config.batchConcurrency - this.inflight.size, sessions.capacity);
+    if (free <= 0) return this.inflight.size > 0 || (await store.anyWaiting(db));
+    const items = await store.claimItems(db, sessions.nodeId, free);
+    for (const item of items) {
+      const p: Promise<void> = this.provision(item).finally(() => this.inflight.delete(p));
+      this.inflight.add(p);
+    }
+    return items.length > 0 || this.inflight.size > 0 || (await store.anyWaiting(db));
+  }
+
+  private async provision(item: store.ClaimedItem): Promise<void> {
+    const { db, log, sessions } = this.o;
+    let result: CreateResult;
+    try {
+      result = await sessions.create({ projectId: item.projectId, apiKeyId: item.apiKeyId }, item.configuration, {
+        internal: true,
+        sessionId: item.sessionId,
+        batchId: item.batchId,
+      });
+    } catch (err) {
+      log.error({ err, batchId: item.batchId, itemIndex: item.itemIndex }, 'batch item creation threw');
+      result = { ok: false, status: 500, message: 'The session could not be created' };
+    }
+    try {
+      if (result.ok) {
+        await store.finishItem(db, item, { status: 'completed' });
+        this.nudge();
+      } else if (result.status === 429) {
+        // Internal creations skip the rate limit: a 429 is the concurrent-browser limit,
+        // reached between the claim and the creation. Wait for capacity in the queue.
+        await store.releaseItem(db, item);
+      } else {
+        await store.finishItem(db, item, { status: 'failed', error: result.message });
+        this.nudge();
+      }
+    } catch (err) {
+      // Left provisioning: the next start of this node settles it (recoverNode).
+      log.error({ err, batchId: item.batchId, itemIndex: item.itemIndex }, 'could not record a batch item');
+    }
+  }
+}
