@@ -1,0 +1,176 @@
+// The browser a session gets: headful on its own Xvfb (the default) or headless, the
+// viewport, fullscreen, the popup blocker, web security, initial_url; and the warm pool
+// that serves default sessions.
+import { existsSync } from 'node:fs';
+import { basename } from 'node:path';
+import { chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../testing/harness.js';
+import { environOf } from './browser/test-support.js';
+import { isRunning } from './browser/procfs.js';
+import {
+  HEADLESS,
+  browsersDirOf,
+  headless,
+  createSession,
+  endSession,
+  eventually,
+  getSession,
+  gone,
+  processesUnder,
+  roots,
+  rootOf,
+  startPageServer,
+  type PageServer,
+} from './test-support.js';
+
+/** Opens `path` in the session's first page and reads what the page script left in window[key]. */
+async function pageResult(cdpUrl: string, url: string, key: string): Promise<unknown> {
+  const browser = await chromium.connectOverCDP(cdpUrl);
+  try {
+    const page = browser.contexts()[0]!.pages()[0]!;
+    await page.goto(url);
+    await page.waitForFunction((k) => (window as unknown as Record<string, unknown>)[k] !== undefined, key, { timeout: 10_000 });
+    return await page.evaluate((k) => (window as unknown as Record<string, unknown>)[k], key);
+  } finally {
+    await browser.close();
+  }
+}
+
+describe('session browsers', () => {
+  let server: TestServer;
+  let pages: PageServer;
+  let browsersDir: string;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    pages = await startPageServer();
+    browsersDir = browsersDirOf(server.config.dataDir);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await pages?.close();
+  });
+
+  it('runs headful sessions (the default) each on its own Xvfb, headless ones without one; all of it ends with the session', async () => {
+    const [a, b, c] = await Promise.all([createSession(server, {}), createSession(server, {}), createSession(server, HEADLESS)]);
+    const [ra, rb, rc] = [a, b, c].map((s) => rootOf(browsersDir, s.id));
+    // The pool is off (BROWSER_POOL_SIZE=0): every browser launched for its session.
+    for (const r of [ra, rb, rc]) expect(basename(r!.dir)).toMatch(/^s-/);
+    for (const r of [ra!, rb!]) {
+      expect(r.owner.display).toMatch(/^:\d+$/);
+      const [chromiumPid, xvfbPid] = r.owner.pids;
+      expect(isRunning(xvfbPid!)).toBe(true);
+      expect(environOf(chromiumPid!, 'DISPLAY')).toBe(r.owner.display);
+      expect(existsSync(`/tmp/.X11-unix/X${r.owner.display!.slice(1)}`)).toBe(true);
+    }
+    expect(ra!.owner.display).not.toBe(rb!.owner.display);
+    expect(rc!.owner.display).toBeUndefined();
+    expect(rc!.owner.pids).toHaveLength(1);
+    expect(environOf(rc!.owner.pids[0]!, 'DISPLAY')).toBeUndefined();
+
+    // The default viewport on a real window.
+    const size = (await pageResult(a.cdp_url, pages.url('/size'), 'size')) as Record<string, number>;
+    expect([size.w, size.h]).toEqual([1440, 900]);
+    expect(size.oh).toBeGreaterThan(size.h); // a window with its toolbar around the page
+
+    await Promise.all([a, b, c].map((s) => endSession(server, s.id)));
+    for (const r of [ra!, rb!, rc!]) expect(gone(r)).toEqual({ processes: [], directory: false });
+    for (const r of [ra!, rb!]) expect(existsSync(`/tmp/.X11-unix/X${r.owner.display!.slice(1)}`)).toBe(false);
+  });
+
+  it('applies viewport, fullscreen, popup_blocker and disable_web_security', async () => {
+    const noRecording = { recording: { active: false } };
+    const plain = await createSession(server, { browser: { headless: { active: true }, viewport: { width: 800, height: 600 } }, session: noRecording });
+    const custom = await createSession(server, {
+      browser: {
+        headless: { active: true },
+        viewport: { width: 1000, height: 700 },
+        fullscreen: { active: true },
+        popup_blocker: { active: false },
+        disable_web_security: { active: true },
+      },
+      session: noRecording,
+    });
+    try {
+      const plainSize = (await pageResult(plain.cdp_url, pages.url('/size'), 'size')) as Record<string, number>;
+      expect([plainSize.w, plainSize.h]).toEqual([800, 600]);
+      expect(plainSize.sh).toBeGreaterThan(600); // a window with a toolbar on a screen around it
+      const fullSize = (await pageResult(custom.cdp_url, pages.url('/size'), 'size')) as Record<string, number>;
+      expect(fullSize).toMatchObject({ w: 1000, h: 700, sw: 1000, sh: 700 }); // the page is the screen
+
+      // Popups without a user gesture: blocked by default, opened with the blocker off.
+      expect(await pageResult(plain.cdp_url, pages.url('/popup'), 'popupResult')).toBe('blocked');
+      expect(await pageResult(custom.cdp_url, pages.url('/popup'), 'popupResult')).toBe('opened');
+
+      // A cross-origin read without CORS headers: refused unless web security is off.
+      expect(await pageResult(plain.cdp_url, pages.url('/cors'), 'corsResult')).toBe('blocked');
+      expect(await pageResult(custom.cdp_url, pages.url('/cors'), 'corsResult')).toBe('read:secret-data');
+    } finally {
+      await endSession(server, plain.id);
+      await endSession(server, custom.id);
+    }
+  });
+
+  it('opens initial_url before answering, and still starts a session whose initial_url does not load', async () => {
+    const good = await createSession(server, headless({ initial_url: pages.url('/second') }));
+    const bad = await createSession(server, headless({ initial_url: 'http://127.0.0.1:9/' }));
+    try {
+      expect(pages.requests).toContain('GET /second');
+      const list = (await (await server.request(`/v1/sessions/${good.id}/pages`)).json()).data;
+      expect(list).toEqual([expect.objectContaining({ url: pages.url('/second'), title: 'Second' })]);
+      expect((await getSession(server, bad.id)).body.data.status).toBe('running');
+    } finally {
+      await endSession(server, good.id);
+      await endSession(server, bad.id);
+    }
+  });
+});
+
+describe('warm pool', () => {
+  it('serves default sessions from pre-launched browsers, refills in the background, launches other configurations cold, and closes with the server', async () => {
+    const server = await startTestServer({ env: { BROWSER_POOL_SIZE: '1' } });
+    const browsersDir = browsersDirOf(server.config.dataDir);
+    try {
+      const warm = async () => (await (await fetch(`${server.url}/healthz`)).json()).browsers.warm as number;
+      await eventually(async () => (await warm()) === 1, 30_000, 'a warm browser');
+      const [pooled] = roots(browsersDir).filter((r) => r.owner.sessionId === null);
+      expect(basename(pooled!.dir)).toMatch(/^pool-/);
+      expect(pooled!.owner.display).toMatch(/^:\d+$/); // the default is headful
+
+      const started = Date.now();
+      const fromPool = await createSession(server, {});
+      const warmMs = Date.now() - started;
+      // The session took the warm browser: same root, now owned by the session.
+      const root = rootOf(browsersDir, fromPool.id);
+      expect(root.dir).toBe(pooled!.dir);
+      expect(root.owner.pids).toEqual(pooled!.owner.pids);
+      const browser = await chromium.connectOverCDP(fromPool.cdp_url);
+      expect(await browser.contexts()[0]!.pages()[0]!.evaluate(() => [innerWidth, innerHeight])).toEqual([1440, 900]);
+      await browser.close();
+
+      // Refilled in the background with a new browser.
+      await eventually(async () => (await warm()) === 1, 30_000, 'the pool to refill');
+      const refill = roots(browsersDir).filter((r) => r.owner.sessionId === null);
+      expect(refill).toHaveLength(1);
+      expect(refill[0]!.dir).not.toBe(pooled!.dir);
+
+      // Another configuration launches cold, leaving the warm browser in the pool.
+      const t = Date.now();
+      const cold = await createSession(server, HEADLESS);
+      const coldMs = Date.now() - t;
+      expect(basename(rootOf(browsersDir, cold.id).dir)).toMatch(/^s-/);
+      expect(await warm()).toBe(1);
+      expect(warmMs).toBeLessThan(coldMs);
+
+      await endSession(server, fromPool.id);
+      await endSession(server, cold.id);
+      expect(gone(root)).toEqual({ processes: [], directory: false });
+    } finally {
+      await server.close();
+    }
+    // The warm browser went with the server.
+    expect(processesUnder(browsersDir)).toEqual([]);
+    expect(existsSync(browsersDir)).toBe(false); // roots and the directory itself
+  });
+});

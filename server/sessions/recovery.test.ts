@@ -1,0 +1,164 @@
+// The server process killed with SIGKILL while its sessions run: the next start on the
+// same DATA_DIR kills the browsers it left (Chromium, Xvfb), removes their roots, and marks
+// their sessions failed with session.failed. Then a graceful stop (SIGTERM) of that second
+// server leaves no browser either. Real processes: `node --import tsx server/main.ts`
+// (not the tsx CLI, which runs the server in a child of its own that a SIGKILL would miss).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDb } from '../store/db.js';
+import { isRunning } from './browser/procfs.js';
+import {
+  HEADLESS,
+  browsersDirOf,
+  createSession,
+  getSession,
+  gone,
+  processesUnder,
+  roots,
+  rootOf,
+  sessionEvents,
+  type Requester,
+} from './test-support.js';
+
+const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+interface Child extends Requester {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr: () => string;
+}
+
+async function startChild(dataDir: string, apiKey: string): Promise<Child> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    cwd: projectRoot,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PORT: String(port),
+      PUBLIC_URL: url,
+      DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      BOOTSTRAP_API_KEY: apiKey,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      BROWSER_POOL_SIZE: '0',
+      LOG_LEVEL: 'warn',
+    },
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8_000)));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start: ${stderr}`);
+    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not answer /healthz within 60 s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    child,
+    url,
+    exited,
+    stderr: () => stderr,
+    request: (path, init = {}) => fetch(url + path, { ...init, headers: { 'service-api-key': apiKey, ...(init.headers as Record<string, string>) } }),
+  };
+}
+
+describe('recovery after kill -9', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cb-test-recovery-'));
+  const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;
+  const children: ChildProcess[] = [];
+
+  afterAll(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('the next start kills what a killed server left, removes the roots and fails its sessions; a graceful stop leaves nothing', async () => {
+    const browsersDir = browsersDirOf(dataDir);
+    // The tools' browsers (web fetch) of the same installation live beside the sessions'.
+    const toolsDir = browsersDir.replace(/\/cb-/, '/cbt-');
+    const everything = () => [...processesUnder(browsersDir), ...processesUnder(toolsDir)];
+
+    const first = await startChild(dataDir, apiKey);
+    children.push(first.child);
+    const headful = await createSession(first, {});
+    const headless = await createSession(first, HEADLESS);
+    const left = [rootOf(browsersDir, headful.id), rootOf(browsersDir, headless.id)];
+    const display = left[0]!.owner.display!;
+    expect(display).toMatch(/^:\d+$/);
+
+    // Every browser process of the first server: its sessions' and its tools' (web fetch).
+    const firstProcesses = everything();
+    expect(firstProcesses.length).toBeGreaterThan(2);
+
+    first.child.kill('SIGKILL');
+    expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    // The server is gone; its browsers and the headful one's Xvfb are not.
+    for (const root of left) expect(gone(root).processes.length).toBeGreaterThan(0);
+    expect(gone(left[0]!).processes).toContain(left[0]!.owner.pids[1]); // Xvfb
+
+    const second = await startChild(dataDir, apiKey);
+    children.push(second.child);
+    // By the time it answers, the sweep is done: nothing of the first server runs.
+    for (const root of left) expect(gone(root)).toEqual({ processes: [], directory: false });
+    expect(firstProcesses.filter((pid) => isRunning(pid))).toEqual([]);
+    expect(processesUnder(browsersDir)).toEqual([]);
+    expect(roots(browsersDir)).toEqual([]);
+    expect(existsSync(`/tmp/.X11-unix/X${display.slice(1)}`)).toBe(false);
+    expect(existsSync(`/tmp/.X${display.slice(1)}-lock`)).toBe(false);
+    for (const s of [headful, headless]) {
+      const record = await getSession(second, s.id);
+      expect(record.status).toBe(200);
+      expect(record.body.data).toMatchObject({ status: 'failed', end_reason: 'browser_pod_not_found' });
+      expect(record.body.data.ended_at).not.toBeNull();
+    }
+
+    // The second server works, and a graceful stop (SIGTERM) leaves no browser.
+    const third = await createSession(second, {});
+    const thirdRoot = rootOf(browsersDir, third.id);
+    expect(gone(thirdRoot).processes.length).toBeGreaterThan(0);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+    expect(gone(thirdRoot)).toEqual({ processes: [], directory: false });
+    expect(everything()).toEqual([]);
+    expect(existsSync(browsersDir)).toBe(false); // roots and the directory itself
+
+    // What the database says, read once no server holds it.
+    const db = await openDb({ dataDir });
+    try {
+      for (const s of [headful, headless]) {
+        const events = await sessionEvents(db, s.id);
+        expect(events.map((e) => e.type)).toEqual(['session.failed']);
+        expect(events[0]!.data).toEqual({ session_id: s.id, duration_ms: expect.any(Number), reason: 'browser_pod_not_found', session_dashboard_url: expect.any(String) });
+      }
+      const events = await sessionEvents(db, third.id);
+      expect(events.map((e) => [e.type, e.data.reason])).toEqual([['session.failed', 'server_shutdown']]);
+    } finally {
+      await db.close();
+    }
+  }, 120_000);
+});

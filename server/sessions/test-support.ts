@@ -1,0 +1,227 @@
+// Shared by the session tests (sessions, cdp, options, lifecycle, recovery): creating sessions over
+// real HTTP, a local web server for pages, where a server's browser roots are, and checks
+// that nothing of a browser is left (no process, no directory).
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Db } from '../store/db.js';
+import { readOwner, type OwnerRecord } from './browser/owner.js';
+import { leftovers } from './browser/test-support.js';
+import { listPids } from './browser/procfs.js';
+
+export { eventually, leftovers, sleep } from './browser/test-support.js';
+
+export interface Requester {
+  request(path: string, init?: RequestInit): Promise<Response>;
+}
+
+export interface Created {
+  id: string;
+  cdp_url: string;
+  live_view_url: string;
+}
+
+/** POST /v1/sessions; answers the status and the parsed body. */
+export async function postSession(server: Requester, body: unknown = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await server.request('/v1/sessions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: kept as text for the assertion message
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}
+
+/** Creates a session and fails loudly unless it answered 200. */
+export async function createSession(server: Requester, body: unknown = {}): Promise<Created> {
+  const res = await postSession(server, body);
+  if (res.status !== 200) throw new Error(`POST /v1/sessions answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body.data as Created;
+}
+
+export async function endSession(server: Requester, id: string): Promise<Response> {
+  return server.request(`/v1/sessions/${id}`, { method: 'DELETE' });
+}
+
+export async function getSession(server: Requester, id: string): Promise<{ status: number; body: any }> {
+  const res = await server.request(`/v1/sessions/${id}`);
+  return { status: res.status, body: await res.json() };
+}
+
+/**
+ * A headless session without a recording: cheaper than the default (headful, recorded), for
+ * tests where neither is the point. Spread it before `session` options of a test's own.
+ */
+export const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false } } } as const;
+
+/** HEADLESS with session options of the test's own. */
+export function headless(session: Record<string, unknown>) {
+  return { browser: { headless: { active: true } }, session: { recording: { active: false }, ...session } };
+}
+
+/** Where a server keeps its browser roots: os.tmpdir()/cb-<hash of DATA_DIR>/ (manager.ts). */
+export function browsersDirOf(dataDir: string): string {
+  return join(tmpdir(), `cb-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}`);
+}
+
+export interface Root {
+  dir: string;
+  owner: OwnerRecord;
+}
+
+/** Every browser root (a directory with an owner.json) under a browsers directory. */
+export function roots(browsersDir: string): Root[] {
+  let names: string[];
+  try {
+    names = readdirSync(browsersDir);
+  } catch {
+    return [];
+  }
+  const out: Root[] = [];
+  for (const name of names) {
+    const owner = readOwner(join(browsersDir, name));
+    if (owner) out.push({ dir: join(browsersDir, name), owner });
+  }
+  return out;
+}
+
+export function entries(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** The root serving a session (owner.json names it; pooled roots are adopted). */
+export function rootOf(browsersDir: string, sessionId: string): Root {
+  const found = roots(browsersDir).find((r) => r.owner.sessionId === sessionId);
+  if (!found) throw new Error(`no browser root for session ${sessionId} in ${browsersDir}`);
+  return found;
+}
+
+/** Nothing of the root is left: no process of it runs and its directory is gone. */
+export function gone(root: Root): { processes: number[]; directory: boolean } {
+  return { processes: leftovers(root.owner), directory: existsSync(root.dir) };
+}
+
+/** Chromium or Xvfb processes whose command line or environment names this browsers directory. */
+export function processesUnder(browsersDir: string): number[] {
+  const prefix = `${browsersDir}/`;
+  return listPids().filter((pid) => {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+      if (cmd.includes(prefix)) return true;
+      const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
+      return env.includes(`TMPDIR=${prefix}`);
+    } catch {
+      return false;
+    }
+  });
+}
+
+export interface EventRow {
+  id: string;
+  type: string;
+  project_id: string;
+  text: string;
+  data: any;
+  created: Date;
+}
+
+/** The events that end a session; other capabilities add their own (session.recording.ready). */
+export const END_EVENTS = ['session.completed', 'session.failed'];
+
+/** The session's events of the given types (default: the end events), oldest first. */
+export async function sessionEvents(db: Db, sessionId: string, types: string[] = END_EVENTS): Promise<EventRow[]> {
+  return db.query<EventRow>(`SELECT * FROM events WHERE data->>'session_id' = $1 AND type = ANY($2::text[]) ORDER BY created, id`, [sessionId, types]);
+}
+
+export async function sessionRow(db: Db, sessionId: string): Promise<Record<string, any> | undefined> {
+  const [row] = await db.query('SELECT * FROM sessions WHERE id = $1', [sessionId]);
+  return row;
+}
+
+/** A local web server for the pages sessions open. */
+export interface PageServer {
+  port: number;
+  /** http://127.0.0.1:port/path (host: another name for the same server, another origin). */
+  url(path?: string, host?: string): string;
+  /** Requests received, as "METHOD path". */
+  requests: string[];
+  close(): Promise<void>;
+}
+
+const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
+  '/': (_req, res) => html(res, '<title>Home</title><h1 id="h">Hello from the test server</h1>'),
+  '/second': (_req, res) => html(res, '<title>Second</title><p>second page</p>'),
+  // Opens a popup while the page loads, without a user gesture: the popup blocker's
+  // business. At once, not from a timer: a CDP client's evaluate (Playwright's waitForFunction
+  // polls that way) counts as a user gesture and would let a later popup through.
+  '/popup': (_req, res) =>
+    html(
+      res,
+      `<title>Popup</title><script>
+        let w = null;
+        try { w = window.open('/second', '_blank'); } catch (e) {}
+        window.popupResult = w ? 'opened' : 'blocked';
+      </script>`,
+    ),
+  // Reads /data from the other origin (localhost vs 127.0.0.1); /data sends no CORS headers.
+  '/cors': (req, res) => {
+    const other = `http://localhost:${(req.socket.address() as AddressInfo).port}/data`;
+    html(
+      res,
+      `<title>CORS</title><script>
+        fetch(${JSON.stringify(other)}).then((r) => r.text()).then(
+          (t) => { window.corsResult = 'read:' + t; },
+          (e) => { window.corsResult = 'blocked'; });
+      </script>`,
+    );
+  },
+  '/data': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('secret-data');
+  },
+  '/size': (_req, res) =>
+    html(res, '<title>Size</title><script>window.size = { w: innerWidth, h: innerHeight, sw: screen.width, sh: screen.height, ow: outerWidth, oh: outerHeight };</script>'),
+};
+
+function html(res: ServerResponse, body: string) {
+  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+  res.end(`<!doctype html><html><head><meta charset="utf-8"></head><body>${body}</body></html>`);
+}
+
+export async function startPageServer(): Promise<PageServer> {
+  const requests: string[] = [];
+  const server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    requests.push(`${req.method} ${path}`);
+    const page = pages[path];
+    if (page) return page(req, res);
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('not found');
+  });
+  // Not 127.0.0.1 only: the /cors page reaches the same server as localhost, which may be ::1.
+  await new Promise<void>((resolve) => server.listen(0, resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    url: (path = '/', host = '127.0.0.1') => `http://${host}:${port}${path}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
