@@ -105,13 +105,19 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
     args.push(`--proxy-server=${options.proxy.server}`);
     if (options.proxy.bypass) args.push(`--proxy-bypass-list=${options.proxy.bypass}`);
   }
+  // Background calls to Google services (network time, optimization hints) would show up
+  // in a session's metered traffic and domains. Chromium reads only the last
+  // --disable-features, so every feature goes into one.
+  const disabled = ['NetworkTimeServiceQuerying', 'OptimizationHints'];
   const extensions = options.extensionDirs ?? [];
   if (extensions.length > 0) {
     const list = extensions.join(',');
     // Chrome 137+ ignores --load-extension unless this feature is turned off (Chromium
     // builds still honour it; the flag keeps both working).
-    args.push(`--load-extension=${list}`, `--disable-extensions-except=${list}`, '--disable-features=DisableLoadExtensionCommandLineSwitch');
+    args.push(`--load-extension=${list}`, `--disable-extensions-except=${list}`);
+    disabled.push('DisableLoadExtensionCommandLineSwitch');
   }
+  args.push(`--disable-features=${disabled.join(',')}`);
   // Open one blank tab, so a CDP client attaching to the browser finds a page.
   args.push('about:blank');
   return args;
