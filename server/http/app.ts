@@ -224,10 +224,13 @@ interface HandlerResult {
 function serialize(result: HandlerResult): Response {
   const headers = new Headers(result.headers);
   if (result.body === undefined) return new Response(null, { status: result.status, headers });
-  if (result.contentType === undefined || /^application\/(.+\+)?json$/.test(result.contentType)) {
+  // Bytes and streams go out as they are, whatever their type (the fetch tool passes
+  // upstream JSON through byte for byte); other values are encoded as JSON.
+  const raw = result.body instanceof Uint8Array || result.body instanceof ReadableStream;
+  if (!raw && (result.contentType === undefined || /^application\/(.+\+)?json$/.test(result.contentType))) {
     headers.set('content-type', result.contentType ?? 'application/json');
     return new Response(JSON.stringify(result.body), { status: result.status, headers });
   }
-  headers.set('content-type', result.contentType);
+  headers.set('content-type', result.contentType ?? 'application/octet-stream');
   return new Response(result.body as BodyInit, { status: result.status, headers });
 }

@@ -1,0 +1,234 @@
+// Benchmark: the web fetch tool (POST /v1/tools/fetch/webpage on the real server, in-process
+// over real HTTP) against raw Playwright doing the same work in the same run: a warm browser,
+// a new context per page, goto, the same readiness wait (server/tools/readiness.ts), content.
+// Both fetch the fixture site's script-rendered page, at concurrency 1, 4 and 8.
+//
+//   pnpm exec tsx bench/fetch.ts [--requests N]   (N per concurrency level and side, default 24)
+//
+// Prints the machine, p50, p95 and pages per second of each side, and the ratios.
+// Goal: p50 at most 1.15x raw Playwright's, throughput at least 0.9x.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem, platform, release } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { chromium, type Browser } from 'playwright-core';
+import { startFixtureServer } from '../fixtures/server.js';
+import { startTestServer } from '../server/testing/harness.js';
+import { NetworkTracker, waitForReady } from '../server/tools/readiness.js';
+
+export interface Stats {
+  p50: number;
+  p95: number;
+  pagesPerSecond: number;
+  /** CPU milliseconds per page: this process (server and clients) and the side's browser. */
+  nodeCpuMs?: number;
+  browserCpuMs?: number;
+}
+
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+/**
+ * CPU time (ms) of a browser and every process under it (zygotes, renderers, GPU and
+ * utility processes): the main processes are those whose command line matches `isMain`.
+ */
+function browserCpu(isMain: (cmdline: string) => boolean): number {
+  const procs = new Map<number, { ppid: number; ticks: number; main: boolean }>();
+  for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      const cmdline = readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]), main: isMain(cmdline) });
+    } catch {
+      // gone
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 10; hops++) {
+      const info = procs.get(p);
+      if (!info) return false;
+      if (info.main) return true;
+      p = info.ppid;
+    }
+    return false;
+  };
+  let ticks = 0;
+  for (const [pid, info] of procs) if (inTree(pid)) ticks += info.ticks;
+  return ticks * TICK_MS;
+}
+
+export interface LevelResult {
+  concurrency: number;
+  tool: Stats;
+  raw: Stats;
+  p50Ratio: number;
+  throughputRatio: number;
+}
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const FLAGS = [
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+  '--disable-quic',
+  '--disable-dev-shm-usage',
+  // An inert switch that tells this browser's processes apart for the CPU figures.
+  '--bench-raw-browser',
+];
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+/** Runs `total` jobs, `concurrency` at a time; answers the latencies and the wall time. */
+async function drive(total: number, concurrency: number, job: () => Promise<void>, marker?: (cmdline: string) => boolean): Promise<Stats> {
+  const latencies: number[] = [];
+  const cpu0 = process.cpuUsage();
+  const b0 = marker ? browserCpu(marker) : 0;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        next++;
+        const t = performance.now();
+        await job();
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  // The run ends when every context is closed (the tool's close inside the server).
+  await Promise.all(closing);
+  const wall = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  latencies.sort((a, b) => a - b);
+  return {
+    p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
+    pagesPerSecond: total / wall,
+    nodeCpuMs: (cpu.user + cpu.system) / 1000 / total,
+    ...(marker ? { browserCpuMs: (browserCpu(marker) - b0) / total } : {}),
+  };
+}
+
+/** Contexts closing behind answers already given (both sides close after answering). */
+const closing = new Set<Promise<void>>();
+
+async function rawFetch(browser: Browser, url: string): Promise<string> {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const tracker = new NetworkTracker(page);
+    await page.goto(url, { waitUntil: 'commit', timeout: 120_000 });
+    await waitForReady(page, tracker, { deadline: Date.now() + 120_000 });
+    const html = await page.content();
+    tracker.dispose();
+    return html;
+  } finally {
+    const c = context.close();
+    closing.add(c);
+    void c.finally(() => closing.delete(c));
+  }
+}
+
+export async function runFetchBench(options: { requests?: number; levels?: number[]; out?: (line: string) => void } = {}): Promise<LevelResult[]> {
+  const out = options.out ?? ((line: string) => console.log(line));
+  const requests = options.requests ?? 24;
+  const levels = options.levels ?? [1, 4, 8];
+  const cpu = cpus();
+  out(`machine: ${cpu[0]?.model ?? 'unknown CPU'}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory, ${platform()} ${release()}, Node ${process.version}`);
+
+  const fx = await startFixtureServer();
+  const url = `${fx.url}/site/script-rendered.html`;
+  // One fetch browser, as raw Playwright has one warm browser; enough slots for the levels.
+  const server = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_MAX_CONCURRENCY: String(Math.max(...levels)), FETCH_RATE_PER_MINUTE: '1000000' } });
+  const raw = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  const results: LevelResult[] = [];
+  try {
+    // Which processes are whose: the tool browsers' roots, Playwright's own profile dirs.
+    const label = `cbt-${createHash('sha256').update(server.config.dataDir).digest('hex').slice(0, 12)}`;
+    const isMain = (c: string) => !c.includes(' --type=') && c.includes('--remote-debugging-pipe');
+    const toolMarker = (c: string) => isMain(c) && c.includes(label);
+    const rawMarker = (c: string) => isMain(c) && c.includes('--bench-raw-browser');
+    const cpuText = (st: Stats) => `${(st.nodeCpuMs ?? 0).toFixed(0)}+${(st.browserCpuMs ?? 0).toFixed(0)}`;
+    let currentConcurrency = 1;
+    const toolFetch = async () => {
+      const res = await server.request('/v1/tools/fetch/webpage', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url }),
+      });
+      const html = await res.text();
+      if (res.status !== 200 || !html.includes('Rendered by script')) throw new Error(`tool answered ${res.status}: ${html.slice(0, 200)}`);
+    };
+    const rawJob = async () => {
+      // At most `concurrency` contexts at once, closing ones included, as the tool's slots.
+      while (closing.size >= currentConcurrency) await Promise.race(closing);
+      const html = await rawFetch(raw, url);
+      if (!html.includes('Rendered by script')) throw new Error('raw Playwright did not render the page');
+    };
+    // Warm both: the fetch browser's launch, JIT, caches.
+    await drive(4, 2, toolFetch);
+    await drive(4, 2, rawJob);
+
+    out(`page: script-rendered fixture; ${requests} pages per side and level; times in ms`);
+    out('concurrency | tool p50 | tool p95 | tool pages/s | raw p50 | raw p95 | raw pages/s | p50 ratio | throughput ratio | CPU ms/page tool (node+browser) | raw');
+    for (const concurrency of levels) {
+      currentConcurrency = concurrency;
+      // Alternate the sides in halves so drift (thermal, other load) hits both alike.
+      const half = Math.ceil(requests / 2);
+      const t1 = await drive(half, concurrency, toolFetch, toolMarker);
+      const r1 = await drive(half, concurrency, rawJob, rawMarker);
+      const r2 = await drive(requests - half, concurrency, rawJob, rawMarker);
+      const t2 = await drive(requests - half, concurrency, toolFetch, toolMarker);
+      const avg = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : (x + y) / 2);
+      const merge = (a: Stats, b: Stats): Stats => ({
+        p50: (a.p50 + b.p50) / 2,
+        p95: Math.max(a.p95, b.p95),
+        pagesPerSecond: requests / (half / a.pagesPerSecond + (requests - half) / b.pagesPerSecond),
+        nodeCpuMs: avg(a.nodeCpuMs, b.nodeCpuMs),
+        browserCpuMs: avg(a.browserCpuMs, b.browserCpuMs),
+      });
+      const tool = merge(t1, t2);
+      const rawStats = merge(r1, r2);
+      const r: LevelResult = {
+        concurrency,
+        tool,
+        raw: rawStats,
+        p50Ratio: tool.p50 / rawStats.p50,
+        throughputRatio: tool.pagesPerSecond / rawStats.pagesPerSecond,
+      };
+      results.push(r);
+      const f = (n: number) => n.toFixed(0);
+      out(
+        `${String(concurrency).padStart(11)} | ${f(tool.p50).padStart(8)} | ${f(tool.p95).padStart(8)} | ${tool.pagesPerSecond.toFixed(2).padStart(12)} | ${f(rawStats.p50).padStart(7)} | ${f(rawStats.p95).padStart(7)} | ${rawStats.pagesPerSecond.toFixed(2).padStart(11)} | ${r.p50Ratio.toFixed(2).padStart(9)} | ${r.throughputRatio.toFixed(2).padStart(16)} | ${cpuText(tool).padStart(31)} | ${cpuText(rawStats)}`,
+      );
+    }
+    out(`load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')} (${cpu.length} cores): other work on the machine skews the times`);
+    const worstP50 = Math.max(...results.map((r) => r.p50Ratio));
+    const worstThroughput = Math.min(...results.map((r) => r.throughputRatio));
+    out(
+      `goal p50 <= 1.15x raw: ${worstP50 <= 1.15 ? 'met' : 'missed'} (worst ${worstP50.toFixed(2)}x); throughput >= 0.9x raw: ${worstThroughput >= 0.9 ? 'met' : 'missed'} (worst ${worstThroughput.toFixed(2)}x)`,
+    );
+  } finally {
+    await raw.close();
+    await server.close();
+    await fx.close();
+  }
+  return results;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const i = process.argv.indexOf('--requests');
+  const requests = i > 0 ? Number(process.argv[i + 1]) : undefined;
+  runFetchBench({ requests }).then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

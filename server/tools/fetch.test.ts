@@ -1,0 +1,438 @@
+// The web fetch tool end to end: the real server in-process over real HTTP, real Chromium,
+// the local fixture site (fixtures/server.ts) for every page, file and challenge.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { chromium } from 'playwright-core';
+import { Server as ProxyServer } from 'proxy-chain';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  captchaTokenFor,
+  FIXTURE_SITEKEY,
+  fixtureBinary,
+  fixtureJson,
+  fixturePdf,
+  fixturePng,
+  fixtureText,
+  startFixtureServer,
+  type FixtureServer,
+} from '../../fixtures/server.js';
+import { createProject } from '../auth/api-keys.js';
+import { startTestServer, type TestServer } from '../testing/harness.js';
+
+let fx: FixtureServer;
+let srv: TestServer;
+
+const post = (s: TestServer, path: string, body: unknown, key?: string) =>
+  s.request(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { 'service-api-key': key } : {}) },
+    body: JSON.stringify(body),
+  });
+const fetchUrl = (s: TestServer, url: string, key?: string) => post(s, '/v1/tools/fetch/webpage', { url }, key);
+
+async function ledger(s: TestServer): Promise<{ n: number; credits: number }> {
+  const [row] = await s.db.query<{ n: number; credits: number }>(
+    "SELECT count(*)::int AS n, COALESCE(sum(credits), 0)::float8 AS credits FROM usage_ledger WHERE kind = 'fetch'",
+  );
+  return row;
+}
+
+beforeAll(async () => {
+  fx = await startFixtureServer();
+  srv = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_MAX_CONCURRENCY: '2', MAX_CONCURRENT_BROWSERS: '1' } });
+}, 120_000);
+
+afterAll(async () => {
+  await srv?.close();
+  await fx?.close();
+});
+
+describe('web fetch: pages', () => {
+  it('answers the rendered DOM of a script-rendered page as text/html (F1, F6)', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/site/script-rendered.html`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(res.headers.get('content-disposition')).toBeNull();
+    const html = await res.text();
+    expect(html).toMatch(/^<!DOCTYPE html>|^<html/i);
+    expect(html).toContain('id="rendered">Rendered by script: fixture #42</p>');
+    expect(html).toMatch(/<li class="item">item a<\/li>/);
+  });
+
+  it('returns a page that never settles, within the readiness bound', async () => {
+    const started = Date.now();
+    const res = await fetchUrl(srv, `${fx.url}/site/never-settles.html`);
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    const ticks = Number(/id="ticks">(\d+)</.exec(html)?.[1]);
+    expect(ticks).toBeGreaterThan(0);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  }, 30_000);
+
+  it('is sessionless: no session row, and it works while the concurrent-browser limit is reached (F7)', async () => {
+    const count = async () => (await srv.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions'))[0].n;
+    const before = await count();
+    const made = await post(srv, '/v1/sessions', { browser: { headless: { active: true } } });
+    expect(made.status).toBe(200);
+    const { data } = (await made.json()) as { data: { id: string } };
+    try {
+      const refused = await post(srv, '/v1/sessions', { browser: { headless: { active: true } } });
+      expect(refused.status).toBe(429);
+      await refused.arrayBuffer();
+      const res = await fetchUrl(srv, `${fx.url}/site/script-rendered.html`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('Rendered by script');
+      expect(await count()).toBe(before + 1); // the session made above, none for the fetch
+    } finally {
+      await srv.request(`/v1/sessions/${data.id}`, { method: 'DELETE' });
+    }
+  }, 90_000);
+});
+
+describe('web fetch: consent dialogs (F2)', () => {
+  // Each fixture page records, as the page itself sees it, the decision stored by the library
+  // and whether the library's dialog is still visible.
+  const state = (html: string) => /id="consent-state" data-decision="([^"]+)" data-dialog="([^"]+)"/.exec(html)?.slice(1);
+
+  for (const [name, page] of [
+    ['vanilla-cookieconsent', 'vanilla'],
+    ['Klaro', 'klaro'],
+    ['cookieconsent (Osano)', 'osano'],
+    ['tarteaucitron.js', 'tarteaucitron'],
+    ['a hand-made German banner (text heuristics)', 'banner-de'],
+  ]) {
+    it(`rejects non-essential cookies in ${name} and returns the page without the dialog`, async () => {
+      const res = await fetchUrl(srv, `${fx.url}/site/consent/${page}.html`);
+      expect(res.status).toBe(200);
+      const html = await res.text();
+      expect(html).toContain('id="article"');
+      expect(state(html)).toEqual(['rejected', 'hidden']);
+    });
+  }
+});
+
+describe('web fetch: bot-detection challenges (F3)', () => {
+  it('the JavaScript check is real: a plain headless Playwright is refused by it', async () => {
+    const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--disable-quic', '--no-first-run'] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${fx.url}/challenge/js`);
+      await page.waitForSelector('#reasons', { timeout: 10_000 });
+      expect(await page.title()).toBe('Just a moment...');
+      expect(await page.textContent('#reasons')).toMatch(/webdriver|headless-user-agent/);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('waits through a JavaScript interstitial and returns the page behind it, never the interstitial', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/challenge/js`);
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain('id="protected">You passed the JavaScript check.');
+    expect(html).not.toContain('Just a moment');
+    expect(html).toContain('id="scripted"');
+  });
+
+  it('solves a proof-of-work captcha (ALTCHA) by running it', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/challenge/pow`);
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain('id="protected">Proof of work accepted.');
+    expect(html).not.toContain('altcha-widget');
+  });
+
+  it('without a captcha-solving service, a captcha interstitial is an error, never returned', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/challenge/captcha`);
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { error: string };
+    expect(body.error).toMatch(/captcha/i);
+  });
+});
+
+describe('web fetch: files and other resources (F4, F5, F6)', () => {
+  it('a PDF: original bytes, original type, Content-Disposition: attachment with its name', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/files/report.pdf`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/pdf');
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="report.pdf"');
+    expect(Buffer.from(await res.arrayBuffer()).equals(fixturePdf)).toBe(true);
+  });
+
+  it('a download: original bytes and type, the upstream file name', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/files/archive.bin`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="data-archive.bin"');
+    expect(Buffer.from(await res.arrayBuffer()).equals(fixtureBinary)).toBe(true);
+  });
+
+  it('JSON keeps its type and bytes (not re-encoded, not wrapped)', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/api/data.json`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json');
+    expect(res.headers.get('content-disposition')).toBeNull();
+    expect(await res.text()).toBe(fixtureJson);
+  });
+
+  it('an image and a text file keep their type and bytes', async () => {
+    const png = await fetchUrl(srv, `${fx.url}/images/pixel.png`);
+    expect(png.status).toBe(200);
+    expect(png.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await png.arrayBuffer()).equals(fixturePng)).toBe(true);
+    const txt = await fetchUrl(srv, `${fx.url}/text/notes.txt`);
+    expect(txt.status).toBe(200);
+    expect(txt.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(await txt.text()).toBe(fixtureText);
+  });
+
+  it('follows redirects to the resource', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/redirect?to=${encodeURIComponent('/api/data.json')}`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(fixtureJson);
+  });
+});
+
+describe('web fetch: errors ({error: string}) and billing (F8, F9)', () => {
+  it('an invalid URL and a refused scheme answer 400', async () => {
+    const bad = await fetchUrl(srv, 'not a url');
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: 'Invalid URL: not a url' });
+    const ftp = await fetchUrl(srv, 'ftp://files.example.org/a.txt');
+    expect(ftp.status).toBe(400);
+    expect(await ftp.json()).toEqual({ error: 'Only http and https URLs are supported: ftp://files.example.org/a.txt' });
+  });
+
+  it('a host that does not resolve answers 502 with the resolver error', async () => {
+    const res = await fetchUrl(srv, 'http://nonexistent.invalid/');
+    expect(res.status).toBe(502);
+    expect(await res.json()).toEqual({ error: 'getaddrinfo ENOTFOUND nonexistent.invalid' });
+  });
+
+  it('an upstream 5xx and a refused connection answer 502', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/status/503`);
+    expect(res.status).toBe(502);
+    expect(await res.json()).toEqual({ error: 'Upstream error: the server answered 503 Service Unavailable' });
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const refused = await fetchUrl(srv, `http://127.0.0.1:${port}/`);
+    expect(refused.status).toBe(502);
+    expect(((await refused.json()) as { error: string }).error).toBe(`Upstream error: 127.0.0.1:${port} refused the connection`);
+  });
+
+  it('each 200 charges 0.005 credits to the ledger; 4xx and 5xx charge nothing', async () => {
+    const before = await ledger(srv);
+    expect((await fetchUrl(srv, `${fx.url}/api/data.json`)).status).toBe(200);
+    const after = await ledger(srv);
+    expect(after.n).toBe(before.n + 1);
+    expect(after.credits - before.credits).toBeCloseTo(0.005, 10);
+    expect((await fetchUrl(srv, 'not a url')).status).toBe(400);
+    expect((await fetchUrl(srv, `${fx.url}/status/503`)).status).toBe(502);
+    expect((await fetchUrl(srv, 'http://nonexistent.invalid/')).status).toBe(502);
+    expect(await ledger(srv)).toEqual(after);
+  });
+});
+
+describe('screenshot and page PDF', () => {
+  it('POST /v1/tools/screenshot answers a PNG of the asked size, and of the whole page with full_page', async () => {
+    const res = await post(srv, '/v1/tools/screenshot', { url: `${fx.url}/site/script-rendered.html`, width: 800, height: 600, wait_until: 'networkidle' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/png');
+    const png = Buffer.from(await res.arrayBuffer());
+    expect(png.subarray(1, 4).toString()).toBe('PNG');
+    expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([800, 600]);
+    const full = await post(srv, '/v1/tools/screenshot', { url: `${fx.url}/site/consent/tarteaucitron.html`, width: 400, height: 300, full_page: true });
+    expect(full.status).toBe(200);
+    const fp = Buffer.from(await full.arrayBuffer());
+    expect(fp.readUInt32BE(16)).toBe(400);
+    expect(fp.readUInt32BE(20)).toBeGreaterThanOrEqual(300);
+  });
+
+  it('POST /v1/tools/page-pdf answers a PDF with the print options', async () => {
+    const res = await post(srv, '/v1/tools/page-pdf', {
+      url: `${fx.url}/site/script-rendered.html`,
+      format: 'A4',
+      landscape: true,
+      print_background: true,
+      margin: { top: '1cm', bottom: '1cm' },
+      wait_until: 'networkidle',
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/pdf');
+    const pdf = Buffer.from(await res.arrayBuffer());
+    expect(pdf.subarray(0, 5).toString()).toBe('%PDF-');
+    // A4 landscape: 842 x 595 points.
+    const box = /MediaBox\s*\[\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*\]/.exec(pdf.toString('latin1'));
+    expect(box, 'a MediaBox').not.toBeNull();
+    expect(Math.abs(Number(box![3]) - 842)).toBeLessThan(2);
+    expect(Math.abs(Number(box![4]) - 595)).toBeLessThan(2);
+  });
+
+  it('screenshot and PDF errors use the general shape', async () => {
+    const res = await post(srv, '/v1/tools/screenshot', { url: 'http://nonexistent.invalid/' });
+    expect(res.status).toBe(502);
+    expect(await res.json()).toEqual({ error: { code: 502, message: 'getaddrinfo ENOTFOUND nonexistent.invalid' } });
+    const pdf = await post(srv, '/v1/tools/page-pdf', { url: 'ftp://example.org/x' });
+    expect(pdf.status).toBe(400);
+  });
+});
+
+describe('rate limit per API key (F10)', () => {
+  it('past FETCH_RATE_PER_MINUTE a key gets 429 with Retry-After; another key is unaffected', async () => {
+    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_RATE_PER_MINUTE: '2' } });
+    try {
+      const fixtureJsonUrl = `${fx.url}/api/data.json`;
+      expect((await fetchUrl(s, fixtureJsonUrl)).status).toBe(200);
+      expect((await fetchUrl(s, 'not a url')).status).toBe(400); // counted too
+      const limited = await fetchUrl(s, fixtureJsonUrl);
+      expect(limited.status).toBe(429);
+      expect(await limited.json()).toEqual({ error: 'Rate limit exceeded' });
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      const other = await createProject(s.db, { name: 'other', source: 'test' });
+      const res = await fetchUrl(s, fixtureJsonUrl, other.key);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe(fixtureJson);
+    } finally {
+      await s.close();
+    }
+  }, 90_000);
+});
+
+describe('address policy and time limit', () => {
+  it('refuses private, loopback and link-local addresses (403) unless the operator allows them', async () => {
+    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', ALLOW_PRIVATE_NETWORKS: 'false' } });
+    try {
+      for (const url of [`${fx.url}/site/script-rendered.html`, 'http://localhost:9/', 'http://169.254.169.254/latest/meta-data/']) {
+        const res = await fetchUrl(s, url);
+        expect(res.status).toBe(403);
+        expect(((await res.json()) as { error: string }).error).toMatch(/^Refused to fetch a private, loopback or link-local address: /);
+      }
+      const shot = await post(s, '/v1/tools/screenshot', { url: `${fx.url}/` });
+      expect(shot.status).toBe(403);
+      expect(((await shot.json()) as { error: { code: number } }).error.code).toBe(403);
+    } finally {
+      await s.close();
+    }
+  }, 90_000);
+
+  it('an upstream that never answers gives 504 after FETCH_TIMEOUT_SECONDS; the fetch browsers close with the server', async () => {
+    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_TIMEOUT_SECONDS: '3' } });
+    const installation = createHash('sha256').update(s.config.dataDir).digest('hex').slice(0, 12);
+    try {
+      const started = Date.now();
+      const res = await fetchUrl(s, `${fx.url}/hang`);
+      expect(res.status).toBe(504);
+      expect(await res.json()).toEqual({ error: 'Upstream timed out after 3 seconds' });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(chromiumsUnder(`cbt-${installation}`)).toBeGreaterThan(0);
+    } finally {
+      await s.close();
+    }
+    expect(chromiumsUnder(`cbt-${installation}`)).toBe(0);
+  }, 90_000);
+
+  it('an internal failure (no browser can start) answers 500 in the general shape', async () => {
+    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', CHROMIUM_PATH: '/nonexistent/chromium' } });
+    try {
+      const res = await fetchUrl(s, `${fx.url}/api/data.json`);
+      expect(res.status).toBe(500);
+      expect(await res.json()).toEqual({ error: { code: 500, message: 'Internal server error' } });
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+});
+
+/** Processes whose command line mentions `marker` (the tool browsers' root). */
+function chromiumsUnder(marker: string): number {
+  let n = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) n++;
+    } catch {
+      // gone
+    }
+  }
+  return n;
+}
+
+describe('captcha-solving service (createTask/getTaskResult)', () => {
+  it('sends the captcha to the configured service and submits its token', async () => {
+    const key = 'stub-client-key-0123456789';
+    const tasks: { type: string; websiteURL: string; websiteKey: string }[] = [];
+    let polls = 0;
+    const stub: Server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
+      res.setHeader('content-type', 'application/json');
+      if (body.clientKey !== key) return res.end(JSON.stringify({ errorId: 1, errorCode: 'ERROR_KEY_DOES_NOT_EXIST', errorDescription: 'Account authorization key not found' }));
+      if (req.url === '/createTask') {
+        tasks.push(body.task);
+        return res.end(JSON.stringify({ errorId: 0, taskId: 7001 }));
+      }
+      if (req.url === '/getTaskResult' && body.taskId === 7001) {
+        polls++;
+        const t = tasks[0];
+        return res.end(JSON.stringify({ errorId: 0, status: 'ready', solution: { gRecaptchaResponse: captchaTokenFor(t.websiteKey) } }));
+      }
+      res.end(JSON.stringify({ errorId: 16, errorCode: 'ERROR_NO_SUCH_CAPCHA_ID' }));
+    });
+    await new Promise<void>((r) => stub.listen(0, '127.0.0.1', () => r()));
+    const logs: string[] = [];
+    const s = await startTestServer({
+      env: { FETCH_BROWSERS: '1', CAPTCHA_SERVICE_URL: `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, CAPTCHA_SERVICE_KEY: key, LOG_LEVEL: 'debug' },
+      logs,
+    });
+    try {
+      const res = await fetchUrl(s, `${fx.url}/challenge/captcha`);
+      expect(res.status).toBe(200);
+      const html = await res.text();
+      expect(html).toContain('id="protected">Captcha accepted.');
+      expect(html).not.toContain('g-recaptcha');
+      expect(tasks).toEqual([{ type: 'RecaptchaV2TaskProxyless', websiteURL: `${fx.url}/challenge/captcha`, websiteKey: FIXTURE_SITEKEY }]);
+      expect(polls).toBe(1);
+      expect(logs.join('\n')).not.toContain(key);
+    } finally {
+      await s.close();
+      await new Promise<void>((r) => stub.close(() => r()));
+    }
+  }, 90_000);
+});
+
+describe("the operator's upstream proxy", () => {
+  it('sends every request through FETCH_PROXY_URL, with its credentials, never logged', async () => {
+    const seen: string[] = [];
+    const proxy = new ProxyServer({
+      port: 0,
+      host: '127.0.0.1',
+      verbose: false,
+      prepareRequestFunction: ({ username, password, hostname }) => {
+        const ok = username === 'operator' && password === 'pr0xy-s3cret';
+        if (ok) seen.push(hostname);
+        return { requestAuthentication: !ok };
+      },
+    });
+    await proxy.listen();
+    const logs: string[] = [];
+    const s = await startTestServer({
+      env: { FETCH_BROWSERS: '1', FETCH_PROXY_URL: `http://operator:pr0xy-s3cret@127.0.0.1:${proxy.port}`, LOG_LEVEL: 'debug' },
+      logs,
+    });
+    try {
+      const res = await fetchUrl(s, `${fx.url}/site/script-rendered.html`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('Rendered by script');
+      // The page and what its script fetched (Chromium's own background requests too).
+      expect(seen.filter((h) => h === '127.0.0.1').length).toBeGreaterThanOrEqual(2);
+      expect(logs.join('\n')).not.toContain('pr0xy-s3cret');
+    } finally {
+      await s.close();
+      await proxy.close(true);
+    }
+  }, 90_000);
+});

@@ -1,0 +1,582 @@
+// The web fetch tool and its two siblings (screenshot, page PDF): one pipeline on the shared
+// fetch browsers.
+//
+//   check the URL (scheme, address policy, DNS) → a fresh context on a fetch browser (stealth
+//   and autoconsent installed) → navigate, watching the main document's response through
+//   CDP Fetch interception (status, headers, and for a non-HTML resource its original bytes)
+//   → for a page: ready (readiness.ts) → challenges passed (challenges.ts) → consent
+//   dismissed (consent.ts) → the rendered DOM; for anything else: the upstream bytes.
+//
+// Errors are ToolError with the status and message the handlers answer.
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { createHash } from 'node:crypto';
+import type { BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { assertPublicUrl, blockedRange, urlHost, UrlPolicyError } from '../net/address-policy.js';
+import { CaptchaServiceClient, type CaptchaSolver } from './captcha-adapter.js';
+import { ChallengeError, passChallenges } from './challenges.js';
+import { ConsentTracker } from './consent.js';
+import { BrowsersClosedError, FetchBrowsers, QueueFullError, QueueTimeoutError } from './fetch-browsers.js';
+import { NetworkTracker, waitForAnimations, waitForReady } from './readiness.js';
+import { stealthContextOptions, stealthScript } from './stealth.js';
+
+export type ToolErrorStatus = 400 | 403 | 429 | 500 | 502 | 504;
+
+export class ToolError extends Error {
+  constructor(
+    readonly status: ToolErrorStatus,
+    message: string,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+/** A non-HTML resource, as the upstream served it. */
+export interface FileResult {
+  kind: 'file';
+  contentType: string;
+  body: Buffer;
+  /** `attachment; filename="…"` for PDFs and downloads. */
+  disposition?: string;
+  status: number;
+}
+
+export interface PageResult {
+  kind: 'html';
+  html: string;
+  status: number;
+  /** Challenges passed and consent dialogs dismissed, for the log. */
+  challenges: string[];
+  consent: string[];
+}
+
+export type FetchResult = FileResult | PageResult;
+
+export type WaitUntil = 'load' | 'domcontentloaded' | 'networkidle';
+
+export interface ScreenshotOptions {
+  url: string;
+  width: number;
+  height: number;
+  fullPage: boolean;
+  waitUntil: WaitUntil;
+  waitMs: number;
+  captureBeyondViewport: boolean;
+}
+
+export interface PdfOptions {
+  url: string;
+  format: string;
+  landscape: boolean;
+  printBackground: boolean;
+  scale: number;
+  margin?: { top?: string; right?: string; bottom?: string; left?: string };
+  pageRanges?: string;
+  waitUntil: WaitUntil;
+}
+
+export interface ToolServiceOptions {
+  config: Pick<
+    Config,
+    | 'chromiumPath'
+    | 'dataDir'
+    | 'allowPrivateNetworks'
+    | 'fetchBrowsers'
+    | 'fetchMaxConcurrency'
+    | 'fetchMaxQueue'
+    | 'fetchTimeoutSeconds'
+    | 'fetchProxyUrl'
+    | 'captchaServiceUrl'
+    | 'captchaServiceKey'
+  >;
+  log: Logger;
+  /** Overrides the captcha service from the configuration (tests). */
+  solver?: CaptchaSolver;
+}
+
+/** Types a browser shows as a page (everything else is returned as it came). */
+function isHtmlType(contentType: string | undefined): boolean {
+  if (!contentType) return true; // the browser sniffs; it renders what it can
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  return type === 'text/html' || type === 'application/xhtml+xml';
+}
+
+/** Types returned as they are but not as a download. */
+function isInlineType(contentType: string): boolean {
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  return /^(text\/|image\/|application\/(.+\+)?(json|xml)$|application\/(javascript|ecmascript|x-javascript|ld\+json|manifest\+json|rss\+xml|atom\+xml)$)/.test(type);
+}
+
+/** The file name of a download: the upstream's Content-Disposition, else the URL's last segment. */
+export function fileNameOf(disposition: string | undefined, url: string): string {
+  if (disposition) {
+    const star = /filename\*\s*=\s*(?:UTF-8|utf-8)?''([^;]+)/i.exec(disposition);
+    if (star) {
+      try {
+        return decodeURIComponent(star[1].trim().replace(/^"|"$/g, ''));
+      } catch {
+        // fall through
+      }
+    }
+    const plain = /filename\s*=\s*("([^"]*)"|[^;]+)/i.exec(disposition);
+    if (plain) return (plain[2] ?? plain[1]).trim();
+  }
+  try {
+    const seg = decodeURIComponent(new URL(url).pathname.split('/').filter(Boolean).pop() ?? '');
+    if (seg) return seg;
+  } catch {
+    // fall through
+  }
+  return 'download';
+}
+
+/** `attachment; filename="…"`, with an RFC 5987 form for names outside ASCII. */
+export function attachmentHeader(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const header = `attachment; filename="${ascii}"`;
+  return ascii === name ? header : `${header}; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/**
+ * The error for a main document that is an upstream failure: a 5xx of the server, or one of
+ * the 59x statuses the proxies (proxy-chain) answer for a connection they could not make.
+ */
+function upstreamFailure(last: MainResponse | undefined): ToolError | undefined {
+  if (!last || last.status < 500) return undefined;
+  let host = '';
+  try {
+    host = new URL(last.url).host;
+  } catch {
+    // keep empty
+  }
+  switch (last.status) {
+    case 593:
+      return new ToolError(502, `getaddrinfo ENOTFOUND ${host.replace(/:\d+$/, '')}`);
+    case 594:
+      return new ToolError(502, `Upstream error: ${host} refused the connection`);
+    case 595:
+    case 596:
+      return new ToolError(502, `Upstream error: ${host} reset the connection`);
+    case 597:
+      return new ToolError(502, 'Upstream error: the upstream proxy refused its credentials');
+  }
+  if (last.status >= 590 && last.status <= 599) return new ToolError(502, `Upstream error: the connection to ${host} failed`);
+  return new ToolError(502, `Upstream error: the server answered ${last.status} ${last.statusText || STATUS_TEXT[last.status] || ''}`.trim());
+}
+
+/** What the traffic proxy answers (plain HTTP) when it refuses a private destination. */
+const PROXY_REFUSAL = /is a private address and the operator of this service has not allowed private networks/;
+
+interface MainResponse {
+  url: string;
+  status: number;
+  statusText: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * Watches the main frame's document responses through CDP Fetch interception (response
+ * stage, documents only: one round trip per document, none per subresource). In 'capture'
+ * mode a non-HTML main document is read whole and the navigation stopped: its bytes and
+ * headers are the result, exactly as the upstream sent them.
+ */
+class MainDocument {
+  last?: MainResponse;
+  /** The URL of the last main-frame navigation request (the target of a redirect too). */
+  lastRequestUrl?: string;
+  refusedPrivate = false;
+  file?: FileResult;
+  private fileResolve!: (f: FileResult) => void;
+  readonly captured = new Promise<FileResult>((r) => (this.fileResolve = r));
+  private mainFrameId = '';
+
+  private constructor(
+    private readonly cdp: CDPSession,
+    private readonly mode: 'capture' | 'render',
+    private readonly log: Logger,
+  ) {}
+
+  static async attach(context: BrowserContext, page: Page, mode: 'capture' | 'render', log: Logger): Promise<MainDocument> {
+    const cdp = await context.newCDPSession(page);
+    const doc = new MainDocument(cdp, mode, log);
+    const tree = (await cdp.send('Page.getFrameTree')) as { frameTree: { frame: { id: string } } };
+    doc.mainFrameId = tree.frameTree.frame.id;
+    cdp.on('Fetch.requestPaused', (e) => void doc.onPaused(e as unknown as Paused));
+    await cdp.send('Fetch.enable', { patterns: [{ resourceType: 'Document', requestStage: 'Response' }] });
+    page.on('request', (r) => {
+      if (r.isNavigationRequest() && r.frame() === page.mainFrame()) doc.lastRequestUrl = r.url();
+    });
+    return doc;
+  }
+
+  private async onPaused(e: Paused): Promise<void> {
+    const go = () => this.cdp.send('Fetch.continueRequest', { requestId: e.requestId }).catch(() => {});
+    try {
+      if (e.frameId !== this.mainFrameId || e.responseErrorReason || e.responseStatusCode === undefined) return void (await go());
+      const status = e.responseStatusCode;
+      const headers: Record<string, string> = {};
+      for (const h of e.responseHeaders ?? []) {
+        const k = h.name.toLowerCase();
+        headers[k] = headers[k] !== undefined && k !== 'set-cookie' ? `${headers[k]}, ${h.value}` : h.value;
+      }
+      if (status >= 300 && status < 400 && headers.location) return void (await go());
+      this.last = { url: e.request.url, status, statusText: e.responseStatusText || STATUS_TEXT[status] || '', headers };
+      if (status === 403 && (headers['content-type'] ?? '').startsWith('text/plain')) {
+        // The traffic proxy's own refusal of a private destination (plain HTTP)?
+        const body = await this.body(e.requestId).catch(() => undefined);
+        if (body && PROXY_REFUSAL.test(body.toString('utf8'))) this.refusedPrivate = true;
+      }
+      const contentType = headers['content-type'];
+      const disposition = headers['content-disposition'];
+      const download = disposition !== undefined && /^\s*attachment/i.test(disposition);
+      if (this.mode === 'capture' && (download || !isHtmlType(contentType)) && !this.file) {
+        const body = await this.body(e.requestId);
+        const type = contentType || 'application/octet-stream';
+        const asFile = download || !isInlineType(type);
+        this.file = {
+          kind: 'file',
+          contentType: type,
+          body,
+          status,
+          ...(asFile ? { disposition: attachmentHeader(fileNameOf(disposition, e.request.url)) } : {}),
+        };
+        this.fileResolve(this.file);
+        await this.cdp.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'Aborted' }).catch(() => {});
+        return;
+      }
+      await go();
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'main document interception failed; continuing');
+      await go();
+    }
+  }
+
+  private async body(requestId: string): Promise<Buffer> {
+    const r = (await this.cdp.send('Fetch.getResponseBody', { requestId })) as { body: string; base64Encoded: boolean };
+    return Buffer.from(r.body, r.base64Encoded ? 'base64' : 'utf8');
+  }
+}
+
+interface Paused {
+  requestId: string;
+  request: { url: string };
+  frameId: string;
+  resourceType: string;
+  responseErrorReason?: string;
+  responseStatusCode?: number;
+  responseStatusText?: string;
+  responseHeaders?: { name: string; value: string }[];
+}
+
+export class ToolService {
+  readonly browsers: FetchBrowsers;
+  private readonly solver?: CaptchaSolver;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly o: ToolServiceOptions) {
+    const { config, log } = o;
+    // Marks this installation's tool browsers in their command line (tests, benchmarks, ps).
+    const installation = createHash('sha256').update(config.dataDir).digest('hex').slice(0, 12);
+    this.browsers = new FetchBrowsers({
+      chromiumPath: config.chromiumPath,
+      browsers: config.fetchBrowsers,
+      maxConcurrency: config.fetchMaxConcurrency,
+      maxQueue: config.fetchMaxQueue,
+      allowPrivateNetworks: config.allowPrivateNetworks,
+      proxyUrl: config.fetchProxyUrl,
+      label: `cbt-${installation}`,
+      log,
+    });
+    this.solver =
+      o.solver ??
+      (config.captchaServiceUrl && config.captchaServiceKey
+        ? new CaptchaServiceClient({ url: config.captchaServiceUrl, clientKey: config.captchaServiceKey })
+        : undefined);
+    this.timeoutMs = config.fetchTimeoutSeconds * 1000;
+  }
+
+  start(): Promise<void> {
+    return this.browsers.start();
+  }
+
+  stop(): Promise<void> {
+    return this.browsers.close();
+  }
+
+  private get timeoutSeconds(): number {
+    return this.o.config.fetchTimeoutSeconds;
+  }
+
+  /** Scheme and address policy; DNS unless an upstream proxy resolves for us. Throws ToolError. */
+  async checkUrl(input: string, what: 'fetch' | 'load'): Promise<URL> {
+    let url: URL;
+    try {
+      url = new URL(input);
+    } catch {
+      throw new ToolError(400, `Invalid URL: ${input}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ToolError(400, `Only http and https URLs are supported: ${input}`);
+    const host = urlHost(url);
+    if (!host) throw new ToolError(400, `Invalid URL: ${input}`);
+    const { allowPrivateNetworks, fetchProxyUrl } = this.o.config;
+    const refused = (address: string) =>
+      new ToolError(403, `Refused to ${what} a private, loopback or link-local address: ${address === host ? host : `${host} (${address})`}`);
+    if (fetchProxyUrl) {
+      // The upstream proxy resolves names; what can be checked here is an address literal.
+      if (!allowPrivateNetworks && (isIP(host) ? blockedRange(host) !== null : /^localhost\.?$/i.test(host))) throw refused(host);
+      return url;
+    }
+    if (!allowPrivateNetworks) {
+      try {
+        await assertPublicUrl(url, { allowPrivate: false });
+      } catch (err) {
+        if (err instanceof UrlPolicyError) {
+          if (err.reason === 'private_address') throw refused(/resolves to (\S+),/.exec(err.message)?.[1] ?? host);
+          if (err.reason === 'unresolvable') throw new ToolError(502, `getaddrinfo ENOTFOUND ${host}`);
+          throw new ToolError(400, `Invalid URL: ${input}`);
+        }
+        throw err;
+      }
+    } else if (!isIP(host)) {
+      try {
+        await lookup(host, { all: true });
+      } catch {
+        throw new ToolError(502, `getaddrinfo ENOTFOUND ${host}`);
+      }
+    }
+    return url;
+  }
+
+  /** The web fetch tool: the rendered page, or the resource itself. */
+  async fetch(input: string, log: Logger): Promise<FetchResult> {
+    const deadline = Date.now() + this.timeoutMs;
+    const url = await this.checkUrl(input, 'fetch');
+    return this.inContext(deadline, {}, log, async (context, page, main, consent, tracker) => {
+      const file = await this.navigate(page, main, url, deadline, 'commit');
+      if (file) return this.fileOrError(file, main);
+      return this.renderPage(page, main, consent, tracker, deadline, log);
+    });
+  }
+
+  async screenshot(o: ScreenshotOptions, log: Logger): Promise<Buffer> {
+    const deadline = Date.now() + this.timeoutMs;
+    const url = await this.checkUrl(o.url, 'load');
+    return this.inContext(deadline, { viewport: { width: o.width, height: o.height } }, log, async (context, page, main, consent, tracker) => {
+      await this.prepare(page, main, consent, tracker, url, o.waitUntil, deadline, log);
+      if (o.waitMs > 0) await page.waitForTimeout(Math.min(o.waitMs, Math.max(0, deadline - Date.now())));
+      return this.withDeadline(deadline, async () => {
+        if (!o.captureBeyondViewport) return page.screenshot({ type: 'png', fullPage: o.fullPage, timeout: Math.max(1, deadline - Date.now()) });
+        const cdp = await context.newCDPSession(page);
+        const metrics = (await cdp.send('Page.getLayoutMetrics')) as { cssContentSize: { width: number; height: number } };
+        const clip = o.fullPage
+          ? { x: 0, y: 0, width: Math.ceil(metrics.cssContentSize.width), height: Math.ceil(metrics.cssContentSize.height), scale: 1 }
+          : { x: 0, y: 0, width: o.width, height: o.height, scale: 1 };
+        const shot = (await cdp.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true, clip })) as { data: string };
+        return Buffer.from(shot.data, 'base64');
+      });
+    });
+  }
+
+  async pdf(o: PdfOptions, log: Logger): Promise<Buffer> {
+    const deadline = Date.now() + this.timeoutMs;
+    const url = await this.checkUrl(o.url, 'load');
+    return this.inContext(deadline, {}, log, async (_context, page, main, consent, tracker) => {
+      await this.prepare(page, main, consent, tracker, url, o.waitUntil, deadline, log);
+      return this.withDeadline(deadline, () =>
+        page.pdf({
+          format: o.format,
+          landscape: o.landscape,
+          printBackground: o.printBackground,
+          scale: o.scale,
+          margin: o.margin,
+          pageRanges: o.pageRanges?.replace(/\s+/g, ''),
+        }),
+      );
+    });
+  }
+
+  /** A fresh context with stealth and autoconsent, one page, the main-document watch. */
+  private async inContext<T>(
+    deadline: number,
+    extra: { viewport?: { width: number; height: number } },
+    log: Logger,
+    fn: (context: BrowserContext, page: Page, main: MainDocument, consent: ConsentTracker, tracker: NetworkTracker) => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await this.browsers.withContext(
+        (browser) => ({
+          // The window's own size unless asked: no emulation layer between page and window.
+          viewport: extra.viewport ?? null,
+          acceptDownloads: false,
+          serviceWorkers: 'block',
+          ...stealthContextOptions(browser),
+        }),
+        deadline,
+        async ({ context }) => {
+          await context.addInitScript({ content: stealthScript });
+          const consent = await ConsentTracker.attach(context, log);
+          const page = await context.newPage();
+          const tracker = new NetworkTracker(page);
+          const main = await MainDocument.attach(context, page, extra.viewport ? 'render' : 'capture', log);
+          try {
+            return await fn(context, page, main, consent, tracker);
+          } finally {
+            tracker.dispose();
+          }
+        },
+      );
+    } catch (err) {
+      if (err instanceof ToolError) throw err;
+      if (err instanceof ChallengeError) throw new ToolError(err.status, err.message);
+      if (err instanceof QueueFullError) throw new ToolError(429, err.message, { 'Retry-After': '1' });
+      if (err instanceof QueueTimeoutError) throw new ToolError(504, `Upstream timed out after ${this.timeoutSeconds} seconds (waiting for a free browser)`);
+      if (err instanceof BrowsersClosedError) throw new ToolError(500, 'Internal server error');
+      throw err;
+    }
+  }
+
+  /** Navigates; answers the captured resource when the main document is not a page. */
+  private async navigate(page: Page, main: MainDocument, url: URL, deadline: number, waitUntil: 'commit' | WaitUntil): Promise<FileResult | undefined> {
+    const nav = page
+      .goto(url.href, { waitUntil: waitUntil === 'networkidle' ? 'load' : waitUntil, timeout: Math.max(1, deadline - Date.now()) })
+      .then(() => undefined);
+    const first = await Promise.race([main.captured.then((f) => ({ f })), nav.then(() => ({ f: undefined }), (err: Error) => ({ err }))]);
+    if ('f' in first && first.f) {
+      nav.catch(() => {});
+      return first.f;
+    }
+    if ('err' in first) {
+      // The capture aborts the navigation: the abort may be reported first.
+      const f = await Promise.race([main.captured, new Promise<undefined>((r) => setTimeout(() => r(undefined), 100))]);
+      if (f) return f;
+      throw await this.navigationError(first.err, main, url, deadline);
+    }
+    if (main.refusedPrivate) throw new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${main.lastRequestUrl ? new URL(main.lastRequestUrl).host : url.host}`);
+    return undefined;
+  }
+
+  private async navigationError(err: Error, main: MainDocument, url: URL, deadline: number): Promise<ToolError> {
+    const message = String(err.message ?? err);
+    if (err.name === 'TimeoutError' || /Timeout \d+ms exceeded/.test(message) || Date.now() >= deadline) {
+      return new ToolError(504, `Upstream timed out after ${this.timeoutSeconds} seconds`);
+    }
+    const target = main.lastRequestUrl ? new URL(main.lastRequestUrl) : url;
+    if (main.refusedPrivate) return new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${target.host}`);
+    if (/ERR_NAME_NOT_RESOLVED/.test(message)) return new ToolError(502, `getaddrinfo ENOTFOUND ${urlHost(target)}`);
+    if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|ERR_ACCESS_DENIED|ERR_BLOCKED/.test(message) && !this.o.config.allowPrivateNetworks && !this.o.config.fetchProxyUrl) {
+      // The traffic proxy refuses private destinations (a redirect to one, say).
+      try {
+        await assertPublicUrl(target, { allowPrivate: false });
+      } catch (e) {
+        if (e instanceof UrlPolicyError && e.reason === 'private_address') {
+          return new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${target.host}`);
+        }
+        if (e instanceof UrlPolicyError && e.reason === 'unresolvable') return new ToolError(502, `getaddrinfo ENOTFOUND ${urlHost(target)}`);
+      }
+    }
+    const first = message.split('\n')[0].replace(/^page\.goto:\s*/, '').replace(/^Error:\s*/, '');
+    return new ToolError(502, `Upstream error: ${first}`);
+  }
+
+  private fileOrError(file: FileResult, main: MainDocument): FileResult {
+    const failure = upstreamFailure(main.last);
+    if (failure) throw failure;
+    return file;
+  }
+
+  /** A page after navigation: ready, challenges passed, consent dismissed, then its DOM. */
+  private async renderPage(page: Page, main: MainDocument, consent: ConsentTracker, tracker: NetworkTracker, deadline: number, log: Logger): Promise<FetchResult> {
+    await waitForReady(page, tracker, { deadline });
+    const challenges = await passChallenges(page, {
+      deadline,
+      timeoutSeconds: this.timeoutSeconds,
+      status: () => main.last?.status ?? 200,
+      solver: this.solver,
+      log,
+    });
+    if (main.file) return this.fileOrError(main.file, main);
+    if (challenges.length) await waitForReady(page, tracker, { deadline });
+    const dismissed = (await consent.settle(page, deadline)).dismissed;
+    if (dismissed.length) {
+      await waitForAnimations(page, Math.min(3000, deadline - Date.now()));
+      await waitForReady(page, tracker, { deadline, maxSettleMs: 3000 });
+    }
+    if (main.file) return this.fileOrError(main.file, main);
+    const last = main.last;
+    if (main.refusedPrivate) throw new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${last ? new URL(last.url).host : ''}`);
+    const failure = upstreamFailure(last);
+    if (failure) throw failure;
+    let html: string;
+    try {
+      html = await page.content();
+    } catch {
+      await page.waitForLoadState('load', { timeout: Math.max(1, Math.min(10_000, deadline - Date.now())) }).catch(() => {});
+      html = await page.content();
+    }
+    if (challenges.length || dismissed.length) log.info({ challenges, consent: dismissed }, 'fetch passed challenges and consent dialogs');
+    return { kind: 'html', html, status: last?.status ?? 200, challenges, consent: dismissed };
+  }
+
+  /** Screenshot and PDF: load as asked, pass challenges, dismiss consent. */
+  private async prepare(
+    page: Page,
+    main: MainDocument,
+    consent: ConsentTracker,
+    tracker: NetworkTracker,
+    url: URL,
+    waitUntil: WaitUntil,
+    deadline: number,
+    log: Logger,
+  ): Promise<void> {
+    try {
+      await this.navigate(page, main, url, deadline, waitUntil);
+    } catch (err) {
+      if (err instanceof ToolError && err.status === 502 && /Download is starting/.test(err.message)) {
+        throw new ToolError(400, 'The URL answers a file download, which has no page to capture');
+      }
+      throw err;
+    }
+    const challenges = await passChallenges(page, {
+      deadline,
+      timeoutSeconds: this.timeoutSeconds,
+      status: () => main.last?.status ?? 200,
+      solver: this.solver,
+      log,
+    });
+    if (challenges.length) await page.waitForLoadState(waitUntil === 'networkidle' ? 'load' : waitUntil, { timeout: Math.max(1, deadline - Date.now()) }).catch(() => {});
+    if (waitUntil === 'networkidle' || challenges.length) await waitForReady(page, tracker, { deadline });
+    const dismissed = (await consent.settle(page, deadline, waitUntil === 'networkidle' ? 8000 : 2000)).dismissed;
+    if (dismissed.length) {
+      await waitForAnimations(page, Math.min(3000, deadline - Date.now()));
+      await waitForReady(page, tracker, { deadline, maxSettleMs: 2000 });
+    }
+    const last = main.last;
+    if (main.refusedPrivate) throw new ToolError(403, 'Refused to load a private, loopback or link-local address');
+    const failure = upstreamFailure(last);
+    if (failure) throw failure;
+  }
+
+  private async withDeadline<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ToolError(504, `Page load timed out after ${this.timeoutSeconds} seconds`)), Math.max(0, deadline - Date.now()));
+    });
+    try {
+      return await Promise.race([fn(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
