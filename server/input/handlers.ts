@@ -1,0 +1,252 @@
+// The Input operations of the contract (OS-level control of a running session): mouse,
+// keyboard, clipboard, goto and screenshot. Headful sessions get XTest input on their
+// display (x11.ts), headless ones CDP input (cdp.ts). One operation at a time per session,
+// each counted as activity (idle timeout) and as a step of session.completed.
+import type { Logger } from 'pino';
+import type { Db } from '../store/db.js';
+import type { AppHandlers } from '../http/app.js';
+import { fail } from '../http/errors.js';
+import type { RunningSession, SessionManager } from '../sessions/manager.js';
+import { navigate } from '../sessions/browser/cdp-client.js';
+import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
+import { PageSessions, activePage } from '../liveview/pages.js';
+import type { Button, InputBackend } from './backend.js';
+import { CdpInput, NoPageError } from './cdp.js';
+import { X11Input } from './x11.js';
+import { resolveKey, type KeyDef } from './keys.js';
+
+export type InputHandlers = Pick<
+  AppHandlers,
+  | 'mouseClick'
+  | 'mouseDoubleClick'
+  | 'mouseDown'
+  | 'mouseUp'
+  | 'mouseMove'
+  | 'dragAndDrop'
+  | 'scroll'
+  | 'keyboardType'
+  | 'keyboardShortcut'
+  | 'getClipboard'
+  | 'setClipboard'
+  | 'copySelection'
+  | 'pasteText'
+  | 'gotoUrl'
+  | 'takeSessionScreenshot'
+>;
+
+export interface InputDeps {
+  db: Db;
+  sessions: Pick<SessionManager, 'get' | 'touch'>;
+  allowPrivateNetworks: boolean;
+  log: Logger;
+}
+
+interface Driver {
+  backend: InputBackend;
+  pages: PageSessions;
+  /** The operation running now; the next waits for it. */
+  queue: Promise<unknown>;
+}
+
+/** A refusal that answers a documented 4xx. */
+class Refused extends Error {
+  constructor(
+    readonly status: 400 | 404 | 409,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const NAVIGATION_TIMEOUT_MS = 30_000;
+const ok = { status: 200 as const, body: { data: { status: 'ok' } } };
+
+export function inputHandlers(d: InputDeps): InputHandlers {
+  const drivers = new WeakMap<RunningSession, Driver>();
+
+  const driverOf = (s: RunningSession): Driver => {
+    let drv = drivers.get(s);
+    if (!drv) {
+      const pages = new PageSessions(s.cdp);
+      const front = async () => {
+        const page = await activePage(s.cdp, pages);
+        if (!page) throw new NoPageError();
+        return page.targetId;
+      };
+      const backend = s.browser.display
+        ? new X11Input(s.browser.display, {
+            activate: async () => void (await pages.send(await front(), 'Page.bringToFront')),
+            insertText: async (text) => void (await pages.send(await front(), 'Input.insertText', { text })),
+          })
+        : new CdpInput(s, pages);
+      drv = { pages, backend, queue: Promise.resolve() };
+      drivers.set(s, drv);
+    }
+    return drv;
+  };
+
+  /** The running session of this project, or why not (404 unknown, 409 not running). */
+  const find = async (projectId: string, id: string): Promise<RunningSession> => {
+    const s = d.sessions.get(id);
+    if (s && s.projectId === projectId) return s;
+    const [row] = await d.db.query<{ status: string }>('SELECT status FROM sessions WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL', [projectId, id]);
+    if (!row) throw new Refused(404, 'Session not found');
+    throw new Refused(409, row.status === 'starting' ? 'Session is still starting' : 'Session is not running');
+  };
+
+  /**
+   * Runs one operation on a session, after the ones before it; maps refusals to answers.
+   * `check` refuses bad input first: a refused request is not a step.
+   */
+  const perform = async <T>(
+    projectId: string,
+    id: string,
+    check: ((s: RunningSession) => unknown) | undefined,
+    fn: (s: RunningSession, drv: Driver) => Promise<T>,
+  ): Promise<T | ReturnType<typeof fail<400 | 404 | 409>>> => {
+    try {
+      const s = await find(projectId, id);
+      await check?.(s);
+      d.sessions.touch(s.id, 'input');
+      const drv = driverOf(s);
+      const run = drv.queue.then(() => fn(s, drv));
+      drv.queue = run.catch(() => {});
+      return await run;
+    } catch (err) {
+      if (err instanceof Refused) return fail(err.status, err.message);
+      if (err instanceof NoPageError) return fail(409, err.message);
+      // The session ended under the operation.
+      if (!d.sessions.get(id)) return fail(409, 'Session is not running');
+      throw err;
+    }
+  };
+
+  const onScreen = (s: RunningSession, ...points: { x: number; y: number; name?: string }[]) => {
+    const { width, height } = s.browser.geometry.screen;
+    for (const p of points) {
+      const name = p.name ?? '';
+      if (p.x >= width) throw new Refused(400, `${name}x=${p.x} is outside the screen (${width}x${height}: x must be below ${width})`);
+      if (p.y >= height) throw new Refused(400, `${name}y=${p.y} is outside the screen (${width}x${height}: y must be below ${height})`);
+    }
+  };
+
+  const keysOf = (names: string[]): KeyDef[] =>
+    names.map((n) => {
+      const k = resolveKey(n);
+      if (!k) throw new Refused(400, `Unknown key: ${JSON.stringify(n)} (use KeyboardEvent.key names such as Control, Shift, Enter, ArrowDown, a)`);
+      return k;
+    });
+
+  const button = (b: Button | undefined): Button => b ?? 'left';
+  const publicUrl = async (url: string) => {
+    try {
+      await assertPublicUrl(url, { allowPrivate: d.allowPrivateNetworks });
+    } catch (err) {
+      if (err instanceof UrlPolicyError) throw new Refused(400, err.message);
+      throw err;
+    }
+  };
+  const notEmpty = (text: string) => {
+    if (text.length === 0) throw new Refused(400, 'text must not be empty');
+  };
+
+  return {
+    mouseClick: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
+        await backend.click(req.body.x, req.body.y, button(req.body.button), 1);
+        return ok;
+      }),
+
+    mouseDoubleClick: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
+        await backend.click(req.body.x, req.body.y, button(req.body.button), 2);
+        return ok;
+      }),
+
+    mouseDown: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
+        await backend.down(req.body.x, req.body.y, button(req.body.button));
+        return ok;
+      }),
+
+    mouseUp: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
+        await backend.up(req.body.x, req.body.y, button(req.body.button));
+        return ok;
+      }),
+
+    mouseMove: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
+        await backend.move(req.body.x, req.body.y);
+        return ok;
+      }),
+
+    dragAndDrop: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, { x: req.body.startX, y: req.body.startY, name: 'start ' }, { x: req.body.endX, y: req.body.endY, name: 'end ' }), async (_s, { backend }) => {
+        const b = req.body;
+        await backend.drag({ x: b.startX, y: b.startY }, { x: b.endX, y: b.endY }, button(b.button));
+        return ok;
+      }),
+
+    scroll: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
+        const b = req.body;
+        await backend.scroll(b.x, b.y, b.deltaX ?? 0, b.deltaY, b.steps ?? 1);
+        return ok;
+      }),
+
+    keyboardType: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, () => notEmpty(req.body.text), async (_s, { backend }) => {
+        await backend.type(req.body.text, req.body.delay ?? 0);
+        return ok;
+      }),
+
+    keyboardShortcut: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, () => keysOf(req.body.keys), async (_s, { backend }) => {
+        await backend.shortcut(keysOf(req.body.keys), req.body.holdTime ?? 0);
+        return ok;
+      }),
+
+    getClipboard: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, undefined, async (_s, { backend }) => ({ status: 200 as const, body: { data: { text: await backend.getClipboard() } } })),
+
+    setClipboard: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, undefined, async (_s, { backend }) => {
+        await backend.setClipboard(req.body.text);
+        return ok;
+      }),
+
+    copySelection: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, undefined, async (_s, { backend }) => ({ status: 200 as const, body: { data: { text: await backend.copy() } } })),
+
+    pasteText: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, () => notEmpty(req.body.text), async (_s, { backend }) => {
+        await backend.paste(req.body.text);
+        return ok;
+      }),
+
+    gotoUrl: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, () => publicUrl(req.body.url), async (s, { pages }) => {
+        const page = await activePage(s.cdp, pages);
+        if (!page) throw new NoPageError();
+        try {
+          await navigate(s.cdp, page.targetId, req.body.url, NAVIGATION_TIMEOUT_MS);
+        } catch (err) {
+          const message = (err as Error).message;
+          if (/^navigation failed: /.test(message)) throw new Refused(400, `Navigation failed: ${message.slice('navigation failed: '.length)}`);
+          // Committed, still loading after the time limit: the page is there, its load is not.
+          if (/timed out/.test(message)) return { status: 200 as const, body: { data: { status: 'loading' } } };
+          throw err;
+        }
+        return ok;
+      }),
+
+    takeSessionScreenshot: (req, ctx) =>
+      perform(ctx.projectId, req.params.sessionId, undefined, async (s, { pages }) => {
+        const page = await activePage(s.cdp, pages);
+        if (!page) throw new NoPageError();
+        const { data } = await pages.send<{ data: string }>(page.targetId, 'Page.captureScreenshot', { format: 'png' }, 30_000);
+        return { status: 200 as const, contentType: 'image/png' as const, body: new Uint8Array(Buffer.from(data, 'base64')) };
+      }),
+  };
+}

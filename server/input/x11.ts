@@ -1,0 +1,190 @@
+// Input on a headful session: XTest through xdotool on the session's own X display, so the
+// page gets it as from a real mouse and keyboard (isTrusted, real X events, the browser's
+// own double-click and wheel handling). The clipboard is the display's CLIPBOARD
+// selection, through xclip.
+import { spawn } from 'node:child_process';
+import type { Button, InputBackend } from './backend.js';
+import { path, sleep } from './backend.js';
+import type { KeyDef } from './keys.js';
+
+const BUTTON: Record<Button, string> = { left: '1', middle: '2', right: '3' };
+/** Chromium on X11 scrolls 120 px a wheel notch (one XTest button 4/5/6/7 click). */
+export const PIXELS_PER_NOTCH = 120;
+const TIMEOUT_MS = 60_000;
+/** Time for the browser to take in X events before input that goes another way. */
+const SETTLE_MS = 50;
+
+export class ProcessError extends Error {}
+
+/** What the X backend needs of the page in front, through CDP. */
+export interface PageAccess {
+  /** Makes the browser window the active one (a window nobody clicked yet takes no keys). */
+  activate(): Promise<void>;
+  /** Text as an input method commits it. */
+  insertText(text: string): Promise<void>;
+}
+
+export class X11Input implements InputBackend {
+  private activated = false;
+
+  constructor(
+    private readonly display: string,
+    private readonly page: PageAccess,
+  ) {}
+
+  /**
+   * Once per session: Chromium on a display without a window manager takes keys only
+   * after its window was activated (clicked, or brought to the front). Only once, so a
+   * focus the client moved since (Control+L into the address bar) is left alone.
+   */
+  private async activate(): Promise<void> {
+    if (this.activated) return;
+    await this.page.activate();
+    this.activated = true;
+  }
+
+  async move(x: number, y: number): Promise<void> {
+    await this.xdotool(['mousemove', String(x), String(y)]);
+  }
+
+  async click(x: number, y: number, button: Button, count: 1 | 2): Promise<void> {
+    // Without --sync: XTest motion and button events reach the X server, and Chromium, in
+    // order; --sync can wait forever when the pointer is already there.
+    await this.xdotool(['mousemove', String(x), String(y), 'click', '--repeat', String(count), '--delay', '60', BUTTON[button]]);
+  }
+
+  async down(x: number, y: number, button: Button): Promise<void> {
+    await this.xdotool(['mousemove', String(x), String(y), 'mousedown', BUTTON[button]]);
+  }
+
+  async up(x: number, y: number, button: Button): Promise<void> {
+    await this.xdotool(['mousemove', String(x), String(y), 'mouseup', BUTTON[button]]);
+  }
+
+  async drag(from: { x: number; y: number }, to: { x: number; y: number }, button: Button): Promise<void> {
+    // Small steps with pauses: HTML drag and drop starts only after a few moves with the
+    // button down, and drop targets need dragover events before the release.
+    const steps = path(from, to, 12).flatMap((p) => ['mousemove', String(p.x), String(p.y), 'sleep', '0.02']);
+    await this.xdotool([
+      'mousemove', String(from.x), String(from.y), 'mousedown', BUTTON[button], 'sleep', '0.05',
+      ...steps,
+      'mousemove', String(to.x), String(to.y), 'sleep', '0.05', 'mousemove', String(to.x), String(to.y), 'sleep', '0.05',
+      'mouseup', BUTTON[button],
+    ]);
+  }
+
+  async scroll(x: number, y: number, deltaX: number, deltaY: number, steps: number): Promise<void> {
+    // A wheel turns in notches: the distance is rounded to whole ones (at least one).
+    const notches = (d: number) => (d === 0 ? 0 : Math.max(1, Math.round(Math.abs(d) / PIXELS_PER_NOTCH)));
+    const ny = notches(deltaY);
+    const nx = notches(deltaX);
+    const delay = String(Math.max(10, Math.min(200, Math.round(400 / Math.max(1, steps)))));
+    const args = ['mousemove', String(x), String(y)];
+    if (ny) args.push('click', '--repeat', String(ny), '--delay', delay, deltaY > 0 ? '5' : '4');
+    if (nx) args.push('click', '--repeat', String(nx), '--delay', delay, deltaX > 0 ? '7' : '6');
+    await this.xdotool(args);
+  }
+
+  async type(text: string, delayMs: number): Promise<void> {
+    await this.activate();
+    for (const run of text.replace(/\r\n?/g, '\n').match(/[\x20-\x7e\n\t]+|[^\x20-\x7e\n\t]+/g) ?? []) {
+      if (/^[\x20-\x7e\n\t]/.test(run)) {
+        // Through stdin: a long text would not fit in one argument.
+        await this.run('xdotool', ['type', '--delay', String(delayMs), '--file', '-'], run, TIMEOUT_MS + run.length * (delayMs + 10));
+        continue;
+      }
+      // A character the keyboard map lacks would need a keycode bound to it for the
+      // keystroke, and Chromium reads such bindings back too late to be reliable: it
+      // arrives as an input method's text instead, once the keys before it are handled.
+      await sleep(SETTLE_MS);
+      for (const ch of run) {
+        await this.page.insertText(ch);
+        if (delayMs > 0) await sleep(delayMs);
+      }
+    }
+  }
+
+  async shortcut(keys: KeyDef[], holdMs: number): Promise<void> {
+    await this.activate();
+    const args = keys.flatMap((k) => ['keydown', k.keysym]);
+    if (holdMs > 0) args.push('sleep', (holdMs / 1000).toFixed(3));
+    args.push(...[...keys].reverse().flatMap((k) => ['keyup', k.keysym]));
+    await this.xdotool(args);
+  }
+
+  async getClipboard(): Promise<string> {
+    try {
+      return await this.run('xclip', ['-selection', 'clipboard', '-o'], undefined, 5_000);
+    } catch (err) {
+      // An empty clipboard: "target STRING not available".
+      if (err instanceof ProcessError) return '';
+      throw err;
+    }
+  }
+
+  async setClipboard(text: string): Promise<void> {
+    // xclip forks a process that owns the selection until another owner takes it (the
+    // browser copying) or the display goes; the command itself returns at once.
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn('xclip', ['-selection', 'clipboard', '-i'], { env: this.env(), stdio: ['pipe', 'ignore', 'ignore'] });
+      child.once('error', reject);
+      child.once('exit', (code) => (code === 0 ? resolve() : reject(new ProcessError(`xclip exited with ${code}`))));
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(text);
+    });
+  }
+
+  async copy(): Promise<string> {
+    // Empty first: Control+C with nothing selected leaves the clipboard as it was.
+    await this.activate();
+    await this.setClipboard('');
+    await this.xdotool(['key', '--clearmodifiers', 'ctrl+c']);
+    const deadline = Date.now() + 500;
+    for (;;) {
+      const text = await this.getClipboard();
+      if (text !== '' || Date.now() > deadline) return text;
+      await sleep(25);
+    }
+  }
+
+  async paste(text: string): Promise<void> {
+    await this.activate();
+    await this.setClipboard(text);
+    await this.xdotool(['key', '--clearmodifiers', 'ctrl+v']);
+    // The browser asks xclip for the text after the key: give it that moment.
+    await sleep(100);
+  }
+
+  private env(): NodeJS.ProcessEnv {
+    // A UTF-8 locale: xdotool reads text as multibyte characters of the locale.
+    return { DISPLAY: this.display, PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C.UTF-8' };
+  }
+
+  private xdotool(args: string[], stdin?: string): Promise<string> {
+    return this.run('xdotool', args, stdin, TIMEOUT_MS);
+  }
+
+  private run(command: string, args: string[], stdin: string | undefined, timeoutMs: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(command, args, { env: this.env(), stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-1000)));
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        if (code === 0) resolve(stdout);
+        else reject(new ProcessError(`${command} ${args[0]} failed (${code ?? signal}): ${stderr.trim()}`));
+      });
+      if (stdin !== undefined) {
+        child.stdin!.on('error', () => {});
+        child.stdin!.end(stdin);
+      }
+    });
+  }
+}
