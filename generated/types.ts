@@ -605,7 +605,7 @@ export interface paths {
         };
         /**
          * Screenshot of the session's screen
-         * @description A PNG of the session's browser window as it is now, at the viewport size.
+         * @description A PNG of the active page as it is now, at the viewport size. Input coordinates are screen pixels: in a windowed (not fullscreen) headful session the page starts below the browser's toolbar, so a point (x, y) of this screenshot is at (x, y + the toolbar's height) on the screen; in fullscreen and headless sessions the two coincide.
          */
         get: operations["takeSessionScreenshot"];
         put?: never;

@@ -378,7 +378,7 @@ export const gotoUrl = <ThrowOnError extends boolean = false>(options: Options<G
 /**
  * Screenshot of the session's screen
  *
- * A PNG of the session's browser window as it is now, at the viewport size.
+ * A PNG of the active page as it is now, at the viewport size. Input coordinates are screen pixels: in a windowed (not fullscreen) headful session the page starts below the browser's toolbar, so a point (x, y) of this screenshot is at (x, y + the toolbar's height) on the screen; in fullscreen and headless sessions the two coincide.
  */
 export const takeSessionScreenshot = <ThrowOnError extends boolean = false>(options: Options<TakeSessionScreenshotData, ThrowOnError>) => (options.client ?? client).get<TakeSessionScreenshotResponses, TakeSessionScreenshotErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
