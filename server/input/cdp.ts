@@ -101,6 +101,7 @@ export class CdpInput implements InputBackend {
       await this.pages.send(t, 'Input.dispatchMouseEvent', { type: 'mouseWheel', ...p, deltaX: xs[i] ?? 0, deltaY: ys[i] ?? 0, modifiers: 0 });
       if (i + 1 < n) await sleep(16);
     }
+    await this.delivered(t);
   }
 
   async type(text: string, delayMs: number): Promise<void> {
@@ -160,6 +161,23 @@ export class CdpInput implements InputBackend {
     if (!p) throw new NoPageError();
     this.target = p.targetId;
     return p.targetId;
+  }
+
+  /**
+   * Waits until the page has handled the input sent so far. A wheel's Input.dispatchMouseEvent
+   * answers before the page sees the event (wheel listeners are passive, so Chromium queues it
+   * for the page's next frame): two animation frames later it has been dispatched. Bounded, for
+   * a page that renders no frames; best effort.
+   */
+  private async delivered(t: string): Promise<void> {
+    await this.pages
+      .send(
+        t,
+        'Runtime.evaluate',
+        { expression: 'new Promise((r) => { requestAnimationFrame(() => requestAnimationFrame(() => r(0))); setTimeout(r, 250); })', awaitPromise: true },
+        2_000,
+      )
+      .catch(() => {});
   }
 
   /** The button a move reports: the first one held, or none. */
