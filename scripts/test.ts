@@ -97,7 +97,8 @@ async function conformanceAgainstMock(): Promise<boolean> {
   const mock = spawn(bin('tsx'), ['scripts/mock.ts', '--port', String(port)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
   try {
     const base = `http://127.0.0.1:${port}`;
-    for (let i = 0; !(await fetch(`${base}/v1/agent-access`).then(() => true, () => false)); i++) {
+    // The layer in front answers 502 until Prism is up: wait for Prism's own answer.
+    for (let i = 0; !(await fetch(`${base}/v1/agent-access`).then((r) => r.ok, () => false)); i++) {
       if (i > 120) throw new Error('the mock did not answer in 60 s');
       await new Promise((r) => setTimeout(r, 500));
     }

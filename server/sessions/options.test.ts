@@ -72,7 +72,10 @@ describe('session browsers', () => {
     // The default viewport on a real window.
     const size = (await pageResult(a.cdp_url, pages.url('/size'), 'size')) as Record<string, number>;
     expect([size.w, size.h]).toEqual([1440, 900]);
-    expect(size.oh).toBeGreaterThan(size.h); // a window with its toolbar around the page
+    // A window with its toolbar around the page (read again until the window is mapped).
+    await expect
+      .poll(async () => ((await pageResult(a.cdp_url, pages.url('/size'), 'size')) as Record<string, number>).oh, { timeout: 15_000 })
+      .toBeGreaterThan(size.h);
 
     await Promise.all([a, b, c].map((s) => endSession(server, s.id)));
     for (const r of [ra!, rb!, rc!]) expect(gone(r)).toEqual({ processes: [], directory: false });

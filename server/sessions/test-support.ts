@@ -193,7 +193,9 @@ const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void>
     res.end('secret-data');
   },
   '/size': (_req, res) =>
-    html(res, '<title>Size</title><script>window.size = { w: innerWidth, h: innerHeight, sw: screen.width, sh: screen.height, ow: outerWidth, oh: outerHeight };</script>'),
+    // Read when asked, not at load: a headful window under load can report outerHeight 0
+    // until it is mapped.
+    html(res, '<title>Size</title><script>Object.defineProperty(window, "size", { get: () => ({ w: innerWidth, h: innerHeight, sw: screen.width, sh: screen.height, ow: outerWidth, oh: outerHeight }) });</script>'),
 };
 
 function html(res: ServerResponse, body: string) {
