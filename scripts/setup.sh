@@ -27,7 +27,10 @@ fi
 # one download; corepack caches pnpm afterwards.
 export COREPACK_ENABLE_DOWNLOAD_PROMPT=0 COREPACK_INTEGRITY_KEYS=0
 if ! pnpm --version >/dev/null 2>&1; then
-  corepack enable
+  # corepack ships with Node; where it does not (or cannot write its shims), npm installs
+  # the same pinned version.
+  corepack enable 2>/dev/null && pnpm --version >/dev/null 2>&1 ||
+    npm install -g "$(node -p 'require("./package.json").packageManager')"
 fi
 echo "setup: pnpm $(pnpm --version)"
 pnpm install --frozen-lockfile
