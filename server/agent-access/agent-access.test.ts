@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findKey } from '../auth/api-keys.js';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+// Solved as an agent would, by the conformance suite's own solver.
+import { solveArithmetic } from '../../conformance/arithmetic.js';
 
 const spec = loadSpec();
 const ajv = createAjv(spec);
@@ -18,25 +20,6 @@ function expectValid(validate: ReturnType<typeof schema>, body: unknown) {
   expect(ok, JSON.stringify(validate.errors)).toBe(true);
 }
 
-/** What an agent does with the prompt: read the expression and work it out. */
-function solve(prompt: string): string {
-  const expression = /What is ([^?]+)\?/.exec(prompt)![1];
-  const tokens = expression.match(/\d+|[-+*]/g)!;
-  const addends: number[] = [];
-  let sign = 1;
-  let product = Number(tokens[0]);
-  for (let i = 1; i < tokens.length; i += 2) {
-    const value = Number(tokens[i + 1]);
-    if (tokens[i] === '*') product *= value;
-    else {
-      addends.push(sign * product);
-      sign = tokens[i] === '+' ? 1 : -1;
-      product = value;
-    }
-  }
-  addends.push(sign * product);
-  return String(addends.reduce((a, b) => a + b, 0));
-}
 
 /** Requests without any API key. */
 function client(server: TestServer) {
@@ -52,7 +35,7 @@ function client(server: TestServer) {
       const res = await fetch(`${server.url}/v1/agent-access/challenge`);
       expect(res.status).toBe(200);
       const body = await res.json();
-      return { token: body.token, answer: solve(body.challenge.prompt), body };
+      return { token: body.token, answer: solveArithmetic(body.challenge.prompt), body };
     },
   };
 }
@@ -118,7 +101,7 @@ describe.each(backends)('agent access on %s', (backend) => {
     const rows = await server.db.query<Record<string, string>>('SELECT * FROM agent_access_challenges WHERE id = $1', [body.challenge.id]);
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows[0])).not.toContain(body.token);
-    expect(Object.values(rows[0])).not.toContain(solve(body.challenge.prompt));
+    expect(Object.values(rows[0])).not.toContain(solveArithmetic(body.challenge.prompt));
   });
 
   it('A2 challenge → answer → POST issues a key to a new project that works on /v1/sessions', async () => {

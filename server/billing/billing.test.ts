@@ -11,6 +11,8 @@ import { backends, startTestServer, type TestServer } from '../testing/harness.j
 import { call, HEADLESS, sleep, until } from '../batches/test-support.js';
 import { charge } from './ledger.js';
 import { FETCH_CREDITS } from './prices.js';
+// Solved as an agent would, by the conformance suite's own solver.
+import { solveArithmetic } from '../../conformance/arithmetic.js';
 
 const spec = loadSpec();
 const ajv = createAjv(spec);
@@ -253,7 +255,7 @@ describe('402 and the agent-access tier', () => {
       const submitted = await fetch(`${t.url}/v1/agent-access`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ token: challenge.token, answer: solve(challenge.challenge.prompt) }),
+        body: JSON.stringify({ token: challenge.token, answer: solveArithmetic(challenge.challenge.prompt) }),
       });
       expect(submitted.status).toBe(200);
       const { api_key: key, project_id: agentProject } = await submitted.json();
@@ -273,22 +275,3 @@ describe('402 and the agent-access tier', () => {
   });
 });
 
-/** What an agent does with the challenge prompt: work out the arithmetic. */
-function solve(prompt: string): string {
-  const expression = /What is ([^?]+)\?/.exec(prompt)![1];
-  const tokens = expression.match(/\d+|[-+*]/g)!;
-  const addends: number[] = [];
-  let sign = 1;
-  let product = Number(tokens[0]);
-  for (let i = 1; i < tokens.length; i += 2) {
-    const value = Number(tokens[i + 1]);
-    if (tokens[i] === '*') product *= value;
-    else {
-      addends.push(sign * product);
-      sign = tokens[i] === '+' ? 1 : -1;
-      product = value;
-    }
-  }
-  addends.push(sign * product);
-  return String(addends.reduce((a, b) => a + b, 0));
-}

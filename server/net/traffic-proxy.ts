@@ -178,6 +178,23 @@ function asSocket(stream: Duplex | null | undefined): net.Socket | null {
   return stream instanceof net.Socket ? stream : null;
 }
 
+type Connect = (err: Error | null, stream: Duplex) => void;
+
+/** Opens a connection with the agent's own method and meters its socket, sync or async. */
+function metered(meter: SocketMeter, create: (callback?: Connect) => Duplex | null | undefined, callback?: Connect) {
+  const wrapped = callback
+    ? (err: Error | null, stream: Duplex) => {
+        const s = asSocket(stream);
+        if (s) meter.track(s);
+        callback(err, stream);
+      }
+    : undefined;
+  const stream = create(wrapped);
+  const s = asSocket(stream);
+  if (s) meter.track(s);
+  return stream;
+}
+
 /** An http.Agent whose sockets are metered (used for the upstream proxy). */
 class MeteredHttpAgent extends http.Agent {
   constructor(
@@ -187,18 +204,8 @@ class MeteredHttpAgent extends http.Agent {
     super(options);
   }
 
-  override createConnection(options: http.ClientRequestArgs, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    const wrapped = callback
-      ? (err: Error | null, stream: Duplex) => {
-          const s = asSocket(stream);
-          if (s) this.meter.track(s);
-          callback(err, stream);
-        }
-      : undefined;
-    const stream = super.createConnection(options, wrapped);
-    const s = asSocket(stream);
-    if (s) this.meter.track(s);
-    return stream;
+  override createConnection(options: http.ClientRequestArgs, callback?: Connect): Duplex | null | undefined {
+    return metered(this.meter, (cb) => super.createConnection(options, cb), callback);
   }
 }
 
@@ -210,18 +217,8 @@ class MeteredHttpsAgent extends https.Agent {
     super(options);
   }
 
-  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    const wrapped = callback
-      ? (err: Error | null, stream: Duplex) => {
-          const s = asSocket(stream);
-          if (s) this.meter.track(s);
-          callback(err, stream);
-        }
-      : undefined;
-    const stream = super.createConnection(options, wrapped);
-    const s = asSocket(stream);
-    if (s) this.meter.track(s);
-    return stream;
+  override createConnection(options: https.RequestOptions, callback?: Connect): Duplex | null | undefined {
+    return metered(this.meter, (cb) => super.createConnection(options, cb), callback);
   }
 }
 
