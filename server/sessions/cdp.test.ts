@@ -16,23 +16,10 @@ import {
   rootOf,
   sessionEvents,
   startPageServer,
+  tryWebSocket,
   type PageServer,
 } from './test-support.js';
 
-function tryWebSocket(url: string): Promise<'open' | number | string> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url);
-    ws.once('open', () => {
-      ws.terminate();
-      resolve('open');
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.once('error', (err) => resolve(err.message));
-  });
-}
 
 const withToken = (cdpUrl: string, token: string | null) => {
   const u = new URL(cdpUrl);

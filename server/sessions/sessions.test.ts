@@ -24,24 +24,10 @@ import {
   sessionEvents,
   sessionRow,
   startPageServer,
+  tryWebSocket,
   type PageServer,
 } from './test-support.js';
 
-/** Opens a WebSocket and answers how it went: 'open', or the HTTP status it was refused with. */
-function tryWebSocket(url: string): Promise<'open' | number | string> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url);
-    ws.once('open', () => {
-      ws.terminate();
-      resolve('open');
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.once('error', (err) => resolve(err.message));
-  });
-}
 
 const tagsOf = async (server: TestServer, id: string) => (await getSession(server, id)).body.data.tags;
 

@@ -1,3 +1,4 @@
+import { WebSocket } from 'ws';
 // Shared by the session tests (sessions, cdp, options, lifecycle, recovery): creating sessions over
 // real HTTP, a local web server for pages, where a server's browser roots are, and checks
 // that nothing of a browser is left (no process, no directory).
@@ -226,4 +227,20 @@ export async function startPageServer(): Promise<PageServer> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** Opens a WebSocket and answers how it went: 'open', or the HTTP status it was refused with. */
+export function tryWebSocket(url: string): Promise<'open' | number | string> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.once('open', () => {
+      ws.terminate();
+      resolve('open');
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.once('error', (err) => resolve(err.message));
+  });
 }
