@@ -8,8 +8,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { withPostgresSchema } from '../server/store/pg-schema.js';
+import { freePort } from '../server/testing/free-port.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const bin = (name: string) => join(root, 'node_modules', '.bin', name);
@@ -37,17 +37,6 @@ async function step(name: string, fn: () => Promise<boolean>, counted = false): 
   console.log(`=== ${ok ? 'ok' : 'FAILED'}: ${name} (${((Date.now() - t) / 1000).toFixed(1)}s)`);
   if (!ok) failedSteps.push(name);
   if (!counted) ok ? totals.passed++ : totals.failed++;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
 }
 
 /** Starts the real server as a child process, runs the conformance suite against it, stops it. */

@@ -18,21 +18,13 @@ import { withPostgresSchema } from '../store/pg-schema.js';
 import { backends, type Backend } from '../testing/harness.js';
 import { RESTART_ERROR } from './worker.js';
 import { batchEnd, call, getBatch, until } from './test-support.js';
+import { freePort } from '../testing/free-port.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const cleanups: (() => Promise<void> | void)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Child {
   proc: ChildProcess;
