@@ -88,8 +88,10 @@ export async function listItems(db: Db, projectId: string, batch: BatchRow): Pro
   );
   const status: ItemStatus = batch.unclaimed_outcome ?? 'pending';
   const error = batch.unclaimed_outcome === 'failed' ? batch.unclaimed_error : null;
+  // `batch` was read by an earlier statement: items claimed since then already have rows.
+  const claimed = new Set(rows.map((r) => r.item_index));
   for (let i = batch.next_index; i < batch.total_requests; i++) {
-    rows.push({ item_index: i, status, session_id: null, error, cdp_token: null, live_view_token: null });
+    if (!claimed.has(i)) rows.push({ item_index: i, status, session_id: null, error, cdp_token: null, live_view_token: null });
   }
   return rows;
 }
