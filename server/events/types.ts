@@ -39,20 +39,6 @@ type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const typesMatchContract: Exact<keyof webhooks, EventType> = true;
 void typesMatchContract;
 
-export type TaskCompletedData = EventDataMap['task.completed'];
-export type TaskFailedData = EventDataMap['task.failed'];
-export type TaskCancelledData = EventDataMap['task.cancelled'];
-export type TaskHealedData = EventDataMap['task.healed'];
-export type SessionCompletedData = EventDataMap['session.completed'];
-export type SessionFailedData = EventDataMap['session.failed'];
-export type SessionRecordingReadyData = EventDataMap['session.recording.ready'];
-export type InterventionRequestedData = EventDataMap['intervention.requested'];
-export type InterventionResolvedData = EventDataMap['intervention.resolved'];
-export type BatchCompletedData = EventDataMap['batch.completed'];
-export type BatchFailedData = EventDataMap['batch.failed'];
-export type IdentityAuthenticatedData = EventDataMap['identity.authenticated'];
-export type IdentityAuthenticationFailedData = EventDataMap['identity.authentication_failed'];
-
 /** The envelope every event is sent in (interface.md, Events). */
 export interface EventEnvelope<T extends EventType = EventType> {
   id: string;
