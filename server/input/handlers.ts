@@ -59,6 +59,24 @@ class Refused extends Error {
 }
 
 const NAVIGATION_TIMEOUT_MS = 30_000;
+/**
+ * Blink drops the input a page gets before its first non-empty paint. A page that has
+ * painted answers at once, and so does one older than UNPAINTED_AGE_MS (a page with
+ * nothing to paint would otherwise cost two frames on every input); a younger one that
+ * has not (a fresh document, a busy or slow machine) is given its first paint, or two
+ * frames, up to PAINT_WAIT_MS. Evaluated in the page, so it also waits out a main thread
+ * still busy with the page's own scripts.
+ */
+const PAINT_WAIT_MS = 1_000;
+const UNPAINTED_AGE_MS = 10_000;
+const PAINTED = `new Promise((resolve) => {
+  if (performance.getEntriesByType('paint').length > 0 || performance.now() > ${UNPAINTED_AGE_MS}) return resolve(0);
+  const observer = new PerformanceObserver(() => done());
+  const done = () => (observer.disconnect(), resolve(0));
+  observer.observe({ type: 'paint' });
+  requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0)));
+  setTimeout(done, ${PAINT_WAIT_MS});
+})`;
 const ok = { status: 200 as const, body: { data: { status: 'ok' } } };
 
 export function inputHandlers(d: InputDeps): InputHandlers {
@@ -76,6 +94,10 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       const backend = s.browser.display
         ? new X11Input(s.browser.display, {
             activate: async () => void (await pages.send(await front(), 'Page.bringToFront')),
+            painted: async () => {
+              // Best effort: a page that never paints still gets its input after the wait.
+              await pages.send(await front(), 'Runtime.evaluate', { expression: PAINTED, awaitPromise: true }, PAINT_WAIT_MS + 2_000).catch(() => {});
+            },
             insertText: async (text) => void (await pages.send(await front(), 'Input.insertText', { text })),
           })
         : new CdpInput(s, pages);

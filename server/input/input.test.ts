@@ -35,7 +35,7 @@ describe.each(
   };
   /** Screen coordinates of a point of the page. */
   const screen = (p: { x: number; y: number }) => ({ x: p.x + offset.x, y: p.y + offset.y });
-  const events = () => probe.events();
+  const events = (urlPart?: string) => probe.events(urlPart);
 
   beforeAll(async () => {
     server = await startTestServer();
@@ -218,6 +218,26 @@ describe.each(
     expect(await probe.eval<string>('location.pathname', '/colour/red')).toBe('/colour/red');
     expect((await call('POST', 'goto', { url: fixtures.url('/input') })).status).toBe(200);
     expect(await probe.eval<string>('location.pathname', '/input')).toBe('/input');
+  });
+
+  it('delivers a click sent while a page has not painted yet (it is not dropped)', async () => {
+    // As a session's first page does: a blank tab navigates; the page holds its main
+    // thread for 1.5 s before its first paint, and the click arrives before that.
+    const { targetId } = await probe.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' });
+    try {
+      await probe.eval(`location.href = ${JSON.stringify(fixtures.url('/slow-input'))}`, 'about:blank');
+      await new Promise((r) => setTimeout(r, 500));
+      const at = centre(BOX.button);
+      expect((await call('POST', 'mouse/click', screen(at))).status).toBe(200);
+      const e = await until(async () => {
+        const got = await events('/slow-input');
+        expect(of(got, 'click')).toHaveLength(1);
+        return got;
+      });
+      expect(of(e, 'click')[0]).toMatchObject({ x: at.x, y: at.y, trusted: true, target: 'button' });
+    } finally {
+      await probe.send('Target.closeTarget', { targetId });
+    }
   });
 
   it('refuses coordinates off the screen, unknown keys, empty text and non-web URLs with 400', async () => {

@@ -66,6 +66,9 @@ addEventListener('contextmenu', (e) => e.preventDefault());
 </script>
 </body></html>`;
 
+/** The event-recording page, holding its main thread for 1.5 s before its first paint. */
+export const SLOW_FIXTURE_HTML = FIXTURE_HTML.replace('</body>', '<script>for (const t = Date.now() + 1500; Date.now() < t; );</script></body>');
+
 /** Pages in one colour, for telling frames apart. */
 export const colourPage = (colour: string, title = colour) =>
   `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body style="margin:0;background:${colour};height:100vh"></body></html>`;
@@ -75,19 +78,18 @@ export interface FixtureServer {
   close(): Promise<void>;
 }
 
-/** /input: the event-recording page; /colour/NAME: a page in that colour; /animate: a page that changes every frame. */
+const PAGES: Record<string, string> = {
+  '/input': FIXTURE_HTML,
+  '/slow-input': SLOW_FIXTURE_HTML,
+  '/animate': `<!doctype html><title>animate</title><body style="margin:0"><canvas id=c width=400 height=300></canvas><script>const c=document.getElementById('c').getContext('2d');let n=0;(function f(){n++;c.fillStyle='hsl('+(n*7%360)+',80%,50%)';c.fillRect(0,0,400,300);c.fillStyle='#000';c.font='40px sans-serif';c.fillText(String(n),20,60);requestAnimationFrame(f)})()</script>`,
+};
+
+/** /input: the event-recording page (/slow-input: one slow to paint); /colour/NAME: a page in that colour; /animate: a page that changes every frame. */
 export async function startFixtureServer(): Promise<FixtureServer> {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     const colour = /^\/colour\/([a-z]+)$/.exec(path)?.[1];
-    const body =
-      path === '/input'
-        ? FIXTURE_HTML
-        : colour
-          ? colourPage(colour)
-          : path === '/animate'
-            ? `<!doctype html><title>animate</title><body style="margin:0"><canvas id=c width=400 height=300></canvas><script>const c=document.getElementById('c').getContext('2d');let n=0;(function f(){n++;c.fillStyle='hsl('+(n*7%360)+',80%,50%)';c.fillRect(0,0,400,300);c.fillStyle='#000';c.font='40px sans-serif';c.fillText(String(n),20,60);requestAnimationFrame(f)})()</script>`
-            : undefined;
+    const body = colour ? colourPage(colour) : PAGES[path];
     if (!body) {
       res.writeHead(404).end();
       return;

@@ -20,6 +20,8 @@ export class ProcessError extends Error {}
 export interface PageAccess {
   /** Makes the browser window the active one (a window nobody clicked yet takes no keys). */
   activate(): Promise<void>;
+  /** Waits until the page in front can take input (it has painted), best effort. */
+  painted(): Promise<void>;
   /** Text as an input method commits it. */
   insertText(text: string): Promise<void>;
 }
@@ -87,6 +89,7 @@ export class X11Input implements InputBackend {
 
   async type(text: string, delayMs: number): Promise<void> {
     await this.activate();
+    await this.page.painted();
     for (const run of text.replace(/\r\n?/g, '\n').match(/[\x20-\x7e\n\t]+|[^\x20-\x7e\n\t]+/g) ?? []) {
       if (/^[\x20-\x7e\n\t]/.test(run)) {
         // Through stdin: a long text would not fit in one argument.
@@ -160,8 +163,10 @@ export class X11Input implements InputBackend {
     return { DISPLAY: this.display, PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C.UTF-8' };
   }
 
-  private xdotool(args: string[], stdin?: string): Promise<string> {
-    return this.run('xdotool', args, stdin, TIMEOUT_MS);
+  /** Every X input goes here or through type(): both wait for the page to take it. */
+  private async xdotool(args: string[]): Promise<string> {
+    await this.page.painted();
+    return this.run('xdotool', args, undefined, TIMEOUT_MS);
   }
 
   private run(command: string, args: string[], stdin: string | undefined, timeoutMs: number): Promise<string> {
