@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
+import { launchBrowser } from './launch.js';
 import { BrowserPool } from './pool.js';
 import { findRootProcesses } from './procfs.js';
 import { chromiumPath, eventually, leftovers, listDir, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
@@ -79,6 +80,29 @@ describe('BrowserPool', () => {
     const replacement = pool.take()!;
     expect(replacement.rootDir).not.toBe(join(browsersDir, first!));
     await replacement.close();
+  });
+
+  it('starts the replacement a moment after a take, not during the new session\'s first steps', async () => {
+    let launches = 0;
+    pool = new BrowserPool({
+      size: 1,
+      browsersDir,
+      chromiumPath,
+      log,
+      launch: (rootDir, signal) => {
+        launches++;
+        return launchBrowser(headless, { chromiumPath, rootDir, log, sessionId: null, signal });
+      },
+    });
+    await pool.whenFull();
+    expect(launches).toBe(1);
+    const taken = pool.take('session-1')!;
+    await new Promise((r) => setImmediate(r));
+    expect(launches).toBe(1); // a refill started at once would have called launch by now
+    expect(pool.available).toBe(0);
+    await pool.whenFull();
+    expect(launches).toBe(2);
+    await taken.close();
   });
 
   it('does nothing with size 0', async () => {
