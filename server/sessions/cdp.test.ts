@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import {
   HEADLESS,
-  browsersDirOf,
+  browsersDirFor,
   createSession,
   endSession,
   eventually,
@@ -36,7 +36,7 @@ describe('CDP through cdp_url', () => {
   beforeAll(async () => {
     server = await startTestServer();
     pages = await startPageServer();
-    browsersDir = browsersDirOf(server.config.dataDir);
+    browsersDir = browsersDirFor(server.config.dataDir);
   });
   afterAll(async () => {
     await server?.close();

@@ -10,7 +10,7 @@ import { openDb } from '../store/db.js';
 import { startTestServer } from '../testing/harness.js';
 import {
   HEADLESS,
-  browsersDirOf,
+  browsersDirFor,
   headless,
   createSession,
   endSession,
@@ -30,7 +30,7 @@ import {
 describe('timeouts', () => {
   it('idle_timeout and max_duration end sessions as completed with the reason; CDP traffic defers idle_timeout; -1 disables both', async () => {
     const server = await startTestServer();
-    const browsersDir = browsersDirOf(server.config.dataDir);
+    const browsersDir = browsersDirFor(server.config.dataDir);
     try {
       const [idle, busy, forever] = await Promise.all([
         createSession(server, headless({ timeout: { idle_timeout: 1, max_duration: -1 } })),
@@ -103,7 +103,7 @@ describe('server close', () => {
     // A DATA_DIR of our own, to read the database after the server is gone.
     const dataDir = mkdtempSync(join(tmpdir(), 'cb-test-close-'));
     const server = await startTestServer({ env: { DATA_DIR: dataDir } });
-    const browsersDir = browsersDirOf(server.config.dataDir);
+    const browsersDir = browsersDirFor(server.config.dataDir);
     try {
       const headful = await createSession(server, {});
       const headless = await createSession(server, HEADLESS);
@@ -142,7 +142,7 @@ describe('server close', () => {
 describe('DELETE while starting', () => {
   it('ends a session whose browser is still launching: the launch is abandoned, nothing is left, the creation answers an ended session', async () => {
     const server = await startTestServer();
-    const browsersDir = browsersDirOf(server.config.dataDir);
+    const browsersDir = browsersDirFor(server.config.dataDir);
     try {
       const creating = postSession(server, {}); // headful, cold: a second or two
       const row = await eventually(async () => {

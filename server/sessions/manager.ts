@@ -4,7 +4,7 @@
 // commit in one transaction; the browser, its traffic proxy and its root go first.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
@@ -12,8 +12,21 @@ import type { ServiceConfig } from '../server.js';
 import { emitEvent } from '../events/emit.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
-import { startTrafficProxy, type TrafficProxy } from '../net/traffic-proxy.js';
-import { BrowserPool, DEFAULT_LAUNCH_OPTIONS, createCdpProxy, launchBrowser, sweepOrphans, type CdpProxy, type Poolable, type RunningBrowser } from './browser/index.js';
+import type { TrafficProxy } from '../net/traffic-proxy.js';
+import {
+  BrowserPool,
+  DEFAULT_LAUNCH_OPTIONS,
+  browsersDirFor,
+  closeMeteredBrowser,
+  createCdpProxy,
+  installationId,
+  launchMeteredBrowser,
+  sweepOrphans,
+  type CdpProxy,
+  type MeteredBrowser,
+  type Poolable,
+  type RunningBrowser,
+} from './browser/index.js';
 import { CdpClient, listPages, navigate, type PageTarget } from './browser/cdp-client.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody, type SessionOptions } from './options.js';
 import * as store from './store.js';
@@ -21,10 +34,7 @@ import { refuseUnpaid } from '../billing/account.js';
 import { settleSession } from '../billing/settle.js';
 
 /** A browser with the forwarding proxy that meters and polices its traffic. */
-export interface SessionBrowser extends Poolable {
-  browser: RunningBrowser;
-  traffic: TrafficProxy;
-}
+export interface SessionBrowser extends Poolable, MeteredBrowser {}
 
 /** What the capabilities that follow sessions (recording, live view, input) see of one. */
 export interface RunningSession {
@@ -127,13 +137,10 @@ export class SessionManager {
 
   constructor(private readonly o: SessionManagerOptions) {
     const { config, log } = o;
-    // One identity per server installation (host and data directory): a restart of the
-    // same node recognises the sessions it left behind, a second node does not take them.
-    const installation = createHash('sha256').update(config.dataDir).digest('hex').slice(0, 12);
-    this.nodeId = `${hostname()}:${installation}`;
-    // Browser roots live under a short path: Chromium puts a Unix socket inside its TMPDIR,
-    // and socket paths are limited to 107 bytes. owner.json maps a root to its session.
-    this.browsersDir = join(tmpdir(), `cb-${installation}`);
+    // Host and installation: a restart of the same node recognises the sessions it left
+    // behind, a second node does not take them.
+    this.nodeId = `${hostname()}:${installationId(config.dataDir)}`;
+    this.browsersDir = browsersDirFor(config.dataDir);
     this.creationRate = new RateLimiter(config.sessionCreateRatePerMinute);
     this.cdpProxy = createCdpProxy({
       log,
@@ -287,7 +294,7 @@ export class SessionManager {
         await this.end(id, 'failed', 'launch_failed');
       } else {
         cdp?.close();
-        if (sb) await closeSessionBrowser(sb);
+        if (sb) await closeMeteredBrowser(sb);
         if (abort.signal.aborted) {
           // Ended while starting (a DELETE, the server's shutdown): end() recorded it, unless
           // it came before the row existed; recording it again is a no-op otherwise.
@@ -321,9 +328,17 @@ export class SessionManager {
       for (const e of this.extensions) await this.hook('ending', () => e.ending?.(live), id);
       live.cdp.close();
       const traffic = live.traffic.stats();
-      await closeSessionBrowser(live);
-      this.live.delete(id);
-      const row = await this.recordEnd(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
+      // The end is recorded while the browser is torn down: the figures are final (the
+      // traffic was read above, the CDP clients are gone), and a crash in between is
+      // swept at the next start.
+      const closing = closeMeteredBrowser(live);
+      let row: store.SessionRow | undefined;
+      try {
+        row = await this.recordEnd(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
+      } finally {
+        await closing;
+        this.live.delete(id);
+      }
       if (row) {
         const after = (async () => {
           for (const e of this.extensions) await this.hook('ended', () => e.ended?.(live, row), id);
@@ -406,32 +421,25 @@ export class SessionManager {
 
   /** sessionId null: a warm browser, adopted by its session later. */
   private async launchSessionBrowser(launch: LaunchOptions, rootDir: string, signal: AbortSignal | undefined, sessionId: string | null): Promise<SessionBrowser> {
-    const traffic = await startTrafficProxy({ allowPrivateNetworks: this.o.config.allowPrivateNetworks, log: this.o.log });
-    try {
-      const browser = await launchBrowser(
-        {
-          headless: launch.headless,
-          viewport: launch.viewport,
-          fullscreen: launch.fullscreen,
-          disableWebSecurity: launch.disableWebSecurity,
-          popupBlocker: launch.popupBlocker,
-          // Loopback too: the proxy decides what the browser may reach.
-          proxy: { server: traffic.url, bypass: '<-loopback>' },
-        },
-        { chromiumPath: this.o.config.chromiumPath, rootDir, log: this.o.log, signal, sessionId },
-      );
-      return {
-        browser,
-        traffic,
-        rootDir: browser.rootDir,
-        exited: browser.exited,
-        adopt: (id) => browser.adopt(id),
-        close: () => closeSessionBrowser({ browser, traffic }),
-      };
-    } catch (err) {
-      await traffic.close();
-      throw err;
-    }
+    const metered = await launchMeteredBrowser(
+      {
+        headless: launch.headless,
+        viewport: launch.viewport,
+        fullscreen: launch.fullscreen,
+        disableWebSecurity: launch.disableWebSecurity,
+        popupBlocker: launch.popupBlocker,
+      },
+      { chromiumPath: this.o.config.chromiumPath, rootDir, log: this.o.log, signal, sessionId },
+      { allowPrivateNetworks: this.o.config.allowPrivateNetworks, log: this.o.log },
+    );
+    const { browser } = metered;
+    return {
+      ...metered,
+      rootDir: browser.rootDir,
+      exited: browser.exited,
+      adopt: (id) => browser.adopt(id),
+      close: () => closeMeteredBrowser(metered),
+    };
   }
 
   /** Why a request cannot be served as asked, in words for the 400, or undefined. */
@@ -516,11 +524,6 @@ export class SessionManager {
       return row;
     });
   }
-}
-
-async function closeSessionBrowser(sb: Pick<SessionBrowser, 'browser' | 'traffic'>): Promise<void> {
-  await sb.browser.close();
-  await sb.traffic.close();
 }
 
 /** Whether a CDP message from a client is the command Browser.close (not just mentions it). */

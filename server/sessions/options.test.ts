@@ -10,7 +10,7 @@ import { environOf } from './browser/test-support.js';
 import { isRunning } from './browser/procfs.js';
 import {
   HEADLESS,
-  browsersDirOf,
+  browsersDirFor,
   headless,
   createSession,
   endSession,
@@ -45,7 +45,7 @@ describe('session browsers', () => {
   beforeAll(async () => {
     server = await startTestServer();
     pages = await startPageServer();
-    browsersDir = browsersDirOf(server.config.dataDir);
+    browsersDir = browsersDirFor(server.config.dataDir);
   });
   afterAll(async () => {
     await server?.close();
@@ -133,7 +133,7 @@ describe('session browsers', () => {
 describe('warm pool', () => {
   it('serves default sessions from pre-launched browsers, refills in the background, launches other configurations cold, and closes with the server', async () => {
     const server = await startTestServer({ env: { BROWSER_POOL_SIZE: '1' } });
-    const browsersDir = browsersDirOf(server.config.dataDir);
+    const browsersDir = browsersDirFor(server.config.dataDir);
     try {
       const warm = async () => (await (await fetch(`${server.url}/healthz`)).json()).browsers.warm as number;
       await eventually(async () => (await warm()) === 1, 30_000, 'a warm browser');

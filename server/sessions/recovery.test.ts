@@ -1,12 +1,12 @@
-// The server process killed with SIGKILL while its sessions run: the next start on the
-// same DATA_DIR kills the browsers it left (Chromium, Xvfb), removes their roots, and marks
-// their sessions failed with session.failed. Then a graceful stop (SIGTERM) of that second
+// The server process killed with SIGKILL while its sessions run: its browsers (Chromium,
+// Xvfb) exit by themselves, and the next start on the same DATA_DIR removes their roots
+// and marks their sessions failed with session.failed (the sweep of browsers that did not
+// exit, hung ones, is sweep.test.ts's). Then a graceful stop (SIGTERM) of that second
 // server leaves no browser either. Real processes: `node --import tsx server/main.ts`
 // (not the tsx CLI, which runs the server in a child of its own that a SIGKILL would miss).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,8 +15,9 @@ import { openDb } from '../store/db.js';
 import { isRunning } from './browser/procfs.js';
 import {
   HEADLESS,
-  browsersDirOf,
+  browsersDirFor,
   createSession,
+  eventually,
   getSession,
   gone,
   processesUnder,
@@ -25,19 +26,9 @@ import {
   sessionEvents,
   type Requester,
 } from './test-support.js';
+import { freePort } from '../testing/free-port.js';
 
 const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 interface Child extends Requester {
   child: ChildProcess;
@@ -98,10 +89,9 @@ describe('recovery after kill -9', () => {
   });
 
   it('the next start kills what a killed server left, removes the roots and fails its sessions; a graceful stop leaves nothing', async () => {
-    const browsersDir = browsersDirOf(dataDir);
+    const browsersDir = browsersDirFor(dataDir);
     // The tools' browsers (web fetch) of the same installation live beside the sessions'.
-    const toolsDir = browsersDir.replace(/\/cb-/, '/cbt-');
-    const everything = () => [...processesUnder(browsersDir), ...processesUnder(toolsDir)];
+    const everything = () => processesUnder(browsersDir);
 
     const first = await startChild(dataDir, apiKey);
     children.push(first.child);
@@ -110,6 +100,16 @@ describe('recovery after kill -9', () => {
     const left = [rootOf(browsersDir, headful.id), rootOf(browsersDir, headless.id)];
     const display = left[0]!.owner.display!;
     expect(display).toMatch(/^:\d+$/);
+    // A web fetch starts a tool browser, in a root of its own beside the sessions'.
+    const fetched = await first.request('/v1/tools/fetch/webpage', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${first.url}/healthz` }),
+    });
+    expect(fetched.status).toBe(200);
+    const tool = roots(browsersDir).filter((r) => r.owner.sessionId === null);
+    expect(tool).toHaveLength(1);
+    left.push(tool[0]!);
 
     // Every browser process of the first server: its sessions' and its tools' (web fetch).
     const firstProcesses = everything();
@@ -117,9 +117,11 @@ describe('recovery after kill -9', () => {
 
     first.child.kill('SIGKILL');
     expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
-    // The server is gone; its browsers and the headful one's Xvfb are not.
-    for (const root of left) expect(gone(root).processes.length).toBeGreaterThan(0);
-    expect(gone(left[0]!).processes).toContain(left[0]!.owner.pids[1]); // Xvfb
+    // The server is gone, and so are its browsers: each exits when the server's end closes
+    // its DevTools pipe, and the headful one's Xvfb when its last client is gone. Their
+    // roots stay for the next start.
+    await eventually(() => firstProcesses.every((pid) => !isRunning(pid)), 15_000, "the killed server's browsers to exit");
+    for (const root of left) expect(gone(root)).toEqual({ processes: [], directory: true });
 
     const second = await startChild(dataDir, apiKey);
     children.push(second.child);

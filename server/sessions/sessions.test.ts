@@ -10,7 +10,7 @@ import { createProject } from '../auth/api-keys.js';
 import * as store from './store.js';
 import {
   HEADLESS,
-  browsersDirOf,
+  browsersDirFor,
   headless,
   createSession,
   endSession,
@@ -39,7 +39,7 @@ describe.each(backends)('sessions API on %s', (backend) => {
   beforeAll(async () => {
     server = await startTestServer({ backend });
     pages = await startPageServer();
-    browsersDir = browsersDirOf(server.config.dataDir);
+    browsersDir = browsersDirFor(server.config.dataDir);
   });
   afterAll(async () => {
     await server?.close();
@@ -398,8 +398,8 @@ describe('limits', () => {
       expect(ok).toHaveLength(2);
       expect(refused.map((r) => r.status)).toEqual([429]);
       expect(refused[0]!.body).toEqual({ error: { code: 429, message: expect.stringMatching(/concurrent browser limit/i) } });
-      expect(processesUnder(browsersDirOf(server.config.dataDir)).length).toBeGreaterThan(0);
-      expect(entries(browsersDirOf(server.config.dataDir)).filter((n) => n.startsWith('s-'))).toHaveLength(2);
+      expect(processesUnder(browsersDirFor(server.config.dataDir)).length).toBeGreaterThan(0);
+      expect(entries(browsersDirFor(server.config.dataDir)).filter((n) => n.startsWith('s-'))).toHaveLength(2);
 
       await endSession(server, ok[0]!.body.data.id);
       const again = await postSession(server, HEADLESS);

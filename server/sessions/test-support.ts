@@ -2,11 +2,9 @@ import { WebSocket } from 'ws';
 // Shared by the session tests (sessions, cdp, options, lifecycle, recovery): creating sessions over
 // real HTTP, a local web server for pages, where a server's browser roots are, and checks
 // that nothing of a browser is left (no process, no directory).
-import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Db } from '../store/db.js';
 import { readOwner, type OwnerRecord } from './browser/owner.js';
@@ -69,10 +67,7 @@ export function headless(session: Record<string, unknown>) {
   return { browser: { headless: { active: true } }, session: { recording: { active: false }, ...session } };
 }
 
-/** Where a server keeps its browser roots: os.tmpdir()/cb-<hash of DATA_DIR>/ (manager.ts). */
-export function browsersDirOf(dataDir: string): string {
-  return join(tmpdir(), `cb-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}`);
-}
+export { browsersDirFor } from './browser/roots.js';
 
 export interface Root {
   dir: string;

@@ -1,23 +1,26 @@
 // The shared set of browsers behind the web fetch, screenshot and page PDF tools. Apart from
 // session browsers: no session row, no count against MAX_CONCURRENT_BROWSERS, no pool slot.
 //
-// FETCH_BROWSERS Chromium processes in headless mode, launched by Playwright over a pipe
-// (its own temporary profile, removed on close; the browser exits when the pipe closes, so a
-// killed server leaves no browser behind) with the flags session browsers get on this
-// network, and `--disable-blink-features=AutomationControlled` (navigator.webdriver false,
-// enforced by the browser). Each sits behind its own traffic proxy, so that every request
-// the page makes (redirects, subresources, iframes, WebSockets) is checked against the
-// address policy at connect time and, when the operator set FETCH_PROXY_URL, chained
-// through that proxy.
+// FETCH_BROWSERS headless Chromium processes, launched as session browsers are
+// (launchMeteredBrowser: the same flags, a root beside the sessions' roots with an
+// owner.json; they exit when the server dies, and the next start removes the roots a
+// killed server left), driven by Playwright over their CDP pipe with its artifacts inside
+// the root.
+// Each sits behind its own traffic proxy, so that every request the page makes (redirects,
+// subresources, iframes, WebSockets) is checked against the address policy at connect
+// time and, when the operator set FETCH_PROXY_URL, chained through that proxy.
 //
 // Each request gets a fresh browser context (cookies, storage and cache of its own), closed
 // afterwards. At most FETCH_MAX_CONCURRENCY contexts are open at once across the browsers;
 // further requests wait in a FIFO queue of at most FETCH_MAX_QUEUE (then QueueFullError) for
 // no longer than their own deadline. A browser that crashed or disconnected is relaunched
 // on the next request that needs it.
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from 'playwright-core';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core';
 import type { Logger } from 'pino';
-import { startTrafficProxy, type TrafficProxy } from '../net/traffic-proxy.js';
+import { connectOverPipe } from './cdp-pipe.js';
+import { DEFAULT_LAUNCH_OPTIONS, closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from '../sessions/browser/index.js';
 
 export interface FetchBrowsersOptions {
   chromiumPath: string;
@@ -27,8 +30,8 @@ export interface FetchBrowsersOptions {
   allowPrivateNetworks: boolean;
   /** The operator's upstream proxy (may carry credentials: never logged). */
   proxyUrl?: string;
-  /** Put on the browsers' command line (an inert switch), to tell them apart in ps. */
-  label: string;
+  /** The installation's browsers directory (browsersDirFor): roots are t-<random> there. */
+  browsersDir: string;
   log: Logger;
 }
 
@@ -60,7 +63,7 @@ interface Slot {
 }
 
 interface Launched {
-  traffic: TrafficProxy;
+  metered: MeteredBrowser;
   browser: Browser;
   dead: boolean;
 }
@@ -186,49 +189,27 @@ export class FetchBrowsers {
 
   private async launch(slot: Slot): Promise<Launched> {
     const { log } = this.o;
-    const traffic = await startTrafficProxy({
-      allowPrivateNetworks: this.o.allowPrivateNetworks,
-      upstream: this.o.proxyUrl ? { server: this.o.proxyUrl } : undefined,
-      log,
-    });
+    const metered = await launchMeteredBrowser(
+      { ...DEFAULT_LAUNCH_OPTIONS, headless: true },
+      { chromiumPath: this.o.chromiumPath, rootDir: join(this.o.browsersDir, `t-${randomBytes(6).toString('hex')}`), log, sessionId: null },
+      { allowPrivateNetworks: this.o.allowPrivateNetworks, upstream: this.o.proxyUrl ? { server: this.o.proxyUrl } : undefined, log },
+    );
+    const running = metered.browser;
     try {
-      const browser = await chromium.launch({
-        executablePath: this.o.chromiumPath,
-        headless: true,
-        // navigator.webdriver comes from this one; the sandbox cannot run as root.
-        ignoreDefaultArgs: ['--enable-automation'],
-        chromiumSandbox: process.getuid?.() !== 0,
-        args: [
-          // Required on this network (no Google services, no QUIC), as for session browsers.
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--no-first-run',
-          '--disable-sync',
-          '--disable-quic',
-          '--disable-dev-shm-usage',
-          '--disable-blink-features=AutomationControlled',
-          // WebGL through SwiftShader (no GPU here); without it pages see no WebGL at all.
-          '--enable-unsafe-swiftshader',
-          // Loopback too: the proxy decides what the browser may reach.
-          `--proxy-server=${traffic.url}`,
-          '--proxy-bypass-list=<-loopback>',
-          `--cb-tool-browser=${this.o.label}`,
-        ],
-        // Not the server's environment: it holds database URLs and keys.
-        env: browserEnv(),
-        timeout: 60_000,
-      });
-      const launched: Launched = { traffic, browser, dead: false };
-      browser.on('disconnected', () => {
+      // Playwright's own temporary files (downloads among them) stay inside the root.
+      const browser = await connectOverPipe(running.pipe, { artifactsDir: join(running.rootDir, 'tmp'), isLocal: true, timeout: 60_000 });
+      const launched: Launched = { metered, browser, dead: false };
+      const lost = () => {
         if (launched.dead) return;
-        launched.dead = true;
         if (!this.closed) log.warn({ slot: slot.index }, 'tool browser went away; it is relaunched on demand');
-        void traffic.close().catch(() => {});
-      });
+        void this.shut(launched);
+      };
+      browser.on('disconnected', lost);
+      void running.exited.then(lost);
       log.info({ slot: slot.index, version: browser.version() }, 'tool browser started');
       return launched;
     } catch (err) {
-      await traffic.close();
+      await closeMeteredBrowser(metered).catch(() => {});
       throw err;
     }
   }
@@ -236,7 +217,7 @@ export class FetchBrowsers {
   private async shut(l: Launched): Promise<void> {
     l.dead = true;
     await l.browser.close().catch(() => {});
-    await l.traffic.close().catch(() => {});
+    await closeMeteredBrowser(l.metered).catch(() => {});
   }
 
   /** Refuses new work, fails the queue, and ends every browser. */
@@ -252,14 +233,4 @@ export class FetchBrowsers {
       }),
     );
   }
-}
-
-function browserEnv(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
-  // Locale and time zone decide the browser's language and Date(): keep the operator's.
-  for (const name of ['HOME', 'LANG', 'LANGUAGE', 'LC_ALL', 'TZ', 'TMPDIR']) {
-    const v = process.env[name];
-    if (v) env[name] = v;
-  }
-  return env;
 }

@@ -1,6 +1,6 @@
 // The web fetch tool end to end: the real server in-process over real HTTP, real Chromium,
 // the local fixture site (fixtures/server.ts) for every page, file and challenge.
-import { createHash } from 'node:crypto';
+import { browsersDirFor } from '../sessions/browser/index.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -321,18 +321,18 @@ describe('address policy and time limit', () => {
 
   it('an upstream that never answers gives 504 after FETCH_TIMEOUT_SECONDS; the fetch browsers close with the server', async () => {
     const s = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_TIMEOUT_SECONDS: '3' } });
-    const installation = createHash('sha256').update(s.config.dataDir).digest('hex').slice(0, 12);
+    const toolRoots = `${browsersDirFor(s.config.dataDir)}/t-`;
     try {
       const started = Date.now();
       const res = await fetchUrl(s, `${fx.url}/hang`);
       expect(res.status).toBe(504);
       expect(await res.json()).toEqual({ error: 'Upstream timed out after 3 seconds' });
       expect(Date.now() - started).toBeLessThan(10_000);
-      expect(chromiumsUnder(`cbt-${installation}`)).toBeGreaterThan(0);
+      expect(chromiumsUnder(toolRoots)).toBeGreaterThan(0);
     } finally {
       await s.close();
     }
-    expect(chromiumsUnder(`cbt-${installation}`)).toBe(0);
+    expect(chromiumsUnder(toolRoots)).toBe(0);
   }, 90_000);
 
   it('an internal failure (no browser can start) answers 500 in the general shape', async () => {

@@ -10,7 +10,7 @@
 // Errors are ToolError with the status and message the handlers answer.
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { createHash } from 'node:crypto';
+import { browsersDirFor } from '../sessions/browser/index.js';
 import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
@@ -287,8 +287,6 @@ export class ToolService {
 
   constructor(private readonly o: ToolServiceOptions) {
     const { config, log } = o;
-    // Marks this installation's tool browsers in their command line (tests, benchmarks, ps).
-    const installation = createHash('sha256').update(config.dataDir).digest('hex').slice(0, 12);
     this.browsers = new FetchBrowsers({
       chromiumPath: config.chromiumPath,
       browsers: config.fetchBrowsers,
@@ -296,7 +294,7 @@ export class ToolService {
       maxQueue: config.fetchMaxQueue,
       allowPrivateNetworks: config.allowPrivateNetworks,
       proxyUrl: config.fetchProxyUrl,
-      label: `cbt-${installation}`,
+      browsersDir: browsersDirFor(config.dataDir),
       log,
     });
     this.solver =

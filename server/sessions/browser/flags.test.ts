@@ -14,6 +14,7 @@ describe('chromiumArgs', () => {
     const a = args();
     for (const flag of [
       '--remote-debugging-port=0',
+      '--remote-debugging-pipe',
       '--disable-background-networking',
       '--disable-component-update',
       '--no-first-run',
@@ -23,6 +24,7 @@ describe('chromiumArgs', () => {
       '--password-store=basic',
       '--use-mock-keychain',
       '--disable-dev-shm-usage',
+      '--disable-blink-features=AutomationControlled',
       '--user-data-dir=/r/user-data',
     ]) {
       expect(a).toContain(flag);

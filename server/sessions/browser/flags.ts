@@ -58,6 +58,9 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
     // Port 0: Chromium picks a free port and prints "DevTools listening on ws://…" on
     // stderr, which is how we learn it; it binds 127.0.0.1 only.
     '--remote-debugging-port=0',
+    // And a pipe (fds 3 and 4) that only the server holds: Chromium exits when it closes,
+    // so a browser never outlives its server (launch.ts).
+    '--remote-debugging-pipe',
     `--user-data-dir=${layout.userDataDir}`,
     // Required on this network (no Google services, no QUIC) and for a fresh profile to
     // start without dialogs or OS keyrings.
@@ -88,6 +91,9 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
     '--enable-unsafe-swiftshader',
     // Never upload crash reports.
     '--disable-breakpad',
+    // navigator.webdriver false, enforced by the browser: a cloud browser is driven over
+    // CDP by design, and ordinary bot checks should not refuse it for that.
+    '--disable-blink-features=AutomationControlled',
     '--window-position=0,0',
     `--window-size=${window.width},${window.height}`,
   ];

@@ -107,6 +107,8 @@ describe('launchBrowser', () => {
       const context = pw.contexts()[0]!;
       const first = context.pages()[0]!;
       expect(await first.evaluate(() => [innerWidth, innerHeight])).toEqual([1280, 720]);
+      // Driven over CDP, headless, and still not flagged as automated.
+      expect(await first.evaluate(() => navigator.webdriver)).toBe(false);
       const page = await context.newPage();
       expect(await page.evaluate(() => [innerWidth, innerHeight])).toEqual([1280, 720]);
       // Chromium's defaults hold: popups blocked, cross-origin reads refused.
@@ -119,7 +121,7 @@ describe('launchBrowser', () => {
       expect(browser.close()).toBe(closing); // idempotent
       await closing;
       expectNothingLeft(browser, owner);
-      expect(await browser.exited).toEqual({ code: 0, signal: null }); // closed gracefully
+      expect(await browser.exited).toEqual({ code: null, signal: 'SIGKILL' }); // the profile is thrown away: no graceful close
     } finally {
       await browser.close();
     }
@@ -179,21 +181,19 @@ describe('launchBrowser', () => {
     const xvfbPid = owner.pids[1]!;
     process.kill(browser.pid, 'SIGKILL');
     expect(await browser.exited).toEqual({ code: null, signal: 'SIGKILL' });
-    expect(isRunning(xvfbPid)).toBe(true); // until the session layer closes it
+    // Xvfb (-terminate) may already be exiting with its last client gone: close() ends it either way.
     await browser.close();
     expectNothingLeft(browser, owner);
     expect(isRunning(xvfbPid)).toBe(false);
   });
 
-  it('kills a browser that does not answer Browser.close after 5 s', async () => {
+  it('ends a browser that does not answer at all (a stopped process) at once', async () => {
     const browser = await launch('frozen', { headless: true });
     const owner = ownerOf(browser.rootDir);
     process.kill(browser.pid, 'SIGSTOP'); // a hung browser process: no CDP, no exit
     const started = Date.now();
     await browser.close();
-    const took = Date.now() - started;
-    expect(took).toBeGreaterThanOrEqual(5_000);
-    expect(took).toBeLessThan(8_000);
+    expect(Date.now() - started).toBeLessThan(3_000); // no graceful wait to time out
     expect((await browser.exited).signal).toBe('SIGKILL');
     expectNothingLeft(browser, owner);
   });

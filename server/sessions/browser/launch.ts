@@ -20,7 +20,7 @@ import { chromiumArgs, geometry, type Geometry, type WindowInsets } from './flag
 import { DEFAULT_LAUNCH_OPTIONS, type LaunchOptions } from './launch-options.js';
 import type { Log } from './log.js';
 import { newOwnerRecord, readOwner, writeOwner, type OwnerRecord } from './owner.js';
-import { MARKER_VARIABLE, killRootProcesses, killRootProcessesOnce, type RootIdentity } from './procfs.js';
+import { MARKER_VARIABLE, killRootProcesses, killRootProcessesOnce, within, type RootIdentity } from './procfs.js';
 import { startXvfb, type RunningXvfb } from './xvfb.js';
 import { fitViewport, measureSettled } from './window-fit.js';
 
@@ -56,19 +56,25 @@ export interface RunningBrowser {
   rootDir: string;
   /** Window, screen and page rectangle, in screen pixels (the window sits at 0,0). */
   geometry: Geometry;
+  /**
+   * The --remote-debugging-pipe: CDP as JSON messages ending in a NUL byte, for one
+   * client in this process (the tool browsers' Playwright; a WebSocket would cost it
+   * compression of every message). Unread, it is drained.
+   */
+  pipe: { input: NodeJS.WritableStream; output: NodeJS.ReadableStream };
   /** Records the session this browser now serves in owner.json (pooled browsers). */
   adopt(sessionId: string): void;
   /**
-   * Browser.close over CDP, SIGKILL of the process group after 5 s, then Xvfb, then
-   * rm -rf rootDir. Idempotent; never rejects. Call it after `exited` too (a crash): it
-   * is what stops Xvfb and removes the root.
+   * SIGKILL of the process group, Xvfb's stop and rm -rf rootDir. Idempotent; never
+   * rejects. Call it after `exited` too (a crash): it is what stops Xvfb and removes the
+   * root.
    */
   close(): Promise<void>;
   /** Resolves when the Chromium process exits, for any reason. */
   exited: Promise<BrowserExit>;
 }
 
-const GRACEFUL_CLOSE_MS = 5_000;
+const KILL_WAIT_MS = 5_000;
 
 /** Browsers of this process that are not closed yet, killed if the process exits. */
 const live = new Set<RootIdentity>();
@@ -178,9 +184,14 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     });
     // detached: Chromium leads a new process group, so one kill(-pgid) reaches the
     // zygotes, renderers, GPU and utility processes it forks. stdout is unused; stderr
-    // carries the DevTools line and, later, diagnostics for a crash.
-    child = spawn(env.chromiumPath, args, { detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: childEnv });
+    // carries the DevTools line and, later, diagnostics for a crash. Fds 3 and 4 are the
+    // --remote-debugging-pipe: held open by this process only, they close when it dies
+    // however it dies (kill -9 included), and Chromium exits then.
+    child = spawn(env.chromiumPath, args, { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], env: childEnv });
     const spawned = child;
+    (spawned.stdio[4] as NodeJS.ReadableStream).resume();
+    // A write to a browser that died fails with EPIPE: its exit is reported through `exited`.
+    (spawned.stdio[3] as NodeJS.WritableStream).on('error', () => {});
     const exited = new Promise<BrowserExit>((res) => spawned.once('exit', (code, signal) => res({ code, signal })));
     const spawnFailed = new Promise<never>((_, rej) => spawned.once('error', rej));
     spawnFailed.catch(() => {}); // observed below; never unhandled
@@ -197,16 +208,17 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     });
 
     const timeoutMs = env.startTimeoutMs ?? 30_000;
+    const abort = onAbort(env.signal);
     const wsEndpoint = await Promise.race([
       waitForDevTools(spawned, timeoutMs),
-      aborted(env.signal),
+      abort.rejected,
       spawnFailed.catch((err: Error) => {
         throw new Error(`could not start Chromium (${env.chromiumPath}): ${err.message}`);
       }),
       exited.then(({ code, signal }) => {
         throw new Error(`Chromium exited (code ${code}, signal ${signal}) before DevTools was ready: ${lastLines(stderrTail)}`);
       }),
-    ]);
+    ]).finally(abort.dispose);
     const pid = spawned.pid!;
     log.info({ pid, display: xvfb?.display, rootDir, wsEndpoint }, 'chromium started');
 
@@ -232,30 +244,27 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
 
     const close = () =>
       (closing ??= (async () => {
+        // Killed, not closed gracefully: the profile goes with the root, so there is
+        // nothing for Chromium to flush, and its orderly shutdown takes 150 ms or more that
+        // every DELETE would wait for. A SIGKILLed process writes nothing more, so the root
+        // is removed while the kernel tears the processes down, and Xvfb stops meanwhile.
+        const stopping = xvfb?.stop();
         if (!hasExited()) {
-          // Graceful first: Chromium flushes cookies and the profile to disk, which a
-          // profile that persists needs.
-          // 5 s in all, connecting included, before the group is killed.
-          const deadline = Date.now() + GRACEFUL_CLOSE_MS;
-          const cdp = await CdpClient.connect(wsEndpoint, 2_000).catch(() => undefined);
-          cdp?.fire('Browser.close');
-          const graceful = await Promise.race([exited.then(() => true), sleep(Math.max(0, deadline - Date.now())).then(() => false)]);
-          cdp?.close();
-          if (!graceful && !hasExited()) {
-            log.warn({ pid, rootDir }, 'chromium did not close within 5 s: killing its process group');
-            try {
-              process.kill(-pid, 'SIGKILL');
-            } catch {
-              // gone
-            }
-            await Promise.race([exited, sleep(5_000)]);
+          try {
+            process.kill(-pid, 'SIGKILL');
+          } catch {
+            // gone
           }
         }
-        await xvfb?.stop();
+        const [died] = await Promise.all([
+          within(exited, KILL_WAIT_MS),
+          removeRoot(rootDir, log),
+          stopping,
+        ]);
+        if (!died) log.error({ pid, rootDir }, 'chromium did not exit after SIGKILL');
         // Whatever is left: children still dying, the crash handler (outside the group).
         const left = await killRootProcesses(identity);
         if (left.length > 0) log.error({ rootDir, pids: left }, 'processes of a closed browser would not die');
-        await removeRoot(rootDir, log);
         live.delete(identity);
         log.info({ pid, rootDir }, 'browser closed');
       })());
@@ -266,6 +275,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
       ...(xvfb ? { display: xvfb.display } : {}),
       rootDir,
       geometry: geo,
+      pipe: { input: spawned.stdio[3] as NodeJS.WritableStream, output: spawned.stdio[4] as NodeJS.ReadableStream },
       adopt(sessionId: string) {
         const current = readOwner(rootDir) ?? owner;
         writeOwner(rootDir, { ...current, sessionId });
@@ -279,13 +289,20 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
   }
 }
 
-/** Rejects when the signal aborts; never settles without one. */
-function aborted(signal: AbortSignal | undefined): Promise<never> {
-  return new Promise((_, rej) => {
+/**
+ * `rejected` rejects when the signal aborts (never settles without one). dispose() removes
+ * the listener: the pool's signal lives as long as the pool and sees every launch.
+ */
+function onAbort(signal: AbortSignal | undefined): { rejected: Promise<never>; dispose(): void } {
+  let listener: (() => void) | undefined;
+  const rejected = new Promise<never>((_, rej) => {
     if (!signal) return;
-    if (signal.aborted) rej(signal.reason);
-    signal.addEventListener('abort', () => rej(signal.reason), { once: true });
+    if (signal.aborted) return rej(signal.reason);
+    listener = () => rej(signal.reason);
+    signal.addEventListener('abort', listener, { once: true });
   });
+  rejected.catch(() => {}); // observed by the race; never unhandled after dispose
+  return { rejected, dispose: () => listener && signal?.removeEventListener('abort', listener) };
 }
 
 function waitForDevTools(child: ChildProcess, timeoutMs: number): Promise<string> {
@@ -352,8 +369,6 @@ async function removeRoot(rootDir: string, log: Log): Promise<void> {
     log.error({ rootDir, err: (err as Error).message }, 'could not remove a browser root');
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The end of Chromium's stderr, without the D-Bus complaints every start prints. */
 function lastLines(text: string, n = 8): string {

@@ -128,14 +128,11 @@ export async function killRootProcesses(root: RootIdentity, timeoutMs = 5_000): 
   }
 }
 
-/** Resolves true once the process has exited (or was never there), false at the deadline. */
-export async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (isRunning(pid)) {
-    if (Date.now() > deadline) return false;
-    await sleep(50);
-  }
-  return true;
+/** Whether `p` settles within `ms` (the timer does not keep the process alive). */
+export function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms).unref()));
+  return Promise.race([p.then(() => true), late]).finally(() => clearTimeout(timer));
 }
 
 /** This process's identity for owner.json: pid plus start time plus boot id. */

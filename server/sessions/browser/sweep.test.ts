@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOwnerRecord, writeOwner } from './owner.js';
 import { isRunning, readStat } from './procfs.js';
 import { sweepOrphans } from './sweep.js';
-import { chromiumPath, leftovers, listDir, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
+import { chromiumPath, eventually, leftovers, listDir, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
 
 const projectRoot = fileURLToPath(new URL('../../..', import.meta.url));
 const fixture = fileURLToPath(new URL('./sweep-child.fixture.ts', import.meta.url));
@@ -22,8 +22,8 @@ afterAll(() => {
 });
 
 /** Starts the fixture server process and waits for its browsers. */
-function startDoomedServer(dir: string): Promise<{ child: ChildProcess; roots: string[]; display: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture, dir, chromiumPath], {
+function startDoomedServer(dir: string, mode: 'hung' | 'running'): Promise<{ child: ChildProcess; roots: string[]; display: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, dir, chromiumPath, mode], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -40,15 +40,34 @@ function startDoomedServer(dir: string): Promise<{ child: ChildProcess; roots: s
 }
 
 describe('sweepOrphans', () => {
-  it('kills the browsers (Chromium, Xvfb, crash handlers) of a server killed with SIGKILL and removes their roots', async () => {
+  it('browsers end with their server: killed with SIGKILL, its Chromium and Xvfb exit by themselves; the sweep removes the roots', async () => {
+    const dir = join(browsersDir, 'ended');
+    const { child, roots, display } = await startDoomedServer(dir, 'running');
+    const owners = roots.map((r) => ownerOf(r));
+    expect(owners[0]!.pids).toHaveLength(2); // Chromium and Xvfb
+    for (const owner of owners) expect(leftovers(owner).length).toBeGreaterThan(1);
+    child.kill('SIGKILL');
+    // The server's end closes the browsers' DevTools pipe: Chromium exits, then Xvfb (its
+    // last client gone). Every process of the roots, children and crash handlers included.
+    await eventually(() => owners.every((o) => leftovers(o).length === 0), 15_000, 'the browsers to exit');
+    // The roots stay until a sweep (the next start).
+    for (const r of roots) expect(existsSync(r)).toBe(true);
+    expect((await sweepOrphans(dir, log)).sort()).toEqual(['orphan-headful', 'orphan-headless']);
+    expect(listDir(dir)).toEqual([]);
+    const n = display.slice(1);
+    expect(existsSync(`/tmp/.X${n}-lock`)).toBe(false);
+    expect(existsSync(`/tmp/.X11-unix/X${n}`)).toBe(false);
+  });
+
+  it('kills the browsers (Chromium, Xvfb, crash handlers) that a server killed with SIGKILL left hung, and removes their roots', async () => {
     const dir = join(browsersDir, 'crash');
-    const { child, roots, display } = await startDoomedServer(dir);
+    const { child, roots, display } = await startDoomedServer(dir, 'hung');
     const owners = roots.map((r) => ownerOf(r));
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
     await exited;
 
-    // The server is gone; its browsers are not.
+    // The server is gone; its browsers, stopped, are not.
     for (const owner of owners) {
       expect(isRunning(owner.serverPid)).toBe(false);
       expect(isRunning(owner.pids[0]!)).toBe(true);

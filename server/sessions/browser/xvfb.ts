@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import type { Log } from './log.js';
-import { isRunning, waitForExit } from './procfs.js';
+import { isRunning, within } from './procfs.js';
 
 export interface RunningXvfb {
   pid: number;
@@ -29,10 +29,12 @@ export async function startXvfb(options: XvfbOptions): Promise<RunningXvfb> {
   const { width, height, log } = options;
   // -displayfd: Xvfb picks a free display number itself and writes it to fd 3 once it
   // accepts connections, so concurrent launches never race for a number and we need no
-  // polling. TCP stays off: only local processes may talk to the display.
+  // polling. TCP stays off: only local processes may talk to the display. -terminate:
+  // when its last client (the browser) is gone, Xvfb exits instead of resetting, so a
+  // display never outlives its browser, even when the server was killed.
   const child = spawn(
     options.xvfbPath,
-    ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp'],
+    ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp', '-terminate'],
     { stdio: ['ignore', 'ignore', 'pipe', 'pipe'], detached: true, env: options.env },
   );
   const pid = child.pid;
@@ -90,12 +92,13 @@ export async function startXvfb(options: XvfbOptions): Promise<RunningXvfb> {
   const stop = () =>
     (stopping ??= (async () => {
       if (hasExited()) return removeStaleXFiles(displayNumber);
+      // Our child: its exit event says when it is gone (polling /proc would add up to a
+      // poll interval to every session's end).
       killGroup('SIGTERM');
-      if (!(await waitForExit(pid!, 2_000)) && !hasExited()) {
+      if (!(await within(exited, 2_000)) && !hasExited()) {
         killGroup('SIGKILL');
-        await waitForExit(pid!, 2_000);
+        await within(exited, 2_000);
       }
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 1_000))]);
       removeStaleXFiles(displayNumber);
     })());
 
