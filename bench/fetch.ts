@@ -1,26 +1,27 @@
-// Benchmark: the web fetch tool (POST /v1/tools/fetch/webpage on the real server, in-process
-// over real HTTP) against raw Playwright doing the same work in the same run: a warm browser,
-// a new context per page, goto, the same readiness wait (server/tools/readiness.ts), content.
+// Benchmark: the web fetch tool (POST /v1/tools/fetch/webpage on the real server, running as
+// its own process as deployed, over real HTTP) against raw Playwright doing the same work in
+// the same run: a warm browser, a new context per page, goto, the same readiness wait
+// (server/tools/readiness.ts), content.
 // Both fetch the fixture site's script-rendered page, at concurrency 1, 4 and 8.
 //
-//   pnpm exec tsx bench/fetch.ts [--requests N]   (N per concurrency level and side, default 24)
+//   pnpm exec tsx bench/fetch.ts [--requests N]   (N per concurrency level and side, default 48)
 //
 // Prints the machine, p50, p95 and pages per second of each side, and the ratios.
 // Goal: p50 at most 1.15x raw Playwright's, throughput at least 0.9x.
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem, platform, release } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { startFixtureServer } from '../fixtures/server.js';
-import { startTestServer } from '../server/testing/harness.js';
+import { machine, percentile } from './machine.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 import { NetworkTracker, waitForReady } from '../server/tools/readiness.js';
 
 export interface Stats {
   p50: number;
   p95: number;
   pagesPerSecond: number;
-  /** CPU milliseconds per page: this process (server and clients) and the side's browser. */
+  /** CPU milliseconds per page: Node (this process, plus the server's for the tool) and the side's browser. */
   nodeCpuMs?: number;
   browserCpuMs?: number;
 }
@@ -77,16 +78,12 @@ const FLAGS = [
   '--bench-raw-browser',
 ];
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i];
-}
 
 /** Runs `total` jobs, `concurrency` at a time; answers the latencies and the wall time. */
-async function drive(total: number, concurrency: number, job: () => Promise<void>, marker?: (cmdline: string) => boolean): Promise<Stats> {
+async function drive(total: number, concurrency: number, job: () => Promise<void>, marker?: (cmdline: string) => boolean, server?: ServerProcess): Promise<Stats> {
   const latencies: number[] = [];
   const cpu0 = process.cpuUsage();
+  const s0 = server?.cpuMs() ?? 0;
   const b0 = marker ? browserCpu(marker) : 0;
   let next = 0;
   const started = performance.now();
@@ -104,12 +101,11 @@ async function drive(total: number, concurrency: number, job: () => Promise<void
   await Promise.all(closing);
   const wall = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  latencies.sort((a, b) => a - b);
   return {
     p50: percentile(latencies, 50),
     p95: percentile(latencies, 95),
     pagesPerSecond: total / wall,
-    nodeCpuMs: (cpu.user + cpu.system) / 1000 / total,
+    nodeCpuMs: ((cpu.user + cpu.system) / 1000 + (server ? server.cpuMs() - s0 : 0)) / total,
     ...(marker ? { browserCpuMs: (browserCpu(marker) - b0) / total } : {}),
   };
 }
@@ -136,31 +132,27 @@ async function rawFetch(browser: Browser, url: string): Promise<string> {
 
 export async function runFetchBench(options: { requests?: number; levels?: number[]; out?: (line: string) => void } = {}): Promise<LevelResult[]> {
   const out = options.out ?? ((line: string) => console.log(line));
-  const requests = options.requests ?? 24;
+  const requests = options.requests ?? 48;
   const levels = options.levels ?? [1, 4, 8];
   const cpu = cpus();
-  out(`machine: ${cpu[0]?.model ?? 'unknown CPU'}, ${cpu.length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory, ${platform()} ${release()}, Node ${process.version}`);
+  out(`machine: ${machine()}`);
 
   const fx = await startFixtureServer();
   const url = `${fx.url}/site/script-rendered.html`;
   // One fetch browser, as raw Playwright has one warm browser; enough slots for the levels.
-  const server = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_MAX_CONCURRENCY: String(Math.max(...levels)), FETCH_RATE_PER_MINUTE: '1000000' } });
+  const server = await startServerProcess({ FETCH_BROWSERS: '1', FETCH_MAX_CONCURRENCY: String(Math.max(...levels)), FETCH_RATE_PER_MINUTE: '1000000' });
   const raw = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
   const results: LevelResult[] = [];
   try {
-    // Which processes are whose: the tool browsers' roots, Playwright's own profile dirs.
-    const label = `cbt-${createHash('sha256').update(server.config.dataDir).digest('hex').slice(0, 12)}`;
-    const isMain = (c: string) => !c.includes(' --type=') && c.includes('--remote-debugging-pipe');
-    const toolMarker = (c: string) => isMain(c) && c.includes(label);
+    // Which processes are whose: the tool browsers' roots (t-*), the raw browser's switch.
+    const toolRoots = `${server.browsersDir}/t-`;
+    const isMain = (c: string) => !c.includes(' --type=');
+    const toolMarker = (c: string) => isMain(c) && c.includes(toolRoots);
     const rawMarker = (c: string) => isMain(c) && c.includes('--bench-raw-browser');
     const cpuText = (st: Stats) => `${(st.nodeCpuMs ?? 0).toFixed(0)}+${(st.browserCpuMs ?? 0).toFixed(0)}`;
     let currentConcurrency = 1;
     const toolFetch = async () => {
-      const res = await server.request('/v1/tools/fetch/webpage', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ url }),
-      });
+      const res = await server.request('/v1/tools/fetch/webpage', { method: 'POST', body: JSON.stringify({ url }) });
       const html = await res.text();
       if (res.status !== 200 || !html.includes('Rendered by script')) throw new Error(`tool answered ${res.status}: ${html.slice(0, 200)}`);
     };
@@ -180,10 +172,10 @@ export async function runFetchBench(options: { requests?: number; levels?: numbe
       currentConcurrency = concurrency;
       // Alternate the sides in halves so drift (thermal, other load) hits both alike.
       const half = Math.ceil(requests / 2);
-      const t1 = await drive(half, concurrency, toolFetch, toolMarker);
+      const t1 = await drive(half, concurrency, toolFetch, toolMarker, server);
       const r1 = await drive(half, concurrency, rawJob, rawMarker);
       const r2 = await drive(requests - half, concurrency, rawJob, rawMarker);
-      const t2 = await drive(requests - half, concurrency, toolFetch, toolMarker);
+      const t2 = await drive(requests - half, concurrency, toolFetch, toolMarker, server);
       const avg = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : (x + y) / 2);
       const merge = (a: Stats, b: Stats): Stats => ({
         p50: (a.p50 + b.p50) / 2,
@@ -215,7 +207,7 @@ export async function runFetchBench(options: { requests?: number; levels?: numbe
     );
   } finally {
     await raw.close();
-    await server.close();
+    await server.stop();
     await fx.close();
   }
   return results;

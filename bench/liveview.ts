@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { WebSocket } from 'ws';
 import { startTestServer, type TestServer } from '../server/testing/harness.js';
-import { browsersDirOf, createSession, rootOf } from '../server/sessions/test-support.js';
+import { browsersDirFor, createSession, rootOf } from '../server/sessions/test-support.js';
 import { CdpClient, listPages } from '../server/sessions/browser/cdp-client.js';
 import { machine, percentile } from './machine.js';
 
@@ -109,7 +109,7 @@ function rootCpu(rootDir: string): number {
 
 /** Percent of one core used by a session's browser and by this process over `seconds`. */
 async function cpuOf(server: TestServer, sessionId: string, seconds: number): Promise<{ browser: number; server: number }> {
-  const root = rootOf(browsersDirOf(server.dataDir), sessionId).dir;
+  const root = rootOf(browsersDirFor(server.dataDir), sessionId).dir;
   await sleep(1_500); // settle after start
   const b0 = rootCpu(root);
   const s0 = process.cpuUsage();

@@ -3,14 +3,15 @@
 //   warm: our default session (served by the warm pool, headful on Xvfb) vs a Chromium
 //         launched before the clock starts (headful on Xvfb): new context, goto, close.
 //   cold: a headless session launched on demand vs chromium.launch({headless}) in the clock.
+// The server runs as its own process, as deployed (bench/server-process.ts).
 // Goals (issue 3): warm p50 within 1.3x of the warm reference, cold p50 within 1.1x.
 // Usage: pnpm exec tsx bench/session-start.ts [--rounds 50]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
-import { startTestServer, type TestServer } from '../server/testing/harness.js';
 import { machine, ms, percentile, rounds } from './machine.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
 const N = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 50;
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -23,8 +24,8 @@ const page = createServer((_req, res) => {
 await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
 const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
 
-async function ours(server: TestServer, body: object): Promise<void> {
-  const res = await server.request('/v1/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function ours(server: ServerProcess, body: object): Promise<void> {
+  const res = await server.request('/v1/sessions', { method: 'POST', body: JSON.stringify(body) });
   const created = (await res.json()) as { data: { id: string; cdp_url: string } };
   if (res.status !== 200) throw new Error(`create answered ${res.status}: ${JSON.stringify(created)}`);
   const browser = await chromium.connectOverCDP(created.data.cdp_url);
@@ -36,9 +37,9 @@ async function ours(server: TestServer, body: object): Promise<void> {
   if (end.status !== 200) throw new Error(`end answered ${end.status}`);
 }
 
-async function waitWarm(server: TestServer): Promise<void> {
+async function waitWarm(server: ServerProcess): Promise<void> {
   for (;;) {
-    const health = (await (await fetch(`${server.url}/healthz`)).json()) as { browsers: { warm: number } };
+    const health = (await (await fetch(`${server.base}/healthz`)).json()) as { browsers: { warm: number } };
     if (health.browsers.warm > 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -62,10 +63,10 @@ console.log(`bench/session-start on ${machine()}; ${N} rounds each`);
 
 // Warm.
 const xvfb = await startXvfb();
-const warmServer = await startTestServer({ env: { BROWSER_POOL_SIZE: '1', LOG_LEVEL: 'warn' } });
+const warmServer = await startServerProcess({ BROWSER_POOL_SIZE: '1', SESSION_CREATE_RATE_PER_MINUTE: '100000' });
 await waitWarm(warmServer);
 const warmOurs = await rounds('warm, ours', N, () => ours(warmServer, {}), () => waitWarm(warmServer));
-await warmServer.close();
+await warmServer.stop();
 // The reference's browser is launched before its clock starts; each round is a fresh
 // context, a page, the same goto, and closing the context.
 const pre = await chromium.launch({ executablePath: chromiumPath, headless: false, args: flags, env: { ...process.env, DISPLAY: xvfb.display } });
@@ -80,9 +81,9 @@ xvfb.proc.kill();
 report('warm (pool vs pre-launched)', warmOurs, warmRef, 1.3);
 
 // Cold.
-const coldServer = await startTestServer({ env: { BROWSER_POOL_SIZE: '0', LOG_LEVEL: 'warn' } });
+const coldServer = await startServerProcess({ BROWSER_POOL_SIZE: '0', SESSION_CREATE_RATE_PER_MINUTE: '100000' });
 const coldOurs = await rounds('cold, ours', N, () => ours(coldServer, { browser: { headless: { active: true } } }));
-await coldServer.close();
+await coldServer.stop();
 const coldRef = await rounds('cold, raw Playwright', N, async () => {
   const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: flags });
   const p = await browser.newPage();
