@@ -40,6 +40,29 @@ export async function measureFirstPage(cdp: CdpClient, timeoutMs = 5_000): Promi
   }
 }
 
+/**
+ * The first tab's target id, as soon as Chromium has opened it (a moment after DevTools is
+ * ready). Discovery reports the targets that exist, then each one created: no polling.
+ */
+export async function firstPage(cdp: CdpClient, timeoutMs = 5_000): Promise<string> {
+  let found!: (targetId: string) => void;
+  const created = new Promise<string>((r) => (found = r));
+  const off = cdp.on((method, params) => {
+    if (method === 'Target.targetCreated' && params.targetInfo.type === 'page') found(params.targetInfo.targetId);
+  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await cdp.send('Target.setDiscoverTargets', { discover: true });
+    return await Promise.race([
+      created,
+      new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('no page target appeared')), timeoutMs))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    off();
+  }
+}
+
 const same = (a: Size, b: Size) => a.width === b.width && a.height === b.height;
 
 /** Measures until two readings 100 ms apart agree (the first layout may be pending). */
