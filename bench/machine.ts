@@ -1,4 +1,5 @@
 // Every benchmark names the machine its figures come from, and shares these helpers.
+import { readFileSync } from 'node:fs';
 import { cpus, totalmem, release } from 'node:os';
 
 export function machine(): string {
@@ -28,6 +29,51 @@ export async function rounds(label: string, n: number, fn: () => Promise<void>, 
     out.push(performance.now() - t);
     progress(label, i, n);
     if (between) await between();
+  }
+  return out;
+}
+
+/** Busy share of all cores over `ms` (from /proc/stat). */
+async function busyShare(ms: number): Promise<number> {
+  const sample = () => {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const idle = f[3]! + f[4]!;
+    return { idle, total: f.reduce((a, b) => a + b, 0) };
+  };
+  const a = sample();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = sample();
+  return b.total === a.total ? 0 : 1 - (b.idle - a.idle) / (b.total - a.total);
+}
+
+/** Waits until the machine is quiet (under 15 % busy over 100 ms), 3 s at most. */
+export async function quiet(): Promise<void> {
+  for (const deadline = Date.now() + 3_000; Date.now() < deadline; ) {
+    if ((await busyShare(100)) < 0.15) return;
+  }
+}
+
+/**
+ * Times each side `n` times, the sides taking turns round by round (each side's `between`
+ * step untimed after its round), so that drift over the run (other load, caches, the
+ * CPU's clock) hits every side alike. Every round starts on a quiet machine: what one
+ * side left running (a browser still starting, an encoder) does not run into the other's.
+ */
+export async function takingTurns<K extends string>(
+  n: number,
+  sides: Record<K, { run: () => Promise<void>; between?: () => Promise<void> }>,
+): Promise<Record<K, number[]>> {
+  const names = Object.keys(sides) as K[];
+  const out = Object.fromEntries(names.map((k) => [k, [] as number[]])) as Record<K, number[]>;
+  for (let i = 1; i <= n; i++) {
+    for (const k of names) {
+      await quiet();
+      const t = performance.now();
+      await sides[k].run();
+      out[k].push(performance.now() - t);
+      await sides[k].between?.();
+    }
+    progress(names.join(' / '), i, n);
   }
   return out;
 }
