@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -6,11 +6,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FixtureServer } from './fixtures.js';
 
 let fixtures: FixtureServer | undefined;
-afterEach(() => fixtures?.close());
+const dirs: string[] = [];
+afterEach(async () => {
+  await fixtures?.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 describe('FixtureServer', () => {
   it('starts on first use and serves files and routes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'conformance-fixtures-'));
+    dirs.push(dir);
     writeFileSync(join(dir, 'index.html'), '<p>hello</p>');
     fixtures = new FixtureServer({ dir });
     const received: string[] = [];

@@ -119,7 +119,7 @@ describe('event payloads validate against openapi.yaml', () => {
 
 describe('loadEventSchemas', () => {
   it('finds webhooks.<type> request schemas and resolves component refs', async () => {
-    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { writeFileSync, mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
     const dir = mkdtempSync(join(tmpdir(), 'evschema-'));
@@ -162,6 +162,7 @@ components:
 `,
     );
     const s = loadEventSchemas(file);
+    rmSync(dir, { recursive: true, force: true }); // loaded: the file is no longer needed
     expect([...s.documented]).toEqual(['batch.failed']);
     expect(s.validator('batch.completed')).toBeNull();
     const v = s.validator('batch.failed')!;
