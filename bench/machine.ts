@@ -20,15 +20,14 @@ export function progress(label: string, i: number, n: number): void {
   if (i === n || i % Math.max(1, Math.floor(n / 10)) === 0) process.stderr.write(`  ${label}: ${i}/${n}\n`);
 }
 
-/** Times fn `rounds` times, sequentially, with an untimed `between` step after each. */
-export async function rounds(label: string, n: number, fn: () => Promise<void>, between?: () => Promise<void>): Promise<number[]> {
+/** Times fn `n` times, one after the other. */
+export async function rounds(label: string, n: number, fn: () => Promise<void>): Promise<number[]> {
   const out: number[] = [];
   for (let i = 1; i <= n; i++) {
     const t = performance.now();
     await fn();
     out.push(performance.now() - t);
     progress(label, i, n);
-    if (between) await between();
   }
   return out;
 }

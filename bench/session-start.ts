@@ -31,8 +31,7 @@ const page = createServer((_req, res) => {
 await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
 const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
 
-/** One round of ours; answers the session's id. */
-async function ours(server: ServerProcess, body: object): Promise<string> {
+async function ours(server: ServerProcess, body: object): Promise<void> {
   const res = await server.request('/v1/sessions', { method: 'POST', body: JSON.stringify(body) });
   const created = (await res.json()) as { data: { id: string; cdp_url: string } };
   if (res.status !== 200) throw new Error(`create answered ${res.status}: ${JSON.stringify(created)}`);
@@ -43,7 +42,6 @@ async function ours(server: ServerProcess, body: object): Promise<string> {
   await browser.close();
   const end = await server.request(`/v1/sessions/${created.data.id}`, { method: 'DELETE' });
   if (end.status !== 200) throw new Error(`end answered ${end.status}`);
-  return created.data.id;
 }
 
 async function waitWarm(server: ServerProcess): Promise<void> {
@@ -79,7 +77,7 @@ const warmServer = await startServerProcess({ BROWSER_POOL_SIZE: '1', SESSION_CR
 await waitWarm(warmServer);
 const pre = await chromium.launch({ executablePath: chromiumPath, headless: false, args: flags, env: { ...process.env, DISPLAY: xvfb.display } });
 const warm = await takingTurns(N, {
-  ours: { run: async () => void (await ours(warmServer, {})), between: () => waitWarm(warmServer) },
+  ours: { run: () => ours(warmServer, {}), between: () => waitWarm(warmServer) },
   raw: {
     run: async () => {
       const context = await pre.newContext();
@@ -97,8 +95,8 @@ report('warm (pool vs pre-launched)', warm.ours, warm.raw, 1.3);
 // Cold.
 const coldServer = await startServerProcess({ BROWSER_POOL_SIZE: '0', SESSION_CREATE_RATE_PER_MINUTE: '100000' });
 const cold = await takingTurns(N, {
-  ours: { run: async () => void (await ours(coldServer, { browser: { headless: { active: true } }, session: { recording: { active: false } } })) },
-  recorded: { run: async () => void (await ours(coldServer, { browser: { headless: { active: true } } })) },
+  ours: { run: () => ours(coldServer, { browser: { headless: { active: true } }, session: { recording: { active: false } } }) },
+  recorded: { run: () => ours(coldServer, { browser: { headless: { active: true } } }) },
   raw: {
     run: async () => {
       const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: flags });

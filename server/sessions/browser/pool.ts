@@ -38,7 +38,7 @@ export interface BrowserPoolOptions<T extends Poolable = RunningBrowser> {
 }
 
 /** How long after a browser is taken its replacement starts launching (see refillSoon). */
-export const REFILL_DELAY_MS = 1_000;
+const REFILL_DELAY_MS = 1_000;
 
 export class BrowserPool<T extends Poolable = RunningBrowser> {
   readonly size: number;

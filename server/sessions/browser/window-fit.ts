@@ -3,6 +3,7 @@
 import { CdpClient } from './cdp-client.js';
 import type { Size } from './flags.js';
 import type { Log } from './log.js';
+import { within } from './procfs.js';
 
 export interface PageMeasure {
   /** window.innerWidth/innerHeight of the first tab. */
@@ -50,15 +51,11 @@ export async function firstPage(cdp: CdpClient, timeoutMs = 5_000): Promise<stri
   const off = cdp.on((method, params) => {
     if (method === 'Target.targetCreated' && params.targetInfo.type === 'page') found(params.targetInfo.targetId);
   });
-  let timer: NodeJS.Timeout | undefined;
   try {
     await cdp.send('Target.setDiscoverTargets', { discover: true });
-    return await Promise.race([
-      created,
-      new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error('no page target appeared')), timeoutMs))),
-    ]);
+    if (!(await within(created, timeoutMs))) throw new Error('no page target appeared');
+    return await created;
   } finally {
-    clearTimeout(timer);
     off();
   }
 }
