@@ -31,6 +31,8 @@ const TICK_MS = 10; // USER_HZ is 100 on Linux
 /**
  * CPU time (ms) of a browser and every process under it (zygotes, renderers, GPU and
  * utility processes): the main processes are those whose command line matches `isMain`.
+ * Each process counts its reaped children too: a context's renderers exit with it and their
+ * time lives on only in their zygote's (about 60 % of a page's browser CPU).
  */
 function browserCpu(isMain: (cmdline: string) => boolean): number {
   const procs = new Map<number, { ppid: number; ticks: number; main: boolean }>();
@@ -39,7 +41,7 @@ function browserCpu(isMain: (cmdline: string) => boolean): number {
       const cmdline = readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ');
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]), main: isMain(cmdline) });
+      procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), main: isMain(cmdline) });
     } catch {
       // gone
     }

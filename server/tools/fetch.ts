@@ -11,7 +11,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { browsersDirFor } from '../sessions/browser/index.js';
-import type { BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { BrowserContext, CDPSession, Page, Response } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { assertPublicUrl, blockedRange, urlHost, UrlPolicyError } from '../net/address-policy.js';
@@ -187,11 +187,28 @@ interface MainResponse {
 }
 
 /**
- * Watches the main frame's document responses through CDP Fetch interception (response
- * stage, documents only: one round trip per document, none per subresource). In 'capture'
- * mode a non-HTML main document is read whole and the navigation stopped: its bytes and
- * headers are the result, exactly as the upstream sent them.
+ * How a page's main documents are watched:
+ * - 'watch': from Playwright's own network events, no CDP session of ours. Interception is
+ *   not free: any Fetch.enable, even with a pattern that never matches, cost a page about
+ *   50 ms of browser-process and 130 ms of renderer CPU on the script-rendered fixture
+ *   (bench/fetch, measured per process), a sixth of the tool's throughput when busy.
+ * - 'spot': as 'watch', and a main document that is not a page (a file, a download) is
+ *   reported as soon as its headers arrive, so that it can be fetched again in 'capture'.
+ * - 'capture': CDP Fetch interception at the response stage (documents only): a non-HTML
+ *   main document is read whole and its navigation stopped; its bytes and headers are the
+ *   result, exactly as the upstream sent them (no viewer in between, no size limit of the
+ *   inspector's cache, downloads included).
  */
+type Watch = 'watch' | 'spot' | 'capture';
+
+/** Where a file is, spotted by 'spot'. */
+interface Spotted {
+  at: string;
+}
+
+/** What a navigation found instead of a page: the file itself ('capture'), or where one is ('spot'). */
+type Found = { file: FileResult } | Spotted;
+
 class MainDocument {
   last?: MainResponse;
   /** The URL of the last main-frame navigation request (the target of a redirect too). */
@@ -200,29 +217,76 @@ class MainDocument {
   file?: FileResult;
   private fileResolve!: (f: FileResult) => void;
   readonly captured = new Promise<FileResult>((r) => (this.fileResolve = r));
+  /** 'spot': the URL of the first main document that is not a page. */
+  spotted?: string;
+  private spottedResolve!: (url: string) => void;
+  readonly spottedFile = new Promise<string>((r) => (this.spottedResolve = r));
+  private pending: Promise<void> = Promise.resolve();
   private mainFrameId = '';
 
   private constructor(
-    private readonly cdp: CDPSession,
-    private readonly mode: 'capture' | 'render',
+    private readonly mode: Watch,
     private readonly log: Logger,
+    private readonly cdp?: CDPSession,
   ) {}
 
-  static async attach(context: BrowserContext, page: Page, mode: 'capture' | 'render', log: Logger): Promise<MainDocument> {
-    const cdp = await context.newCDPSession(page);
-    const doc = new MainDocument(cdp, mode, log);
+  static async attach(context: BrowserContext, page: Page, mode: Watch, log: Logger): Promise<MainDocument> {
+    const cdp = mode === 'capture' ? await context.newCDPSession(page) : undefined;
+    const doc = new MainDocument(mode, log, cdp);
+    page.on('request', (r) => {
+      if (r.isNavigationRequest() && r.frame() === page.mainFrame()) doc.lastRequestUrl = r.url();
+    });
+    if (!cdp) {
+      page.on('response', (r) => {
+        if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return;
+        doc.pending = doc.pending.then(() => doc.onResponse(r));
+      });
+      return doc;
+    }
     const tree = (await cdp.send('Page.getFrameTree')) as { frameTree: { frame: { id: string } } };
     doc.mainFrameId = tree.frameTree.frame.id;
     cdp.on('Fetch.requestPaused', (e) => void doc.onPaused(e as unknown as Paused));
     await cdp.send('Fetch.enable', { patterns: [{ resourceType: 'Document', requestStage: 'Response' }] });
-    page.on('request', (r) => {
-      if (r.isNavigationRequest() && r.frame() === page.mainFrame()) doc.lastRequestUrl = r.url();
-    });
     return doc;
   }
 
+  /** What was found instead of a page so far. */
+  found(): Found | undefined {
+    if (this.file) return { file: this.file };
+    if (this.spotted) return { at: this.spotted };
+    return undefined;
+  }
+
+  /** Once every response seen so far is looked at (the refusal check reads a body). */
+  settled(): Promise<void> {
+    return this.pending;
+  }
+
+  /** Records a main-document response, noting the traffic proxy's refusal; false for a redirect, passed over. */
+  private async record(url: string, status: number, statusText: string, headers: Record<string, string>, text: () => Promise<string | undefined>): Promise<boolean> {
+    if (status >= 300 && status < 400 && headers.location) return false;
+    this.last = { url, status, statusText: statusText || STATUS_TEXT[status] || '', headers };
+    if (status === 403 && (headers['content-type'] ?? '').startsWith('text/plain')) {
+      // The traffic proxy's own refusal of a private destination (plain HTTP)?
+      const body = await text().catch(() => undefined);
+      if (body && PROXY_REFUSAL.test(body)) this.refusedPrivate = true;
+    }
+    return true;
+  }
+
+  private async onResponse(r: Response): Promise<void> {
+    const headers = r.headers();
+    if (!(await this.record(r.url(), r.status(), r.statusText(), headers, () => r.text()))) return;
+    // An upstream failure is reported as such, not fetched again.
+    if (this.mode === 'spot' && !this.spotted && !this.refusedPrivate && r.status() < 500 && isFile(headers)) {
+      this.spotted = r.url();
+      this.spottedResolve(this.spotted);
+    }
+  }
+
   private async onPaused(e: Paused): Promise<void> {
-    const go = () => this.cdp.send('Fetch.continueRequest', { requestId: e.requestId }).catch(() => {});
+    const cdp = this.cdp!;
+    const go = () => cdp.send('Fetch.continueRequest', { requestId: e.requestId }).catch(() => {});
     try {
       if (e.frameId !== this.mainFrameId || e.responseErrorReason || e.responseStatusCode === undefined) return void (await go());
       const status = e.responseStatusCode;
@@ -231,20 +295,13 @@ class MainDocument {
         const k = h.name.toLowerCase();
         headers[k] = headers[k] !== undefined && k !== 'set-cookie' ? `${headers[k]}, ${h.value}` : h.value;
       }
-      if (status >= 300 && status < 400 && headers.location) return void (await go());
-      this.last = { url: e.request.url, status, statusText: e.responseStatusText || STATUS_TEXT[status] || '', headers };
-      if (status === 403 && (headers['content-type'] ?? '').startsWith('text/plain')) {
-        // The traffic proxy's own refusal of a private destination (plain HTTP)?
-        const body = await this.body(e.requestId).catch(() => undefined);
-        if (body && PROXY_REFUSAL.test(body.toString('utf8'))) this.refusedPrivate = true;
-      }
-      const contentType = headers['content-type'];
-      const disposition = headers['content-disposition'];
-      const download = disposition !== undefined && /^\s*attachment/i.test(disposition);
-      if (this.mode === 'capture' && (download || !isHtmlType(contentType)) && !this.file) {
+      if (!(await this.record(e.request.url, status, e.responseStatusText ?? '', headers, async () => (await this.body(e.requestId)).toString('utf8')))) return void (await go());
+      if (isFile(headers) && !this.file) {
         const body = await this.body(e.requestId);
+        const contentType = headers['content-type'];
+        const disposition = headers['content-disposition'];
         const type = contentType || 'application/octet-stream';
-        const asFile = download || !isInlineType(type);
+        const asFile = isDownload(headers) || !isInlineType(type);
         this.file = {
           kind: 'file',
           contentType: type,
@@ -253,7 +310,7 @@ class MainDocument {
           ...(asFile ? { disposition: attachmentHeader(fileNameOf(disposition, e.request.url)) } : {}),
         };
         this.fileResolve(this.file);
-        await this.cdp.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'Aborted' }).catch(() => {});
+        await cdp.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'Aborted' }).catch(() => {});
         return;
       }
       await go();
@@ -264,9 +321,19 @@ class MainDocument {
   }
 
   private async body(requestId: string): Promise<Buffer> {
-    const r = (await this.cdp.send('Fetch.getResponseBody', { requestId })) as { body: string; base64Encoded: boolean };
+    const r = (await this.cdp!.send('Fetch.getResponseBody', { requestId })) as { body: string; base64Encoded: boolean };
     return Buffer.from(r.body, r.base64Encoded ? 'base64' : 'utf8');
   }
+}
+
+function isDownload(headers: Record<string, string>): boolean {
+  const disposition = headers['content-disposition'];
+  return disposition !== undefined && /^\s*attachment/i.test(disposition);
+}
+
+/** A main document the tool returns as it came rather than as a rendered page. */
+function isFile(headers: Record<string, string>): boolean {
+  return isDownload(headers) || !isHtmlType(headers['content-type']);
 }
 
 interface Paused {
@@ -361,17 +428,44 @@ export class ToolService {
   async fetch(input: string, log: Logger): Promise<FetchResult> {
     const deadline = Date.now() + this.timeoutMs;
     const url = await this.checkUrl(input, 'fetch');
-    return this.inContext(deadline, {}, log, async (context, page, main, consent, tracker) => {
-      const file = await this.navigate(page, main, url, deadline, 'commit');
-      if (file) return this.fileOrError(file, main);
-      return this.renderPage(page, main, consent, tracker, deadline, log);
+    return this.inContext(deadline, {}, 'spot', log, async (context, page, main, consent, tracker) => {
+      const result = await this.load(page, main, consent, tracker, url, deadline, log);
+      if (!('at' in result)) return result;
+      // A file: fetched again with interception, for its bytes exactly as sent. The first page
+      // stops (a large file would go on rendering as text); closing it the usual way sometimes
+      // never returned for an image or JSON viewer page, this way (no unload handlers in such
+      // a page) does not wait for it.
+      await page.close({ runBeforeUnload: true }).catch(() => {});
+      return this.capture(context, consent, result.at, deadline, log);
     });
+  }
+
+  /** The page at `url`, or the file there ('capture'), or where a file is ('spot'). */
+  private async load(page: Page, main: MainDocument, consent: ConsentTracker, tracker: NetworkTracker, url: URL, deadline: number, log: Logger): Promise<FetchResult | Spotted> {
+    const found = await this.navigate(page, main, url, deadline, 'commit');
+    if (found) return this.foundFile(found, main);
+    return this.renderPage(page, main, consent, tracker, deadline, log);
+  }
+
+  /** A file spotted on the way, loaded in a new page of the same context with interception. */
+  private async capture(context: BrowserContext, consent: ConsentTracker, at: string, deadline: number, log: Logger): Promise<FetchResult> {
+    const page = await context.newPage();
+    const tracker = new NetworkTracker(page);
+    try {
+      const main = await MainDocument.attach(context, page, 'capture', log);
+      const result = await this.load(page, main, consent, tracker, new URL(at), deadline, log);
+      // 'capture' spots nothing: it takes the file itself.
+      if ('at' in result) throw new ToolError(500, 'Internal server error');
+      return result;
+    } finally {
+      tracker.dispose();
+    }
   }
 
   async screenshot(o: ScreenshotOptions, log: Logger): Promise<Buffer> {
     const deadline = Date.now() + this.timeoutMs;
     const url = await this.checkUrl(o.url, 'load');
-    return this.inContext(deadline, { viewport: { width: o.width, height: o.height } }, log, async (context, page, main, consent, tracker) => {
+    return this.inContext(deadline, { viewport: { width: o.width, height: o.height } }, 'watch', log, async (context, page, main, consent, tracker) => {
       await this.prepare(page, main, consent, tracker, url, o.waitUntil, deadline, log);
       if (o.waitMs > 0) await page.waitForTimeout(Math.min(o.waitMs, Math.max(0, deadline - Date.now())));
       return this.withDeadline(deadline, async () => {
@@ -390,7 +484,7 @@ export class ToolService {
   async pdf(o: PdfOptions, log: Logger): Promise<Buffer> {
     const deadline = Date.now() + this.timeoutMs;
     const url = await this.checkUrl(o.url, 'load');
-    return this.inContext(deadline, {}, log, async (_context, page, main, consent, tracker) => {
+    return this.inContext(deadline, {}, 'watch', log, async (_context, page, main, consent, tracker) => {
       await this.prepare(page, main, consent, tracker, url, o.waitUntil, deadline, log);
       return this.withDeadline(deadline, () =>
         page.pdf({
@@ -409,6 +503,7 @@ export class ToolService {
   private async inContext<T>(
     deadline: number,
     extra: { viewport?: { width: number; height: number } },
+    watch: Watch,
     log: Logger,
     fn: (context: BrowserContext, page: Page, main: MainDocument, consent: ConsentTracker, tracker: NetworkTracker) => Promise<T>,
   ): Promise<T> {
@@ -427,7 +522,7 @@ export class ToolService {
           const consent = await ConsentTracker.attach(context, log);
           const page = await context.newPage();
           const tracker = new NetworkTracker(page);
-          const main = await MainDocument.attach(context, page, extra.viewport ? 'render' : 'capture', log);
+          const main = await MainDocument.attach(context, page, watch, log);
           try {
             return await fn(context, page, main, consent, tracker);
           } finally {
@@ -445,24 +540,28 @@ export class ToolService {
     }
   }
 
-  /** Navigates; answers the captured resource when the main document is not a page. */
-  private async navigate(page: Page, main: MainDocument, url: URL, deadline: number, waitUntil: 'commit' | WaitUntil): Promise<FileResult | undefined> {
+  /** Navigates; answers what it found when the main document is not a page. */
+  private async navigate(page: Page, main: MainDocument, url: URL, deadline: number, waitUntil: 'commit' | WaitUntil): Promise<Found | undefined> {
     const nav = page
       .goto(url.href, { waitUntil: waitUntil === 'networkidle' ? 'load' : waitUntil, timeout: Math.max(1, deadline - Date.now()) })
       .then(() => undefined);
-    const first = await Promise.race([main.captured.then((f) => ({ f })), nav.then(() => ({ f: undefined }), (err: Error) => ({ err }))]);
+    const found = Promise.race([main.captured.then((file): Found => ({ file })), main.spottedFile.then((at): Found => ({ at }))]);
+    const first = await Promise.race([found.then((f) => ({ f })), nav.then(() => ({ f: undefined }), (err: Error) => ({ err }))]);
     if ('f' in first && first.f) {
-      nav.catch(() => {});
+      // Settled (committed, or aborted by the capture) before anyone closes the page: closing
+      // a page whose navigation is still pending never returns. goto's timeout bounds this.
+      await nav.catch(() => {});
       return first.f;
     }
     if ('err' in first) {
-      // The capture aborts the navigation: the abort may be reported first.
-      const f = await Promise.race([main.captured, new Promise<undefined>((r) => setTimeout(() => r(undefined), 100))]);
+      // A file ends the navigation (the capture aborts it; a download is no page): that may be reported first.
+      const f = await Promise.race([found, new Promise<undefined>((r) => setTimeout(() => r(undefined), 100))]);
       if (f) return f;
       throw await this.navigationError(first.err, main, url, deadline);
     }
+    await main.settled();
     if (main.refusedPrivate) throw new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${main.lastRequestUrl ? new URL(main.lastRequestUrl).host : url.host}`);
-    return undefined;
+    return main.found();
   }
 
   private async navigationError(err: Error, main: MainDocument, url: URL, deadline: number): Promise<ToolError> {
@@ -488,14 +587,15 @@ export class ToolService {
     return new ToolError(502, `Upstream error: ${first}`);
   }
 
-  private fileOrError(file: FileResult, main: MainDocument): FileResult {
+  private foundFile(found: Found, main: MainDocument): FileResult | Spotted {
+    if ('at' in found) return found;
     const failure = upstreamFailure(main.last);
     if (failure) throw failure;
-    return file;
+    return found.file;
   }
 
   /** A page after navigation: ready, challenges passed, consent dismissed, then its DOM. */
-  private async renderPage(page: Page, main: MainDocument, consent: ConsentTracker, tracker: NetworkTracker, deadline: number, log: Logger): Promise<FetchResult> {
+  private async renderPage(page: Page, main: MainDocument, consent: ConsentTracker, tracker: NetworkTracker, deadline: number, log: Logger): Promise<FetchResult | Spotted> {
     await waitForReady(page, tracker, { deadline });
     const challenges = await passChallenges(page, {
       deadline,
@@ -504,14 +604,18 @@ export class ToolService {
       solver: this.solver,
       log,
     });
-    if (main.file) return this.fileOrError(main.file, main);
+    await main.settled();
+    let found = main.found();
+    if (found) return this.foundFile(found, main);
     if (challenges.length) await waitForReady(page, tracker, { deadline });
     const dismissed = (await consent.settle(page, deadline)).dismissed;
     if (dismissed.length) {
       await waitForAnimations(page, Math.min(3000, deadline - Date.now()));
       await waitForReady(page, tracker, { deadline, maxSettleMs: 3000 });
     }
-    if (main.file) return this.fileOrError(main.file, main);
+    await main.settled();
+    found = main.found();
+    if (found) return this.foundFile(found, main);
     const last = main.last;
     if (main.refusedPrivate) throw new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${last ? new URL(last.url).host : ''}`);
     const failure = upstreamFailure(last);
