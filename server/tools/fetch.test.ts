@@ -279,6 +279,14 @@ describe('screenshot and page PDF', () => {
     const pdf = await post(srv, '/v1/tools/page-pdf', { url: 'ftp://example.org/x' });
     expect(pdf.status).toBe(400);
   });
+
+  it('a URL that answers a download has no page to capture: 400, for both tools', async () => {
+    for (const tool of ['/v1/tools/screenshot', '/v1/tools/page-pdf']) {
+      const res = await post(srv, tool, { url: `${fx.url}/files/archive.bin` });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: { code: 400, message: 'The URL answers a file download, which has no page to capture' } });
+    }
+  });
 });
 
 describe('rate limit per API key (F10)', () => {
