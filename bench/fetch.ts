@@ -4,7 +4,8 @@
 // (server/tools/readiness.ts), content.
 // Both fetch the fixture site's script-rendered page, at concurrency 1, 4 and 8.
 //
-//   pnpm exec tsx bench/fetch.ts [--requests N]   (N per concurrency level and side, default 48)
+//   pnpm exec tsx bench/fetch.ts [--requests N]   (N per concurrency level and side; default
+//                                                   max(48, 12 x concurrency))
 //
 // Prints the machine, p50, p95 and pages per second of each side, and the ratios.
 // Goal: p50 at most 1.15x raw Playwright's, throughput at least 0.9x.
@@ -13,7 +14,7 @@ import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { startFixtureServer } from '../fixtures/server.js';
-import { machine, percentile } from './machine.js';
+import { machine, percentile, progress, quiet } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 import { NetworkTracker, waitForReady } from '../server/tools/readiness.js';
 
@@ -81,8 +82,23 @@ const FLAGS = [
 ];
 
 
-/** Runs `total` jobs, `concurrency` at a time; answers the latencies and the wall time. */
-async function drive(total: number, concurrency: number, job: () => Promise<void>, marker?: (cmdline: string) => boolean, server?: ServerProcess): Promise<Stats> {
+/** One block of one side: its answers, its wall time and the CPU it cost. */
+interface Block {
+  latencies: number[];
+  wallS: number;
+  pages: number;
+  nodeCpuMs: number;
+  browserCpuMs?: number;
+}
+
+/**
+ * Runs `total` jobs, `concurrency` at a time. The wall time ends with the last answer (both
+ * sides close their contexts behind their answers); the CPU is read once those contexts are
+ * closed and the machine is quiet again, so that it includes the closing and nothing of the
+ * next block.
+ */
+async function block(total: number, concurrency: number, job: () => Promise<void>, marker?: (cmdline: string) => boolean, server?: ServerProcess): Promise<Block> {
+  await quiet();
   const latencies: number[] = [];
   const cpu0 = process.cpuUsage();
   const s0 = server?.cpuMs() ?? 0;
@@ -99,16 +115,30 @@ async function drive(total: number, concurrency: number, job: () => Promise<void
       }
     }),
   );
-  // The run ends when every context is closed (the tool's close inside the server).
+  const wallS = (performance.now() - started) / 1000;
   await Promise.all(closing);
-  const wall = (performance.now() - started) / 1000;
+  await quiet();
   const cpu = process.cpuUsage(cpu0);
+  return {
+    latencies,
+    wallS,
+    pages: total,
+    nodeCpuMs: (cpu.user + cpu.system) / 1000 + (server ? server.cpuMs() - s0 : 0),
+    ...(marker ? { browserCpuMs: browserCpu(marker) - b0 } : {}),
+  };
+}
+
+/** A side's figures over its blocks. */
+function stats(blocks: Block[]): Stats {
+  const pages = blocks.reduce((n, b) => n + b.pages, 0);
+  const sum = (f: (b: Block) => number) => blocks.reduce((n, b) => n + f(b), 0);
+  const latencies = blocks.flatMap((b) => b.latencies);
   return {
     p50: percentile(latencies, 50),
     p95: percentile(latencies, 95),
-    pagesPerSecond: total / wall,
-    nodeCpuMs: ((cpu.user + cpu.system) / 1000 + (server ? server.cpuMs() - s0 : 0)) / total,
-    ...(marker ? { browserCpuMs: (browserCpu(marker) - b0) / total } : {}),
+    pagesPerSecond: pages / sum((b) => b.wallS),
+    nodeCpuMs: sum((b) => b.nodeCpuMs) / pages,
+    browserCpuMs: sum((b) => b.browserCpuMs ?? 0) / pages,
   };
 }
 
@@ -134,7 +164,7 @@ async function rawFetch(browser: Browser, url: string): Promise<string> {
 
 export async function runFetchBench(options: { requests?: number; levels?: number[]; out?: (line: string) => void } = {}): Promise<LevelResult[]> {
   const out = options.out ?? ((line: string) => console.log(line));
-  const requests = options.requests ?? 48;
+  const requests = options.requests;
   const levels = options.levels ?? [1, 4, 8];
   const cpu = cpus();
   out(`machine: ${machine()}`);
@@ -165,29 +195,31 @@ export async function runFetchBench(options: { requests?: number; levels?: numbe
       if (!html.includes('Rendered by script')) throw new Error('raw Playwright did not render the page');
     };
     // Warm both: the fetch browser's launch, JIT, caches.
-    await drive(4, 2, toolFetch);
-    await drive(4, 2, rawJob);
+    await block(4, 2, toolFetch);
+    await block(4, 2, rawJob);
 
-    out(`page: script-rendered fixture; ${requests} pages per side and level; times in ms`);
+    out(`page: script-rendered fixture; per side and level ${requests ? `${requests} pages` : 'max(48, 12 x concurrency) pages'}, in blocks of max(8, 3 x concurrency) taking turns (ABBA); times in ms`);
     out('concurrency | tool p50 | tool p95 | tool pages/s | raw p50 | raw p95 | raw pages/s | p50 ratio | throughput ratio | CPU ms/page tool (node+browser) | raw');
     for (const concurrency of levels) {
       currentConcurrency = concurrency;
-      // Alternate the sides in halves so drift (thermal, other load) hits both alike.
-      const half = Math.ceil(requests / 2);
-      const t1 = await drive(half, concurrency, toolFetch, toolMarker, server);
-      const r1 = await drive(half, concurrency, rawJob, rawMarker);
-      const r2 = await drive(requests - half, concurrency, rawJob, rawMarker);
-      const t2 = await drive(requests - half, concurrency, toolFetch, toolMarker, server);
-      const avg = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : (x + y) / 2);
-      const merge = (a: Stats, b: Stats): Stats => ({
-        p50: (a.p50 + b.p50) / 2,
-        p95: Math.max(a.p95, b.p95),
-        pagesPerSecond: requests / (half / a.pagesPerSecond + (requests - half) / b.pagesPerSecond),
-        nodeCpuMs: avg(a.nodeCpuMs, b.nodeCpuMs),
-        browserCpuMs: avg(a.browserCpuMs, b.browserCpuMs),
-      });
-      const tool = merge(t1, t2);
-      const rawStats = merge(r1, r2);
+      // The sides take turns in blocks, tool-raw then raw-tool, so that drift (other load on
+      // the machine, its clock, caches) hits both alike; a block is a few rounds of the
+      // concurrency, so that ramping up and down is a small part of it.
+      const pages = requests ?? Math.max(48, 12 * concurrency);
+      const size = Math.max(8, 3 * concurrency);
+      const toolBlocks: Block[] = [];
+      const rawBlocks: Block[] = [];
+      const sides = {
+        tool: async (n: number) => toolBlocks.push(await block(n, concurrency, toolFetch, toolMarker, server)),
+        raw: async (n: number) => rawBlocks.push(await block(n, concurrency, rawJob, rawMarker)),
+      };
+      for (let done = 0, round = 0; done < pages; done += size, round++) {
+        const n = Math.min(size, pages - done);
+        for (const side of round % 2 === 0 ? (['tool', 'raw'] as const) : (['raw', 'tool'] as const)) await sides[side](n);
+        progress(`concurrency ${concurrency}`, Math.min(pages, done + n), pages);
+      }
+      const tool = stats(toolBlocks);
+      const rawStats = stats(rawBlocks);
       const r: LevelResult = {
         concurrency,
         tool,
