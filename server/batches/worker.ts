@@ -97,6 +97,9 @@ export class BatchWorker {
   /** One pass: fail what waited too long, claim what fits. Answers whether items wait. */
   private async tick(): Promise<boolean> {
     const { db, config, sessions } = this.o;
+    // Idle, the usual state: one cheap look rather than an expiry pass and a claim (together
+    // about 4 ms of an embedded database's CPU every second, for nothing).
+    if (this.inflight.size === 0 && !(await store.anyWaiting(db))) return false;
     if (Date.now() - this.lastExpiry >= EXPIRE_EVERY_MS) {
       this.lastExpiry = Date.now();
       await store.expireDue(db, () => `Queue timeout: no browser became available within ${config.batchQueueTimeoutSeconds} s of the batch's creation`);

@@ -190,11 +190,29 @@ export class DeliveryWorker {
       );
     }
     this.unsubscribe = onDeliveriesWritten(() => this.nudge());
-    this.pollTimer = setInterval(() => {
-      this.maybeMore = true;
-      this.schedulePump();
-    }, this.o.pollIntervalMs);
+    this.pollTimer = setInterval(() => void this.poll(), this.o.pollIntervalMs);
     this.pollTimer.unref?.();
+    this.maybeMore = true;
+    this.schedulePump();
+  }
+
+  /**
+   * The periodic look, for what no nudge announces (retries coming due, other nodes' writes,
+   * expired leases): a cheap "is anything due?" first, the claim only when something is. An
+   * idle server otherwise plans and runs the claim every second.
+   */
+  private async poll(): Promise<void> {
+    if (this.pumping || this.pumpScheduled || this.stopping) return;
+    try {
+      const due = await this.db.query(
+        `SELECT 1 FROM webhook_deliveries
+          WHERE status = 'pending' AND scheduled_at <= now() AND (locked_until IS NULL OR locked_until < now())
+          LIMIT 1`,
+      );
+      if (due.length === 0) return;
+    } catch {
+      // The claim reports what is wrong with the database.
+    }
     this.maybeMore = true;
     this.schedulePump();
   }
