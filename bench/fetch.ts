@@ -237,7 +237,7 @@ export async function runFetchBench(options: { requests?: number; levels?: numbe
     const worstP50 = Math.max(...results.map((r) => r.p50Ratio));
     const worstThroughput = Math.min(...results.map((r) => r.throughputRatio));
     out(
-      `goal p50 <= 1.15x raw: ${worstP50 <= 1.15 ? 'met' : 'missed'} (worst ${worstP50.toFixed(2)}x); throughput >= 0.9x raw: ${worstThroughput >= 0.9 ? 'met' : 'missed'} (worst ${worstThroughput.toFixed(2)}x)`,
+      `goal p50 <= 1.15x raw: ${worstP50 <= 1.15 ? 'met' : 'missed'} (worst ${worstP50.toFixed(3)}x); throughput >= 0.9x raw: ${worstThroughput >= 0.9 ? 'met' : 'missed'} (worst ${worstThroughput.toFixed(3)}x)`,
     );
   } finally {
     await raw.close();
