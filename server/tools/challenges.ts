@@ -224,10 +224,17 @@ export interface PassOptions {
   status: () => number;
   solver?: CaptchaSolver;
   log: Logger;
+  /** What a look at the page just made (challengeProbe) found; undefined: none was made. */
+  first?: DetectedChallenge | null;
 }
 
-export async function detectChallenge(page: Page, status: number): Promise<DetectedChallenge | null> {
-  return (await page.evaluate(inPage(detectInPage, status))) as DetectedChallenge | null;
+/** The detection as an in-page expression, for a caller that looks at the page in one go. */
+export function challengeProbe(status: number): string {
+  return inPage(detectInPage, status);
+}
+
+async function detectChallenge(page: Page, status: number): Promise<DetectedChallenge | null> {
+  return (await page.evaluate(challengeProbe(status))) as DetectedChallenge | null;
 }
 
 /**
@@ -240,11 +247,13 @@ export async function passChallenges(page: Page, options: PassOptions): Promise<
   let powStarted = false;
   let powSubmitted = false;
   let seen: DetectedChallenge | null = null;
+  let first = options.first;
   for (;;) {
     if (page.isClosed()) throw new ChallengeError(502, 'Upstream error: the page closed itself');
     let found: DetectedChallenge | null;
     try {
-      found = await detectChallenge(page, options.status());
+      found = first !== undefined ? first : await detectChallenge(page, options.status());
+      first = undefined;
     } catch (err) {
       if (!isNavigationError(err)) throw err;
       await settleNavigation(page, options.deadline);

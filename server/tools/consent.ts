@@ -162,14 +162,15 @@ export class ConsentTracker {
   }
 
   /**
-   * Called once the page is ready: when it shows signs of a consent dialog, lets autoconsent
+   * Called once the page is ready (`signs`: what CONSENT_SIGNS_PROBE answered just now, if the
+   * caller asked it already): when it shows signs of a consent dialog, lets autoconsent
    * detect and dismiss it (bounded), then runs the fallback heuristics. Answers what was
    * dismissed.
    */
-  async settle(page: Page, deadline: number, maxWaitMs = 8000): Promise<ConsentResult> {
+  async settle(page: Page, deadline: number, maxWaitMs = 8000, signs?: boolean): Promise<ConsentResult> {
     const dismissed: string[] = [];
     try {
-      if (!((await page.evaluate(inPage(consentSignsInPage))) as boolean)) return { dismissed };
+      if (!(signs ?? ((await page.evaluate(CONSENT_SIGNS_PROBE)) as boolean))) return { dismissed };
     } catch (err) {
       if (!isNavigationError(err)) throw err;
       return { dismissed };
@@ -231,6 +232,9 @@ function consentSignsInPage(): boolean {
   }
   return !!document.querySelector('[id*="cookie" i], [class*="cookie" i], [id*="consent" i], [class*="consent" i], [id*="cmp" i]');
 }
+
+/** consentSignsInPage as an in-page expression (inPage). */
+export const CONSENT_SIGNS_PROBE = inPage(consentSignsInPage);
 
 /**
  * Runs in the page: finds a visible cookie banner and clicks its reject button, else its

@@ -16,10 +16,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { assertPublicUrl, blockedRange, urlHost, UrlPolicyError } from '../net/address-policy.js';
 import { CaptchaServiceClient, type CaptchaSolver } from './captcha-adapter.js';
-import { ChallengeError, passChallenges } from './challenges.js';
-import { ConsentTracker } from './consent.js';
+import { ChallengeError, challengeProbe, passChallenges, type DetectedChallenge } from './challenges.js';
+import { CONSENT_SIGNS_PROBE, ConsentTracker } from './consent.js';
 import { BrowsersClosedError, FetchBrowsers, QueueFullError, QueueTimeoutError } from './fetch-browsers.js';
-import { NetworkTracker, waitForAnimations, waitForReady } from './readiness.js';
+import { inPageAll } from './in-page.js';
+import { NetworkTracker, readyThenProbe, waitForAnimations, waitForReady } from './readiness.js';
 import { stealthContextOptions, stealthScript } from './stealth.js';
 
 export type ToolErrorStatus = 400 | 403 | 429 | 500 | 502 | 504;
@@ -596,19 +597,29 @@ export class ToolService {
 
   /** A page after navigation: ready, challenges passed, consent dismissed, then its DOM. */
   private async renderPage(page: Page, main: MainDocument, consent: ConsentTracker, tracker: NetworkTracker, deadline: number, log: Logger): Promise<FetchResult | Spotted> {
-    await waitForReady(page, tracker, { deadline });
+    // The first looks for a challenge and for consent signs ride on the last readiness check:
+    // every round trip while the page is open costs it browser time, most of all under load.
+    const status = () => main.last?.status ?? 200;
+    const look = await readyThenProbe<{ challenge: DetectedChallenge | null; consent: boolean }>(
+      page,
+      tracker,
+      { deadline },
+      inPageAll({ challenge: challengeProbe(status()), consent: CONSENT_SIGNS_PROBE }),
+    );
     const challenges = await passChallenges(page, {
       deadline,
       timeoutSeconds: this.timeoutSeconds,
-      status: () => main.last?.status ?? 200,
+      status,
       solver: this.solver,
       log,
+      first: look?.challenge,
     });
     await main.settled();
     let found = main.found();
     if (found) return this.foundFile(found, main);
     if (challenges.length) await waitForReady(page, tracker, { deadline });
-    const dismissed = (await consent.settle(page, deadline)).dismissed;
+    // After a challenge the page is another one: its consent signs are looked at anew.
+    const dismissed = (await consent.settle(page, deadline, undefined, challenges.length ? undefined : look?.consent)).dismissed;
     if (dismissed.length) {
       await waitForAnimations(page, Math.min(3000, deadline - Date.now()));
       await waitForReady(page, tracker, { deadline, maxSettleMs: 3000 });

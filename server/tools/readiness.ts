@@ -139,6 +139,20 @@ export function isNavigationError(err: unknown): boolean {
  * does not settle: it returns when the bounds are reached. Returns whether it settled.
  */
 export async function waitForReady(page: Page, tracker: NetworkTracker, options: ReadinessOptions): Promise<boolean> {
+  return (await settle(page, tracker, options)).settled;
+}
+
+/**
+ * waitForReady, then the in-page expression `probe` (inPage), evaluated in the same call as
+ * the last quiet check: its value once the page settled; undefined when it did not, or when
+ * the probe threw.
+ */
+export async function readyThenProbe<T>(page: Page, tracker: NetworkTracker, options: ReadinessOptions, probe: string): Promise<T | undefined> {
+  const { settled, value } = await settle(page, tracker, options, probe);
+  return settled ? (value as T) : undefined;
+}
+
+async function settle(page: Page, tracker: NetworkTracker, options: ReadinessOptions, probe?: string): Promise<{ settled: boolean; value?: unknown }> {
   const quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
   const remaining = () => options.deadline - Date.now();
   const loadTimeout = Math.min(options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS, remaining());
@@ -146,23 +160,24 @@ export async function waitForReady(page: Page, tracker: NetworkTracker, options:
   const settleUntil = Math.min(options.deadline, Date.now() + (options.maxSettleMs ?? DEFAULT_MAX_SETTLE_MS));
   for (;;) {
     const left = settleUntil - Date.now();
-    if (left <= 0 || page.isClosed()) return false;
-    let domQuiet: boolean;
+    if (left <= 0 || page.isClosed()) return { settled: false };
+    const domQuiet = inPage(domQuietInPage, quietMs, left);
+    let dom: { quiet: boolean; value?: unknown };
     try {
-      const [dom] = await Promise.all([
-        page.evaluate(inPage(domQuietInPage, quietMs, left)) as Promise<boolean>,
+      const [answer] = await Promise.all([
+        page.evaluate(probe ? `(async () => { const quiet = await ${domQuiet}; return { quiet, value: quiet ? await (async () => { try { return await ${probe}; } catch { return undefined; } })() : undefined }; })()` : domQuiet),
         tracker.waitQuiet(quietMs, settleUntil),
       ]);
-      domQuiet = dom;
+      dom = probe ? (answer as typeof dom) : { quiet: answer as boolean };
     } catch (err) {
-      if (!isNavigationError(err) || page.isClosed()) return false;
+      if (!isNavigationError(err) || page.isClosed()) return { settled: false };
       // A script navigated the page: wait for the new document, then start over.
       const t = Math.min(options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS, settleUntil - Date.now());
       if (t > 0) await page.waitForLoadState('load', { timeout: t }).catch(() => {});
       continue;
     }
-    if (domQuiet && tracker.quietFor() >= quietMs) return true;
-    if (Date.now() >= settleUntil) return false;
+    if (dom.quiet && tracker.quietFor() >= quietMs) return { settled: true, value: dom.value };
+    if (Date.now() >= settleUntil) return { settled: false };
   }
 }
 
