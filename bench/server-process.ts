@@ -41,7 +41,12 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   const kill = () => child.kill('SIGKILL');
   process.on('exit', kill);
   for (let i = 0; !(await fetch(`${base}/healthz`).then((r) => r.ok, () => false)); i++) {
-    if (i > 120 || child.exitCode !== null) throw new Error('server did not start');
+    if (i > 120 || child.exitCode !== null) {
+      kill();
+      process.off('exit', kill);
+      rmSync(dataDir, { recursive: true, force: true });
+      throw new Error('server did not start');
+    }
     await new Promise((r) => setTimeout(r, 500));
   }
   // tsx runs the server in a child of its own: measure the process that listens.
