@@ -600,11 +600,12 @@ export class ToolService {
     // The first looks for a challenge and for consent signs ride on the last readiness check:
     // every round trip while the page is open costs it browser time, most of all under load.
     const status = () => main.last?.status ?? 200;
+    const hint = status();
     const look = await readyThenProbe<{ challenge: DetectedChallenge | null; consent: boolean }>(
       page,
       tracker,
       { deadline },
-      inPageAll({ challenge: challengeProbe(status()), consent: CONSENT_SIGNS_PROBE }),
+      inPageAll({ challenge: challengeProbe(hint), consent: CONSENT_SIGNS_PROBE }),
     );
     const challenges = await passChallenges(page, {
       deadline,
@@ -612,7 +613,9 @@ export class ToolService {
       status,
       solver: this.solver,
       log,
-      first: look?.challenge,
+      // Detection weighs the document's status: a script that navigated to a document of
+      // another status meanwhile makes the probe's answer stale.
+      first: status() === hint ? look?.challenge : undefined,
     });
     await main.settled();
     let found = main.found();
