@@ -9,6 +9,7 @@
 // The server runs in-process (server/testing/harness.ts) on PGlite, with the default
 // BROWSER_POOL_SIZE unless the environment sets one.
 // Usage: pnpm exec tsx bench/batch.ts [--sessions 50] [--accept 5000] [--concurrency 4]
+import { setTimeout as sleep } from 'node:timers/promises';
 import { loadavg } from 'node:os';
 import { chromium, type Browser } from 'playwright-core';
 import { loadConfig } from '../server/config/config.js';
@@ -28,8 +29,6 @@ const chromiumPath = process.env.CHROMIUM_PATH ?? defaults.chromiumPath;
 const flags = ['--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic', '--no-sandbox'];
 // Recording off: raw Playwright records nothing either (a recording adds a screencast and an encoder a session).
 const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false }, timeout: { idle_timeout: 10, max_duration: 30 } } };
-
-const sleep = (n: number) => new Promise((r) => setTimeout(r, n));
 
 async function json(server: TestServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await server.request(path, {

@@ -5,6 +5,7 @@
 // of one core, recording an animated page beside not recording it and beside an idle
 // session, and the encoding at the end.
 // Usage: pnpm exec tsx bench/liveview.ts [--seconds 10] [--rounds 2]
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +21,6 @@ const SECONDS = arg('seconds', 10);
 const ROUNDS = arg('rounds', 2);
 const VIEWPORT = { width: 1280, height: 720 };
 const QUALITY = 70;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // An animated page: a full-viewport canvas repainted every animation frame, and a still one.
 const pages = createServer((req, res) => {

@@ -3,6 +3,7 @@
 // batch.completed when a session was created, failed with batch.failed when none was; the
 // events carry counts that add up. Events are observed the way a user would: a webhook
 // subscribed to both batch events, pointing at a receiver on the suite's fixture server.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exchange, SuiteContext } from '../context.js';
 import { describe as line } from '../http.js';
 import { bodyVerdict } from '../responses.js';
@@ -27,8 +28,6 @@ interface Ended {
   detail: Record<string, any>;
   event?: Envelope;
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function answer(t: T, ex: Exchange) {
   if (!ex.response) t.fail(`no answer: ${ex.error ?? 'unknown error'}`);

@@ -3,6 +3,7 @@
 // to_date or granularity is given; the usage series equal to GET /v1/sessions/history
 // ?metrics=credits_used for the same range and granularity, without web-fetch credits;
 // each web fetch answered 200 adding 0.005 credits and an error adding none.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exchange, SuiteContext } from '../context.js';
 import { describe as line } from '../http.js';
 import { bodyVerdict } from '../responses.js';
@@ -13,8 +14,6 @@ const EPSILON = 1e-6;
 const FETCH_TIMEOUT_MS = 150_000;
 
 type Series = [string, number][];
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function answer(t: T, ex: Exchange) {
   if (!ex.response) t.fail(`no answer: ${ex.error ?? 'unknown error'}`);

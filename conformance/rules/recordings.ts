@@ -2,6 +2,7 @@
 // {data: {status}}, and the recording is gone. A session records by default; its
 // recording exists once the session has ended and the video is made (the check waits for
 // it to be listed), then is deleted, and must then be neither listed nor downloadable.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exchange, SuiteContext } from '../context.js';
 import { describe as line } from '../http.js';
 import { buildRequest } from '../requests.js';
@@ -12,7 +13,6 @@ const BODY = { browser: { headless: { active: true } }, session: { timeout: { id
 const READY_MS = 120_000;
 const RECORD_MS = 2_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const show = (ex: Exchange) => (ex.response ? line(ex.request, ex.response, 300) : `${ex.request.method} ${ex.request.url}: ${ex.error}`);
 
 export default defineRules((ctx: SuiteContext) => {

@@ -9,6 +9,7 @@
 //  - S5 exhausts a key's session-creation allowance for up to a minute. It runs late, and
 //    with another project's key when the suite has one, so that later checks creating
 //    sessions with the run's key are not refused.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { chromium, type Browser } from 'playwright-core';
 import { WebSocket } from 'ws';
 import type { Exchange, SuiteContext } from '../context.js';
@@ -25,8 +26,6 @@ const S5_MAX_MS = 120_000;
 /** S10: both sessions end one minute after creation; a check of the server's clock every second or so is allowed for. */
 const S10_MINUTE_MS = 60_000;
 const S10_GRACE_MS = 30_000;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function answer(t: T, ex: Exchange): HttpResponse {
   if (!ex.response) t.fail(`no answer: ${ex.error ?? 'unknown error'}`);

@@ -11,6 +11,7 @@
 // A server that refuses private and loopback webhook URLs (ours without
 // ALLOW_PRIVATE_NETWORKS=true) cannot reach a receiver on loopback: W2–W5 then fail saying
 // so; W1 and G9 fall back to the contract's example URL.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Exchange, SuiteContext } from '../context.js';
@@ -33,7 +34,6 @@ const TIMESTAMP_TOLERANCE_S = 5 * 60;
 /** Used when the server refuses the receiver's address and the contract has no example URL. */
 const FALLBACK_URL = 'https://hooks.example.com/browser-events';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const suffix = () => randomBytes(3).toString('hex');
 
 type Json = Record<string, any>;

@@ -3,12 +3,13 @@
 // items become running sessions within the concurrent-browser limit, wait for capacity up
 // to the queue timeout, and the batch ends exactly as interface.md derives it, with its
 // event in the same transaction (B3, B4, B5); cancel, list, 404s, 402, and 5,000 items.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { chromium } from 'playwright-core';
 import { createProject } from '../auth/api-keys.js';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
-import { batchEnd, call, createBatch, getBatch, HEADLESS, sleep, until } from './test-support.js';
+import { batchEnd, call, createBatch, getBatch, HEADLESS, until } from './test-support.js';
 
 const spec = loadSpec();
 const ajv = createAjv(spec);

@@ -1,5 +1,6 @@
 // Shared by the batch and billing tests (not a test itself): JSON requests over real HTTP,
 // polling, and a batch's wait for its end.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
 
 export interface Requester {
@@ -7,8 +8,6 @@ export interface Requester {
 }
 
 export const HEADLESS = { browser: { headless: { active: true } } } as const;
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A request answering its status and parsed JSON body. */
 export async function call(server: Requester, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {

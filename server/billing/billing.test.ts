@@ -2,13 +2,14 @@
 // for (BL2), the usage series equal to GET /v1/sessions/history?metrics=credits_used and
 // without web-fetch credits, bucketed by creation time at hour, day, week and month
 // boundaries (BL3), bad ranges, session settlement on real Chromium, and 402.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium } from 'playwright-core';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { insertSession } from '../sessions/store.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
-import { call, HEADLESS, sleep, until } from '../batches/test-support.js';
+import { call, HEADLESS, until } from '../batches/test-support.js';
 import { charge } from './ledger.js';
 import { FETCH_CREDITS } from './prices.js';
 // Solved as an agent would, by the conformance suite's own solver.

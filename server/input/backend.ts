@@ -22,8 +22,6 @@ export interface InputBackend {
   paste(text: string): Promise<void>;
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 /** The steps of a drag, from one point to another, start and end excluded. */
 export function path(from: { x: number; y: number }, to: { x: number; y: number }, steps: number): { x: number; y: number }[] {
   const out: { x: number; y: number }[] = [];

@@ -3,10 +3,11 @@
 // shortcuts). The clipboard is the browser's, read and written through navigator.clipboard
 // in a throwaway page of a secure origin (a page's own navigator.clipboard exists only on
 // https and localhost), so it works whatever the session's page is.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunningSession } from '../sessions/manager.js';
 import { activePage, type PageSessions } from '../liveview/pages.js';
 import type { Button, InputBackend } from './backend.js';
-import { path, sleep, split } from './backend.js';
+import { path, split } from './backend.js';
 import { characterKey, resolveKey, type KeyDef } from './keys.js';
 
 const BUTTON_BIT: Record<Button, number> = { left: 1, right: 2, middle: 4 };

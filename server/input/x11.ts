@@ -2,9 +2,10 @@
 // page gets it as from a real mouse and keyboard (isTrusted, real X events, the browser's
 // own double-click and wheel handling). The clipboard is the display's CLIPBOARD
 // selection, through xclip.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import type { Button, InputBackend } from './backend.js';
-import { path, sleep } from './backend.js';
+import { path } from './backend.js';
 import type { KeyDef } from './keys.js';
 
 const BUTTON: Record<Button, string> = { left: '1', middle: '2', right: '3' };

@@ -2,6 +2,7 @@
 // and resumed, encoded to MP4 by ffmpeg when it ends (decoded here with ffprobe and timed
 // against the session), listed, streamed with ranges, linked, deleted; and what happens
 // with recording off, a deletion mid-session, and frames a killed server left behind.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { hashKey } from '../auth/api-keys.js';
-import { createSession, sleep } from '../sessions/test-support.js';
+import { createSession } from '../sessions/test-support.js';
 import { eventsOf, startFixtureServer, until, type FixtureServer } from '../input/test-support.js';
 
 const VIEWPORT = { width: 800, height: 600 };

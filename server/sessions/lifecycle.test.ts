@@ -1,6 +1,7 @@
 // How sessions end without a DELETE: idle_timeout and max_duration (whole minutes, so one
 // test waits about 65 s for both), a graceful server close, a DELETE while the browser is
 // still starting. Every end path leaves no Chromium, no Xvfb and no root.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +25,6 @@ import {
   rootOf,
   sessionEvents,
   sessionRow,
-  sleep,
 } from './test-support.js';
 
 describe('timeouts', () => {

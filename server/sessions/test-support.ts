@@ -11,7 +11,7 @@ import { readOwner, type OwnerRecord } from './browser/owner.js';
 import { leftovers } from './browser/test-support.js';
 import { listPids } from './browser/procfs.js';
 
-export { eventually, leftovers, sleep } from './browser/test-support.js';
+export { eventually, leftovers } from './browser/test-support.js';
 
 export interface Requester {
   request(path: string, init?: RequestInit): Promise<Response>;

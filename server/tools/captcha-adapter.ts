@@ -9,6 +9,7 @@
 //
 // Used only when CAPTCHA_SERVICE_URL is configured. The client key is sent in the body and
 // never logged or put in an error message.
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export type CaptchaKind = 'recaptcha_v2' | 'recaptcha_v3' | 'hcaptcha' | 'turnstile';
 
@@ -111,7 +112,7 @@ export class CaptchaServiceClient implements CaptchaSolver {
     let wait = this.options.firstPollDelayMs ?? interval;
     for (;;) {
       if (Date.now() + wait >= deadline) throw new CaptchaServiceError('captcha service did not solve the task in time');
-      await sleep(wait, signal);
+      await sleep(wait, undefined, { signal });
       wait = interval;
       const result = await this.call('getTaskResult', { taskId }, deadline, signal);
       if (result.status === 'ready') {
@@ -125,19 +126,4 @@ export class CaptchaServiceClient implements CaptchaSolver {
       }
     }
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

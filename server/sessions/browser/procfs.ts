@@ -9,6 +9,7 @@
 // root directory on its command line (every Chromium process has --user-data-dir=<root>/…
 // in argv; zygote-forked children rewrite their environ area with setproctitle, so the
 // marker alone would miss them).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFileSync, readdirSync } from 'node:fs';
 
 /** The environment variable that tags every process started for a root. */
@@ -111,8 +112,6 @@ export function killRootProcessesOnce(root: RootIdentity): ProcStat[] {
   for (const p of procs) signal(p.pid, 'SIGKILL');
   return procs;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * SIGKILLs the root's processes until none runs (a zygote may fork between two passes).

@@ -1,5 +1,6 @@
 // Shared by this folder's tests: where Chromium is, temporary browser directories, a
 // logger, and checks that nothing of a browser is left.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,8 +78,6 @@ export function listDir(dir: string): string[] {
     return [];
   }
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until fn() is truthy (or throws at the deadline). */
 export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {

@@ -1,5 +1,6 @@
 // Measuring a launched browser's page against its window, and correcting the window so
 // the page gets exactly the viewport that was asked for.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CdpClient } from './cdp-client.js';
 import type { Size } from './flags.js';
 import type { Log } from './log.js';
@@ -12,8 +13,6 @@ export interface PageMeasure {
   /** Outer window bounds as Chromium reports them. */
   bounds: { left: number; top: number; width: number; height: number; windowState: string };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Measures the first tab (Chromium opens it a moment after DevTools is ready: waits). */
 export async function measureFirstPage(cdp: CdpClient, timeoutMs = 5_000): Promise<PageMeasure> {
