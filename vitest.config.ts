@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 // left by a failing file are reaped with its process.
 export default defineConfig({
   test: {
-    include: ['server/**/*.test.ts', 'conformance/**/*.test.ts', 'scripts/**/*.test.ts', 'fixtures/**/*.test.ts'],
+    include: ['server/**/*.test.ts', 'conformance/**/*.test.ts', 'scripts/**/*.test.ts', 'fixtures/**/*.test.ts', 'bench/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -4,17 +4,20 @@
 // (server/tools/readiness.ts), content.
 // Both fetch the fixture site's script-rendered page, at concurrency 1, 4 and 8.
 //
-//   pnpm exec tsx bench/fetch.ts [--requests N]   (N per concurrency level and side; default
-//                                                   max(48, 12 x concurrency))
+//   pnpm exec tsx bench/fetch.ts [--rounds N]   (rounds per concurrency level; default 8)
 //
-// Prints the machine, p50, p95 and pages per second of each side, and the ratios.
+// Each round is a block of each side, max(6, 3 x concurrency) pages, the sides taking turns.
+// Prints the machine, p50, p95 and pages per second of each side, the ratios, and how far
+// the throughput ratio can be trusted: this machine's speed drifts by 10 % and more over a
+// minute, alike for both sides, so a block's ratio to the block beside it varies by several
+// per cent; the interval is the 95 % one of the mean of those round ratios.
 // Goal: p50 at most 1.15x raw Playwright's, throughput at least 0.9x.
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { startFixtureServer } from '../fixtures/server.js';
-import { machine, percentile, progress, quiet } from './machine.js';
+import { machine, percentile, progress, quiet, ratioInterval } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 import { NetworkTracker, waitForReady } from '../server/tools/readiness.js';
 
@@ -67,6 +70,8 @@ export interface LevelResult {
   raw: Stats;
   p50Ratio: number;
   throughputRatio: number;
+  /** 95 % interval of the throughput ratio, from the rounds' ratios (tool block / raw block beside it). */
+  throughputInterval: [number, number];
 }
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -162,9 +167,9 @@ async function rawFetch(browser: Browser, url: string): Promise<string> {
   }
 }
 
-export async function runFetchBench(options: { requests?: number; levels?: number[]; out?: (line: string) => void } = {}): Promise<LevelResult[]> {
+export async function runFetchBench(options: { rounds?: number; levels?: number[]; out?: (line: string) => void } = {}): Promise<LevelResult[]> {
   const out = options.out ?? ((line: string) => console.log(line));
-  const requests = options.requests;
+  const rounds = options.rounds ?? 8;
   const levels = options.levels ?? [1, 4, 8];
   const cpu = cpus();
   out(`machine: ${machine()}`);
@@ -175,6 +180,7 @@ export async function runFetchBench(options: { requests?: number; levels?: numbe
   const server = await startServerProcess({ FETCH_BROWSERS: '1', FETCH_MAX_CONCURRENCY: String(Math.max(...levels)), FETCH_RATE_PER_MINUTE: '1000000' });
   const raw = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
   const results: LevelResult[] = [];
+  const roundLines: string[] = [];
   try {
     // Which processes are whose: the tool browsers' roots (t-*), the raw browser's switch.
     const toolRoots = `${server.browsersDir}/t-`;
@@ -198,46 +204,51 @@ export async function runFetchBench(options: { requests?: number; levels?: numbe
     await block(4, 2, toolFetch);
     await block(4, 2, rawJob);
 
-    out(`page: script-rendered fixture; per side and level ${requests ? `${requests} pages` : 'max(48, 12 x concurrency) pages'}, in blocks of max(8, 3 x concurrency) taking turns (ABBA); times in ms`);
-    out('concurrency | tool p50 | tool p95 | tool pages/s | raw p50 | raw p95 | raw pages/s | p50 ratio | throughput ratio | CPU ms/page tool (node+browser) | raw');
+    out(`page: script-rendered fixture; per level ${rounds} rounds, each a block of max(6, 3 x concurrency) pages of each side, the order alternating (ABBA); times in ms`);
+    out('concurrency | tool p50 | tool p95 | tool pages/s | raw p50 | raw p95 | raw pages/s | p50 ratio | throughput ratio (95 % interval) | CPU ms/page tool (node+browser) | raw');
     for (const concurrency of levels) {
       currentConcurrency = concurrency;
       // The sides take turns in blocks, tool-raw then raw-tool, so that drift (other load on
       // the machine, its clock, caches) hits both alike; a block is a few rounds of the
       // concurrency, so that ramping up and down is a small part of it.
-      const pages = requests ?? Math.max(48, 12 * concurrency);
-      const size = Math.max(8, 3 * concurrency);
+      const size = Math.max(6, 3 * concurrency);
       const toolBlocks: Block[] = [];
       const rawBlocks: Block[] = [];
       const sides = {
-        tool: async (n: number) => toolBlocks.push(await block(n, concurrency, toolFetch, toolMarker, server)),
-        raw: async (n: number) => rawBlocks.push(await block(n, concurrency, rawJob, rawMarker)),
+        tool: async () => toolBlocks.push(await block(size, concurrency, toolFetch, toolMarker, server)),
+        raw: async () => rawBlocks.push(await block(size, concurrency, rawJob, rawMarker)),
       };
-      for (let done = 0, round = 0; done < pages; done += size, round++) {
-        const n = Math.min(size, pages - done);
-        for (const side of round % 2 === 0 ? (['tool', 'raw'] as const) : (['raw', 'tool'] as const)) await sides[side](n);
-        progress(`concurrency ${concurrency}`, Math.min(pages, done + n), pages);
+      for (let round = 0; round < rounds; round++) {
+        for (const side of round % 2 === 0 ? (['tool', 'raw'] as const) : (['raw', 'tool'] as const)) await sides[side]();
+        progress(`concurrency ${concurrency}`, (round + 1) * size, rounds * size);
       }
       const tool = stats(toolBlocks);
       const rawStats = stats(rawBlocks);
+      const roundRatios = toolBlocks.map((b, i) => rawBlocks[i].wallS / b.wallS);
       const r: LevelResult = {
         concurrency,
         tool,
         raw: rawStats,
         p50Ratio: tool.p50 / rawStats.p50,
         throughputRatio: tool.pagesPerSecond / rawStats.pagesPerSecond,
+        // A round's two blocks ran side by side in time: their ratio is what drift spares.
+        throughputInterval: ratioInterval(roundRatios),
       };
       results.push(r);
+      roundLines.push(`${concurrency}: ${roundRatios.map((x) => x.toFixed(2)).join(' ')}`);
       const f = (n: number) => n.toFixed(0);
+      const ratio = `${r.throughputRatio.toFixed(2)} (${r.throughputInterval.map((x) => x.toFixed(2)).join('-')})`;
       out(
-        `${String(concurrency).padStart(11)} | ${f(tool.p50).padStart(8)} | ${f(tool.p95).padStart(8)} | ${tool.pagesPerSecond.toFixed(2).padStart(12)} | ${f(rawStats.p50).padStart(7)} | ${f(rawStats.p95).padStart(7)} | ${rawStats.pagesPerSecond.toFixed(2).padStart(11)} | ${r.p50Ratio.toFixed(2).padStart(9)} | ${r.throughputRatio.toFixed(2).padStart(16)} | ${cpuText(tool).padStart(31)} | ${cpuText(rawStats)}`,
+        `${String(concurrency).padStart(11)} | ${f(tool.p50).padStart(8)} | ${f(tool.p95).padStart(8)} | ${tool.pagesPerSecond.toFixed(2).padStart(12)} | ${f(rawStats.p50).padStart(7)} | ${f(rawStats.p95).padStart(7)} | ${rawStats.pagesPerSecond.toFixed(2).padStart(11)} | ${r.p50Ratio.toFixed(2).padStart(9)} | ${ratio.padStart(33)} | ${cpuText(tool).padStart(31)} | ${cpuText(rawStats)}`,
       );
     }
+    out(`throughput ratio of each round, by concurrency: ${roundLines.join('; ')}`);
     out(`load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')} (${cpu.length} cores): other work on the machine skews the times`);
     const worstP50 = Math.max(...results.map((r) => r.p50Ratio));
     const worstThroughput = Math.min(...results.map((r) => r.throughputRatio));
+    const worstLow = Math.min(...results.map((r) => r.throughputInterval[0]));
     out(
-      `goal p50 <= 1.15x raw: ${worstP50 <= 1.15 ? 'met' : 'missed'} (worst ${worstP50.toFixed(3)}x); throughput >= 0.9x raw: ${worstThroughput >= 0.9 ? 'met' : 'missed'} (worst ${worstThroughput.toFixed(3)}x)`,
+      `goal p50 <= 1.15x raw: ${worstP50 <= 1.15 ? 'met' : 'missed'} (worst ${worstP50.toFixed(3)}x); throughput >= 0.9x raw: ${worstThroughput >= 0.9 ? 'met' : 'missed'} (worst ${worstThroughput.toFixed(3)}x, lowest end of a 95 % interval ${worstLow.toFixed(3)}x)`,
     );
   } finally {
     await raw.close();
@@ -248,9 +259,13 @@ export async function runFetchBench(options: { requests?: number; levels?: numbe
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const i = process.argv.indexOf('--requests');
-  const requests = i > 0 ? Number(process.argv[i + 1]) : undefined;
-  runFetchBench({ requests }).then(
+  const i = process.argv.indexOf('--rounds');
+  const rounds = i > 0 ? Number(process.argv[i + 1]) : undefined;
+  if (rounds !== undefined && !(Number.isInteger(rounds) && rounds >= 2)) {
+    console.error('--rounds takes a whole number of at least 2');
+    process.exit(2);
+  }
+  runFetchBench({ rounds }).then(
     () => process.exit(0),
     (err) => {
       console.error(err);

@@ -14,6 +14,24 @@ export function percentile(values: number[], p: number): number {
   return sorted[i];
 }
 
+/** Two-sided 95 % quantiles of Student's t by degrees of freedom, 1 to 30 (1.96 beyond). */
+const T95 = [
+  12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074,
+  2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
+
+/** The 95 % interval of the geometric mean of ratios (t on their logarithms). */
+export function ratioInterval(ratios: number[]): [number, number] {
+  const n = ratios.length;
+  if (n < 2) return [NaN, NaN];
+  const logs = ratios.map(Math.log);
+  const mean = logs.reduce((a, b) => a + b, 0) / n;
+  const sd = Math.sqrt(logs.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1));
+  const t = T95[n - 2] ?? 1.96;
+  const half = (t * sd) / Math.sqrt(n);
+  return [Math.exp(mean - half), Math.exp(mean + half)];
+}
+
 export const ms = (n: number) => `${n.toFixed(1)} ms`;
 
 export function progress(label: string, i: number, n: number): void {
