@@ -52,6 +52,16 @@ export interface ArgsLayout {
   runningAsRoot: boolean;
 }
 
+/**
+ * The omnibox's suggestion popups as WebUI pages (chrome://omnibox-popup.top-chrome), which
+ * Chromium 156 preloads for every new window, a new browser context's first page included:
+ * each a renderer running ~400 JavaScript modules, ~400 ms of CPU on this project's 2-core
+ * machine. A fresh context rendering the fetch fixture cost the browser ~870 ms of CPU with
+ * them and ~260 ms without (bench/fetch). Nobody types into the address bar of a browser
+ * driven over CDP; without these, the classic popup stands in.
+ */
+const OMNIBOX_WEBUI = ['WebUIOmniboxPopup', 'WebUIOmniboxFullPopup', 'WebUIOmniboxAimPopup'];
+
 export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string[] {
   const { window, screen } = layout.geometry;
   const args = [
@@ -114,7 +124,7 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
   // Background calls to Google services (network time, optimization hints) would show up
   // in a session's metered traffic and domains. Chromium reads only the last
   // --disable-features, so every feature goes into one.
-  const disabled = ['NetworkTimeServiceQuerying', 'OptimizationHints'];
+  const disabled = ['NetworkTimeServiceQuerying', 'OptimizationHints', ...OMNIBOX_WEBUI];
   const extensions = options.extensionDirs ?? [];
   if (extensions.length > 0) {
     const list = extensions.join(',');

@@ -115,6 +115,14 @@ describe('launchBrowser', () => {
       await page.goto(`${siteUrl}/popup`);
       expect(await page.evaluate(() => (window as any).popupOpened)).toBe(false);
       expect(await page.evaluate((url) => fetch(url).then(() => 'read', () => 'refused'), otherUrl)).toBe('refused');
+      // A new context opens a window of its own: no browser-UI pages come with it (the
+      // omnibox's preloaded WebUI popups cost every window a renderer of its own).
+      const isolated = await pw.newContext();
+      await (await isolated.newPage()).goto(`${siteUrl}/`);
+      const cdp = await pw.newBrowserCDPSession();
+      const { targetInfos } = await cdp.send('Target.getTargets');
+      expect(targetInfos.filter((t) => t.type !== 'page').map((t) => `${t.type} ${t.url}`)).toEqual([]);
+      expect(targetInfos.map((t) => t.url)).toContain(`${siteUrl}/`);
       await pw.close();
 
       const closing = browser.close();
