@@ -3,15 +3,20 @@
 // the same run: a warm browser, a new context per page, goto, the same readiness wait
 // (server/tools/readiness.ts), content.
 // Both fetch the fixture site's script-rendered page, at concurrency 1, 4 and 8.
+// Raw Playwright launches the same Chromium with its own defaults (and the switches this
+// network needs); a third side, reported beside the goal, is raw Playwright given the Chromium
+// features the service turns off (DISABLED_FEATURES), so that what the tool's own layers cost
+// (HTTP, queueing, stealth, consent and challenge checks, the traffic proxy) shows apart from
+// what its browser configuration saves.
 //
 //   pnpm exec tsx bench/fetch.ts [--rounds N]   (rounds per concurrency level; default 8)
 //
 // Each round is a block of each side, max(6, 3 x concurrency) pages, the sides taking turns.
 // Prints the machine, p50, p95 and pages per second of each side, the ratios, and how far
 // the throughput ratio can be trusted: this machine's speed drifts by 10 % and more over a
-// minute, alike for both sides, so a block's ratio to the block beside it varies by several
+// minute, alike for every side, so a block's ratio to the block beside it varies by several
 // per cent; the interval is the 95 % one of the mean of those round ratios.
-// Goal: p50 at most 1.15x raw Playwright's, throughput at least 0.9x.
+// Goal: p50 at most 1.15x raw Playwright's (its defaults), throughput at least 0.9x.
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
@@ -19,6 +24,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { startFixtureServer } from '../fixtures/server.js';
 import { machine, percentile, progress, quiet, ratioInterval } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
+import { DISABLED_FEATURES } from '../server/sessions/browser/index.js';
 import { NetworkTracker, waitForReady } from '../server/tools/readiness.js';
 
 export interface Stats {
@@ -64,27 +70,44 @@ function browserCpu(isMain: (cmdline: string) => boolean): number {
   return ticks * TICK_MS;
 }
 
-export interface LevelResult {
-  concurrency: number;
-  tool: Stats;
+/** The tool against one raw side. */
+export interface Comparison {
   raw: Stats;
   p50Ratio: number;
   throughputRatio: number;
-  /** 95 % interval of the throughput ratio, from the rounds' ratios (tool block / raw block beside it). */
+  /** 95 % interval of the throughput ratio, from the rounds' ratios (tool block / raw block of the same round). */
   throughputInterval: [number, number];
+  roundRatios: number[];
+}
+
+export interface LevelResult {
+  concurrency: number;
+  tool: Stats;
+  /** Raw Playwright with its defaults: what the goal is measured against. */
+  stock: Comparison;
+  /** Raw Playwright given the service's disabled Chromium features. */
+  tuned: Comparison;
 }
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const FLAGS = [
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-sync',
-  '--disable-quic',
-  '--disable-dev-shm-usage',
-  // An inert switch that tells this browser's processes apart for the CPU figures.
-  '--bench-raw-browser',
-];
+// What this network needs (see the project's brief), nothing more.
+const FLAGS = ['--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic', '--disable-dev-shm-usage'];
+// Inert switches that tell the raw browsers' processes apart for the CPU figures.
+const STOCK_MARK = '--bench-raw-stock';
+const TUNED_MARK = '--bench-raw-tuned';
+
+/** The command line of the main process whose arguments include `mark`. */
+function mainCommandLine(mark: string): string[] {
+  for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+      if (args.includes(mark) && !args.some((a) => a.startsWith('--type='))) return args;
+    } catch {
+      // gone
+    }
+  }
+  throw new Error(`no process with ${mark}`);
+}
 
 
 /** One block of one side: its answers, its wall time and the CPU it cost. */
@@ -178,15 +201,20 @@ export async function runFetchBench(options: { rounds?: number; levels?: number[
   const url = `${fx.url}/site/script-rendered.html`;
   // One fetch browser, as raw Playwright has one warm browser; enough slots for the levels.
   const server = await startServerProcess({ FETCH_BROWSERS: '1', FETCH_MAX_CONCURRENCY: String(Math.max(...levels)), FETCH_RATE_PER_MINUTE: '1000000' });
-  const raw = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  const stock = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...FLAGS, STOCK_MARK] });
+  // Playwright passes a --disable-features of its own and Chromium reads only the last one:
+  // the tuned browser gets Playwright's list and the service's in one.
+  const playwrightDisabled = (mainCommandLine(STOCK_MARK).findLast((a) => a.startsWith('--disable-features=')) ?? '--disable-features=').slice('--disable-features='.length);
+  const tunedDisabled = [...playwrightDisabled.split(',').filter(Boolean), ...DISABLED_FEATURES].join(',');
+  const tunedBrowser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...FLAGS, `--disable-features=${tunedDisabled}`, TUNED_MARK] });
   const results: LevelResult[] = [];
-  const roundLines: string[] = [];
   try {
-    // Which processes are whose: the tool browsers' roots (t-*), the raw browser's switch.
+    // Which processes are whose: the tool browsers' roots (t-*), the raw browsers' switches.
     const toolRoots = `${server.browsersDir}/t-`;
     const isMain = (c: string) => !c.includes(' --type=');
     const toolMarker = (c: string) => isMain(c) && c.includes(toolRoots);
-    const rawMarker = (c: string) => isMain(c) && c.includes('--bench-raw-browser');
+    const stockMarker = (c: string) => isMain(c) && c.includes(STOCK_MARK);
+    const tunedMarker = (c: string) => isMain(c) && c.includes(TUNED_MARK);
     const cpuText = (st: Stats) => `${(st.nodeCpuMs ?? 0).toFixed(0)}+${(st.browserCpuMs ?? 0).toFixed(0)}`;
     let currentConcurrency = 1;
     const toolFetch = async () => {
@@ -194,64 +222,76 @@ export async function runFetchBench(options: { rounds?: number; levels?: number[
       const html = await res.text();
       if (res.status !== 200 || !html.includes('Rendered by script')) throw new Error(`tool answered ${res.status}: ${html.slice(0, 200)}`);
     };
-    const rawJob = async () => {
+    const rawJob = (browser: Browser) => async () => {
       // At most `concurrency` contexts at once, closing ones included, as the tool's slots.
       while (closing.size >= currentConcurrency) await Promise.race(closing);
-      const html = await rawFetch(raw, url);
+      const html = await rawFetch(browser, url);
       if (!html.includes('Rendered by script')) throw new Error('raw Playwright did not render the page');
     };
-    // Warm both: the fetch browser's launch, JIT, caches.
+    const stockJob = rawJob(stock);
+    const tunedJob = rawJob(tunedBrowser);
+    // Warm all three: the fetch browser's launch, JIT, caches.
     await block(4, 2, toolFetch);
-    await block(4, 2, rawJob);
+    await block(4, 2, stockJob);
+    await block(4, 2, tunedJob);
 
-    out(`page: script-rendered fixture; per level ${rounds} rounds, each a block of max(6, 3 x concurrency) pages of each side, the order alternating (ABBA); times in ms`);
-    out('concurrency | tool p50 | tool p95 | tool pages/s | raw p50 | raw p95 | raw pages/s | p50 ratio | throughput ratio (95 % interval) | CPU ms/page tool (node+browser) | raw');
+    out(`page: script-rendered fixture; per level ${rounds} rounds, each a block of max(6, 3 x concurrency) pages of each side, the order turning round every round; times in ms`);
+    out('raw: Playwright launching the same Chromium with its defaults (the goal); tuned: the same, given the Chromium features the service turns off (for the tool\'s own overhead)');
+    out('concurrency | tool p50 | tool p95 | tool pages/s | raw p50 | raw p95 | raw pages/s | p50 ratio | throughput ratio (95 % interval) | CPU ms/page tool (node+browser) | raw | tuned p50 | tuned pages/s | vs tuned: p50 ratio, throughput ratio (95 % interval) | tuned CPU');
     for (const concurrency of levels) {
       currentConcurrency = concurrency;
-      // The sides take turns in blocks, tool-raw then raw-tool, so that drift (other load on
-      // the machine, its clock, caches) hits both alike; a block is a few rounds of the
-      // concurrency, so that ramping up and down is a small part of it.
+      // The sides take turns in blocks, the order turning round every round, so that drift
+      // (other load on the machine, its clock, caches) hits them alike; a block is a few
+      // rounds of the concurrency, so that ramping up and down is a small part of it.
       const size = Math.max(6, 3 * concurrency);
-      const toolBlocks: Block[] = [];
-      const rawBlocks: Block[] = [];
+      const blocks = { tool: [] as Block[], stock: [] as Block[], tuned: [] as Block[] };
       const sides = {
-        tool: async () => toolBlocks.push(await block(size, concurrency, toolFetch, toolMarker, server)),
-        raw: async () => rawBlocks.push(await block(size, concurrency, rawJob, rawMarker)),
+        tool: async () => blocks.tool.push(await block(size, concurrency, toolFetch, toolMarker, server)),
+        stock: async () => blocks.stock.push(await block(size, concurrency, stockJob, stockMarker)),
+        tuned: async () => blocks.tuned.push(await block(size, concurrency, tunedJob, tunedMarker)),
       };
+      const order = ['tool', 'stock', 'tuned'] as const;
       for (let round = 0; round < rounds; round++) {
-        for (const side of round % 2 === 0 ? (['tool', 'raw'] as const) : (['raw', 'tool'] as const)) await sides[side]();
+        for (const side of round % 2 === 0 ? order : [...order].reverse()) await sides[side]();
         progress(`concurrency ${concurrency}`, (round + 1) * size, rounds * size);
       }
-      const tool = stats(toolBlocks);
-      const rawStats = stats(rawBlocks);
-      const roundRatios = toolBlocks.map((b, i) => rawBlocks[i].wallS / b.wallS);
-      const r: LevelResult = {
-        concurrency,
-        tool,
-        raw: rawStats,
-        p50Ratio: tool.p50 / rawStats.p50,
-        throughputRatio: tool.pagesPerSecond / rawStats.pagesPerSecond,
-        // A round's two blocks ran side by side in time: their ratio is what drift spares.
-        throughputInterval: ratioInterval(roundRatios),
+      const tool = stats(blocks.tool);
+      const against = (raw: Block[]): Comparison => {
+        const rawStats = stats(raw);
+        // A round's blocks ran side by side in time: their ratio is what drift spares.
+        const roundRatios = blocks.tool.map((b, i) => raw[i].wallS / b.wallS);
+        return {
+          raw: rawStats,
+          p50Ratio: tool.p50 / rawStats.p50,
+          throughputRatio: tool.pagesPerSecond / rawStats.pagesPerSecond,
+          throughputInterval: ratioInterval(roundRatios),
+          roundRatios,
+        };
       };
+      const r: LevelResult = { concurrency, tool, stock: against(blocks.stock), tuned: against(blocks.tuned) };
       results.push(r);
-      roundLines.push(`${concurrency}: ${roundRatios.map((x) => x.toFixed(2)).join(' ')}`);
       const f = (n: number) => n.toFixed(0);
-      const ratio = `${r.throughputRatio.toFixed(2)} (${r.throughputInterval.map((x) => x.toFixed(2)).join('-')})`;
+      const ratio = (c: Comparison) => `${c.throughputRatio.toFixed(2)} (${c.throughputInterval.map((x) => x.toFixed(2)).join('-')})`;
+      const { stock: st, tuned: tu } = r;
       out(
-        `${String(concurrency).padStart(11)} | ${f(tool.p50).padStart(8)} | ${f(tool.p95).padStart(8)} | ${tool.pagesPerSecond.toFixed(2).padStart(12)} | ${f(rawStats.p50).padStart(7)} | ${f(rawStats.p95).padStart(7)} | ${rawStats.pagesPerSecond.toFixed(2).padStart(11)} | ${r.p50Ratio.toFixed(2).padStart(9)} | ${ratio.padStart(33)} | ${cpuText(tool).padStart(31)} | ${cpuText(rawStats)}`,
+        `${String(concurrency).padStart(11)} | ${f(tool.p50).padStart(8)} | ${f(tool.p95).padStart(8)} | ${tool.pagesPerSecond.toFixed(2).padStart(12)} | ${f(st.raw.p50).padStart(7)} | ${f(st.raw.p95).padStart(7)} | ${st.raw.pagesPerSecond.toFixed(2).padStart(11)} | ${st.p50Ratio.toFixed(2).padStart(9)} | ${ratio(st).padStart(33)} | ${cpuText(tool).padStart(31)} | ${cpuText(st.raw)} | ${f(tu.raw.p50).padStart(9)} | ${tu.raw.pagesPerSecond.toFixed(2).padStart(13)} | ${`${tu.p50Ratio.toFixed(2)}, ${ratio(tu)}`.padStart(54)} | ${cpuText(tu.raw)}`,
       );
     }
-    out(`throughput ratio of each round, by concurrency: ${roundLines.join('; ')}`);
+    const rounded = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
+    out(`throughput ratio of each round against raw, by concurrency: ${results.map((r) => `${r.concurrency}: ${rounded(r.stock.roundRatios)}`).join('; ')}`);
+    out(`and against tuned: ${results.map((r) => `${r.concurrency}: ${rounded(r.tuned.roundRatios)}`).join('; ')}`);
     out(`load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')} (${cpu.length} cores): other work on the machine skews the times`);
-    const worstP50 = Math.max(...results.map((r) => r.p50Ratio));
-    const worstThroughput = Math.min(...results.map((r) => r.throughputRatio));
-    const worstLow = Math.min(...results.map((r) => r.throughputInterval[0]));
+    const worstP50 = Math.max(...results.map((r) => r.stock.p50Ratio));
+    const worstThroughput = Math.min(...results.map((r) => r.stock.throughputRatio));
+    const worstLow = Math.min(...results.map((r) => r.stock.throughputInterval[0]));
     out(
       `goal p50 <= 1.15x raw: ${worstP50 <= 1.15 ? 'met' : 'missed'} (worst ${worstP50.toFixed(3)}x); throughput >= 0.9x raw: ${worstThroughput >= 0.9 ? 'met' : 'missed'} (worst ${worstThroughput.toFixed(3)}x, lowest end of a 95 % interval ${worstLow.toFixed(3)}x)`,
     );
+    const tunedP50 = Math.max(...results.map((r) => r.tuned.p50Ratio));
+    const tunedThroughput = Math.min(...results.map((r) => r.tuned.throughputRatio));
+    out(`against tuned raw Playwright (no goal; the tool's own layers): worst p50 ratio ${tunedP50.toFixed(3)}x, worst throughput ratio ${tunedThroughput.toFixed(3)}x`);
   } finally {
-    await raw.close();
+    await Promise.all([stock.close(), tunedBrowser.close()]);
     await server.stop();
     await fx.close();
   }

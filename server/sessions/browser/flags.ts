@@ -62,6 +62,13 @@ export interface ArgsLayout {
  */
 const OMNIBOX_WEBUI = ['WebUIOmniboxPopup', 'WebUIOmniboxFullPopup', 'WebUIOmniboxAimPopup'];
 
+/**
+ * Features every browser of ours runs without. Background calls to Google services (network
+ * time, optimization hints) would show up in a session's metered traffic and domains; the
+ * omnibox popups above cost every window a renderer.
+ */
+export const DISABLED_FEATURES: readonly string[] = ['NetworkTimeServiceQuerying', 'OptimizationHints', ...OMNIBOX_WEBUI];
+
 export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string[] {
   const { window, screen } = layout.geometry;
   const args = [
@@ -121,10 +128,8 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
     args.push(`--proxy-server=${options.proxy.server}`);
     if (options.proxy.bypass) args.push(`--proxy-bypass-list=${options.proxy.bypass}`);
   }
-  // Background calls to Google services (network time, optimization hints) would show up
-  // in a session's metered traffic and domains. Chromium reads only the last
-  // --disable-features, so every feature goes into one.
-  const disabled = ['NetworkTimeServiceQuerying', 'OptimizationHints', ...OMNIBOX_WEBUI];
+  // Chromium reads only the last --disable-features, so every feature goes into one.
+  const disabled = [...DISABLED_FEATURES];
   const extensions = options.extensionDirs ?? [];
   if (extensions.length > 0) {
     const list = extensions.join(',');

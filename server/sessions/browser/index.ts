@@ -3,7 +3,7 @@
 export { launchBrowser, type BrowserExit, type LaunchEnv, type RunningBrowser } from './launch.js';
 export { closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from './metered.js';
 export { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './launch-options.js';
-export type { Geometry, Size } from './flags.js';
+export { DISABLED_FEATURES, type Geometry, type Size } from './flags.js';
 export { sweepOrphans } from './sweep.js';
 export { browsersDirFor, installationId } from './roots.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
