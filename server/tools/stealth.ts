@@ -21,6 +21,12 @@
 //      `toString()` shows `[native code]`, so descriptor and source checks see what a stock
 //      Chrome shows.
 // Not covered: driver-level traces of Playwright itself (it enables the Runtime domain).
+//
+// Why not a generated fingerprint (fingerprint-injector): its generator's Linux Chrome
+// fingerprints claim Chrome 90 to 147 (30 drawn, version 2.1.88) on an engine that is 156,
+// a "Google Chrome" brand and a GPU this browser does not render with. The user agent would
+// then disagree with the engine's own features and client hints, which is what ordinary
+// checks compare; the browser's true identity, with the few fixes above, agrees with itself.
 import type { Browser, BrowserContextOptions } from 'playwright-core';
 import { inPage } from './in-page.js';
 
