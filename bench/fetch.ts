@@ -90,7 +90,7 @@ export interface LevelResult {
 }
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-// What this network needs (see the project's brief), nothing more.
+// What Chromium needs on this network, nothing more (the service's browsers have these too).
 const FLAGS = ['--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic', '--disable-dev-shm-usage'];
 // Inert switches that tell the raw browsers' processes apart for the CPU figures.
 const STOCK_MARK = '--bench-raw-stock';
