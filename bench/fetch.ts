@@ -17,7 +17,7 @@
 // minute, alike for every side, so a block's ratio to the block beside it varies by several
 // per cent; the interval is the 95 % one of the mean of those round ratios.
 // Goal: p50 at most 1.15x raw Playwright's (its defaults), throughput at least 0.9x.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
@@ -25,6 +25,7 @@ import { startFixtureServer } from '../fixtures/server.js';
 import { machine, percentile, progress, quiet, ratioInterval } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 import { DISABLED_FEATURES } from '../server/sessions/browser/index.js';
+import { listPids } from '../server/sessions/browser/procfs.js';
 import { NetworkTracker, waitForReady } from '../server/tools/readiness.js';
 
 export interface Stats {
@@ -38,29 +39,38 @@ export interface Stats {
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
-/**
- * CPU time (ms) of a browser and every process under it (zygotes, renderers, GPU and
- * utility processes): the main processes are those whose command line matches `isMain`.
- * Each process counts its reaped children too: a context's renderers exit with it and their
- * time lives on only in their zygote's (about 60 % of a page's browser CPU).
- */
-function browserCpu(isMain: (cmdline: string) => boolean): number {
-  const procs = new Map<number, { ppid: number; ticks: number; main: boolean }>();
-  for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+/** Every process: its arguments, parent and CPU ticks (its own and its reaped children's). */
+function processes(): Map<number, { args: string[]; ppid: number; ticks: number }> {
+  const procs = new Map<number, { args: string[]; ppid: number; ticks: number }>();
+  for (const pid of listPids()) {
     try {
-      const cmdline = readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      procs.set(Number(d), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), main: isMain(cmdline) });
+      procs.set(pid, { args, ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
     } catch {
       // gone
     }
   }
+  return procs;
+}
+
+/** A browser's main process (not one of its --type= children) carrying the inert switch `mark`. */
+const isMainOf = (mark: string) => (args: string[]) => args.includes(mark) && !args.some((a) => a.startsWith('--type='));
+
+/**
+ * CPU time (ms) of a browser and every process under it (zygotes, renderers, GPU and
+ * utility processes): the main processes are those `isMain` picks.
+ * Each process counts its reaped children too: a context's renderers exit with it and their
+ * time lives on only in their zygote's (about 60 % of a page's browser CPU).
+ */
+function browserCpu(isMain: (args: string[]) => boolean): number {
+  const procs = processes();
   const inTree = (pid: number): boolean => {
     for (let p = pid, hops = 0; p > 1 && hops < 10; hops++) {
       const info = procs.get(p);
       if (!info) return false;
-      if (info.main) return true;
+      if (isMain(info.args)) return true;
       p = info.ppid;
     }
     return false;
@@ -96,20 +106,6 @@ const FLAGS = ['--disable-background-networking', '--disable-component-update', 
 const STOCK_MARK = '--bench-raw-stock';
 const TUNED_MARK = '--bench-raw-tuned';
 
-/** The command line of the main process whose arguments include `mark`. */
-function mainCommandLine(mark: string): string[] {
-  for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-    try {
-      const args = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
-      if (args.includes(mark) && !args.some((a) => a.startsWith('--type='))) return args;
-    } catch {
-      // gone
-    }
-  }
-  throw new Error(`no process with ${mark}`);
-}
-
-
 /** One block of one side: its answers, its wall time and the CPU it cost. */
 interface Block {
   latencies: number[];
@@ -125,7 +121,7 @@ interface Block {
  * closed and the machine is quiet again, so that it includes the closing and nothing of the
  * next block.
  */
-async function block(total: number, concurrency: number, job: () => Promise<void>, marker?: (cmdline: string) => boolean, server?: ServerProcess): Promise<Block> {
+async function block(total: number, concurrency: number, job: () => Promise<void>, marker?: (args: string[]) => boolean, server?: ServerProcess): Promise<Block> {
   await quiet();
   const latencies: number[] = [];
   const cpu0 = process.cpuUsage();
@@ -204,17 +200,17 @@ export async function runFetchBench(options: { rounds?: number; levels?: number[
   const stock = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...FLAGS, STOCK_MARK] });
   // Playwright passes a --disable-features of its own and Chromium reads only the last one:
   // the tuned browser gets Playwright's list and the service's in one.
-  const playwrightDisabled = (mainCommandLine(STOCK_MARK).findLast((a) => a.startsWith('--disable-features=')) ?? '--disable-features=').slice('--disable-features='.length);
+  const stockArgs = [...processes().values()].find((p) => isMainOf(STOCK_MARK)(p.args))?.args ?? [];
+  const playwrightDisabled = (stockArgs.findLast((a) => a.startsWith('--disable-features=')) ?? '--disable-features=').slice('--disable-features='.length);
   const tunedDisabled = [...playwrightDisabled.split(',').filter(Boolean), ...DISABLED_FEATURES].join(',');
   const tunedBrowser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...FLAGS, `--disable-features=${tunedDisabled}`, TUNED_MARK] });
   const results: LevelResult[] = [];
   try {
     // Which processes are whose: the tool browsers' roots (t-*), the raw browsers' switches.
     const toolRoots = `${server.browsersDir}/t-`;
-    const isMain = (c: string) => !c.includes(' --type=');
-    const toolMarker = (c: string) => isMain(c) && c.includes(toolRoots);
-    const stockMarker = (c: string) => isMain(c) && c.includes(STOCK_MARK);
-    const tunedMarker = (c: string) => isMain(c) && c.includes(TUNED_MARK);
+    const toolMarker = (args: string[]) => !args.some((a) => a.startsWith('--type=')) && args.some((a) => a.includes(toolRoots));
+    const stockMarker = isMainOf(STOCK_MARK);
+    const tunedMarker = isMainOf(TUNED_MARK);
     const cpuText = (st: Stats) => `${(st.nodeCpuMs ?? 0).toFixed(0)}+${(st.browserCpuMs ?? 0).toFixed(0)}`;
     let currentConcurrency = 1;
     const toolFetch = async () => {
