@@ -55,8 +55,8 @@ function processes(): Map<number, { args: string[]; ppid: number; ticks: number 
   return procs;
 }
 
-/** A browser's main process (not one of its --type= children) carrying the inert switch `mark`. */
-const isMainOf = (mark: string) => (args: string[]) => args.includes(mark) && !args.some((a) => a.startsWith('--type='));
+/** A browser's main process (not one of its --type= children) with an argument that `matches`. */
+const mainProcess = (matches: (arg: string) => boolean) => (args: string[]) => args.some(matches) && !args.some((a) => a.startsWith('--type='));
 
 /**
  * CPU time (ms) of a browser and every process under it (zygotes, renderers, GPU and
@@ -66,11 +66,12 @@ const isMainOf = (mark: string) => (args: string[]) => args.includes(mark) && !a
  */
 function browserCpu(isMain: (args: string[]) => boolean): number {
   const procs = processes();
+  const mains = new Set([...procs].filter(([, info]) => isMain(info.args)).map(([pid]) => pid));
   const inTree = (pid: number): boolean => {
     for (let p = pid, hops = 0; p > 1 && hops < 10; hops++) {
       const info = procs.get(p);
       if (!info) return false;
-      if (isMain(info.args)) return true;
+      if (mains.has(p)) return true;
       p = info.ppid;
     }
     return false;
@@ -200,7 +201,8 @@ export async function runFetchBench(options: { rounds?: number; levels?: number[
   const stock = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...FLAGS, STOCK_MARK] });
   // Playwright passes a --disable-features of its own and Chromium reads only the last one:
   // the tuned browser gets Playwright's list and the service's in one.
-  const stockArgs = [...processes().values()].find((p) => isMainOf(STOCK_MARK)(p.args))?.args ?? [];
+  const isStock = mainProcess((a) => a === STOCK_MARK);
+  const stockArgs = [...processes().values()].find((p) => isStock(p.args))?.args ?? [];
   const playwrightDisabled = (stockArgs.findLast((a) => a.startsWith('--disable-features=')) ?? '--disable-features=').slice('--disable-features='.length);
   const tunedDisabled = [...playwrightDisabled.split(',').filter(Boolean), ...DISABLED_FEATURES].join(',');
   const tunedBrowser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...FLAGS, `--disable-features=${tunedDisabled}`, TUNED_MARK] });
@@ -208,9 +210,9 @@ export async function runFetchBench(options: { rounds?: number; levels?: number[
   try {
     // Which processes are whose: the tool browsers' roots (t-*), the raw browsers' switches.
     const toolRoots = `${server.browsersDir}/t-`;
-    const toolMarker = (args: string[]) => !args.some((a) => a.startsWith('--type=')) && args.some((a) => a.includes(toolRoots));
-    const stockMarker = isMainOf(STOCK_MARK);
-    const tunedMarker = isMainOf(TUNED_MARK);
+    const toolMarker = mainProcess((a) => a.includes(toolRoots));
+    const stockMarker = isStock;
+    const tunedMarker = mainProcess((a) => a === TUNED_MARK);
     const cpuText = (st: Stats) => `${(st.nodeCpuMs ?? 0).toFixed(0)}+${(st.browserCpuMs ?? 0).toFixed(0)}`;
     let currentConcurrency = 1;
     const toolFetch = async () => {
