@@ -1,7 +1,7 @@
 // Benchmark: the web fetch tool (POST /v1/tools/fetch/webpage on the real server, running as
 // its own process as deployed, over real HTTP) against raw Playwright doing the same work in
 // the same run: a warm browser, a new context per page, goto, the same readiness wait
-// (server/tools/readiness.ts), content.
+// (server/page/readiness.ts), content.
 // Both fetch the fixture site's script-rendered page, at concurrency 1, 4 and 8.
 // Raw Playwright launches the same Chromium with its own defaults (and the switches this
 // network needs); a third side, reported beside the goal, is raw Playwright given the Chromium
@@ -24,9 +24,9 @@ import { chromium, type Browser } from 'playwright-core';
 import { startFixtureServer } from '../fixtures/server.js';
 import { machine, percentile, progress, quiet, ratioInterval } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
-import { DISABLED_FEATURES } from '../server/sessions/browser/index.js';
-import { listPids } from '../server/sessions/browser/procfs.js';
-import { NetworkTracker, waitForReady } from '../server/tools/readiness.js';
+import { DISABLED_FEATURES } from '../server/browser/index.js';
+import { listPids } from '../server/browser/procfs.js';
+import { NetworkTracker, waitForReady } from '../server/page/readiness.js';
 
 export interface Stats {
   p50: number;

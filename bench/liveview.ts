@@ -13,7 +13,7 @@ import { loadavg } from 'node:os';
 import { WebSocket } from 'ws';
 import { startTestServer, type TestServer } from '../server/testing/harness.js';
 import { browsersDirFor, createSession, rootOf } from '../server/sessions/test-support.js';
-import { CdpClient, listPages } from '../server/sessions/browser/cdp-client.js';
+import { CdpClient, listPages } from '../server/browser/cdp-client.js';
 import { machine, percentile } from './machine.js';
 
 const arg = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) || fallback;

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { browsersDirFor } from '../server/sessions/browser/index.js';
+import { browsersDirFor } from '../server/browser/index.js';
 import { freePort } from '../server/testing/free-port.js';
 
 export interface ServerProcess {

@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { openDb, type Db } from '../server/store/db.js';
 import { migrate } from '../server/store/migrate.js';
 import { DeliveryWorker } from '../server/events/deliver.js';
-import { emitEvent } from '../server/events/emit.js';
+import { emitEvent } from '../server/outbox/emit.js';
 import { DEFAULT_RETRY_SCHEDULE_MS } from '../server/events/retry.js';
 import { sampleEventData } from '../server/events/samples.js';
 import { generateSecret, signatureHeaders } from '../server/events/signing.js';

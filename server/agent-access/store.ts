@@ -59,7 +59,7 @@ export function redeemChallenge(
     if (!options.check(row.answer_hash)) return { outcome: 'wrong' };
     // Inside a transaction, createProject's own transaction runs inline on `tx`.
     const { projectId, key } = await createProject(tx, { name: 'agent-access', source: 'agent-access', giftCredits: options.credits });
-    // Tier agent-access: no included credits, the gift only (server/billing/account.ts).
+    // Tier agent-access: no included credits, the gift only (server/credits/account.ts).
     await tx.query(`UPDATE projects SET max_session_minutes = $2, tier = 'agent-access' WHERE id = $1`, [projectId, options.maxSessionMinutes]);
     return { outcome: 'issued', projectId, apiKey: key, credits: options.credits };
   });

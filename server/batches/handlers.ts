@@ -7,7 +7,7 @@ import type { ServiceConfig } from '../server.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { components } from '../../generated/types.js';
-import { refuseUnpaid } from '../billing/account.js';
+import { refuseUnpaid } from '../credits/account.js';
 import * as store from './store.js';
 
 type BatchSummary = components['schemas']['BatchSummary'];

@@ -12,7 +12,7 @@
 // claim never waits for a lock (SKIP LOCKED on items and batches), so nothing deadlocks
 // with it on PostgreSQL.
 import type { Db } from '../store/db.js';
-import { emitEvent } from '../events/emit.js';
+import { emitEvent } from '../outbox/emit.js';
 import type { components } from '../../generated/types.js';
 
 export type BatchStatus = components['schemas']['BatchStatus'];

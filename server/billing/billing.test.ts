@@ -10,8 +10,8 @@ import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { insertSession } from '../sessions/store.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 import { call, HEADLESS, until } from '../batches/test-support.js';
-import { charge } from './ledger.js';
-import { FETCH_CREDITS } from './prices.js';
+import { charge } from '../credits/ledger.js';
+import { FETCH_CREDITS } from '../credits/prices.js';
 // Solved as an agent would, by the conformance suite's own solver.
 import { solveArithmetic } from '../../conformance/arithmetic.js';
 

@@ -7,7 +7,7 @@ import type { ServiceConfig } from '../server.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import { historyBuckets, type Granularity } from '../sessions/store.js';
-import { account } from './account.js';
+import { account } from '../credits/account.js';
 
 export type BillingHandlers = Pick<AppHandlers, 'getBilling'>;
 

@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './deliver.js';
-import { emitEvent } from './emit.js';
+import { emitEvent } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 import { generateSecret } from './signing.js';
 import { createProject, insertWebhook, openTestDb, startReceiver, waitFor, type Receiver, type TestDb } from './test-support.js';

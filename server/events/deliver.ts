@@ -22,9 +22,9 @@
 // lease is given back unsent.
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
-import { DELIVERY_ID_SQL, toEnvelope } from './emit.js';
+import { DELIVERY_ID_SQL, toEnvelope } from '../outbox/emit.js';
 import { createAgents, postJson, type PostResult } from './http-post.js';
-import { onDeliveriesWritten } from './nudge.js';
+import { onDeliveriesWritten } from '../outbox/nudge.js';
 import { DEFAULT_RETRY_SCHEDULE_MS, nextRetryDelay } from './retry.js';
 import { activeSecrets, signatureHeaders } from './signing.js';
 

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDb, type Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
-import { emitEvent } from './emit.js';
+import { emitEvent } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 import { createProject, insertWebhook, openTestDb, startReceiver, waitFor, type TestDb } from './test-support.js';
 

@@ -1,7 +1,7 @@
 // Synthetic event data for POST /v1/webhooks/{id}/test: one realistic, schema-valid `data`
 // per event type, with fresh identifiers so receivers can tell test deliveries apart.
 import { randomUUID } from 'node:crypto';
-import type { EventDataMap, EventType } from './types.js';
+import type { EventDataMap, EventType } from '../outbox/types.js';
 
 export interface SampleContext {
   /** Base of dashboard and live-view links (the server's PUBLIC_URL). */

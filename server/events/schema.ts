@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
-import type { EventType } from './types.js';
+import type { EventType } from '../outbox/types.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export may arrive wrapped.
 type AddFormats = (ajv: Ajv2020) => unknown;

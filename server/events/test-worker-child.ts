@@ -4,7 +4,7 @@
 import { openDb } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
 import { DeliveryWorker } from './deliver.js';
-import { emitEvent } from './emit.js';
+import { emitEvent } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 
 const env = process.env;

@@ -2,7 +2,7 @@
 // names, fields), the per-project maximum, and paging. Handlers map WebhookError to the
 // documented error body: `{error: {code: status, message}}`.
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
-import { EVENT_TYPES, isEventType, type EventType } from './types.js';
+import { EVENT_TYPES, isEventType, type EventType } from '../outbox/types.js';
 
 export const DEFAULT_MAX_WEBHOOKS_PER_PROJECT = 20;
 export const MAX_URL_LENGTH = 2048;

@@ -1,9 +1,9 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitEvent } from './emit.js';
+import { emitEvent } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 import { createProject, openTestDb, type TestDb } from './test-support.js';
-import { EVENT_TYPES } from './types.js';
+import { EVENT_TYPES } from '../outbox/types.js';
 import { validateDeliveryQuery, WebhookError, type WebhookPolicy } from './webhooks-logic.js';
 import {
   createWebhook,

@@ -2,13 +2,13 @@
 // webhook of another project is simply not found (404). Bodies follow design.md: not
 // wrapped in `data`; `secret` only in the create and rotate answers.
 import type { Db } from '../store/db.js';
-import { DELIVERY_ID_SQL, toEnvelope, type EventRow } from './emit.js';
-import { newEventId, newWebhookId } from './ids.js';
-import { deliveriesWritten } from './nudge.js';
+import { DELIVERY_ID_SQL, toEnvelope, type EventRow } from '../outbox/emit.js';
+import { newEventId, newWebhookId } from '../outbox/ids.js';
+import { deliveriesWritten } from '../outbox/nudge.js';
 import { sampleEventData, type SampleContext } from './samples.js';
 import { generateSecret, ROTATION_GRACE_MS } from './signing.js';
-import { summarize } from './summarize.js';
-import type { AnyEventEnvelope, EventType } from './types.js';
+import { summarize } from '../outbox/summarize.js';
+import type { AnyEventEnvelope, EventType } from '../outbox/types.js';
 import {
   DEFAULT_MAX_WEBHOOKS_PER_PROJECT,
   limitReached,

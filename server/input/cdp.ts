@@ -5,7 +5,7 @@
 // https and localhost), so it works whatever the session's page is.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunningSession } from '../sessions/manager.js';
-import { activePage, type PageSessions } from '../liveview/pages.js';
+import { activePage, type PageSessions } from '../browser/pages.js';
 import type { Button, InputBackend } from './backend.js';
 import { path, split } from './backend.js';
 import { characterKey, resolveKey, type KeyDef } from './keys.js';

@@ -3,7 +3,7 @@
 // helper that reads the page of a session through its cdp_url.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CdpClient, listPages } from '../sessions/browser/cdp-client.js';
+import { CdpClient, listPages } from '../browser/cdp-client.js';
 
 export interface RecordedEvent {
   type: string;

@@ -4,8 +4,8 @@
 // follows the front page when tabs open, close or are switched.
 import type { Logger } from 'pino';
 import type { RunningSession, SessionExtension } from '../sessions/manager.js';
-import { listPages } from '../sessions/browser/cdp-client.js';
-import { PageSessions, activePage } from './pages.js';
+import { listPages } from '../browser/cdp-client.js';
+import { PageSessions, activePage } from '../browser/pages.js';
 
 export interface FrameMeta {
   /** The page's size in CSS pixels (input coordinates are in this space). */

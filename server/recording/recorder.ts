@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { RunningSession, SessionExtension } from '../sessions/manager.js';
 import type { SessionRow } from '../sessions/store.js';
-import { emitEvent } from '../events/emit.js';
+import { emitEvent } from '../outbox/emit.js';
 import type { Frame, Screencasts } from '../liveview/screencast.js';
 import { encode, type Timeline, type TimelineFrame } from './encode.js';
 import type { RecordingStorage } from './storage.js';

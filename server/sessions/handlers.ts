@@ -3,7 +3,7 @@ import type { Db } from '../store/db.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { components } from '../../generated/types.js';
-import { versionDocument } from './browser/index.js';
+import { versionDocument } from '../browser/index.js';
 import type { SessionManager } from './manager.js';
 import * as store from './store.js';
 

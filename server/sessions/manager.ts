@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../server.js';
-import { emitEvent } from '../events/emit.js';
+import { emitEvent } from '../outbox/emit.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import type { TrafficProxy } from '../net/traffic-proxy.js';
@@ -26,12 +26,12 @@ import {
   type MeteredBrowser,
   type Poolable,
   type RunningBrowser,
-} from './browser/index.js';
-import { CdpClient, listPages, navigate, type PageTarget } from './browser/cdp-client.js';
+} from '../browser/index.js';
+import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody, type SessionOptions } from './options.js';
 import * as store from './store.js';
-import { refuseUnpaid } from '../billing/account.js';
-import { settleSession } from '../billing/settle.js';
+import { refuseUnpaid } from '../credits/account.js';
+import { settleSession } from '../credits/settle.js';
 
 /** A browser with the forwarding proxy that meters and polices its traffic. */
 export interface SessionBrowser extends Poolable, MeteredBrowser {}

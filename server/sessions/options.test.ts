@@ -6,8 +6,8 @@ import { basename } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness.js';
-import { environOf } from './browser/test-support.js';
-import { isRunning } from './browser/procfs.js';
+import { environOf } from '../browser/test-support.js';
+import { isRunning } from '../browser/procfs.js';
 import {
   HEADLESS,
   browsersDirFor,

@@ -2,7 +2,7 @@
 // options (what Chromium starts with) are split from session options (what the server
 // does around it), because only the first decide whether a warm pooled browser fits.
 import type { components } from '../../generated/types.js';
-import { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './browser/index.js';
+import { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from '../browser/index.js';
 
 export type { LaunchOptions };
 

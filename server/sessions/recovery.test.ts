@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDb } from '../store/db.js';
-import { isRunning } from './browser/procfs.js';
+import { isRunning } from '../browser/procfs.js';
 import {
   HEADLESS,
   browsersDirFor,

@@ -7,11 +7,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Db } from '../store/db.js';
-import { readOwner, type OwnerRecord } from './browser/owner.js';
-import { leftovers } from './browser/test-support.js';
-import { listPids } from './browser/procfs.js';
+import { readOwner, type OwnerRecord } from '../browser/owner.js';
+import { leftovers } from '../browser/test-support.js';
+import { listPids } from '../browser/procfs.js';
 
-export { eventually, leftovers } from './browser/test-support.js';
+export { eventually, leftovers } from '../browser/test-support.js';
 
 export interface Requester {
   request(path: string, init?: RequestInit): Promise<Response>;
@@ -67,7 +67,7 @@ export function headless(session: Record<string, unknown>) {
   return { browser: { headless: { active: true } }, session: { recording: { active: false }, ...session } };
 }
 
-export { browsersDirFor } from './browser/roots.js';
+export { browsersDirFor } from '../browser/roots.js';
 
 export interface Root {
   dir: string;

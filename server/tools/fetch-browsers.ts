@@ -19,8 +19,8 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core';
 import type { Logger } from 'pino';
-import { connectOverPipe } from './cdp-pipe.js';
-import { DEFAULT_LAUNCH_OPTIONS, closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from '../sessions/browser/index.js';
+import { connectOverPipe } from '../browser/cdp-pipe.js';
+import { DEFAULT_LAUNCH_OPTIONS, closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from '../browser/index.js';
 
 export interface FetchBrowsersOptions {
   chromiumPath: string;

@@ -1,6 +1,6 @@
 // The web fetch tool end to end: the real server in-process over real HTTP, real Chromium,
 // the local fixture site (fixtures/server.ts) for every page, file and challenge.
-import { browsersDirFor } from '../sessions/browser/index.js';
+import { browsersDirFor } from '../browser/index.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -10,18 +10,18 @@
 // Errors are ToolError with the status and message the handlers answer.
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { browsersDirFor } from '../sessions/browser/index.js';
+import { browsersDirFor } from '../browser/index.js';
 import type { BrowserContext, CDPSession, Page, Response } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { assertPublicUrl, blockedRange, urlHost, UrlPolicyError } from '../net/address-policy.js';
-import { CaptchaServiceClient, type CaptchaSolver } from './captcha-adapter.js';
-import { ChallengeError, challengeProbe, passChallenges, type DetectedChallenge } from './challenges.js';
-import { CONSENT_SIGNS_PROBE, ConsentTracker } from './consent.js';
+import { CaptchaServiceClient, type CaptchaSolver } from '../page/captcha-adapter.js';
+import { ChallengeError, challengeProbe, passChallenges, type DetectedChallenge } from '../page/challenges.js';
+import { CONSENT_SIGNS_PROBE, ConsentTracker } from '../page/consent.js';
 import { BrowsersClosedError, FetchBrowsers, QueueFullError, QueueTimeoutError } from './fetch-browsers.js';
-import { inPageAll } from './in-page.js';
-import { NetworkTracker, readyThenProbe, waitForAnimations, waitForReady } from './readiness.js';
-import { stealthContextOptions, stealthScript } from './stealth.js';
+import { inPageAll } from '../page/in-page.js';
+import { NetworkTracker, readyThenProbe, waitForAnimations, waitForReady } from '../page/readiness.js';
+import { stealthContextOptions, stealthScript } from '../page/stealth.js';
 
 export type ToolErrorStatus = 400 | 403 | 429 | 500 | 502 | 504;
 

@@ -3,8 +3,8 @@
 // limit. Web fetch answers errors as `{error: string}` (500 in the general shape), is rate
 // limited per API key and charges 0.005 credits per 200 to the usage ledger.
 import type { Logger } from 'pino';
-import { FETCH_CREDITS } from '../billing/prices.js';
-import { charge } from '../billing/ledger.js';
+import { FETCH_CREDITS } from '../credits/prices.js';
+import { charge } from '../credits/ledger.js';
 import type { Config } from '../config/config.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail, failText } from '../http/errors.js';

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
-import { launchBrowser, type RunningBrowser } from '../sessions/browser/launch.js';
-import { DEFAULT_LAUNCH_OPTIONS } from '../sessions/browser/launch-options.js';
-import { chromiumPath, tempBrowsersDir, testLog } from '../sessions/browser/test-support.js';
-import { connectOverPipe } from './cdp-pipe.js';
+import { launchBrowser, type RunningBrowser } from '../browser/launch.js';
+import { DEFAULT_LAUNCH_OPTIONS } from '../browser/launch-options.js';
+import { chromiumPath, tempBrowsersDir, testLog } from '../browser/test-support.js';
+import { connectOverPipe } from '../browser/cdp-pipe.js';
 import { inPage, inPageAll } from './in-page.js';
 import { NetworkTracker, readyThenProbe } from './readiness.js';
 

@@ -3,7 +3,7 @@
 // document.visibilityState does: in a window exactly one tab is `visible` (headful and
 // headless alike), background tabs are `hidden`. The screencast follows that page, and
 // input, goto and screenshots act on it.
-import { listPages, type CdpClient, type PageTarget } from '../sessions/browser/cdp-client.js';
+import { listPages, type CdpClient, type PageTarget } from './cdp-client.js';
 
 /**
  * Flat CDP sessions attached to page targets over one connection, attached once and reused

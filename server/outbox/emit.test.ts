@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent, toEnvelope, type EventRow } from './emit.js';
-import { sampleEventData } from './samples.js';
-import { loadEventSchemas } from './schema.js';
+import { sampleEventData } from '../events/samples.js';
+import { loadEventSchemas } from '../events/schema.js';
 import { summarize } from './summarize.js';
-import { createProject, insertWebhook, openTestDb, type TestDb } from './test-support.js';
+import { createProject, insertWebhook, openTestDb, type TestDb } from '../events/test-support.js';
 import { EVENT_TYPES } from './types.js';
 import { ulid } from './ids.js';
 

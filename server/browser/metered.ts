@@ -2,7 +2,7 @@
 // subresources, WebSockets, loopback too) goes through the proxy, which meters the bytes
 // and domains and refuses what the address policy refuses. Session and tool browsers are
 // all launched this way.
-import { startTrafficProxy, type TrafficProxy, type TrafficProxyOptions } from '../../net/traffic-proxy.js';
+import { startTrafficProxy, type TrafficProxy, type TrafficProxyOptions } from '../net/traffic-proxy.js';
 import { launchBrowser, type LaunchEnv, type RunningBrowser } from './launch.js';
 import type { LaunchOptions } from './launch-options.js';
 

@@ -3,9 +3,9 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, type RunningBrowser } from '../sessions/browser/launch.js';
-import { DEFAULT_LAUNCH_OPTIONS } from '../sessions/browser/launch-options.js';
-import { chromiumPath, tempBrowsersDir, testLog } from '../sessions/browser/test-support.js';
+import { launchBrowser, type RunningBrowser } from './launch.js';
+import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
+import { chromiumPath, tempBrowsersDir, testLog } from './test-support.js';
 import { connectOverPipe } from './cdp-pipe.js';
 
 describe('Playwright over the CDP pipe', () => {
