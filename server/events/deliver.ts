@@ -20,89 +20,24 @@
 // statement every few milliseconds. Claims and records are single statements, so the worker
 // never holds a transaction (PGlite has a single connection shared with requests). A buffered row that could no longer finish inside its
 // lease is given back unsent.
+//
+// This file is the worker loop (buffer, concurrency limits, nudges, polling, flushing,
+// shutdown); its parts: delivery-options.ts (options and defaults), delivery-claim.ts
+// (claiming due rows), delivery-attempt.ts (one signed POST and its result),
+// delivery-record.ts (recording outcomes, scheduling retries, marking dead) and
+// delivery-stats.ts (the counters behind stats()).
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
-import { DELIVERY_ID_SQL, toEnvelope } from '../outbox/emit.js';
-import { createAgents, postJson, type PostResult } from './http-post.js';
 import { onDeliveriesWritten } from '../outbox/nudge.js';
-import { DEFAULT_RETRY_SCHEDULE_MS, nextRetryDelay } from './retry.js';
-import { activeSecrets, signatureHeaders } from './signing.js';
+import { createAgents } from './http-post.js';
+import { resolveOptions, type DeliveryLogger, type DeliveryWorkerOptions, type ResolvedOptions } from './delivery-options.js';
+import { anyDue, bySchedule, claimDue, PlannerStats, releaseAllLeases, type Claimed } from './delivery-claim.js';
+import { attempt, wasSlow, type AttemptOptions } from './delivery-attempt.js';
+import { givenBack, recordOutcomes, type Outcome } from './delivery-record.js';
+import { countAttempt, deliveryStats, newCounters, type DeliveryWorkerStats } from './delivery-stats.js';
 
-export interface DeliveryLogger {
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
+export type { DeliveryLogger, DeliveryWorkerOptions, DeliveryWorkerStats };
 
-export interface DeliveryWorkerOptions {
-  db: Db;
-  /** ALLOW_PRIVATE_NETWORKS: deliver to private, loopback and link-local addresses. */
-  allowPrivate: boolean;
-  /** Requests in flight at most (WEBHOOK_DELIVERY_CONCURRENCY). Default 64. */
-  concurrency?: number;
-  /** Requests in flight to one webhook at most. Default 8. */
-  perWebhookConcurrency?: number;
-  /** The same for a webhook that was slow (timed out or answered after 5 s). Default 2. */
-  slowWebhookConcurrency?: number;
-  /** Deadline of one attempt. Default 10 000. */
-  requestTimeoutMs?: number;
-  /** Response body bytes read at most. Default 64 KiB. */
-  maxResponseBytes?: number;
-  /** Response body bytes stored with the attempt. Default 1 KiB. */
-  keepResponseBytes?: number;
-  /** How often to look for due work besides nudges. Default 1000. */
-  pollIntervalMs?: number;
-  /** How long a claimed row stays leased; must exceed requestTimeoutMs. Default 60 000. */
-  leaseMs?: number;
-  /** Delays before attempts 2, 3, ...; default DEFAULT_RETRY_SCHEDULE_MS (≈ 23.6 h in all). */
-  retrySchedule?: readonly number[];
-  /** Jitter source, for tests. */
-  random?: () => number;
-  /** Names this worker's leases. Default a random id. */
-  nodeId?: string;
-  /**
-   * Clear every lease at start. Right only when no other worker can use the database,
-   * which is the case for PGlite (one process owns DATA_DIR); default: db.kind === 'pglite'.
-   */
-  releaseLeasesOnStart?: boolean;
-  userAgent?: string;
-  logger?: DeliveryLogger;
-}
-
-interface Claimed {
-  id: string;
-  token: string;
-  scheduled_at: Date | string;
-  seq: number;
-  webhook_id: string;
-  event_id: string;
-  attempt: number;
-  type: string;
-  created: Date | string;
-  project_id: string;
-  text: string;
-  data: unknown;
-  url: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: Date | string | null;
-}
-
-interface Outcome {
-  claim: Claimed;
-  result: PostResult;
-}
-
-export interface DeliveryWorkerStats {
-  inFlight: number;
-  attempts: number;
-  succeeded: number;
-  failed: number;
-  dead: number;
-  /** Results sent but not yet recorded. */
-  unrecorded: number;
-}
-
-const SLOW_MS = 5_000;
 const SLOW_MEMORY_MS = 10 * 60_000;
 /** Follow-up looks after a nudge: the emitting transaction may commit a little later. */
 const NUDGE_FOLLOW_UPS_MS = [5, 25, 100, 400];
@@ -119,11 +54,11 @@ const MAX_CLAIM_INTERVAL_MS = 20;
 export class DeliveryWorker {
   readonly nodeId: string;
   private readonly db: Db;
-  private readonly o: Required<Omit<DeliveryWorkerOptions, 'db' | 'logger' | 'random' | 'nodeId'>> & {
-    random: () => number;
-  };
+  private readonly o: ResolvedOptions;
   private readonly logger: DeliveryLogger;
   private readonly agents = createAgents();
+  private readonly attemptOptions: AttemptOptions;
+  private readonly planner: PlannerStats;
   /** Claimed rows not sent yet, oldest first. */
   private buffer: Array<Claimed & { claimedAt: number }> = [];
   private readonly inFlightBy = new Map<string, number>();
@@ -137,8 +72,6 @@ export class DeliveryWorker {
   private claimSeq = 0;
   private lastClaimAt = -Infinity;
   private lastClaimMs = 0;
-  private lastAnalyzeAt = -Infinity;
-  private analyzing = false;
   private started = false;
   private stopping = false;
   private pumping = false;
@@ -152,30 +85,15 @@ export class DeliveryWorker {
   private retryTimerAt = Infinity;
   private readonly followUps = new Set<NodeJS.Timeout>();
   private unsubscribe: (() => void) | undefined;
-  private readonly counters = { attempts: 0, succeeded: 0, failed: 0, dead: 0 };
+  private readonly counters = newCounters();
 
   constructor(options: DeliveryWorkerOptions) {
     this.db = options.db;
     this.nodeId = options.nodeId ?? `w${randomBytes(6).toString('hex')}`;
     this.logger = options.logger ?? { warn: () => {}, error: () => {} };
-    this.o = {
-      allowPrivate: options.allowPrivate,
-      concurrency: options.concurrency ?? 64,
-      perWebhookConcurrency: options.perWebhookConcurrency ?? 8,
-      slowWebhookConcurrency: options.slowWebhookConcurrency ?? 2,
-      requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
-      maxResponseBytes: options.maxResponseBytes ?? 64 * 1024,
-      keepResponseBytes: options.keepResponseBytes ?? 1024,
-      pollIntervalMs: options.pollIntervalMs ?? 1000,
-      leaseMs: options.leaseMs ?? 60_000,
-      retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE_MS,
-      releaseLeasesOnStart: options.releaseLeasesOnStart ?? options.db.kind === 'pglite',
-      userAgent: options.userAgent ?? 'cloud-browser-webhooks/1.0',
-      random: options.random ?? Math.random,
-    };
-    if (this.o.leaseMs < 2 * this.o.requestTimeoutMs + 1000) {
-      throw new RangeError('leaseMs must be at least twice requestTimeoutMs plus a second');
-    }
+    this.o = resolveOptions(options);
+    this.attemptOptions = { ...this.o, agents: this.agents };
+    this.planner = new PlannerStats(this.db, this.logger);
   }
 
   /** Starts polling and listening for nudges. */
@@ -183,12 +101,7 @@ export class DeliveryWorker {
     if (this.started) return;
     this.started = true;
     this.stopping = false;
-    if (this.o.releaseLeasesOnStart) {
-      await this.db.query(
-        `UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL
-          WHERE status = 'pending' AND locked_until IS NOT NULL`,
-      );
-    }
+    if (this.o.releaseLeasesOnStart) await releaseAllLeases(this.db);
     this.unsubscribe = onDeliveriesWritten(() => this.nudge());
     this.pollTimer = setInterval(() => void this.poll(), this.o.pollIntervalMs);
     this.pollTimer.unref?.();
@@ -204,12 +117,7 @@ export class DeliveryWorker {
   private async poll(): Promise<void> {
     if (this.pumping || this.pumpScheduled || this.stopping) return;
     try {
-      const due = await this.db.query(
-        `SELECT 1 FROM webhook_deliveries
-          WHERE status = 'pending' AND scheduled_at <= now() AND (locked_until IS NULL OR locked_until < now())
-          LIMIT 1`,
-      );
-      if (due.length === 0) return;
+      if (!(await anyDue(this.db))) return;
     } catch {
       // The claim reports what is wrong with the database.
     }
@@ -267,7 +175,7 @@ export class DeliveryWorker {
   }
 
   stats(): DeliveryWorkerStats {
-    return { inFlight: this.inFlight, ...this.counters, unrecorded: this.outcomes.length };
+    return deliveryStats(this.inFlight, this.counters, this.outcomes.length);
   }
 
   private allSettled(): Promise<void> {
@@ -367,19 +275,12 @@ export class DeliveryWorker {
   private releaseBuffered(rows: Claimed[]): void {
     for (const c of rows) {
       DeliveryWorker.bump(this.bufferedBy, c.webhook_id, -1);
-      this.outcomes.push({
-        claim: c,
-        result: { ok: false, status: null, error: null, body: null, retryAfterMs: null, durationMs: 0, aborted: true },
-      });
+      this.outcomes.push(givenBack(c));
     }
     if (rows.length > 0) this.scheduleFlush();
   }
 
-  /**
-   * One statement, so no transaction is held: due rows in schedule order, at most `room`,
-   * each webhook within its cap, locked with FOR UPDATE SKIP LOCKED (so several nodes
-   * never take the same row) and leased.
-   */
+  /** Claims up to `room` due rows, each webhook within what it may still hold. */
   private async claim(room: number): Promise<{ claimed: Claimed[]; more: boolean }> {
     this.lastClaimAt = performance.now();
     const capFor = (id: string) => HOLD_FACTOR * this.limitFor(id) - this.held(id);
@@ -390,55 +291,18 @@ export class DeliveryWorker {
     const saturated = caps.filter(([, cap]) => cap <= 0).map(([id]) => id);
     const open = caps.filter(([, cap]) => cap > 0);
     const token = `${this.nodeId}:${++this.claimSeq}`;
-    const rows = await this.db.query<Omit<Claimed, 'token'>>(
-      `WITH cand AS (
-         SELECT s.id, s.webhook_id, row_number() OVER (PARTITION BY s.webhook_id ORDER BY s.scheduled_at, s.seq) AS rn
-           FROM (SELECT d.id, d.webhook_id, d.scheduled_at, d.seq
-                   FROM webhook_deliveries d
-                   JOIN webhooks w ON w.id = d.webhook_id
-                  WHERE d.status = 'pending'
-                    AND d.scheduled_at <= now()
-                    AND (d.locked_until IS NULL OR d.locked_until < now())
-                    AND (w.enabled OR EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id AND e.test))
-                    AND NOT (d.webhook_id = ANY ($1::text[]))
-                  ORDER BY d.scheduled_at
-                  LIMIT $2) s
-       ),
-       pick AS (
-         SELECT d.id
-           FROM webhook_deliveries d
-           JOIN cand c ON c.id = d.id
-           LEFT JOIN unnest($3::text[], $4::int[]) AS cap(webhook_id, n) ON cap.webhook_id = c.webhook_id
-          WHERE c.rn <= coalesce(cap.n, $5)
-            AND d.status = 'pending'
-            AND (d.locked_until IS NULL OR d.locked_until < now())
-          FOR UPDATE OF d SKIP LOCKED
-       )
-       UPDATE webhook_deliveries d
-          SET locked_by = $6,
-              locked_until = now() + make_interval(secs => $7::double precision),
-              started_at = now()
-         FROM pick, events e, webhooks w
-        WHERE d.id = pick.id AND e.id = d.event_id AND w.id = d.webhook_id
-      RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.scheduled_at, d.seq, e.type, e.created, e.project_id, e.text,
-                e.data, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`,
-      [
-        saturated,
-        room,
-        open.map(([id]) => id),
-        open.map(([, cap]) => cap),
-        HOLD_FACTOR * this.o.perWebhookConcurrency,
-        token,
-        this.o.leaseMs / 1000,
-      ],
-    );
+    const rows = await claimDue(this.db, {
+      saturated,
+      room,
+      open,
+      defaultCap: HOLD_FACTOR * this.o.perWebhookConcurrency,
+      token,
+      leaseMs: this.o.leaseMs,
+    });
     // Schedule order (UPDATE ... RETURNING keeps none).
     this.lastClaimMs = performance.now() - this.lastClaimAt;
-    this.maybeAnalyze(this.lastClaimMs);
-    rows.sort(
-      (a, b) =>
-        new Date(a.scheduled_at).getTime() - new Date(b.scheduled_at).getTime() || Number(a.seq) - Number(b.seq),
-    );
+    this.planner.maybeAnalyze(this.lastClaimMs);
+    rows.sort(bySchedule);
     const per = new Map<string, number>();
     for (const r of rows) per.set(r.webhook_id, (per.get(r.webhook_id) ?? 0) + 1);
     const hitCap = [...per].some(([id, n]) => n >= capFor(id));
@@ -446,61 +310,16 @@ export class DeliveryWorker {
     return { claimed: rows.map((r) => ({ ...r, token })), more };
   }
 
-  /**
-   * Planner statistics that still describe an empty table make every claim scan the whole
-   * backlog once it grows. PGlite has no autovacuum at all, and PostgreSQL's comes only
-   * every minute or so; so when claims get slow, refresh them (at most every 10 s), and on
-   * PGlite also now and then while busy.
-   */
-  private maybeAnalyze(claimMs: number): void {
-    if (this.analyzing) return;
-    const since = performance.now() - this.lastAnalyzeAt;
-    const periodic = this.db.kind === 'pglite' && since > 300_000;
-    if (!((claimMs > 10 && since > 10_000) || periodic)) return;
-    this.analyzing = true;
-    this.lastAnalyzeAt = performance.now();
-    this.db
-      .query('ANALYZE webhook_deliveries, events, webhooks')
-      .catch((err) => this.logger.warn({ err }, 'ANALYZE failed'))
-      .finally(() => {
-        this.analyzing = false;
-      });
-  }
-
   private launch(c: Claimed): void {
     this.inFlight++;
     DeliveryWorker.bump(this.inFlightBy, c.webhook_id, 1);
     const controller = new AbortController();
     this.controllers.add(controller);
-    const envelope = toEnvelope({ id: c.event_id, type: c.type, created: c.created, project_id: c.project_id, text: c.text, data: c.data });
-    const body = JSON.stringify(envelope);
-    const headers = {
-      ...signatureHeaders(activeSecrets(c), c.event_id, body),
-      'user-agent': this.o.userAgent,
-    };
-    postJson(c.url, body, headers, {
-      timeoutMs: this.o.requestTimeoutMs,
-      maxResponseBytes: this.o.maxResponseBytes,
-      keepResponseBytes: this.o.keepResponseBytes,
-      allowPrivate: this.o.allowPrivate,
-      agents: this.agents,
-      signal: controller.signal,
-    })
-      .catch(
-        (err): PostResult => ({
-          ok: false,
-          status: null,
-          error: String((err as Error)?.message ?? err),
-          body: null,
-          retryAfterMs: null,
-          durationMs: 0,
-          aborted: false,
-        }),
-      )
+    attempt(c, this.attemptOptions, controller.signal)
       .then((result) => {
         this.controllers.delete(controller);
         if (!result.aborted) {
-          if (result.durationMs >= SLOW_MS || (result.status === null && /^Timed out/.test(result.error ?? ''))) {
+          if (wasSlow(result)) {
             this.slow.set(c.webhook_id, Date.now());
           } else {
             this.slow.delete(c.webhook_id);
@@ -558,93 +377,14 @@ export class DeliveryWorker {
     return this.flushing;
   }
 
-  /**
-   * Writes outcomes with single statements (no transaction is held, so the worker never
-   * contends with request transactions): each finished row gets its result, a failed one
-   * its next attempt in the same statement, and rows given back lose their lease. A row
-   * whose lease another worker took over meanwhile is left alone.
-   */
+  /** Records a batch (delivery-record.ts), then counts what was recorded and wakes for the soonest retry. */
   private async record(batch: Outcome[]): Promise<void> {
-    const done = batch.filter((o) => !o.result.aborted);
-    const released = batch.filter((o) => o.result.aborted);
-    const ids: string[] = [];
-    const tokens: string[] = [];
-    const statuses: string[] = [];
-    const responseStatuses: Array<number | null> = [];
-    const errors: Array<string | null> = [];
-    const bodies: Array<string | null> = [];
-    const durations: number[] = [];
-    const delays: Array<number | null> = [];
-    let earliestRetry = Infinity;
-    for (const { claim, result } of done) {
-      let status: 'succeeded' | 'failed' | 'dead';
-      let delay: number | null = null;
-      if (result.ok) status = 'succeeded';
-      else {
-        delay = nextRetryDelay(claim.attempt, {
-          schedule: this.o.retrySchedule,
-          random: this.o.random,
-          retryAfterMs: result.retryAfterMs,
-        });
-        if (delay === null) status = 'dead';
-        else {
-          status = 'failed';
-          earliestRetry = Math.min(earliestRetry, delay);
-        }
-      }
-      ids.push(claim.id);
-      tokens.push(claim.token);
-      statuses.push(status);
-      responseStatuses.push(result.status);
-      errors.push(result.error === null ? null : result.error.slice(0, 1000));
-      bodies.push(result.body);
-      durations.push(result.durationMs);
-      delays.push(delay === null ? null : delay / 1000);
-    }
-    let recorded = new Set<string>();
-    if (ids.length > 0) {
-      const rows = await this.db.query<{ id: string }>(
-        `WITH r AS (
-           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::double precision[])
-             AS r(id, token, status, response_status, error_message, response_body, duration_ms, delay)
-         ),
-         done AS (
-           UPDATE webhook_deliveries d
-              SET status = r.status, response_status = r.response_status, error_message = r.error_message,
-                  response_body = r.response_body, duration_ms = r.duration_ms, completed_at = now(),
-                  locked_by = NULL, locked_until = NULL
-             FROM r
-            WHERE d.id = r.id AND d.locked_by = r.token AND d.status = 'pending'
-           RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.event_type, d.attempt, r.delay
-         ),
-         next AS (
-           INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event_type, attempt, scheduled_at)
-           SELECT ${DELIVERY_ID_SQL}, done.project_id, done.webhook_id, done.event_id, done.event_type, done.attempt + 1,
-                  now() + make_interval(secs => done.delay)
-             FROM done WHERE done.delay IS NOT NULL
-           ON CONFLICT (event_id, webhook_id, attempt) DO NOTHING
-         )
-         SELECT id FROM done`,
-        [ids, tokens, statuses, responseStatuses, errors, bodies, durations, delays],
-      );
-      recorded = new Set(rows.map((r) => r.id));
-    }
-    if (released.length > 0) {
-      await this.db.query(
-        `UPDATE webhook_deliveries d SET locked_by = NULL, locked_until = NULL, started_at = NULL
-           FROM unnest($1::text[], $2::text[]) AS r(id, token)
-          WHERE d.id = r.id AND d.locked_by = r.token AND d.status = 'pending'`,
-        [released.map((o) => o.claim.id), released.map((o) => o.claim.token)],
-      );
-    }
-    for (let i = 0; i < ids.length; i++) {
-      if (!recorded.has(ids[i])) continue;
-      this.counters.attempts++;
-      if (statuses[i] === 'succeeded') this.counters.succeeded++;
-      else if (statuses[i] === 'failed') this.counters.failed++;
-      else this.counters.dead++;
-    }
-    if (earliestRetry < Infinity) this.wakeAt(Date.now() + earliestRetry);
+    const { statuses, earliestRetryMs } = await recordOutcomes(this.db, batch, {
+      schedule: this.o.retrySchedule,
+      random: this.o.random,
+    });
+    for (const status of statuses) countAttempt(this.counters, status);
+    if (earliestRetryMs < Infinity) this.wakeAt(Date.now() + earliestRetryMs);
   }
 
   /** Looks for due work at `at` (a retry sooner than the next poll). */

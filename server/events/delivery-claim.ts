@@ -1,0 +1,144 @@
+// Claiming due deliveries from the database: what the worker leases, how it looks for due
+// work, and keeping the planner's statistics fresh enough for the claim to stay cheap.
+import type { Db } from '../store/db.js';
+import type { DeliveryLogger } from './delivery-options.js';
+
+export interface Claimed {
+  id: string;
+  token: string;
+  scheduled_at: Date | string;
+  seq: number;
+  webhook_id: string;
+  event_id: string;
+  attempt: number;
+  type: string;
+  created: Date | string;
+  project_id: string;
+  text: string;
+  data: unknown;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | string | null;
+}
+
+/** Clears every pending row's lease (at start, when no other worker can use the database). */
+export async function releaseAllLeases(db: Db): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL
+      WHERE status = 'pending' AND locked_until IS NOT NULL`,
+  );
+}
+
+/** Whether any row is due and not leased: the cheap look before a claim. */
+export async function anyDue(db: Db): Promise<boolean> {
+  const due = await db.query(
+    `SELECT 1 FROM webhook_deliveries
+      WHERE status = 'pending' AND scheduled_at <= now() AND (locked_until IS NULL OR locked_until < now())
+      LIMIT 1`,
+  );
+  return due.length > 0;
+}
+
+export interface ClaimParams {
+  /** Webhooks that may take no more rows. */
+  saturated: string[];
+  /** Rows claimed at most. */
+  room: number;
+  /** Rows each of these webhooks may take at most... */
+  open: ReadonlyArray<readonly [string, number]>;
+  /** ...and any other webhook. */
+  defaultCap: number;
+  /** Written to locked_by: names this claim's leases. */
+  token: string;
+  leaseMs: number;
+}
+
+/**
+ * One statement, so no transaction is held: due rows in schedule order, at most `room`,
+ * each webhook within its cap, locked with FOR UPDATE SKIP LOCKED (so several nodes
+ * never take the same row) and leased.
+ */
+export function claimDue(db: Db, p: ClaimParams): Promise<Array<Omit<Claimed, 'token'>>> {
+  return db.query<Omit<Claimed, 'token'>>(
+    `WITH cand AS (
+       SELECT s.id, s.webhook_id, row_number() OVER (PARTITION BY s.webhook_id ORDER BY s.scheduled_at, s.seq) AS rn
+         FROM (SELECT d.id, d.webhook_id, d.scheduled_at, d.seq
+                 FROM webhook_deliveries d
+                 JOIN webhooks w ON w.id = d.webhook_id
+                WHERE d.status = 'pending'
+                  AND d.scheduled_at <= now()
+                  AND (d.locked_until IS NULL OR d.locked_until < now())
+                  AND (w.enabled OR EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id AND e.test))
+                  AND NOT (d.webhook_id = ANY ($1::text[]))
+                ORDER BY d.scheduled_at
+                LIMIT $2) s
+     ),
+     pick AS (
+       SELECT d.id
+         FROM webhook_deliveries d
+         JOIN cand c ON c.id = d.id
+         LEFT JOIN unnest($3::text[], $4::int[]) AS cap(webhook_id, n) ON cap.webhook_id = c.webhook_id
+        WHERE c.rn <= coalesce(cap.n, $5)
+          AND d.status = 'pending'
+          AND (d.locked_until IS NULL OR d.locked_until < now())
+        FOR UPDATE OF d SKIP LOCKED
+     )
+     UPDATE webhook_deliveries d
+        SET locked_by = $6,
+            locked_until = now() + make_interval(secs => $7::double precision),
+            started_at = now()
+       FROM pick, events e, webhooks w
+      WHERE d.id = pick.id AND e.id = d.event_id AND w.id = d.webhook_id
+    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.scheduled_at, d.seq, e.type, e.created, e.project_id, e.text,
+              e.data, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`,
+    [
+      p.saturated,
+      p.room,
+      p.open.map(([id]) => id),
+      p.open.map(([, cap]) => cap),
+      p.defaultCap,
+      p.token,
+      p.leaseMs / 1000,
+    ],
+  );
+}
+
+/** Schedule order, for sorting claimed rows. */
+export function bySchedule(a: Omit<Claimed, 'token'>, b: Omit<Claimed, 'token'>): number {
+  return new Date(a.scheduled_at).getTime() - new Date(b.scheduled_at).getTime() || Number(a.seq) - Number(b.seq);
+}
+
+/**
+ * Planner statistics that still describe an empty table make every claim scan the whole
+ * backlog once it grows. PGlite has no autovacuum at all, and PostgreSQL's comes only
+ * every minute or so; so when claims get slow, refresh them (at most every 10 s), and on
+ * PGlite also now and then while busy.
+ */
+export class PlannerStats {
+  private readonly db: Db;
+  private readonly logger: DeliveryLogger;
+  private lastAnalyzeAt = -Infinity;
+  private analyzing = false;
+
+  constructor(db: Db, logger: DeliveryLogger) {
+    this.db = db;
+    this.logger = logger;
+  }
+
+  /** After a claim that took claimMs. */
+  maybeAnalyze(claimMs: number): void {
+    if (this.analyzing) return;
+    const since = performance.now() - this.lastAnalyzeAt;
+    const periodic = this.db.kind === 'pglite' && since > 300_000;
+    if (!((claimMs > 10 && since > 10_000) || periodic)) return;
+    this.analyzing = true;
+    this.lastAnalyzeAt = performance.now();
+    this.db
+      .query('ANALYZE webhook_deliveries, events, webhooks')
+      .catch((err) => this.logger.warn({ err }, 'ANALYZE failed'))
+      .finally(() => {
+        this.analyzing = false;
+      });
+  }
+}
