@@ -1,5 +1,5 @@
 // `pnpm test`: everything CI checks, in order, with progress and timings:
-//   lint → generated/ freshness → type check → unit and integration tests → conformance
+//   lint → generated/ freshness → type check → import rules → unit and integration tests → conformance
 //   against a freshly started server on PGlite, and on PostgreSQL when DATABASE_URL is set
 //   → no Chromium process or browser root left behind.
 // Ends with one line `Total: N passed, N failed, N skipped` over tests and checks.
@@ -25,6 +25,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<
 }
 
 const failedSteps: string[] = [];
+const depcruiseArgs = ['server', '--config', '.dependency-cruiser.cjs', '--output-type', 'err'];
 
 /** A step that reports its own counts (tests, checks) or, with counted: false, counts as one check. */
 async function step(name: string, fn: () => Promise<boolean>, counted = false): Promise<void> {
@@ -121,6 +122,7 @@ async function main() {
   await step('lint openapi.yaml (redocly)', async () => (await run(bin('redocly'), ['lint', 'openapi.yaml'])) === 0);
   await step('generated/ is fresh', async () => (await run(bin('tsx'), ['scripts/generate.ts', '--check'])) === 0);
   await step('type check (tsc, type-level tests included)', async () => (await run(bin('tsc'), ['--noEmit', '-p', '.'])) === 0);
+  await step('import rules of server/: layers, no circle (dependency-cruiser)', async () => (await run(bin('depcruise'), depcruiseArgs)) === 0);
   await step('unit and integration tests (vitest)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cb-vitest-'));
     const report = join(dir, 'vitest.json');

@@ -13,7 +13,7 @@ import { insertChallenge, redeemChallenge, sweepChallenges } from './store.js';
 
 type Schemas = components['schemas'];
 type Next = Schemas['AgentAccessNext'];
-type Ops = 'getAgentAccessGuide' | 'getAgentAccessChallenge' | 'submitAgentAccess';
+export type AgentAccessOperation = 'getAgentAccessGuide' | 'getAgentAccessChallenge' | 'submitAgentAccess';
 
 export interface AgentAccessDeps {
   db: Db;
@@ -41,7 +41,7 @@ const toSessions: Next = {
 const retryChallenge: Next = { path: CHALLENGE, description: 'GET a new challenge and try again.' };
 const SWEEP_EVERY_MS = 60_000;
 
-export function agentAccessHandlers({ db, config, log }: AgentAccessDeps): Pick<AppHandlers, Ops> {
+export function agentAccessHandlers({ db, config, log }: AgentAccessDeps): Pick<AppHandlers, AgentAccessOperation> {
   const docs = `${config.publicUrl}/docs`;
   const ttl = config.agentAccessChallengeTtlSeconds;
   const fail = <S extends 400 | 401 | 429>(status: S, error: string, next: Next, headers?: Record<string, string>) => ({

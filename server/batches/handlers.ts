@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
-import type { ServiceConfig } from '../server.js';
+import type { ServiceConfig } from '../config/config.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { components } from '../../generated/types.js';

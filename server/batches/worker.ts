@@ -10,8 +10,8 @@
 // provisioned twice; the waiting ones are simply claimed again.
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
-import type { ServiceConfig } from '../server.js';
-import type { CreateOptions, CreateResult } from '../sessions/manager.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { CreateOptions, CreateResult } from '../sessions/index.js';
 import * as store from './store.js';
 
 /** What the worker needs of the SessionManager. */

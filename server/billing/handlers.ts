@@ -3,10 +3,10 @@
 // is the sessions' credits bucketed by creation time, from the same query as
 // GET /v1/sessions/history (store.historyBuckets), so the two always agree.
 import type { Db } from '../store/db.js';
-import type { ServiceConfig } from '../server.js';
+import type { ServiceConfig } from '../config/config.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import { historyBuckets, type Granularity } from '../sessions/store.js';
+import { historyBuckets, type Granularity } from '../sessions/index.js';
 import { account } from '../credits/account.js';
 
 export type BillingHandlers = Pick<AppHandlers, 'getBilling'>;

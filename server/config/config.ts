@@ -4,6 +4,9 @@ import { resolve } from 'node:path';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/** Configuration once the server knows its own address (PUBLIC_URL resolved). */
+export type ServiceConfig = Config & { publicUrl: string };
+
 export interface Config {
   port: number;
   host: string;

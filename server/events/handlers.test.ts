@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findKey, hashKey } from '../auth/api-keys.js';
 import { createHttpApp, finishApp, type AppHandlers } from '../http/app.js';
-import { notImplementedHandlers } from '../http/not-implemented.js';
+import { notImplementedHandlers } from '../not-implemented/index.js';
 import { compileSchema, createAjv, deref, loadSpec, type JsonObject } from '../http/spec.js';
 import { createLogger } from '../log.js';
 import { DeliveryWorker } from './deliver.js';

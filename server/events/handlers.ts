@@ -1,14 +1,7 @@
-// The eight webhook operations, typed by the generated Handlers, and the events service
-// (handlers + delivery worker) that server.ts starts and stops:
-//
-//   const events = await startEvents({ db, log, allowPrivate: config.allowPrivateNetworks, publicUrl: config.publicUrl });
-//   cleanups.push(() => events.stop(config.shutdownGraceSeconds * 1000));
-//   const handlers: AppHandlers = { ...notImplementedHandlers(), ...events.handlers };
-import type { Logger } from 'pino';
+// The eight webhook operations, typed by the generated Handlers.
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { Db } from '../store/db.js';
-import { DeliveryWorker, type DeliveryWorkerOptions } from './deliver.js';
 import { validateDeliveryQuery, WebhookError, type WebhookPolicy } from './webhooks-logic.js';
 import {
   createWebhook,
@@ -120,43 +113,6 @@ export function webhookHandlers(options: WebhookHandlerOptions): WebhookHandlers
       }
       const r = await listDeliveries(db, ctx.projectId, req.params.id, query);
       return r ? { status: 200, body: r } : fail(404, NOT_FOUND);
-    },
-  };
-}
-
-export interface EventsServiceOptions extends WebhookHandlerOptions {
-  log?: Logger;
-  /** Delivery worker tuning (WEBHOOK_DELIVERY_CONCURRENCY → concurrency). */
-  worker?: Partial<Omit<DeliveryWorkerOptions, 'db' | 'allowPrivate'>>;
-  /** false: serve the API without delivering (a node that only answers requests). */
-  deliver?: boolean;
-}
-
-export interface EventsService {
-  handlers: WebhookHandlers;
-  worker: DeliveryWorker | undefined;
-  /** Graceful: stops claiming, waits for deliveries in flight up to graceMs. */
-  stop(graceMs?: number): Promise<void>;
-}
-
-export async function startEvents(options: EventsServiceOptions): Promise<EventsService> {
-  const handlers = webhookHandlers(options);
-  let worker: DeliveryWorker | undefined;
-  if (options.deliver !== false) {
-    const log = options.log?.child({ component: 'webhooks' });
-    worker = new DeliveryWorker({
-      db: options.db,
-      allowPrivate: options.allowPrivate,
-      logger: log && { warn: (o, m) => log.warn(o, m), error: (o, m) => log.error(o, m) },
-      ...options.worker,
-    });
-    await worker.start();
-  }
-  return {
-    handlers,
-    worker,
-    stop: async (graceMs = 10_000) => {
-      await worker?.stop(graceMs);
     },
   };
 }

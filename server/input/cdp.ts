@@ -4,7 +4,7 @@
 // in a throwaway page of a secure origin (a page's own navigator.clipboard exists only on
 // https and localhost), so it works whatever the session's page is.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunningSession } from '../sessions/manager.js';
+import type { RunningSession } from '../capability/index.js';
 import { activePage, type PageSessions } from '../browser/pages.js';
 import type { Button, InputBackend } from './backend.js';
 import { path, split } from './backend.js';

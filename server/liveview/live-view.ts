@@ -13,7 +13,8 @@ import type { Duplex } from 'node:stream';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { RunningSession, SessionExtension, SessionManager } from '../sessions/manager.js';
+import type { RunningSession, SessionHooks } from '../capability/index.js';
+import type { SessionManager } from '../sessions/index.js';
 import type { Frame, ScreencastHub, Screencasts, Tab } from './screencast.js';
 import { livePage, messagePage } from './page.js';
 
@@ -53,7 +54,7 @@ interface SessionState {
   viewers: Set<Viewer>;
 }
 
-export class LiveView implements SessionExtension {
+export class LiveView implements SessionHooks {
   private readonly state = new Map<string, SessionState>();
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_INPUT_BYTES, perMessageDeflate: false });
   /** The packed wire form of a frame, made once for all its viewers. */

@@ -18,7 +18,7 @@ import { createSession } from '../sessions/test-support.js';
 import { BOX, PageProbe, startFixtureServer, until, type FixtureServer } from '../input/test-support.js';
 import { launchBrowser, type RunningBrowser } from '../browser/index.js';
 import { CdpClient, listPages, navigate } from '../browser/cdp-client.js';
-import type { RunningSession } from '../sessions/manager.js';
+import type { RunningSession } from '../capability/index.js';
 import { Screencasts } from './screencast.js';
 import { LiveView } from './live-view.js';
 

@@ -3,7 +3,7 @@
 // the session's own CDP connection, only while at least one subscriber is there, and
 // follows the front page when tabs open, close or are switched.
 import type { Logger } from 'pino';
-import type { RunningSession, SessionExtension } from '../sessions/manager.js';
+import type { RunningSession, SessionHooks } from '../capability/index.js';
 import { listPages } from '../browser/cdp-client.js';
 import { PageSessions, activePage } from '../browser/pages.js';
 
@@ -297,7 +297,7 @@ export class ScreencastHub {
 }
 
 /** The screencast hubs of the sessions on this node; closes a session's hub as it ends. */
-export class Screencasts implements SessionExtension {
+export class Screencasts implements SessionHooks {
   private readonly hubs = new Map<string, ScreencastHub>();
   private readonly over = new WeakSet<RunningSession>();
 

@@ -6,7 +6,7 @@ import type { Hono } from 'hono';
 import type { Db } from '../store/db.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import type { SessionManager } from '../sessions/manager.js';
+import type { SessionManager } from '../sessions/index.js';
 import type { Recorder } from './recorder.js';
 import type { RecordingStorage } from './storage.js';
 import { parseRange } from './range.js';

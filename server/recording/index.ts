@@ -1,57 +1,46 @@
-// Recordings, assembled: the file-system storage under DATA_DIR/recordings, the recorder
-// (a session extension), the contract's Recordings operations and the signed-link route.
+// Recordings: the recorder (recorder.ts, following every session through the screencast),
+// the file-system storage under DATA_DIR/recordings, the contract's Recordings operations
+// and the signed-link route (handlers.ts).
 import { join } from 'node:path';
-import type { Hono } from 'hono';
 import type { Logger } from 'pino';
+import type { Capability } from '../capability/index.js';
+import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
-import type { ServiceConfig } from '../server.js';
-import type { SessionManager } from '../sessions/manager.js';
-import type { Screencasts } from '../liveview/screencast.js';
+import type { Screencasts } from '../liveview/index.js';
+import type { SessionManager } from '../sessions/index.js';
 import { Recorder } from './recorder.js';
-import { FsRecordingStorage, type RecordingStorage } from './storage.js';
+import { FsRecordingStorage } from './storage.js';
 import { RecordingLinks, recordingHandlers, recordingLinkRoute, type RecordingHandlers } from './handlers.js';
 
-export { Recorder } from './recorder.js';
-export { FsRecordingStorage, type RecordingStorage } from './storage.js';
-
-export interface Recordings {
-  recorder: Recorder;
-  storage: RecordingStorage;
-  handlers: RecordingHandlers;
-  /** Adds GET /files/recordings/{id}.mp4 (the signed file_link). */
-  routes(app: Hono): void;
-  /** Encodes what a killed predecessor left (in the background). */
-  start(): Promise<void>;
-  close(): Promise<void>;
-}
-
-export function createRecordings(o: {
+export function recordings(d: {
   db: Db;
-  config: Pick<ServiceConfig, 'dataDir' | 'ffmpegPath' | 'recordingFps' | 'publicUrl'>;
+  config: ServiceConfig;
   log: Logger;
-  sessions: Pick<SessionManager, 'get'>;
+  sessions: SessionManager;
   screencasts: Screencasts;
-  storage?: RecordingStorage;
-}): Recordings {
-  const storage = o.storage ?? new FsRecordingStorage(join(o.config.dataDir, 'recordings'));
+}): Capability<keyof RecordingHandlers> {
+  const storage = new FsRecordingStorage(join(d.config.dataDir, 'recordings'));
   const recorder = new Recorder({
-    db: o.db,
-    log: o.log,
-    screencasts: o.screencasts,
+    db: d.db,
+    log: d.log,
+    screencasts: d.screencasts,
     storage,
-    dataDir: o.config.dataDir,
-    ffmpegPath: o.config.ffmpegPath,
-    fps: o.config.recordingFps,
-    publicUrl: o.config.publicUrl,
+    dataDir: d.config.dataDir,
+    ffmpegPath: d.config.ffmpegPath,
+    fps: d.config.recordingFps,
+    publicUrl: d.config.publicUrl,
   });
-  const links = new RecordingLinks(o.db, o.config.publicUrl);
-  const deps = { db: o.db, sessions: o.sessions, recorder, storage, publicUrl: o.config.publicUrl };
+  const links = new RecordingLinks(d.db, d.config.publicUrl);
+  const deps = { db: d.db, sessions: d.sessions, recorder, storage, publicUrl: d.config.publicUrl };
   return {
-    recorder,
-    storage,
+    name: 'recordings',
     handlers: recordingHandlers(deps, links),
+    // GET /files/recordings/{id}.mp4, the signed file_link.
     routes: (app) => recordingLinkRoute(app, deps, links),
+    sessionHooks: recorder,
+    // Encodes what a killed predecessor left (in the background).
     start: () => recorder.start(),
+    // After the sessions' end, so their encodes finish first.
     close: () => recorder.close(),
   };
 }

@@ -13,10 +13,9 @@ import { appendFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/pro
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
-import type { RunningSession, SessionExtension } from '../sessions/manager.js';
-import type { SessionRow } from '../sessions/store.js';
+import type { RunningSession, SessionEnd, SessionHooks } from '../capability/index.js';
 import { emitEvent } from '../outbox/emit.js';
-import type { Frame, Screencasts } from '../liveview/screencast.js';
+import type { Frame, Screencasts } from '../liveview/index.js';
 import { encode, type Timeline, type TimelineFrame } from './encode.js';
 import type { RecordingStorage } from './storage.js';
 import * as store from './store.js';
@@ -193,7 +192,7 @@ class Recording {
   }
 }
 
-export class Recorder implements SessionExtension {
+export class Recorder implements SessionHooks {
   private readonly active = new Map<string, Recording>();
   private readonly background = new Set<Promise<void>>();
   private readonly abort = new AbortController();
@@ -268,15 +267,15 @@ export class Recorder implements SessionExtension {
     this.active.get(s.id)?.finish();
   }
 
-  async ended(s: RunningSession, row: SessionRow): Promise<void> {
+  async ended(s: RunningSession, end: SessionEnd): Promise<void> {
     const r = this.active.get(s.id);
     if (!r) return;
     r.finish();
-    r.extendTo(row.ended_at ?? new Date());
+    r.extendTo(end.endedAt);
     try {
       await r.writes;
       if (r.discarded) return;
-      const done = this.encodeAndStore(r.dir, s.id, row.project_id, () => r.discarded);
+      const done = this.encodeAndStore(r.dir, s.id, s.projectId, () => r.discarded);
       this.track(done);
       await done;
     } finally {

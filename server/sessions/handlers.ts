@@ -140,15 +140,3 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
     },
   };
 }
-
-/**
- * Playwright's connectOverCDP, given an http(s) endpoint (the cdp_url with http: for ws:),
- * reads `<endpoint>/json/version/`, with a trailing slash the contract's path does not
- * have: answered as /v1/cdp/{session_id}/json/version. Any other URL is returned as is.
- */
-export function cdpDiscoveryUrl(url: string): string {
-  const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
-  if (!/^\/v1\/cdp\/[^/]+\/json\/version\/$/.test(path)) return url;
-  return path.slice(0, -1) + (q < 0 ? '' : url.slice(q));
-}

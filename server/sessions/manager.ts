@@ -8,7 +8,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
-import type { ServiceConfig } from '../server.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { EndReason, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
 import { emitEvent } from '../outbox/emit.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
@@ -28,42 +29,13 @@ import {
   type RunningBrowser,
 } from '../browser/index.js';
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
-import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody, type SessionOptions } from './options.js';
+import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
 import * as store from './store.js';
 import { refuseUnpaid } from '../credits/account.js';
 import { settleSession } from '../credits/settle.js';
 
 /** A browser with the forwarding proxy that meters and polices its traffic. */
 export interface SessionBrowser extends Poolable, MeteredBrowser {}
-
-/** What the capabilities that follow sessions (recording, live view, input) see of one. */
-export interface RunningSession {
-  readonly id: string;
-  readonly projectId: string;
-  readonly options: SessionOptions;
-  /** Display (headful), geometry, root. */
-  readonly browser: RunningBrowser;
-  /** The server's own CDP connection to the browser. */
-  readonly cdp: CdpClient;
-  readonly liveViewToken: string;
-  readonly createdAt: number;
-}
-
-/**
- * A capability that follows sessions. Hooks run in the order extensions were added; a
- * hook that throws is logged and does not stop the session's life or end.
- */
-export interface SessionExtension {
-  /** The session is running: its browser is up and initial_url loaded. */
-  started?(s: RunningSession): void | Promise<void>;
-  /** The session is ending and its browser still up (flush what needs the browser). */
-  ending?(s: RunningSession): Promise<void>;
-  /**
-   * The end is recorded and the browser is gone. Runs after the end's answer; the
-   * server's shutdown waits for it.
-   */
-  ended?(s: RunningSession, row: store.SessionRow): Promise<void>;
-}
 
 interface LiveSession extends RunningSession {
   id: string;
@@ -95,16 +67,6 @@ export interface CreateOptions {
   batchId?: string;
 }
 
-export type EndReason =
-  | 'api'
-  | 'idle_timeout'
-  | 'max_duration'
-  | 'browser_closed'
-  | 'browser_unreachable'
-  | 'browser_pod_not_found'
-  | 'server_shutdown'
-  | 'launch_failed';
-
 /** How a session was asked to end; the abort reason of a launch that end() stops. */
 interface EndRequest {
   status: 'completed' | 'failed';
@@ -116,6 +78,8 @@ export interface SessionManagerOptions {
   db: Db;
   config: ServiceConfig;
   log: Logger;
+  /** The composed capabilities' part in every session's life. */
+  sessionHooks: SessionHooks;
 }
 
 const TICK_MS = 1_000;
@@ -124,7 +88,6 @@ export class SessionManager {
   readonly nodeId: string;
   readonly cdpProxy: CdpProxy;
   private readonly live = new Map<string, LiveSession>();
-  private readonly extensions: SessionExtension[] = [];
   /** ended hooks still running (recordings being encoded): shutdown waits for them. */
   private readonly afterEnd = new Set<Promise<void>>();
   /** Sessions whose browser is being launched, by id: end() and stop() abort them. */
@@ -286,7 +249,7 @@ export class SessionManager {
         );
       }
       await store.markRunning(this.o.db, id);
-      for (const e of this.extensions) await this.hook('started', () => e.started?.(live), id);
+      await this.o.sessionHooks.started?.(live);
       return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
     } catch (err) {
       if (this.live.has(id)) {
@@ -325,7 +288,7 @@ export class SessionManager {
     }
     live.ending ??= (async () => {
       this.cdpProxy.closeSession(id);
-      for (const e of this.extensions) await this.hook('ending', () => e.ending?.(live), id);
+      await this.o.sessionHooks.ending?.(live);
       live.cdp.close();
       const traffic = live.traffic.stats();
       // The end is recorded while the browser is torn down: the figures are final (the
@@ -340,9 +303,8 @@ export class SessionManager {
         this.live.delete(id);
       }
       if (row) {
-        const after = (async () => {
-          for (const e of this.extensions) await this.hook('ended', () => e.ended?.(live, row), id);
-        })();
+        const end = { status: row.status as SessionEnd['status'], reason, endedAt: row.ended_at ?? new Date() };
+        const after = Promise.resolve(this.o.sessionHooks.ended?.(live, end));
         this.afterEnd.add(after);
         void after.finally(() => this.afterEnd.delete(after));
       }
@@ -351,23 +313,10 @@ export class SessionManager {
     return live.ending;
   }
 
-  /** Adds a capability that follows every session from now on. */
-  use(extension: SessionExtension): void {
-    this.extensions.push(extension);
-  }
-
   /** A session running on this node, for the capabilities that act on it. */
   get(id: string): RunningSession | undefined {
     const s = this.live.get(id);
     return s && !s.ending ? s : undefined;
-  }
-
-  private async hook(name: string, fn: () => unknown, sessionId: string): Promise<void> {
-    try {
-      await fn();
-    } catch (err) {
-      this.o.log.error({ sessionId, hook: name, err }, 'session extension failed');
-    }
   }
 
   /** Activity from input or a live-view viewer (CDP traffic is counted by the proxy). */

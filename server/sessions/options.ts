@@ -3,27 +3,11 @@
 // does around it), because only the first decide whether a warm pooled browser fits.
 import type { components } from '../../generated/types.js';
 import { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from '../browser/index.js';
+import type { SessionOptions } from '../capability/index.js';
 
 export type { LaunchOptions };
 
 export type SessionCreateBody = components['schemas']['SessionCreateRequest'];
-type ProxyOptions = components['schemas']['ProxyOptions'];
-
-export interface SessionOptions {
-  initialUrl: string | undefined;
-  tags: string[];
-  recording: boolean;
-  /** Milliseconds; undefined when disabled (-1). */
-  maxDurationMs: number | undefined;
-  idleTimeoutMs: number | undefined;
-  liveView: { readOnly: boolean; oneTimeUrl: boolean };
-  proxy: ProxyOptions | undefined;
-  captchaSolver: boolean;
-  adblock: boolean;
-  /** Uploaded extensions and a saved profile: they decide the launch too. */
-  extensionIds: string[];
-  profile: { name: string; persist: boolean } | undefined;
-}
 
 const minutes = (value: number | undefined, fallback: number) => {
   const m = value ?? fallback;

@@ -1,0 +1,18 @@
+// Batch sessions: the operations (handlers.ts) and the worker that provisions their items
+// through the SessionManager (worker.ts).
+import type { Logger } from 'pino';
+import type { Capability } from '../capability/index.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { Db } from '../store/db.js';
+import type { SessionManager } from '../sessions/index.js';
+import { batchHandlers, type BatchHandlers } from './handlers.js';
+import { BatchWorker } from './worker.js';
+
+export function batches(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof BatchHandlers> {
+  const worker = new BatchWorker(d);
+  return {
+    name: 'batches',
+    handlers: batchHandlers({ ...d, worker }),
+    workers: [worker],
+  };
+}

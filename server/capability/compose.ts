@@ -1,0 +1,146 @@
+// Composes capabilities into one service. The order of `add` calls is the only order
+// written down: a factory can be given only what the capabilities before it provide (the
+// type check says so), so that order is a dependency order, and everything else derives
+// from it: start in that order, workers after every start, shutdown in reverse (workers,
+// then drains, then closes), session hooks as SessionHooks says. The type check also proves
+// that each operation of the contract is served by exactly one capability.
+import type { Hono } from 'hono';
+import type { Logger } from 'pino';
+import type { AppHandlers } from '../http/app.js';
+import type { AnyCapability, Capability, OperationId, Upgrade, Worker } from './contract.js';
+import type { RunningSession, SessionEnd, SessionHooks } from './session.js';
+
+/** The composed service: what server.ts wires into HTTP and runs. */
+export interface Composed {
+  readonly handlers: AppHandlers;
+  /** Adds every capability's own routes, in order. */
+  routes(app: Hono): void;
+  /** The first capability that takes the upgrade answers it. */
+  readonly upgrade: Upgrade;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type Factory<Deps, O extends OperationId, P extends object> = (deps: Deps) => Capability<O, P>;
+
+export class Composition<Deps extends object, Ops extends OperationId> {
+  private readonly capabilities: AnyCapability[] = [];
+  private readonly deps: Record<string, unknown>;
+
+  /** @internal compose() makes the first. */
+  constructor(
+    base: Deps,
+    private readonly hooks: HookList,
+    private readonly log: Logger,
+  ) {
+    this.deps = { ...(base as Record<string, unknown>) };
+  }
+
+  /** The next capability; it may depend on what every capability before it provides. */
+  add<O extends OperationId, P extends object>(
+    factory: Factory<Deps, O, P>,
+    ..._servedTwice: [O & Ops] extends [never] ? [] : [servedTwice: O & Ops]
+  ): Composition<Deps & P, Ops | O> {
+    const c = factory(this.deps as Deps) as unknown as AnyCapability;
+    for (const op of Object.keys(c.handlers ?? {})) {
+      const other = this.capabilities.find((o) => o.handlers && op in o.handlers);
+      if (other) throw new Error(`${op} is served by both ${other.name} and ${c.name}`);
+    }
+    for (const key of Object.keys(c.provides ?? {})) {
+      if (key in this.deps) throw new Error(`${c.name} provides ${key}, which is already provided`);
+    }
+    Object.assign(this.deps, c.provides);
+    if (c.sessionHooks) this.hooks.add(c.name, c.sessionHooks);
+    this.capabilities.push(c);
+    return this as unknown as Composition<Deps & P, Ops | O>;
+  }
+
+  /** The service, once every operation has its capability. */
+  build(..._unserved: [Exclude<OperationId, Ops>] extends [never] ? [] : [unserved: Exclude<OperationId, Ops>]): Composed {
+    const list = [...this.capabilities];
+    const log = this.log;
+    const handlers = Object.assign({}, ...list.map((c) => c.handlers)) as AppHandlers;
+    const workers: Worker[] = list.flatMap((c) => c.workers ?? []);
+    // What has started, so that a failed start, or a stop, undoes exactly that.
+    const started: AnyCapability[] = [];
+    const running: Worker[] = [];
+
+    const shutdown = async () => {
+      const errors: unknown[] = [];
+      const step = async (what: string, name: string, fn: () => Promise<void>) => {
+        try {
+          await fn();
+        } catch (err) {
+          log.error({ err, capability: name }, `${what} failed`);
+          errors.push(err);
+        }
+      };
+      for (const w of running.splice(0).reverse()) await step('worker stop', 'worker', () => w.stop());
+      const stopping = started.splice(0).reverse();
+      for (const c of stopping) if (c.drain) await step('drain', c.name, () => c.drain!());
+      for (const c of stopping) if (c.close) await step('close', c.name, () => c.close!());
+      if (errors.length) throw errors[0];
+    };
+
+    return {
+      handlers,
+      routes: (app) => {
+        for (const c of list) c.routes?.(app);
+      },
+      upgrade: (req, socket, head) => list.some((c) => c.upgrade?.(req, socket, head) ?? false),
+      start: async () => {
+        try {
+          for (const c of list) {
+            started.push(c);
+            await c.start?.();
+          }
+          for (const w of workers) {
+            running.push(w);
+            await w.start();
+          }
+        } catch (err) {
+          await shutdown().catch(() => {});
+          throw err;
+        }
+      },
+      stop: shutdown,
+    };
+  }
+}
+
+/** Starts a composition on the base every factory may use. */
+export function compose<Base extends { log: Logger }>(base: Base): Composition<Base & { sessionHooks: SessionHooks }, never> {
+  const hooks = new HookList(base.log);
+  return new Composition({ ...base, sessionHooks: hooks }, hooks, base.log);
+}
+
+/** Every capability's session hooks as one: started in order, ending and ended in reverse. */
+class HookList implements SessionHooks {
+  private readonly list: { name: string; hooks: SessionHooks }[] = [];
+
+  constructor(private readonly log: Logger) {}
+
+  add(name: string, hooks: SessionHooks): void {
+    this.list.push({ name, hooks });
+  }
+
+  async started(s: RunningSession): Promise<void> {
+    for (const { name, hooks } of this.list) await this.run(name, 'started', s.id, () => hooks.started?.(s));
+  }
+
+  async ending(s: RunningSession): Promise<void> {
+    for (const { name, hooks } of [...this.list].reverse()) await this.run(name, 'ending', s.id, () => hooks.ending?.(s));
+  }
+
+  async ended(s: RunningSession, end: SessionEnd): Promise<void> {
+    for (const { name, hooks } of [...this.list].reverse()) await this.run(name, 'ended', s.id, () => hooks.ended?.(s, end));
+  }
+
+  private async run(capability: string, hook: string, sessionId: string, fn: () => unknown): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      this.log.error({ sessionId, capability, hook, err }, 'session hook failed');
+    }
+  }
+}

@@ -1,0 +1,70 @@
+// What a capability sees of a browser session, and the hooks through which it follows
+// sessions from start to end. The sessions capability runs them; every other capability
+// that acts on sessions (recording, live view, input, profiles, tasks…) only knows this.
+import type { components } from '../../generated/types.js';
+import type { CdpClient } from '../browser/cdp-client.js';
+import type { RunningBrowser } from '../browser/index.js';
+
+type ProxyOptions = components['schemas']['ProxyOptions'];
+
+/** A session's configuration with every default filled in (sessions/options.ts makes it). */
+export interface SessionOptions {
+  initialUrl: string | undefined;
+  tags: string[];
+  recording: boolean;
+  /** Milliseconds; undefined when disabled (-1). */
+  maxDurationMs: number | undefined;
+  idleTimeoutMs: number | undefined;
+  liveView: { readOnly: boolean; oneTimeUrl: boolean };
+  proxy: ProxyOptions | undefined;
+  captchaSolver: boolean;
+  adblock: boolean;
+  /** Uploaded extensions and a saved profile: they decide the launch too. */
+  extensionIds: string[];
+  profile: { name: string; persist: boolean } | undefined;
+}
+
+export interface RunningSession {
+  readonly id: string;
+  readonly projectId: string;
+  readonly options: SessionOptions;
+  /** Display (headful), geometry, root. */
+  readonly browser: RunningBrowser;
+  /** The server's own CDP connection to the browser. */
+  readonly cdp: CdpClient;
+  readonly liveViewToken: string;
+  readonly createdAt: number;
+}
+
+export type EndReason =
+  | 'api'
+  | 'idle_timeout'
+  | 'max_duration'
+  | 'browser_closed'
+  | 'browser_unreachable'
+  | 'browser_pod_not_found'
+  | 'server_shutdown'
+  | 'launch_failed';
+
+/** How a session ended, as recorded. */
+export interface SessionEnd {
+  status: 'completed' | 'failed';
+  reason: EndReason;
+  endedAt: Date;
+}
+
+/**
+ * A capability's part in every session's life. `started` hooks run in the order the
+ * capabilities were composed, `ending` and `ended` in the reverse order (a capability
+ * finishes before those it builds on: the recording takes its last frame before the
+ * screencast closes). A hook that throws is logged and stops neither the session nor the
+ * other hooks.
+ */
+export interface SessionHooks {
+  /** The session is running: its browser is up and initial_url loaded. */
+  started?(s: RunningSession): void | Promise<void>;
+  /** The session is ending and its browser still up (flush what needs the browser). */
+  ending?(s: RunningSession): Promise<void>;
+  /** The end is recorded and the browser is gone. Runs after the end's answer; the server's shutdown waits for it. */
+  ended?(s: RunningSession, end: SessionEnd): Promise<void>;
+}

@@ -1,0 +1,29 @@
+// Webhooks: the webhook operations (handlers.ts) and the worker that delivers the outbox's
+// events to them (deliver.ts).
+import type { Logger } from 'pino';
+import type { Capability } from '../capability/index.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { Db } from '../store/db.js';
+import { DeliveryWorker } from './deliver.js';
+import { webhookHandlers, type WebhookOperation } from './handlers.js';
+
+export function webhooks(d: { db: Db; config: ServiceConfig; log: Logger }): Capability<WebhookOperation> {
+  const log = d.log.child({ component: 'webhooks' });
+  const worker = new DeliveryWorker({
+    db: d.db,
+    allowPrivate: d.config.allowPrivateNetworks,
+    logger: { warn: (o, m) => log.warn(o, m), error: (o, m) => log.error(o, m) },
+    concurrency: d.config.webhookDeliveryConcurrency,
+  });
+  return {
+    name: 'webhooks',
+    handlers: webhookHandlers({
+      db: d.db,
+      allowPrivate: d.config.allowPrivateNetworks,
+      publicUrl: d.config.publicUrl,
+      maxPerProject: d.config.webhookMaxPerProject,
+    }),
+    // Waits for deliveries in flight up to the shutdown grace.
+    workers: [{ start: () => worker.start(), stop: () => worker.stop(d.config.shutdownGraceSeconds * 1000) }],
+  };
+}

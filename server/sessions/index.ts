@@ -1,0 +1,40 @@
+// Sessions: browsers' lifecycle on this node (manager.ts), the Sessions and CDP operations
+// (handlers.ts), and the CDP proxy's WebSocket upgrade. Every capability that acts on
+// sessions depends on the SessionManager this provides.
+import type { Logger } from 'pino';
+import type { Capability, SessionHooks } from '../capability/index.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { Db } from '../store/db.js';
+import { sessionHandlers, type SessionHandlers } from './handlers.js';
+import { SessionManager } from './manager.js';
+
+export { SessionManager, type CreateOptions, type CreateResult } from './manager.js';
+export type { SessionCreateBody } from './options.js';
+export { historyBuckets, type Granularity, type SessionRow } from './store.js';
+
+export function sessions(d: {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  sessionHooks: SessionHooks;
+}): Capability<keyof SessionHandlers, { sessions: SessionManager }> {
+  const manager = new SessionManager(d);
+  return {
+    name: 'sessions',
+    handlers: sessionHandlers({ db: d.db, sessions: manager }),
+    upgrade: (req, socket, head) => manager.cdpProxy.handleUpgrade(req, socket, head),
+    routes(app) {
+      // Playwright's connectOverCDP, given the http form of cdp_url, reads
+      // `<endpoint>/json/version/`, with a trailing slash the contract's path does not have.
+      app.get('/v1/cdp/:session_id/json/version/', (c) => {
+        const url = new URL(c.req.url);
+        url.pathname = url.pathname.slice(0, -1);
+        return app.fetch(new Request(url, c.req.raw), c.env);
+      });
+    },
+    provides: { sessions: manager },
+    start: () => manager.start(),
+    // Ends every session while the capabilities that follow them are still up.
+    drain: () => manager.stop(),
+  };
+}

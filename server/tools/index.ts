@@ -1,0 +1,18 @@
+// The web fetch, screenshot and page PDF tools, on browsers of their own (not sessions').
+import type { Logger } from 'pino';
+import type { Capability } from '../capability/index.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { Db } from '../store/db.js';
+import { ToolService } from './fetch.js';
+import { toolHandlers, type ToolHandlers } from './handlers.js';
+
+export function tools(d: { db: Db; config: ServiceConfig; log: Logger }): Capability<keyof ToolHandlers> {
+  const service = new ToolService({ config: d.config, log: d.log });
+  return {
+    name: 'tools',
+    handlers: toolHandlers({ db: d.db, config: d.config, log: d.log, tools: service }),
+    start: () => service.start(),
+    // Requests in flight end with the tool's browsers.
+    drain: () => service.stop(),
+  };
+}
