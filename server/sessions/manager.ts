@@ -1,19 +1,21 @@
 // The lifecycle of browser sessions on this node: create (warm or cold), watch (idle and
 // maximum durations, a browser that dies), end (every path: API, timeout, crash, shutdown)
-// and recover (what a killed server left). A session's row and the event its end causes
-// commit in one transaction; the browser, its traffic proxy and its root go first.
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+// and recover (what a killed server left). Beside it: what a create body may not ask for
+// (refusal.ts), a session's browser behind its metered proxy (session-browser.ts), and the
+// end's one transaction, row and event together (record-end.ts), which commits while the
+// browser, its traffic proxy and its root are torn down.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Db } from '../store/db.js';
-import type { ServiceConfig } from '../config/config.js';
+import { sameToken } from '../auth/tokens.js';
 import type { EndReason, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
-import { emitEvent } from '../outbox/emit.js';
+import type { ServiceConfig } from '../config/config.js';
+import { refuseUnpaid } from '../credits/account.js';
 import { RateLimiter } from '../http/rate-limit.js';
-import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import type { TrafficProxy } from '../net/traffic-proxy.js';
+import type { Db } from '../store/db.js';
 import {
   BrowserPool,
   DEFAULT_LAUNCH_OPTIONS,
@@ -21,21 +23,16 @@ import {
   closeMeteredBrowser,
   createCdpProxy,
   installationId,
-  launchMeteredBrowser,
   sweepOrphans,
   type CdpProxy,
-  type MeteredBrowser,
-  type Poolable,
   type RunningBrowser,
 } from '../browser/index.js';
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
-import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
+import { fitsWarmPool, normalize, storedConfiguration, type SessionCreateBody } from './options.js';
+import { recordEnd } from './record-end.js';
+import { refusal } from './refusal.js';
+import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
 import * as store from './store.js';
-import { refuseUnpaid } from '../credits/account.js';
-import { settleSession } from '../credits/settle.js';
-
-/** A browser with the forwarding proxy that meters and polices its traffic. */
-export interface SessionBrowser extends Poolable, MeteredBrowser {}
 
 interface LiveSession extends RunningSession {
   id: string;
@@ -110,7 +107,7 @@ export class SessionManager {
       resolve: async (sessionId, token) => {
         const s = this.live.get(sessionId);
         if (!s || s.ending) return 'not_found';
-        if (!safeEqual(token, s.cdpToken)) return null;
+        if (!sameToken(token, s.cdpToken)) return null;
         return {
           wsEndpoint: s.browser.wsEndpoint,
           onMessage: (from, data) => {
@@ -130,7 +127,7 @@ export class SessionManager {
         browsersDir: this.browsersDir,
         chromiumPath: config.chromiumPath,
         log,
-        launch: (rootDir, signal) => this.launchSessionBrowser(DEFAULT_LAUNCH_OPTIONS, rootDir, signal, null),
+        launch: (rootDir, signal) => launchSessionBrowser(this.o, DEFAULT_LAUNCH_OPTIONS, rootDir, signal, null),
       });
     }
   }
@@ -140,7 +137,7 @@ export class SessionManager {
     const swept = await sweepOrphans(this.browsersDir, this.o.log);
     if (swept.length) this.o.log.warn({ swept: swept.length }, 'removed browsers left by a previous run');
     for (const row of await store.unfinishedOnNode(this.o.db, this.nodeId)) {
-      await this.recordEnd(row.id, 'failed', 'browser_pod_not_found', undefined, false);
+      await recordEnd(this.o, row.id, 'failed', 'browser_pod_not_found', undefined, false);
     }
     this.tick = setInterval(() => void this.checkTimeouts(), TICK_MS);
     this.tick.unref();
@@ -162,13 +159,13 @@ export class SessionManager {
 
   /** Why create() would refuse this body with 400, or undefined (a batch checks before queueing). */
   async validate(projectId: string, body: SessionCreateBody | undefined): Promise<string | undefined> {
-    const { launch, session } = normalize(body);
-    return this.refuse(projectId, launch, session, body);
+    const { session } = normalize(body);
+    return refusal(session, body, this.o.config.allowPrivateNetworks);
   }
 
   async create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions = {}): Promise<CreateResult> {
     const { launch, session } = normalize(body);
-    const refused = await this.refuse(owner.projectId, launch, session, body);
+    const refused = await refusal(session, body, this.o.config.allowPrivateNetworks);
     if (refused) return { ok: false, status: 400, message: refused };
     if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
     const unpaid = await refuseUnpaid(this.o.db, owner.projectId, this.o.config);
@@ -208,7 +205,7 @@ export class SessionManager {
       abort.signal.throwIfAborted();
       sb =
         (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ??
-        (await this.launchSessionBrowser(launch, join(this.browsersDir, `s-${randomBytes(6).toString('hex')}`), abort.signal, id));
+        (await launchSessionBrowser(this.o, launch, join(this.browsersDir, `s-${randomBytes(6).toString('hex')}`), abort.signal, id));
       if (session.proxy?.type === 'custom') {
         sb.traffic.setUpstream({ server: session.proxy.server, username: session.proxy.username, password: session.proxy.password });
       }
@@ -263,13 +260,13 @@ export class SessionManager {
           // it came before the row existed; recording it again is a no-op otherwise.
           const ended = abort.signal.reason as EndRequest;
           this.o.log.info({ sessionId: id, reason: ended.reason }, 'session ended while its browser was starting');
-          await this.recordEnd(id, ended.status, ended.reason, undefined, ended.deleted).catch(() => {});
+          await recordEnd(this.o, id, ended.status, ended.reason, undefined, ended.deleted).catch(() => {});
           if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
           // Created, then ended by request before it was ready: it exists, and has ended.
           return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
         }
         this.o.log.error({ sessionId: id, err }, 'session start failed');
-        await this.recordEnd(id, 'failed', 'launch_failed', undefined, false).catch(() => {});
+        await recordEnd(this.o, id, 'failed', 'launch_failed', undefined, false).catch(() => {});
       }
       return { ok: false, status: 500, message: 'The browser could not be started' };
     } finally {
@@ -284,7 +281,7 @@ export class SessionManager {
       // Still launching: abort the launch; create() closes whatever it had started.
       const request: EndRequest = { status, reason, deleted: options.deleted ?? false };
       this.starting.get(id)?.abort(request);
-      return this.recordEnd(id, status, reason, undefined, options.deleted ?? false);
+      return recordEnd(this.o, id, status, reason, undefined, options.deleted ?? false);
     }
     live.ending ??= (async () => {
       this.cdpProxy.closeSession(id);
@@ -297,7 +294,7 @@ export class SessionManager {
       const closing = closeMeteredBrowser(live);
       let row: store.SessionRow | undefined;
       try {
-        row = await this.recordEnd(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
+        row = await recordEnd(this.o, id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
       } finally {
         await closing;
         this.live.delete(id);
@@ -340,7 +337,7 @@ export class SessionManager {
   browserEndpoint(id: string, token: string): { wsEndpoint: string; cdpUrl: string } | 'not_found' | 'unauthorized' {
     const s = this.live.get(id);
     if (!s || s.ending) return 'not_found';
-    if (!safeEqual(token, s.cdpToken)) return 'unauthorized';
+    if (!sameToken(token, s.cdpToken)) return 'unauthorized';
     return { wsEndpoint: s.browser.wsEndpoint, cdpUrl: this.cdpUrl(id, s.cdpToken) };
   }
 
@@ -368,50 +365,6 @@ export class SessionManager {
     await rmdir(this.browsersDir).catch(() => {});
   }
 
-  /** sessionId null: a warm browser, adopted by its session later. */
-  private async launchSessionBrowser(launch: LaunchOptions, rootDir: string, signal: AbortSignal | undefined, sessionId: string | null): Promise<SessionBrowser> {
-    const metered = await launchMeteredBrowser(
-      {
-        headless: launch.headless,
-        viewport: launch.viewport,
-        fullscreen: launch.fullscreen,
-        disableWebSecurity: launch.disableWebSecurity,
-        popupBlocker: launch.popupBlocker,
-      },
-      { chromiumPath: this.o.config.chromiumPath, rootDir, log: this.o.log, signal, sessionId },
-      { allowPrivateNetworks: this.o.config.allowPrivateNetworks, log: this.o.log },
-    );
-    const { browser } = metered;
-    return {
-      ...metered,
-      rootDir: browser.rootDir,
-      exited: browser.exited,
-      adopt: (id) => browser.adopt(id),
-      close: () => closeMeteredBrowser(metered),
-    };
-  }
-
-  /** Why a request cannot be served as asked, in words for the 400, or undefined. */
-  private async refuse(projectId: string, launch: LaunchOptions, session: SessionOptions, body: SessionCreateBody | undefined): Promise<string | undefined> {
-    if (session.captchaSolver && !session.proxy) return 'Captcha solver requires an active proxy';
-    if (session.proxy?.type === 'service_proxy') return 'The service proxy network is not available on this server; use a proxy of type custom';
-    if (session.proxy?.type === 'custom' && !/^https?:\/\//.test(session.proxy.server)) return 'session.proxy.server must be an http:// or https:// proxy URL';
-    if (session.profile) return `Unknown profile: ${session.profile.name}`;
-    if (session.extensionIds.length) return `Unknown extension: ${session.extensionIds[0]}`;
-    if (body?.identities?.length) return `Unknown identity: ${body.identities[0].id}`;
-    if (body?.integrations?.length) return `Unknown integration: ${body.integrations[0].id}`;
-    if (session.initialUrl) {
-      try {
-        await assertPublicUrl(session.initialUrl, { allowPrivate: this.o.config.allowPrivateNetworks });
-      } catch (err) {
-        if (err instanceof UrlPolicyError) return `session.initial_url refused: ${err.message}`;
-        throw err;
-      }
-    }
-    void projectId;
-    return undefined;
-  }
-
   private async projectSessionCap(projectId: string): Promise<number | undefined> {
     const [row] = await this.o.db.query<{ max_session_minutes: number | null }>('SELECT max_session_minutes FROM projects WHERE id = $1', [projectId]);
     return row?.max_session_minutes ? row.max_session_minutes * 60_000 : undefined;
@@ -426,53 +379,6 @@ export class SessionManager {
       else if (idleTimeoutMs !== undefined && now - s.lastActivity >= idleTimeoutMs) void this.end(s.id, 'completed', 'idle_timeout');
     }
   }
-
-  /** Marks the row ended and records its event, once; undefined when it had already ended. */
-  private async recordEnd(
-    id: string,
-    status: 'completed' | 'failed',
-    reason: EndReason,
-    usage: { networkBytes: number; proxyBytes: number; domains: string[]; steps: number; screenshots: number } | undefined,
-    deleted: boolean,
-  ): Promise<store.SessionRow | undefined> {
-    return this.o.db.transaction(async (tx) => {
-      const row = await store.endSessionRow(tx, id, {
-        status,
-        reason,
-        proxyBytes: usage?.proxyBytes ?? 0,
-        networkBytes: usage?.networkBytes ?? 0,
-        steps: usage?.steps ?? 0,
-        screenshots: usage?.screenshots ?? 0,
-        domains: usage?.domains ?? [],
-        deleted,
-      });
-      if (!row) return undefined;
-      row.credits_used = await settleSession(tx, row, this.o.config);
-      const durationMs = Math.max(0, row.ended_at!.getTime() - row.created_at.getTime());
-      const dashboard = `${this.o.config.publicUrl}/v1/sessions/${id}`;
-      if (status === 'completed') {
-        await emitEvent(tx, row.project_id, 'session.completed', {
-          session_id: id,
-          duration_ms: durationMs,
-          proxy_bytes: row.proxy_bytes,
-          network_bytes_total: row.network_bytes_total,
-          steps: row.steps,
-          screenshots: row.screenshots,
-          domains: row.domains,
-          reason,
-          session_dashboard_url: dashboard,
-        });
-      } else {
-        await emitEvent(tx, row.project_id, 'session.failed', {
-          session_id: id,
-          duration_ms: durationMs,
-          reason,
-          session_dashboard_url: dashboard,
-        });
-      }
-      return row;
-    });
-  }
 }
 
 /** Whether a CDP message from a client is the command Browser.close (not just mentions it). */
@@ -482,11 +388,4 @@ function isBrowserClose(text: string): boolean {
   } catch {
     return false;
   }
-}
-
-function safeEqual(a: string, b: string): boolean {
-  // Hashing first gives equal lengths, so the comparison's time says nothing about the token.
-  const x = createHash('sha256').update(a).digest();
-  const y = createHash('sha256').update(b).digest();
-  return timingSafeEqual(x, y);
 }

@@ -1,0 +1,24 @@
+// Why a session cannot be created as asked, in words for its 400: options this server
+// cannot honour, and an initial_url the address policy refuses.
+import type { SessionOptions } from '../capability/index.js';
+import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
+import type { SessionCreateBody } from './options.js';
+
+export async function refusal(session: SessionOptions, body: SessionCreateBody | undefined, allowPrivateNetworks: boolean): Promise<string | undefined> {
+  if (session.captchaSolver && !session.proxy) return 'Captcha solver requires an active proxy';
+  if (session.proxy?.type === 'service_proxy') return 'The service proxy network is not available on this server; use a proxy of type custom';
+  if (session.proxy?.type === 'custom' && !/^https?:\/\//.test(session.proxy.server)) return 'session.proxy.server must be an http:// or https:// proxy URL';
+  if (session.profile) return `Unknown profile: ${session.profile.name}`;
+  if (session.extensionIds.length) return `Unknown extension: ${session.extensionIds[0]}`;
+  if (body?.identities?.length) return `Unknown identity: ${body.identities[0].id}`;
+  if (body?.integrations?.length) return `Unknown integration: ${body.integrations[0].id}`;
+  if (session.initialUrl) {
+    try {
+      await assertPublicUrl(session.initialUrl, { allowPrivate: allowPrivateNetworks });
+    } catch (err) {
+      if (err instanceof UrlPolicyError) return `session.initial_url refused: ${err.message}`;
+      throw err;
+    }
+  }
+  return undefined;
+}

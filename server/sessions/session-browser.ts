@@ -1,0 +1,36 @@
+// A session's browser: Chromium in its own root, behind the forwarding proxy that meters
+// and polices its traffic, in the shape the warm pool keeps.
+import type { Logger } from 'pino';
+import { closeMeteredBrowser, launchMeteredBrowser, type LaunchOptions, type MeteredBrowser, type Poolable } from '../browser/index.js';
+import type { ServiceConfig } from '../config/config.js';
+
+export interface SessionBrowser extends Poolable, MeteredBrowser {}
+
+/** sessionId null: a warm browser, adopted by its session later. */
+export async function launchSessionBrowser(
+  o: { config: ServiceConfig; log: Logger },
+  launch: LaunchOptions,
+  rootDir: string,
+  signal: AbortSignal | undefined,
+  sessionId: string | null,
+): Promise<SessionBrowser> {
+  const metered = await launchMeteredBrowser(
+    {
+      headless: launch.headless,
+      viewport: launch.viewport,
+      fullscreen: launch.fullscreen,
+      disableWebSecurity: launch.disableWebSecurity,
+      popupBlocker: launch.popupBlocker,
+    },
+    { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId },
+    { allowPrivateNetworks: o.config.allowPrivateNetworks, log: o.log },
+  );
+  const { browser } = metered;
+  return {
+    ...metered,
+    rootDir: browser.rootDir,
+    exited: browser.exited,
+    adopt: (id) => browser.adopt(id),
+    close: () => closeMeteredBrowser(metered),
+  };
+}
