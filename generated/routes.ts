@@ -260,8 +260,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,500,501],
-    errors: {"400":"general","401":"general","500":"general","501":"general"},
+    statuses: [200,401,500,501],
+    errors: {"401":"general","500":"general","501":"general"},
   },
   {
     operationId: "createProfile",

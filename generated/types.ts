@@ -1022,12 +1022,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List profiles */
+        /**
+         * List profiles
+         * @description Lists every profile of the project, newest first (not paginated).
+         */
         get: operations["listProfiles"];
         put?: never;
         /**
          * Create a profile
-         * @description Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`).
+         * @description Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`). 404 when the session does not exist or is not running; 409 when the name is taken.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -3047,10 +3050,13 @@ export interface components {
         ProfileResponse: {
             data: components["schemas"]["Profile"];
         };
-        /** @description Profiles of the project, newest first. */
+        /** @description Every profile of the project, newest first. */
         ProfileListResponse: {
-            data: components["schemas"]["Profile"][];
-            pagination: components["schemas"]["Pagination"];
+            data: {
+                /** @description Number of profiles. */
+                count: number;
+                items: components["schemas"]["Profile"][];
+            };
         };
         /** @description Fields read from the extension's `manifest.json`. */
         ExtensionManifest: {
@@ -7400,19 +7406,14 @@ export interface operations {
     };
     listProfiles: {
         parameters: {
-            query?: {
-                /** @description Page number, from 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Items per page. */
-                limit?: components["parameters"]["Limit"];
-            };
+            query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description A page of profiles, newest first. */
+            /** @description The profiles. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7420,31 +7421,27 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": [
-                     *         {
-                     *           "name": "shop-login",
-                     *           "description": "Signed in to the shop as the test buyer.",
-                     *           "status": "ready",
-                     *           "source": "session",
-                     *           "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
-                     *           "dedicated_sticky_ip": false,
-                     *           "size_bytes": 18874368,
-                     *           "created_at": "2026-03-02T09:15:00Z",
-                     *           "updated_at": "2026-03-02T09:20:30Z"
-                     *         }
-                     *       ],
-                     *       "pagination": {
-                     *         "page": 1,
-                     *         "limit": 20,
-                     *         "total": 1,
-                     *         "total_pages": 1
+                     *       "data": {
+                     *         "count": 1,
+                     *         "items": [
+                     *           {
+                     *             "name": "shop-login",
+                     *             "description": "Signed in to the shop as the test buyer.",
+                     *             "status": "ready",
+                     *             "source": "session",
+                     *             "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
+                     *             "dedicated_sticky_ip": false,
+                     *             "size_bytes": 18874368,
+                     *             "created_at": "2026-03-02T09:15:00Z",
+                     *             "updated_at": "2026-03-02T09:20:30Z"
+                     *           }
+                     *         ]
                      *       }
                      *     }
                      */
                     "application/json": components["schemas"]["ProfileListResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
@@ -7490,7 +7487,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description The source session does not exist. */
+            /** @description The source session does not exist or is not running. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7499,7 +7496,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The source session is not running, or the name is taken. */
+            /** @description A profile with this name already exists. */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -693,6 +693,8 @@ export const getTaskRunStatus = <ThrowOnError extends boolean = false>(options: 
 
 /**
  * List profiles
+ *
+ * Lists every profile of the project, newest first (not paginated).
  */
 export const listProfiles = <ThrowOnError extends boolean = false>(options?: Options<ListProfilesData, ThrowOnError>) => (options?.client ?? client).get<ListProfilesResponses, ListProfilesErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -703,7 +705,7 @@ export const listProfiles = <ThrowOnError extends boolean = false>(options?: Opt
 /**
  * Create a profile
  *
- * Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`).
+ * Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`). 404 when the session does not exist or is not running; 409 when the name is taken.
  */
 export const createProfile = <ThrowOnError extends boolean = false>(options: Options<CreateProfileData, ThrowOnError>) => (options.client ?? client).post<CreateProfileResponses, CreateProfileErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

@@ -1736,11 +1736,16 @@ export type ProfileResponse = {
 };
 
 /**
- * Profiles of the project, newest first.
+ * Every profile of the project, newest first.
  */
 export type ProfileListResponse = {
-    data: Array<Profile>;
-    pagination: Pagination;
+    data: {
+        /**
+         * Number of profiles.
+         */
+        count: number;
+        items: Array<Profile>;
+    };
 };
 
 /**
@@ -6151,24 +6156,11 @@ export type GetTaskRunStatusResponse = GetTaskRunStatusResponses[keyof GetTaskRu
 export type ListProfilesData = {
     body?: never;
     path?: never;
-    query?: {
-        /**
-         * Page number, from 1.
-         */
-        page?: number;
-        /**
-         * Items per page.
-         */
-        limit?: number;
-    };
+    query?: never;
     url: '/v1/profiles';
 };
 
 export type ListProfilesErrors = {
-    /**
-     * The request is invalid.
-     */
-    400: Error;
     /**
      * The API key is missing or invalid.
      */
@@ -6187,7 +6179,7 @@ export type ListProfilesError = ListProfilesErrors[keyof ListProfilesErrors];
 
 export type ListProfilesResponses = {
     /**
-     * A page of profiles, newest first.
+     * The profiles.
      */
     200: ProfileListResponse;
 };
@@ -6211,11 +6203,11 @@ export type CreateProfileErrors = {
      */
     401: Error;
     /**
-     * The source session does not exist.
+     * The source session does not exist or is not running.
      */
     404: Error;
     /**
-     * The source session is not running, or the name is taken.
+     * A profile with this name already exists.
      */
     409: Error;
     /**
