@@ -1097,13 +1097,16 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an extension */
+        /**
+         * Get an extension
+         * @description Answers the extension itself, not wrapped in `data`.
+         */
         get: operations["getExtension"];
         put?: never;
         post?: never;
         /**
          * Delete an extension
-         * @description Permanently removes the extension. Running sessions keep it until they end.
+         * @description Permanently removes the extension. Running sessions keep it until they end. The answer nests the status twice: `{data: {data: {status}}}`.
          */
         delete: operations["deleteExtension"];
         options?: never;
@@ -3091,13 +3094,17 @@ export interface components {
         };
         /** @description The multipart form of an extension upload. */
         ExtensionUploadRequest: {
-            /** @description A name for the extension. */
+            /** @description A name for the extension, 1 to 255 characters. */
             name: string;
             /** @description The unpacked extension as a ZIP archive with `manifest.json` at its root. */
             file: string;
         };
         ExtensionResponse: {
             data: components["schemas"]["Extension"];
+        };
+        /** @description The answer of an extension deletion: the status answer `{data: {status}}` wrapped once more in `data`. */
+        ExtensionDeleteResponse: {
+            data: components["schemas"]["StatusData"];
         };
         ExtensionListResponse: {
             /** @description Every extension of the project, newest first. */
@@ -7704,25 +7711,23 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "id": "6f5e4d3c-2b1a-4098-8765-43210fedcba9",
-                     *         "name": "cookie-banner-hider",
-                     *         "manifest": {
-                     *           "name": "Cookie Banner Hider",
-                     *           "version": "1.4.0",
-                     *           "manifest_version": 3,
-                     *           "description": "Hides cookie banners.",
-                     *           "permissions": [
-                     *             "storage",
-                     *             "scripting"
-                     *           ]
-                     *         },
-                     *         "createdAt": "2026-03-02T09:15:00Z",
-                     *         "updatedAt": "2026-03-02T09:15:00Z"
-                     *       }
+                     *       "id": "6f5e4d3c-2b1a-4098-8765-43210fedcba9",
+                     *       "name": "cookie-banner-hider",
+                     *       "manifest": {
+                     *         "name": "Cookie Banner Hider",
+                     *         "version": "1.4.0",
+                     *         "manifest_version": 3,
+                     *         "description": "Hides cookie banners.",
+                     *         "permissions": [
+                     *           "storage",
+                     *           "scripting"
+                     *         ]
+                     *       },
+                     *       "createdAt": "2026-03-02T09:15:00Z",
+                     *       "updatedAt": "2026-03-02T09:15:00Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["ExtensionResponse"];
+                    "application/json": components["schemas"]["Extension"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7753,11 +7758,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "status": "deleted"
+                     *         "data": {
+                     *           "status": "deleted"
+                     *         }
                      *       }
                      *     }
                      */
-                    "application/json": components["schemas"]["StatusData"];
+                    "application/json": components["schemas"]["ExtensionDeleteResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

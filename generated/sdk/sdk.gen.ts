@@ -767,7 +767,7 @@ export const uploadExtension = <ThrowOnError extends boolean = false>(options: O
 /**
  * Delete an extension
  *
- * Permanently removes the extension. Running sessions keep it until they end.
+ * Permanently removes the extension. Running sessions keep it until they end. The answer nests the status twice: `{data: {data: {status}}}`.
  */
 export const deleteExtension = <ThrowOnError extends boolean = false>(options: Options<DeleteExtensionData, ThrowOnError>) => (options.client ?? client).delete<DeleteExtensionResponses, DeleteExtensionErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -777,6 +777,8 @@ export const deleteExtension = <ThrowOnError extends boolean = false>(options: O
 
 /**
  * Get an extension
+ *
+ * Answers the extension itself, not wrapped in `data`.
  */
 export const getExtension = <ThrowOnError extends boolean = false>(options: Options<GetExtensionData, ThrowOnError>) => (options.client ?? client).get<GetExtensionResponses, GetExtensionErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

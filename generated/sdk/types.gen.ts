@@ -1796,7 +1796,7 @@ export type Extension = {
  */
 export type ExtensionUploadRequest = {
     /**
-     * A name for the extension.
+     * A name for the extension, 1 to 255 characters.
      */
     name: string;
     /**
@@ -1807,6 +1807,13 @@ export type ExtensionUploadRequest = {
 
 export type ExtensionResponse = {
     data: Extension;
+};
+
+/**
+ * The answer of an extension deletion: the status answer `{data: {status}}` wrapped once more in `data`.
+ */
+export type ExtensionDeleteResponse = {
+    data: StatusData;
 };
 
 export type ExtensionListResponse = {
@@ -6450,7 +6457,7 @@ export type DeleteExtensionResponses = {
     /**
      * The extension is deleted.
      */
-    200: StatusData;
+    200: ExtensionDeleteResponse;
 };
 
 export type DeleteExtensionResponse = DeleteExtensionResponses[keyof DeleteExtensionResponses];
@@ -6496,7 +6503,7 @@ export type GetExtensionResponses = {
     /**
      * The extension.
      */
-    200: ExtensionResponse;
+    200: Extension;
 };
 
 export type GetExtensionResponse = GetExtensionResponses[keyof GetExtensionResponses];
