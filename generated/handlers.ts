@@ -174,6 +174,7 @@ export type CreateTaskResponse =
   | { status: 200; contentType?: "application/json"; body: operations["createTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["createTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["createTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["createTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["createTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -208,6 +209,20 @@ export type GetSessionHistoryResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ExecuteTaskRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["executeTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type ExecuteTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["executeTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["executeTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["executeTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 402; contentType?: "application/json"; body: operations["executeTask"]["responses"][402]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["executeTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["executeTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["executeTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["executeTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["executeTask"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["executeTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["executeTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ExecuteCodeRequest = { params: NoFields; query: NonNullable<operations["executeCode"]["parameters"]["query"]>; body: NonNullable<operations["executeCode"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ExecuteCodeResponse =
@@ -449,6 +464,18 @@ export type GetTaskResponse =
   | { status: 500; contentType?: "application/json"; body: operations["getTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["getTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type UpdateTaskRequest = { params: operations["updateTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type UpdateTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["updateTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["updateTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["updateTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["updateTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["updateTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["updateTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["updateTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["updateTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["updateTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type DeleteTaskRequest = { params: operations["deleteTask"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteTaskResponse =
   | { status: 200; contentType?: "application/json"; body: operations["deleteTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -457,17 +484,6 @@ export type DeleteTaskResponse =
   | { status: 404; contentType?: "application/json"; body: operations["deleteTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["deleteTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["deleteTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
-
-export type UpdateTaskRequest = { params: operations["updateTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
-export type UpdateTaskResponse =
-  | { status: 200; contentType?: "application/json"; body: operations["updateTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 400; contentType?: "application/json"; body: operations["updateTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 401; contentType?: "application/json"; body: operations["updateTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 404; contentType?: "application/json"; body: operations["updateTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 413; contentType?: "application/json"; body: operations["updateTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 415; contentType?: "application/json"; body: operations["updateTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["updateTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetWebhookRequest = { params: operations["getWebhook"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetWebhookResponse =
@@ -644,7 +660,16 @@ export type ListTaskExecutionsResponse =
   | { status: 500; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
-export type ListTaskVersionsRequest = { params: operations["listTaskVersions"]["parameters"]["path"]; query: NonNullable<operations["listTaskVersions"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type GetLatestTaskVersionRequest = { params: operations["getLatestTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetLatestTaskVersionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListTaskVersionsRequest = { params: operations["listTaskVersions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListTaskVersionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -815,6 +840,15 @@ export type DeleteSessionRecordingResponse =
   | { status: 409; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GetTaskExecutionRequest = { params: operations["getTaskExecution"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetTaskExecutionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetTaskVersionRequest = { params: operations["getTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskVersionResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -823,6 +857,26 @@ export type GetTaskVersionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type PublishTaskVersionRequest = { params: operations["publishTaskVersion"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["publishTaskVersion"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type PublishTaskVersionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteTaskVersionRequest = { params: operations["deleteTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteTaskVersionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 /** One function per operation. AuthedCtx serves operations behind service-api-key. */
 export interface Handlers<AuthedCtx, PublicCtx> {
@@ -849,6 +903,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   createWebhook(req: CreateWebhookRequest, ctx: AuthedCtx): MaybePromise<CreateWebhookResponse>;
   getAgentAccessChallenge(req: GetAgentAccessChallengeRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessChallengeResponse>;
   getSessionHistory(req: GetSessionHistoryRequest, ctx: AuthedCtx): MaybePromise<GetSessionHistoryResponse>;
+  executeTask(req: ExecuteTaskRequest, ctx: AuthedCtx): MaybePromise<ExecuteTaskResponse>;
   executeCode(req: ExecuteCodeRequest, ctx: AuthedCtx): MaybePromise<ExecuteCodeResponse>;
   renderPagePdf(req: RenderPagePdfRequest, ctx: AuthedCtx): MaybePromise<RenderPagePdfResponse>;
   performWebTask(req: PerformWebTaskRequest, ctx: AuthedCtx): MaybePromise<PerformWebTaskResponse>;
@@ -872,8 +927,8 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   getSession(req: GetSessionRequest, ctx: AuthedCtx): MaybePromise<GetSessionResponse>;
   endSession(req: EndSessionRequest, ctx: AuthedCtx): MaybePromise<EndSessionResponse>;
   getTask(req: GetTaskRequest, ctx: AuthedCtx): MaybePromise<GetTaskResponse>;
-  deleteTask(req: DeleteTaskRequest, ctx: AuthedCtx): MaybePromise<DeleteTaskResponse>;
   updateTask(req: UpdateTaskRequest, ctx: AuthedCtx): MaybePromise<UpdateTaskResponse>;
+  deleteTask(req: DeleteTaskRequest, ctx: AuthedCtx): MaybePromise<DeleteTaskResponse>;
   getWebhook(req: GetWebhookRequest, ctx: AuthedCtx): MaybePromise<GetWebhookResponse>;
   deleteWebhook(req: DeleteWebhookRequest, ctx: AuthedCtx): MaybePromise<DeleteWebhookResponse>;
   updateWebhook(req: UpdateWebhookRequest, ctx: AuthedCtx): MaybePromise<UpdateWebhookResponse>;
@@ -892,6 +947,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   getTaskDraft(req: GetTaskDraftRequest, ctx: AuthedCtx): MaybePromise<GetTaskDraftResponse>;
   saveTaskDraft(req: SaveTaskDraftRequest, ctx: AuthedCtx): MaybePromise<SaveTaskDraftResponse>;
   listTaskExecutions(req: ListTaskExecutionsRequest, ctx: AuthedCtx): MaybePromise<ListTaskExecutionsResponse>;
+  getLatestTaskVersion(req: GetLatestTaskVersionRequest, ctx: AuthedCtx): MaybePromise<GetLatestTaskVersionResponse>;
   listTaskVersions(req: ListTaskVersionsRequest, ctx: AuthedCtx): MaybePromise<ListTaskVersionsResponse>;
   listWebhookDeliveries(req: ListWebhookDeliveriesRequest, ctx: AuthedCtx): MaybePromise<ListWebhookDeliveriesResponse>;
   rotateWebhookSecret(req: RotateWebhookSecretRequest, ctx: AuthedCtx): MaybePromise<RotateWebhookSecretResponse>;
@@ -909,10 +965,13 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   mouseUp(req: MouseUpRequest, ctx: AuthedCtx): MaybePromise<MouseUpResponse>;
   fetchPrimaryRecording(req: FetchPrimaryRecordingRequest, ctx: AuthedCtx): MaybePromise<FetchPrimaryRecordingResponse>;
   deleteSessionRecording(req: DeleteSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<DeleteSessionRecordingResponse>;
+  getTaskExecution(req: GetTaskExecutionRequest, ctx: AuthedCtx): MaybePromise<GetTaskExecutionResponse>;
   getTaskVersion(req: GetTaskVersionRequest, ctx: AuthedCtx): MaybePromise<GetTaskVersionResponse>;
+  publishTaskVersion(req: PublishTaskVersionRequest, ctx: AuthedCtx): MaybePromise<PublishTaskVersionResponse>;
+  deleteTaskVersion(req: DeleteTaskVersionRequest, ctx: AuthedCtx): MaybePromise<DeleteTaskVersionResponse>;
 }
 
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeCode" | "performWebTask" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getTask" | "deleteTask" | "updateTask" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "listTaskVersions" | "runTask" | "getTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

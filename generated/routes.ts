@@ -45,6 +45,7 @@ export type OperationId =
   | "createWebhook"
   | "getAgentAccessChallenge"
   | "getSessionHistory"
+  | "executeTask"
   | "executeCode"
   | "renderPagePdf"
   | "performWebTask"
@@ -68,8 +69,8 @@ export type OperationId =
   | "getSession"
   | "endSession"
   | "getTask"
-  | "deleteTask"
   | "updateTask"
+  | "deleteTask"
   | "getWebhook"
   | "deleteWebhook"
   | "updateWebhook"
@@ -88,6 +89,7 @@ export type OperationId =
   | "getTaskDraft"
   | "saveTaskDraft"
   | "listTaskExecutions"
+  | "getLatestTaskVersion"
   | "listTaskVersions"
   | "listWebhookDeliveries"
   | "rotateWebhookSecret"
@@ -105,7 +107,10 @@ export type OperationId =
   | "mouseUp"
   | "fetchPrimaryRecording"
   | "deleteSessionRecording"
-  | "getTaskVersion";
+  | "getTaskExecution"
+  | "getTaskVersion"
+  | "publishTaskVersion"
+  | "deleteTaskVersion";
 
 /** Ordered: literal path segments before parameters. */
 export const routes: readonly Route[] = [
@@ -315,8 +320,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,413,415,500,501],
-    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,409,413,415,500,501],
+    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
     operationId: "listWebhooks",
@@ -361,6 +366,17 @@ export const routes: readonly Route[] = [
     arrayQuery: ["metrics"],
     statuses: [200,400,401,500],
     errors: {"400":"general","401":"general","500":"general"},
+  },
+  {
+    operationId: "executeTask",
+    method: "POST",
+    path: "/v1/task/run",
+    honoPath: "/v1/task/run",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,402,404,409,413,415,429,500,501],
+    errors: {"400":"general","401":"general","402":"general","404":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
   },
   {
     operationId: "executeCode",
@@ -616,6 +632,17 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
+    operationId: "updateTask",
+    method: "PUT",
+    path: "/v1/task/{taskId}",
+    honoPath: "/v1/task/:taskId",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,409,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
     operationId: "deleteTask",
     method: "DELETE",
     path: "/v1/task/{taskId}",
@@ -625,17 +652,6 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,500,501],
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
-  },
-  {
-    operationId: "updateTask",
-    method: "PATCH",
-    path: "/v1/task/{taskId}",
-    honoPath: "/v1/task/:taskId",
-    secured: true,
-    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
-    arrayQuery: [],
-    statuses: [200,400,401,404,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
     operationId: "getWebhook",
@@ -836,6 +852,17 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
+    operationId: "getLatestTaskVersion",
+    method: "GET",
+    path: "/v1/task/{taskId}/latest",
+    honoPath: "/v1/task/:taskId/latest",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
     operationId: "listTaskVersions",
     method: "GET",
     path: "/v1/task/{taskId}/versions",
@@ -1023,10 +1050,43 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","409":"general","500":"general"},
   },
   {
+    operationId: "getTaskExecution",
+    method: "GET",
+    path: "/v1/task/{taskId}/executions/{executionId}",
+    honoPath: "/v1/task/:taskId/executions/:executionId",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
     operationId: "getTaskVersion",
     method: "GET",
-    path: "/v1/task/{taskId}/versions/{version}",
-    honoPath: "/v1/task/:taskId/versions/:version",
+    path: "/v1/task/{taskId}/{taskVersion}",
+    honoPath: "/v1/task/:taskId/:taskVersion",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "publishTaskVersion",
+    method: "POST",
+    path: "/v1/task/{taskId}/{taskVersion}",
+    honoPath: "/v1/task/:taskId/:taskVersion",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "deleteTaskVersion",
+    method: "DELETE",
+    path: "/v1/task/{taskId}/{taskVersion}",
+    honoPath: "/v1/task/:taskId/:taskVersion",
     secured: true,
     body: null,
     arrayQuery: [],

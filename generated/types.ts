@@ -809,14 +809,37 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List tasks */
+        /**
+         * List tasks
+         * @description Lists the tasks of the project, newest first, with the code of their latest version.
+         */
         get: operations["listTasks"];
         put?: never;
         /**
          * Create a task
-         * @description Creates a task. When `code` is given it is saved as the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`.
+         * @description Creates a task. When `code` is given it is saved as the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`. The name is unique in the project (409 otherwise) and holds letters, digits, `-` and `_` only.
          */
         post: operations["createTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a task (legacy)
+         * @description Runs a version of a task (default `latest`) in a new session, or in the running session `sessionId`. By default the call waits for the end and answers `success`, `output` and `executionTime`; with `async` it answers at once with `executionResultId`, to poll with `GET /v1/task/{taskId}/executions/{executionId}`. 404 when the task, the version or the session does not exist; 409 when the session is not running.
+         */
+        post: operations["executeTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -833,9 +856,16 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a task */
+        /**
+         * Get a task
+         * @description Answers the task's metadata, without code.
+         */
         get: operations["getTask"];
-        put?: never;
+        /**
+         * Update a task
+         * @description Changes the name or description of a task; code and versions are untouched. Omitted fields keep their value. 409 when another task has the name.
+         */
+        put: operations["updateTask"];
         post?: never;
         /**
          * Delete a task
@@ -844,11 +874,7 @@ export interface paths {
         delete: operations["deleteTask"];
         options?: never;
         head?: never;
-        /**
-         * Update a task
-         * @description Changes the name or description of a task. An empty object changes nothing.
-         */
-        patch: operations["updateTask"];
+        patch?: never;
         trace?: never;
     };
     "/v1/task/{taskId}/draft": {
@@ -913,7 +939,7 @@ export interface paths {
         };
         /**
          * List task versions
-         * @description Lists the deployed versions, newest first.
+         * @description Lists the draft and the deployed versions of the task, newest first, without code (not paginated). Read one with `GET /v1/task/{taskId}/{taskVersion}`.
          */
         get: operations["listTaskVersions"];
         put?: never;
@@ -924,26 +950,21 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/task/{taskId}/versions/{version}": {
+    "/v1/task/{taskId}/latest": {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description The task id. */
                 taskId: components["parameters"]["TaskIdPath"];
-                /**
-                 * @description A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
-                 * @example 3
-                 */
-                version: components["parameters"]["TaskVersionPath"];
             };
             cookie?: never;
         };
         /**
-         * Get a task version
-         * @description `latest` selects the latest deployed version and `draft` the draft; 404 when there is no such version.
+         * Get the latest task version
+         * @description Answers the latest deployed version with its code; 404 when nothing was deployed.
          */
-        get: operations["getTaskVersion"];
+        get: operations["getLatestTaskVersion"];
         put?: never;
         post?: never;
         delete?: never;
@@ -962,11 +983,70 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** List task executions */
+        /**
+         * List task executions
+         * @description Lists the executions of the task, newest first, optionally only those in one status or of one version.
+         */
         get: operations["listTaskExecutions"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task/{taskId}/executions/{executionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+                /** @description The execution id (`executionResultId` of a run, `execution_id` in events). */
+                executionId: components["parameters"]["TaskExecutionIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a task execution
+         * @description Answers one execution of the task; poll it after an `async` run.
+         */
+        get: operations["getTaskExecution"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/task/{taskId}/{taskVersion}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a task version
+         * @description Answers a version with its code: a version number, `latest` (the latest deployed version) or `draft`; 404 when there is no such version.
+         */
+        get: operations["getTaskVersion"];
+        put?: never;
+        /**
+         * Publish a task version
+         * @description Creates the version with this number from the body, or updates the fields given of an existing one. `code` is required for a new version. The version is a number; the draft is saved with `POST /v1/task/{taskId}/draft` (`draft` answers 400). To add the next number, use `POST /v1/task/{taskId}/deploy`.
+         */
+        post: operations["publishTaskVersion"];
+        /**
+         * Delete a task version
+         * @description Deletes a version (a number, `latest` or `draft`); it then answers 404, and `latest` names the highest version left. Executions already running finish.
+         */
+        delete: operations["deleteTaskVersion"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2570,7 +2650,7 @@ export interface components {
              */
             x402?: boolean;
         };
-        /** @description The browser configuration as the draft endpoints show it: `live_view` carries `read_only` only and there is no `x402`. The stored draft keeps every field it was given (a deploy from the draft carries them); `GET /v1/task/{taskId}/versions/draft` shows them all. */
+        /** @description The browser configuration as the draft endpoints show it: `live_view` carries `read_only` only and there is no `x402`. The stored draft keeps every field it was given (a deploy from the draft carries them); `GET /v1/task/{taskId}/{taskVersion}` with `draft` shows them all. */
         TaskDraftBrowserConfiguration: {
             /**
              * Format: uri
@@ -2591,50 +2671,101 @@ export interface components {
                 read_only?: boolean;
             };
         };
-        /** @description A task: a repeatable browser automation with a draft and numbered deployed versions. */
+        /** @description The task name, unique in the project; letters, digits, `-` and `_` only. */
+        TaskName: string;
+        /** @description A task: a repeatable browser automation with a draft and numbered deployed versions, shown with the code of its latest version. */
         Task: {
             /**
              * Format: uuid
              * @description The task id.
              */
             id: string;
-            /** @description The task name. */
-            name: string;
-            /** @description The task description; null when none was given. */
-            description: string | null;
-            /** @description The version string of the latest deployed version; null until the first deploy. */
-            latestVersion: string | null;
+            name: components["schemas"]["TaskName"];
+            /**
+             * Format: uuid
+             * @description The project that owns the task.
+             */
+            teamId: string;
+            /** @description The task description; absent when none was given. */
+            description?: string;
+            /** @description The version string of the latest deployed version; `draft` until the first deploy. */
+            latestVersion: string;
+            /** @description The base64 code of `latestVersion`; empty when the task has no code yet. */
+            code: string;
+            language: components["schemas"]["TaskLanguage"];
+            browserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
+            /** @description Always false in answers: a deleted task answers 404. */
+            deleted: boolean;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        /** @description A task without its code. */
+        TaskMetadata: {
+            /**
+             * Format: uuid
+             * @description The task id.
+             */
+            id: string;
+            name: components["schemas"]["TaskName"];
+            /**
+             * Format: uuid
+             * @description The project that owns the task.
+             */
+            teamId: string;
+            /** @description The task description; absent when none was given. */
+            description?: string;
+            /** @description The version string of the latest deployed version; `draft` until the first deploy. */
+            latest: string;
             /** @description Always false in answers: a deleted task answers 404. */
             deleted: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
         };
         /** @description Creates a task. When `code` is given it becomes the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`. */
         TaskCreateRequest: {
-            /** @description The task name. */
-            name: string;
+            name: components["schemas"]["TaskName"];
             /** @description A description, at most 1000 characters. */
             description?: string;
             code?: components["schemas"]["TaskCode"];
-            language?: components["schemas"]["TaskLanguage"];
+            language: components["schemas"]["TaskLanguage"];
             browserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
         };
         /** @description The fields to change; omitted fields keep their value and an empty object changes nothing. */
         TaskUpdateRequest: {
-            /** @description The new task name. */
-            name?: string;
-            /** @description The new description; null clears it. */
-            description?: string | null;
+            name?: components["schemas"]["TaskName"];
+            /** @description The new description; an empty string clears it. */
+            description?: string;
         };
         TaskResponse: {
             data: components["schemas"]["Task"];
         };
-        /** @description Tasks of the project, newest first. */
+        TaskMetadataResponse: {
+            data: components["schemas"]["TaskMetadata"];
+        };
+        /** @description One page of the project's tasks, newest first. */
         TaskListResponse: {
-            data: components["schemas"]["Task"][];
-            pagination: components["schemas"]["Pagination"];
+            data: {
+                tasks: components["schemas"]["Task"][];
+                /** @description Number of tasks in all pages. */
+                total: number;
+                /** @description This page's number. */
+                page: number;
+                /** @description Tasks per page. */
+                limit: number;
+            };
+        };
+        /** @description The answer of a task or task version deletion. */
+        TaskDeleteResponse: {
+            data: {
+                /** @description Always true; failures answer an error status. */
+                success: boolean;
+                /** @description What was deleted. */
+                message: string;
+            };
         };
         /** @description A task version: the draft or a deployed, numbered version. */
         TaskVersion: {
@@ -2697,10 +2828,25 @@ export interface components {
         TaskDraftVersionResponse: {
             data: components["schemas"]["TaskDraftVersion"];
         };
-        /** @description Deployed versions of the task, newest first (the draft is read through `/draft`). */
+        /** @description The draft and the deployed versions of the task, newest first, without code. */
         TaskVersionListResponse: {
-            data: components["schemas"]["TaskVersion"][];
-            pagination: components["schemas"]["Pagination"];
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The task.
+                 */
+                taskId: string;
+                versions: {
+                    /** @description The version string, or `draft`. */
+                    version: string;
+                    /** @description The version description; absent when none was given. */
+                    description?: string;
+                    /** Format: date-time */
+                    createdAt: string;
+                    /** Format: date-time */
+                    updatedAt: string;
+                }[];
+            };
         };
         /** @description The draft: replaces the previous draft as a whole. */
         TaskDraftRequest: {
@@ -2719,10 +2865,10 @@ export interface components {
             browserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
         };
         /**
-         * @description State of a task execution: `queued` and `running` are transient; `completed`, `failed` and `cancelled` are terminal.
+         * @description State of a task execution or run: `queued` and `running` are transient; `success`, `failure`, `timeout` (stopped at its time limit) and `cancelled` are terminal.
          * @enum {string}
          */
-        TaskExecutionStatus: "queued" | "running" | "completed" | "failed" | "cancelled";
+        TaskExecutionStatus: "success" | "failure" | "timeout" | "cancelled" | "queued" | "running";
         /** @description Why a task execution failed. */
         TaskExecutionError: {
             /**
@@ -2763,8 +2909,8 @@ export interface components {
             /** @description The media type of the file. */
             content_type?: string;
         };
-        /** @description One execution (run) of a task. */
-        TaskExecution: {
+        /** @description One execution of a task. */
+        TaskExecutionResult: {
             /**
              * Format: uuid
              * @description The execution id (`execution_id` in events).
@@ -2772,48 +2918,100 @@ export interface components {
             id: string;
             /**
              * Format: uuid
-             * @description The task.
-             */
-            taskId: string;
-            /**
-             * Format: uuid
              * @description The task version that ran.
              */
             taskVersionId: string;
-            /**
-             * Format: uuid
-             * @description The run id for executions started through `POST /v2/tasks/{taskId}/run`; null otherwise.
-             */
-            run_id: string | null;
-            /**
-             * Format: uuid
-             * @description The browser session of the execution; null until one is assigned.
-             */
-            session_id: string | null;
+            /** @description The version string that ran, or `draft`. */
+            version: string;
             status: components["schemas"]["TaskExecutionStatus"];
-            /** @description How the task code runs, for example `deterministic`. */
-            execution_mode: string;
-            /** @description The output; null unless the status is `completed`. */
-            output: components["schemas"]["TaskOutput"] | null;
-            /** @description The failure; null unless the status is `failed`. */
-            error: components["schemas"]["TaskExecutionError"] | null;
-            /** @description Run time in milliseconds; null until the execution ends. */
-            duration_ms: number | null;
+            /** @description The task function's return value as JSON text; null unless the status is `success`. */
+            output: string | null;
+            /** @description Why the execution did not succeed; null while it runs and after a success. */
+            errorMessage: string | null;
             /**
              * Format: date-time
              * @description When the execution was queued.
              */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @description When the execution reached a terminal state; null before.
-             */
-            completedAt: string | null;
+            startTime: string;
+            /** @description Run time in milliseconds; null until the execution ends. */
+            executionTime: number | null;
         };
-        /** @description Executions of the task, newest first. */
+        TaskExecutionResponse: {
+            data: components["schemas"]["TaskExecutionResult"];
+        };
+        /** @description One page of the task's executions, newest first. */
         TaskExecutionListResponse: {
-            data: components["schemas"]["TaskExecution"][];
-            pagination: components["schemas"]["Pagination"];
+            data: {
+                results: components["schemas"]["TaskExecutionResult"][];
+                pagination: {
+                    page: number;
+                    limit: number;
+                    total: number;
+                    totalPages: number;
+                };
+            };
+        };
+        /** @description Input of the run as string values, given to the task function as `ctx.input`. */
+        TaskExecuteInputs: {
+            [key: string]: string;
+        };
+        /** @description A legacy run of a task version. */
+        TaskExecuteRequest: {
+            /**
+             * Format: uuid
+             * @description The task to run.
+             */
+            taskId: string;
+            /**
+             * @description The version to run: a version string, `latest` (the latest deployed version) or `draft`.
+             * @default latest
+             */
+            version?: string;
+            /**
+             * Format: uuid
+             * @description Run in this running session instead of a new one.
+             */
+            sessionId?: string;
+            /**
+             * @description Answer at once with `executionResultId` instead of waiting for the end.
+             * @default false
+             */
+            async?: boolean;
+            /** @description Browser configuration for this run, instead of the version's. */
+            overrideBrowserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
+            inputs?: components["schemas"]["TaskExecuteInputs"];
+            /**
+             * @description End the session the run created once it finishes.
+             * @default true
+             */
+            cleanupSessions?: boolean;
+        };
+        /** @description The answer of a legacy run: its outcome, or with `async` the execution to poll. */
+        TaskExecuteResponse: {
+            data: {
+                /** @description Whether the run succeeded (with `async`, whether it was queued). */
+                success: boolean;
+                /** @description Whether the run goes on after this answer. */
+                async: boolean;
+                /** @description The outcome, for a person to read. */
+                message: string;
+                /**
+                 * Format: uuid
+                 * @description The task.
+                 */
+                taskId: string;
+                /** @description Run time in milliseconds; only when not `async`. */
+                executionTime?: number;
+                /** @description The task function's return value as JSON text; only when not `async` and it succeeded. */
+                output?: string;
+                /** @description Why the run failed; only when not `async` and it failed. */
+                error?: string;
+                /**
+                 * Format: uuid
+                 * @description The execution (`GET /v1/task/{taskId}/executions/{executionId}`).
+                 */
+                executionResultId?: string;
+            };
         };
         /** @description Options of a task run; every field is optional. */
         TaskRunRequest: {
@@ -4401,6 +4599,23 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Another task of the project has this name. */
+        TaskNameTaken: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 409,
+                 *         "message": "A task named fetch-order-status already exists"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The body is invalid, or asks for the captcha solver without an active proxy. */
         SessionCreateBadRequest: {
             headers: {
@@ -4782,6 +4997,19 @@ export interface components {
          * @example 3
          */
         TaskVersionPath: string;
+        /**
+         * @description A version number (`1`, `2`, ...); not `draft` or `latest`.
+         * @example 3
+         */
+        TaskVersionNumberPath: string;
+        /** @description The execution id (`executionResultId` of a run, `execution_id` in events). */
+        TaskExecutionIdPath: string;
+        /** @description Items per page. */
+        TaskLimit: number;
+        /** @description Only executions in this status. */
+        TaskExecutionStatusQuery: components["schemas"]["TaskExecutionStatus"];
+        /** @description Only executions of this version (a version string or `draft`). */
+        TaskExecutionVersionQuery: string;
         /** @description The run id returned by `POST /v2/tasks/{taskId}/run`. */
         TaskRunIdPath: string;
         /** @description The profile name (percent-encoded in the path). */
@@ -6588,7 +6816,7 @@ export interface operations {
                 /** @description Page number, from 1. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
-                limit?: components["parameters"]["Limit"];
+                limit?: components["parameters"]["TaskLimit"];
             };
             header?: never;
             path?: never;
@@ -6596,7 +6824,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of tasks, newest first. */
+            /** @description A page of tasks. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6604,22 +6832,24 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": [
-                     *         {
-                     *           "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
-                     *           "name": "Fetch order status",
-                     *           "description": "Logs in and reads the status of the latest order.",
-                     *           "latestVersion": "3",
-                     *           "createdAt": "2026-03-02T09:15:00Z",
-                     *           "updatedAt": "2026-03-02T09:20:30Z",
-                     *           "deleted": false
-                     *         }
-                     *       ],
-                     *       "pagination": {
-                     *         "page": 1,
-                     *         "limit": 20,
+                     *       "data": {
+                     *         "tasks": [
+                     *           {
+                     *             "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *             "name": "fetch-order-status",
+                     *             "teamId": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                     *             "description": "Logs in and reads the status of the latest order.",
+                     *             "latestVersion": "3",
+                     *             "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *             "language": "typescript",
+                     *             "deleted": false,
+                     *             "createdAt": "2026-03-02T09:15:00Z",
+                     *             "updatedAt": "2026-03-02T09:20:30Z"
+                     *           }
+                     *         ],
                      *         "total": 1,
-                     *         "total_pages": 1
+                     *         "page": 1,
+                     *         "limit": 10
                      *       }
                      *     }
                      */
@@ -6643,7 +6873,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Fetch order status",
+                 *       "name": "fetch-order-status",
                  *       "description": "Logs in and reads the status of the latest order.",
                  *       "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
                  *       "language": "typescript",
@@ -6669,12 +6899,21 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
-                     *         "name": "Fetch order status",
+                     *         "name": "fetch-order-status",
+                     *         "teamId": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
                      *         "description": "Logs in and reads the status of the latest order.",
-                     *         "latestVersion": null,
+                     *         "latestVersion": "draft",
+                     *         "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *         "language": "typescript",
+                     *         "browserConfiguration": {
+                     *           "initial_url": "https://shop.example.com/login",
+                     *           "recording": {
+                     *             "active": true
+                     *           }
+                     *         },
+                     *         "deleted": false,
                      *         "createdAt": "2026-03-02T09:15:00Z",
-                     *         "updatedAt": "2026-03-02T09:15:00Z",
-                     *         "deleted": false
+                     *         "updatedAt": "2026-03-02T09:15:00Z"
                      *       }
                      *     }
                      */
@@ -6683,8 +6922,66 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["TaskNameTaken"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    executeTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                 *       "version": "latest",
+                 *       "inputs": {
+                 *         "url": "https://shop.example.com/orders/1042"
+                 *       },
+                 *       "cleanupSessions": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskExecuteRequest"];
+            };
+        };
+        responses: {
+            /** @description The run ended (or, with `async`, was queued). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "success": true,
+                     *         "async": false,
+                     *         "message": "Task executed successfully",
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "executionTime": 12840,
+                     *         "output": "{\"title\":\"Order #1042: shipped\"}",
+                     *         "executionResultId": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskExecuteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
         };
@@ -6711,21 +7008,76 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
-                     *         "name": "Fetch order status",
+                     *         "name": "fetch-order-status",
+                     *         "teamId": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
                      *         "description": "Logs in and reads the status of the latest order.",
-                     *         "latestVersion": "3",
+                     *         "latest": "3",
+                     *         "deleted": false,
                      *         "createdAt": "2026-03-02T09:15:00Z",
-                     *         "updatedAt": "2026-03-02T09:20:30Z",
-                     *         "deleted": false
+                     *         "updatedAt": "2026-03-02T09:20:30Z"
                      *       }
                      *     }
                      */
-                    "application/json": components["schemas"]["TaskResponse"];
+                    "application/json": components["schemas"]["TaskMetadataResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    updateTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "fetch-order-status-eu"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "name": "fetch-order-status-eu",
+                     *         "teamId": "2c4e6a8b-1d3f-4a5b-8c7d-9e0f1a2b3c4d",
+                     *         "description": "Logs in and reads the status of the latest order.",
+                     *         "latest": "3",
+                     *         "deleted": false,
+                     *         "createdAt": "2026-03-02T09:15:00Z",
+                     *         "updatedAt": "2026-03-02T09:25:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskMetadataResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["TaskNameTaken"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
         };
@@ -6751,68 +7103,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "status": "deleted"
+                     *         "success": true,
+                     *         "message": "Task deleted successfully"
                      *       }
                      *     }
                      */
-                    "application/json": components["schemas"]["StatusData"];
+                    "application/json": components["schemas"]["TaskDeleteResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
-        };
-    };
-    updateTask: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The task id. */
-                taskId: components["parameters"]["TaskIdPath"];
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "name": "Fetch order status (EU shop)"
-                 *     }
-                 */
-                "application/json": components["schemas"]["TaskUpdateRequest"];
-            };
-        };
-        responses: {
-            /** @description The updated task. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
-                     *         "name": "Fetch order status (EU shop)",
-                     *         "description": "Logs in and reads the status of the latest order.",
-                     *         "latestVersion": "3",
-                     *         "createdAt": "2026-03-02T09:15:00Z",
-                     *         "updatedAt": "2026-03-02T09:20:30Z",
-                     *         "deleted": false
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["TaskResponse"];
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
         };
@@ -7091,12 +7392,7 @@ export interface operations {
     };
     listTaskVersions: {
         parameters: {
-            query?: {
-                /** @description Page number, from 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Items per page. */
-                limit?: components["parameters"]["Limit"];
-            };
+            query?: never;
             header?: never;
             path: {
                 /** @description The task id. */
@@ -7106,7 +7402,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of versions. */
+            /** @description The versions. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7114,50 +7410,22 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": [
-                     *         {
-                     *           "id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
-                     *           "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
-                     *           "version": "3",
-                     *           "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
-                     *           "deleted": false,
-                     *           "createdAt": "2026-03-02T09:20:30Z",
-                     *           "updatedAt": "2026-03-02T09:20:30Z",
-                     *           "language": "typescript",
-                     *           "description": "Reads the page title after opening the input URL.",
-                     *           "browserConfiguration": {
-                     *             "initial_url": "https://shop.example.com/login",
-                     *             "tags": [
-                     *               "nightly",
-                     *               "checkout"
-                     *             ],
-                     *             "recording": {
-                     *               "active": true
-                     *             },
-                     *             "proxy": {
-                     *               "active": true,
-                     *               "type": "service_proxy",
-                     *               "country_code": "de",
-                     *               "region": "Berlin",
-                     *               "city": "Berlin"
-                     *             },
-                     *             "timeout": {
-                     *               "max_duration": 20,
-                     *               "idle_timeout": 5
-                     *             },
-                     *             "live_view": {
-                     *               "read_only": true,
-                     *               "one_time_url": false
-                     *             },
-                     *             "x402": false
+                     *       "data": {
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "versions": [
+                     *           {
+                     *             "version": "draft",
+                     *             "description": "Reads the page title after opening the input URL.",
+                     *             "createdAt": "2026-03-02T09:15:00Z",
+                     *             "updatedAt": "2026-03-02T09:22:10Z"
+                     *           },
+                     *           {
+                     *             "version": "3",
+                     *             "description": "Reads the page title after opening the input URL.",
+                     *             "createdAt": "2026-03-02T09:20:30Z",
+                     *             "updatedAt": "2026-03-02T09:20:30Z"
                      *           }
-                     *         }
-                     *       ],
-                     *       "pagination": {
-                     *         "page": 1,
-                     *         "limit": 20,
-                     *         "total": 1,
-                     *         "total_pages": 1
+                     *         ]
                      *       }
                      *     }
                      */
@@ -7171,24 +7439,19 @@ export interface operations {
             501: components["responses"]["NotImplemented"];
         };
     };
-    getTaskVersion: {
+    getLatestTaskVersion: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description The task id. */
                 taskId: components["parameters"]["TaskIdPath"];
-                /**
-                 * @description A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
-                 * @example 3
-                 */
-                version: components["parameters"]["TaskVersionPath"];
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The version. */
+            /** @description The latest version. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7251,7 +7514,11 @@ export interface operations {
                 /** @description Page number, from 1. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
-                limit?: components["parameters"]["Limit"];
+                limit?: components["parameters"]["TaskLimit"];
+                /** @description Only executions in this status. */
+                status?: components["parameters"]["TaskExecutionStatusQuery"];
+                /** @description Only executions of this version (a version string or `draft`). */
+                version?: components["parameters"]["TaskExecutionVersionQuery"];
             };
             header?: never;
             path: {
@@ -7262,7 +7529,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of executions, newest first. */
+            /** @description A page of executions. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7270,35 +7537,281 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": [
-                     *         {
-                     *           "id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
-                     *           "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
-                     *           "taskVersionId": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
-                     *           "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *           "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
-                     *           "status": "completed",
-                     *           "execution_mode": "deterministic",
-                     *           "output": {
-                     *             "value": {
-                     *               "title": "Order #1042: shipped"
-                     *             }
-                     *           },
-                     *           "error": null,
-                     *           "duration_ms": 12840,
-                     *           "createdAt": "2026-03-02T09:20:30Z",
-                     *           "completedAt": "2026-03-02T09:21:12Z"
+                     *       "data": {
+                     *         "results": [
+                     *           {
+                     *             "id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                     *             "taskVersionId": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *             "version": "3",
+                     *             "status": "success",
+                     *             "output": "{\"title\":\"Order #1042: shipped\"}",
+                     *             "errorMessage": null,
+                     *             "startTime": "2026-03-02T09:20:30Z",
+                     *             "executionTime": 12840
+                     *           }
+                     *         ],
+                     *         "pagination": {
+                     *           "page": 1,
+                     *           "limit": 10,
+                     *           "total": 1,
+                     *           "totalPages": 1
                      *         }
-                     *       ],
-                     *       "pagination": {
-                     *         "page": 1,
-                     *         "limit": 20,
-                     *         "total": 1,
-                     *         "total_pages": 1
                      *       }
                      *     }
                      */
                     "application/json": components["schemas"]["TaskExecutionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getTaskExecution: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+                /** @description The execution id (`executionResultId` of a run, `execution_id` in events). */
+                executionId: components["parameters"]["TaskExecutionIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The execution. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
+                     *         "taskVersionId": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *         "version": "3",
+                     *         "status": "running",
+                     *         "output": null,
+                     *         "errorMessage": null,
+                     *         "startTime": "2026-03-02T09:20:30Z",
+                     *         "executionTime": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskExecutionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getTaskVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+                /**
+                 * @description A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
+                 * @example 3
+                 */
+                taskVersion: components["parameters"]["TaskVersionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "version": "3",
+                     *         "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *         "deleted": false,
+                     *         "createdAt": "2026-03-02T09:20:30Z",
+                     *         "updatedAt": "2026-03-02T09:20:30Z",
+                     *         "language": "typescript",
+                     *         "description": "Reads the page title after opening the input URL.",
+                     *         "browserConfiguration": {
+                     *           "initial_url": "https://shop.example.com/login",
+                     *           "tags": [
+                     *             "nightly",
+                     *             "checkout"
+                     *           ],
+                     *           "recording": {
+                     *             "active": true
+                     *           },
+                     *           "proxy": {
+                     *             "active": true,
+                     *             "type": "service_proxy",
+                     *             "country_code": "de",
+                     *             "region": "Berlin",
+                     *             "city": "Berlin"
+                     *           },
+                     *           "timeout": {
+                     *             "max_duration": 20,
+                     *             "idle_timeout": 5
+                     *           },
+                     *           "live_view": {
+                     *             "read_only": true,
+                     *             "one_time_url": false
+                     *           },
+                     *           "x402": false
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskVersionResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    publishTaskVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+                /**
+                 * @description A version number (`1`, `2`, ...); not `draft` or `latest`.
+                 * @example 3
+                 */
+                taskVersion: components["parameters"]["TaskVersionNumberPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "description": "Reads the page title after opening the input URL."
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskDeployRequest"];
+            };
+        };
+        responses: {
+            /** @description The version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
+                     *         "version": "3",
+                     *         "code": "ZXhwb3J0IGRlZmF1bHQgYXN5bmMgZnVuY3Rpb24gcnVuKGN0eCkgewogIGF3YWl0IGN0eC5wYWdlLmdvdG8oY3R4LmlucHV0LnVybCk7CiAgcmV0dXJuIHsgdGl0bGU6IGF3YWl0IGN0eC5wYWdlLnRpdGxlKCkgfTsKfQo=",
+                     *         "deleted": false,
+                     *         "createdAt": "2026-03-02T09:20:30Z",
+                     *         "updatedAt": "2026-03-02T09:20:30Z",
+                     *         "language": "typescript",
+                     *         "description": "Reads the page title after opening the input URL.",
+                     *         "browserConfiguration": {
+                     *           "initial_url": "https://shop.example.com/login",
+                     *           "tags": [
+                     *             "nightly",
+                     *             "checkout"
+                     *           ],
+                     *           "recording": {
+                     *             "active": true
+                     *           },
+                     *           "proxy": {
+                     *             "active": true,
+                     *             "type": "service_proxy",
+                     *             "country_code": "de",
+                     *             "region": "Berlin",
+                     *             "city": "Berlin"
+                     *           },
+                     *           "timeout": {
+                     *             "max_duration": 20,
+                     *             "idle_timeout": 5
+                     *           },
+                     *           "live_view": {
+                     *             "read_only": true,
+                     *             "one_time_url": false
+                     *           },
+                     *           "x402": false
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskVersionResponse"];
+                };
+            };
+            /** @description The request is invalid, the version is `draft`, or a new version has no code. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteTaskVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+                /**
+                 * @description A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
+                 * @example 3
+                 */
+                taskVersion: components["parameters"]["TaskVersionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "success": true,
+                     *         "message": "Task version deleted successfully"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskDeleteResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

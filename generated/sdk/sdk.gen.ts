@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import { type Client, formDataBodySerializer, type Options as Options2, type TDataShape } from './client/index.js';
-import type { CancelBatchSessionsData, CancelBatchSessionsErrors, CancelBatchSessionsResponses, ConnectCdpData, ConnectCdpErrors, ConnectCdpResponses, CopySelectionData, CopySelectionErrors, CopySelectionResponses, CreateApplicationData, CreateApplicationErrors, CreateApplicationResponses, CreateBatchSessionsData, CreateBatchSessionsErrors, CreateBatchSessionsResponses, CreateIdentityData, CreateIdentityErrors, CreateIdentityResponses, CreateProfileData, CreateProfileErrors, CreateProfileResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteApplicationData, DeleteApplicationErrors, DeleteApplicationResponses, DeleteClientCertificateData, DeleteClientCertificateErrors, DeleteClientCertificateResponses, DeleteExtensionData, DeleteExtensionErrors, DeleteExtensionResponses, DeleteIdentityData, DeleteIdentityErrors, DeleteIdentityResponses, DeleteProfileData, DeleteProfileErrors, DeleteProfileResponses, DeleteSessionRecordingData, DeleteSessionRecordingErrors, DeleteSessionRecordingResponses, DeleteTaskData, DeleteTaskErrors, DeleteTaskResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DeployTaskData, DeployTaskErrors, DeployTaskResponses, DragAndDropData, DragAndDropErrors, DragAndDropResponses, EndSessionData, EndSessionErrors, EndSessionResponses, ExecuteCodeData, ExecuteCodeErrors, ExecuteCodeResponses, FetchPrimaryRecordingData, FetchPrimaryRecordingErrors, FetchPrimaryRecordingResponses, FetchWebpageData, FetchWebpageErrors, FetchWebpageResponses, GetAgentAccessChallengeData, GetAgentAccessChallengeErrors, GetAgentAccessChallengeResponses, GetAgentAccessGuideData, GetAgentAccessGuideErrors, GetAgentAccessGuideResponses, GetApplicationData, GetApplicationErrors, GetApplicationResponses, GetBatchSessionsData, GetBatchSessionsErrors, GetBatchSessionsResponses, GetBillingData, GetBillingErrors, GetBillingResponses, GetCdpVersionData, GetCdpVersionErrors, GetCdpVersionResponses, GetClipboardData, GetClipboardErrors, GetClipboardResponses, GetExtensionData, GetExtensionErrors, GetExtensionResponses, GetIdentityData, GetIdentityErrors, GetIdentityResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetSessionData, GetSessionErrors, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetSessionResponses, GetTaskData, GetTaskDraftData, GetTaskDraftErrors, GetTaskDraftResponses, GetTaskErrors, GetTaskResponses, GetTaskRunStatusData, GetTaskRunStatusErrors, GetTaskRunStatusResponses, GetTaskVersionData, GetTaskVersionErrors, GetTaskVersionResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, GotoUrlData, GotoUrlErrors, GotoUrlResponses, KeyboardShortcutData, KeyboardShortcutErrors, KeyboardShortcutResponses, KeyboardTypeData, KeyboardTypeErrors, KeyboardTypeResponses, ListApplicationsData, ListApplicationsErrors, ListApplicationsResponses, ListBatchSessionsData, ListBatchSessionsErrors, ListBatchSessionsResponses, ListClientCertificatesData, ListClientCertificatesErrors, ListClientCertificatesResponses, ListExtensionsData, ListExtensionsErrors, ListExtensionsResponses, ListIdentitiesData, ListIdentitiesErrors, ListIdentitiesResponses, ListProfilesData, ListProfilesErrors, ListProfilesResponses, ListSessionPagesData, ListSessionPagesErrors, ListSessionPagesResponses, ListSessionRecordingsData, ListSessionRecordingsErrors, ListSessionRecordingsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTaskExecutionsData, ListTaskExecutionsErrors, ListTaskExecutionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTaskVersionsData, ListTaskVersionsErrors, ListTaskVersionsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, MouseClickData, MouseClickErrors, MouseClickResponses, MouseDoubleClickData, MouseDoubleClickErrors, MouseDoubleClickResponses, MouseDownData, MouseDownErrors, MouseDownResponses, MouseMoveData, MouseMoveErrors, MouseMoveResponses, MouseUpData, MouseUpErrors, MouseUpResponses, PasteTextData, PasteTextErrors, PasteTextResponses, PauseSessionRecordingData, PauseSessionRecordingErrors, PauseSessionRecordingResponses, PerformWebTaskData, PerformWebTaskErrors, PerformWebTaskResponses, RenderPagePdfData, RenderPagePdfErrors, RenderPagePdfResponses, ReplaceSessionTagsData, ReplaceSessionTagsErrors, ReplaceSessionTagsResponses, ResumeSessionRecordingData, ResumeSessionRecordingErrors, ResumeSessionRecordingResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, RunTaskData, RunTaskErrors, RunTaskResponses, SaveTaskDraftData, SaveTaskDraftErrors, SaveTaskDraftResponses, ScrollData, ScrollErrors, ScrollResponses, SetClipboardData, SetClipboardErrors, SetClipboardResponses, SubmitAgentAccessData, SubmitAgentAccessErrors, SubmitAgentAccessResponses, TakeScreenshotData, TakeScreenshotErrors, TakeScreenshotResponses, TakeSessionScreenshotData, TakeSessionScreenshotErrors, TakeSessionScreenshotResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UpdateApplicationData, UpdateApplicationErrors, UpdateApplicationResponses, UpdateIdentityData, UpdateIdentityErrors, UpdateIdentityResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadClientCertificateData, UploadClientCertificateErrors, UploadClientCertificateResponses, UploadExtensionData, UploadExtensionErrors, UploadExtensionResponses } from './types.gen.js';
+import type { CancelBatchSessionsData, CancelBatchSessionsErrors, CancelBatchSessionsResponses, ConnectCdpData, ConnectCdpErrors, ConnectCdpResponses, CopySelectionData, CopySelectionErrors, CopySelectionResponses, CreateApplicationData, CreateApplicationErrors, CreateApplicationResponses, CreateBatchSessionsData, CreateBatchSessionsErrors, CreateBatchSessionsResponses, CreateIdentityData, CreateIdentityErrors, CreateIdentityResponses, CreateProfileData, CreateProfileErrors, CreateProfileResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteApplicationData, DeleteApplicationErrors, DeleteApplicationResponses, DeleteClientCertificateData, DeleteClientCertificateErrors, DeleteClientCertificateResponses, DeleteExtensionData, DeleteExtensionErrors, DeleteExtensionResponses, DeleteIdentityData, DeleteIdentityErrors, DeleteIdentityResponses, DeleteProfileData, DeleteProfileErrors, DeleteProfileResponses, DeleteSessionRecordingData, DeleteSessionRecordingErrors, DeleteSessionRecordingResponses, DeleteTaskData, DeleteTaskErrors, DeleteTaskResponses, DeleteTaskVersionData, DeleteTaskVersionErrors, DeleteTaskVersionResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DeployTaskData, DeployTaskErrors, DeployTaskResponses, DragAndDropData, DragAndDropErrors, DragAndDropResponses, EndSessionData, EndSessionErrors, EndSessionResponses, ExecuteCodeData, ExecuteCodeErrors, ExecuteCodeResponses, ExecuteTaskData, ExecuteTaskErrors, ExecuteTaskResponses, FetchPrimaryRecordingData, FetchPrimaryRecordingErrors, FetchPrimaryRecordingResponses, FetchWebpageData, FetchWebpageErrors, FetchWebpageResponses, GetAgentAccessChallengeData, GetAgentAccessChallengeErrors, GetAgentAccessChallengeResponses, GetAgentAccessGuideData, GetAgentAccessGuideErrors, GetAgentAccessGuideResponses, GetApplicationData, GetApplicationErrors, GetApplicationResponses, GetBatchSessionsData, GetBatchSessionsErrors, GetBatchSessionsResponses, GetBillingData, GetBillingErrors, GetBillingResponses, GetCdpVersionData, GetCdpVersionErrors, GetCdpVersionResponses, GetClipboardData, GetClipboardErrors, GetClipboardResponses, GetExtensionData, GetExtensionErrors, GetExtensionResponses, GetIdentityData, GetIdentityErrors, GetIdentityResponses, GetLatestTaskVersionData, GetLatestTaskVersionErrors, GetLatestTaskVersionResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetSessionData, GetSessionErrors, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetSessionResponses, GetTaskData, GetTaskDraftData, GetTaskDraftErrors, GetTaskDraftResponses, GetTaskErrors, GetTaskExecutionData, GetTaskExecutionErrors, GetTaskExecutionResponses, GetTaskResponses, GetTaskRunStatusData, GetTaskRunStatusErrors, GetTaskRunStatusResponses, GetTaskVersionData, GetTaskVersionErrors, GetTaskVersionResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, GotoUrlData, GotoUrlErrors, GotoUrlResponses, KeyboardShortcutData, KeyboardShortcutErrors, KeyboardShortcutResponses, KeyboardTypeData, KeyboardTypeErrors, KeyboardTypeResponses, ListApplicationsData, ListApplicationsErrors, ListApplicationsResponses, ListBatchSessionsData, ListBatchSessionsErrors, ListBatchSessionsResponses, ListClientCertificatesData, ListClientCertificatesErrors, ListClientCertificatesResponses, ListExtensionsData, ListExtensionsErrors, ListExtensionsResponses, ListIdentitiesData, ListIdentitiesErrors, ListIdentitiesResponses, ListProfilesData, ListProfilesErrors, ListProfilesResponses, ListSessionPagesData, ListSessionPagesErrors, ListSessionPagesResponses, ListSessionRecordingsData, ListSessionRecordingsErrors, ListSessionRecordingsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTaskExecutionsData, ListTaskExecutionsErrors, ListTaskExecutionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTaskVersionsData, ListTaskVersionsErrors, ListTaskVersionsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, MouseClickData, MouseClickErrors, MouseClickResponses, MouseDoubleClickData, MouseDoubleClickErrors, MouseDoubleClickResponses, MouseDownData, MouseDownErrors, MouseDownResponses, MouseMoveData, MouseMoveErrors, MouseMoveResponses, MouseUpData, MouseUpErrors, MouseUpResponses, PasteTextData, PasteTextErrors, PasteTextResponses, PauseSessionRecordingData, PauseSessionRecordingErrors, PauseSessionRecordingResponses, PerformWebTaskData, PerformWebTaskErrors, PerformWebTaskResponses, PublishTaskVersionData, PublishTaskVersionErrors, PublishTaskVersionResponses, RenderPagePdfData, RenderPagePdfErrors, RenderPagePdfResponses, ReplaceSessionTagsData, ReplaceSessionTagsErrors, ReplaceSessionTagsResponses, ResumeSessionRecordingData, ResumeSessionRecordingErrors, ResumeSessionRecordingResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, RunTaskData, RunTaskErrors, RunTaskResponses, SaveTaskDraftData, SaveTaskDraftErrors, SaveTaskDraftResponses, ScrollData, ScrollErrors, ScrollResponses, SetClipboardData, SetClipboardErrors, SetClipboardResponses, SubmitAgentAccessData, SubmitAgentAccessErrors, SubmitAgentAccessResponses, TakeScreenshotData, TakeScreenshotErrors, TakeScreenshotResponses, TakeSessionScreenshotData, TakeSessionScreenshotErrors, TakeSessionScreenshotResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UpdateApplicationData, UpdateApplicationErrors, UpdateApplicationResponses, UpdateIdentityData, UpdateIdentityErrors, UpdateIdentityResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadClientCertificateData, UploadClientCertificateErrors, UploadClientCertificateResponses, UploadExtensionData, UploadExtensionErrors, UploadExtensionResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -538,6 +538,8 @@ export const getBilling = <ThrowOnError extends boolean = false>(options?: Optio
 
 /**
  * List tasks
+ *
+ * Lists the tasks of the project, newest first, with the code of their latest version.
  */
 export const listTasks = <ThrowOnError extends boolean = false>(options?: Options<ListTasksData, ThrowOnError>) => (options?.client ?? client).get<ListTasksResponses, ListTasksErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -548,11 +550,26 @@ export const listTasks = <ThrowOnError extends boolean = false>(options?: Option
 /**
  * Create a task
  *
- * Creates a task. When `code` is given it is saved as the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`.
+ * Creates a task. When `code` is given it is saved as the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`. The name is unique in the project (409 otherwise) and holds letters, digits, `-` and `_` only.
  */
 export const createTask = <ThrowOnError extends boolean = false>(options: Options<CreateTaskData, ThrowOnError>) => (options.client ?? client).post<CreateTaskResponses, CreateTaskErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
     url: '/v1/task',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Run a task (legacy)
+ *
+ * Runs a version of a task (default `latest`) in a new session, or in the running session `sessionId`. By default the call waits for the end and answers `success`, `output` and `executionTime`; with `async` it answers at once with `executionResultId`, to poll with `GET /v1/task/{taskId}/executions/{executionId}`. 404 when the task, the version or the session does not exist; 409 when the session is not running.
+ */
+export const executeTask = <ThrowOnError extends boolean = false>(options: Options<ExecuteTaskData, ThrowOnError>) => (options.client ?? client).post<ExecuteTaskResponses, ExecuteTaskErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/task/run',
     ...options,
     headers: {
         'Content-Type': 'application/json',
@@ -573,6 +590,8 @@ export const deleteTask = <ThrowOnError extends boolean = false>(options: Option
 
 /**
  * Get a task
+ *
+ * Answers the task's metadata, without code.
  */
 export const getTask = <ThrowOnError extends boolean = false>(options: Options<GetTaskData, ThrowOnError>) => (options.client ?? client).get<GetTaskResponses, GetTaskErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -583,9 +602,9 @@ export const getTask = <ThrowOnError extends boolean = false>(options: Options<G
 /**
  * Update a task
  *
- * Changes the name or description of a task. An empty object changes nothing.
+ * Changes the name or description of a task; code and versions are untouched. Omitted fields keep their value. 409 when another task has the name.
  */
-export const updateTask = <ThrowOnError extends boolean = false>(options: Options<UpdateTaskData, ThrowOnError>) => (options.client ?? client).patch<UpdateTaskResponses, UpdateTaskErrors, ThrowOnError>({
+export const updateTask = <ThrowOnError extends boolean = false>(options: Options<UpdateTaskData, ThrowOnError>) => (options.client ?? client).put<UpdateTaskResponses, UpdateTaskErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}',
     ...options,
@@ -639,7 +658,7 @@ export const deployTask = <ThrowOnError extends boolean = false>(options: Option
 /**
  * List task versions
  *
- * Lists the deployed versions, newest first.
+ * Lists the draft and the deployed versions of the task, newest first, without code (not paginated). Read one with `GET /v1/task/{taskId}/{taskVersion}`.
  */
 export const listTaskVersions = <ThrowOnError extends boolean = false>(options: Options<ListTaskVersionsData, ThrowOnError>) => (options.client ?? client).get<ListTaskVersionsResponses, ListTaskVersionsErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -648,23 +667,73 @@ export const listTaskVersions = <ThrowOnError extends boolean = false>(options: 
 });
 
 /**
- * Get a task version
+ * Get the latest task version
  *
- * `latest` selects the latest deployed version and `draft` the draft; 404 when there is no such version.
+ * Answers the latest deployed version with its code; 404 when nothing was deployed.
  */
-export const getTaskVersion = <ThrowOnError extends boolean = false>(options: Options<GetTaskVersionData, ThrowOnError>) => (options.client ?? client).get<GetTaskVersionResponses, GetTaskVersionErrors, ThrowOnError>({
+export const getLatestTaskVersion = <ThrowOnError extends boolean = false>(options: Options<GetLatestTaskVersionData, ThrowOnError>) => (options.client ?? client).get<GetLatestTaskVersionResponses, GetLatestTaskVersionErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
-    url: '/v1/task/{taskId}/versions/{version}',
+    url: '/v1/task/{taskId}/latest',
     ...options
 });
 
 /**
  * List task executions
+ *
+ * Lists the executions of the task, newest first, optionally only those in one status or of one version.
  */
 export const listTaskExecutions = <ThrowOnError extends boolean = false>(options: Options<ListTaskExecutionsData, ThrowOnError>) => (options.client ?? client).get<ListTaskExecutionsResponses, ListTaskExecutionsErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/executions',
     ...options
+});
+
+/**
+ * Get a task execution
+ *
+ * Answers one execution of the task; poll it after an `async` run.
+ */
+export const getTaskExecution = <ThrowOnError extends boolean = false>(options: Options<GetTaskExecutionData, ThrowOnError>) => (options.client ?? client).get<GetTaskExecutionResponses, GetTaskExecutionErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/task/{taskId}/executions/{executionId}',
+    ...options
+});
+
+/**
+ * Delete a task version
+ *
+ * Deletes a version (a number, `latest` or `draft`); it then answers 404, and `latest` names the highest version left. Executions already running finish.
+ */
+export const deleteTaskVersion = <ThrowOnError extends boolean = false>(options: Options<DeleteTaskVersionData, ThrowOnError>) => (options.client ?? client).delete<DeleteTaskVersionResponses, DeleteTaskVersionErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/task/{taskId}/{taskVersion}',
+    ...options
+});
+
+/**
+ * Get a task version
+ *
+ * Answers a version with its code: a version number, `latest` (the latest deployed version) or `draft`; 404 when there is no such version.
+ */
+export const getTaskVersion = <ThrowOnError extends boolean = false>(options: Options<GetTaskVersionData, ThrowOnError>) => (options.client ?? client).get<GetTaskVersionResponses, GetTaskVersionErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/task/{taskId}/{taskVersion}',
+    ...options
+});
+
+/**
+ * Publish a task version
+ *
+ * Creates the version with this number from the body, or updates the fields given of an existing one. `code` is required for a new version. The version is a number; the draft is saved with `POST /v1/task/{taskId}/draft` (`draft` answers 400). To add the next number, use `POST /v1/task/{taskId}/deploy`.
+ */
+export const publishTaskVersion = <ThrowOnError extends boolean = false>(options: Options<PublishTaskVersionData, ThrowOnError>) => (options.client ?? client).post<PublishTaskVersionResponses, PublishTaskVersionErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/task/{taskId}/{taskVersion}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

@@ -1157,7 +1157,7 @@ export type TaskBrowserConfiguration = {
 };
 
 /**
- * The browser configuration as the draft endpoints show it: `live_view` carries `read_only` only and there is no `x402`. The stored draft keeps every field it was given (a deploy from the draft carries them); `GET /v1/task/{taskId}/versions/draft` shows them all.
+ * The browser configuration as the draft endpoints show it: `live_view` carries `read_only` only and there is no `x402`. The stored draft keeps every field it was given (a deploy from the draft carries them); `GET /v1/task/{taskId}/{taskVersion}` with `draft` shows them all.
  */
 export type TaskDraftBrowserConfiguration = {
     /**
@@ -1183,47 +1183,85 @@ export type TaskDraftBrowserConfiguration = {
 };
 
 /**
- * A task: a repeatable browser automation with a draft and numbered deployed versions.
+ * The task name, unique in the project; letters, digits, `-` and `_` only.
+ */
+export type TaskName = string;
+
+/**
+ * A task: a repeatable browser automation with a draft and numbered deployed versions, shown with the code of its latest version.
  */
 export type Task = {
     /**
      * The task id.
      */
     id: string;
+    name: TaskName;
     /**
-     * The task name.
+     * The project that owns the task.
      */
-    name: string;
+    teamId: string;
     /**
-     * The task description; null when none was given.
+     * The task description; absent when none was given.
      */
-    description: string | null;
+    description?: string;
     /**
-     * The version string of the latest deployed version; null until the first deploy.
+     * The version string of the latest deployed version; `draft` until the first deploy.
      */
-    latestVersion: string | null;
-    createdAt: string;
-    updatedAt: string;
+    latestVersion: string;
+    /**
+     * The base64 code of `latestVersion`; empty when the task has no code yet.
+     */
+    code: string;
+    language: TaskLanguage;
+    browserConfiguration?: TaskBrowserConfiguration;
     /**
      * Always false in answers: a deleted task answers 404.
      */
     deleted: boolean;
+    createdAt: string;
+    updatedAt: string;
+};
+
+/**
+ * A task without its code.
+ */
+export type TaskMetadata = {
+    /**
+     * The task id.
+     */
+    id: string;
+    name: TaskName;
+    /**
+     * The project that owns the task.
+     */
+    teamId: string;
+    /**
+     * The task description; absent when none was given.
+     */
+    description?: string;
+    /**
+     * The version string of the latest deployed version; `draft` until the first deploy.
+     */
+    latest: string;
+    /**
+     * Always false in answers: a deleted task answers 404.
+     */
+    deleted: boolean;
+    createdAt: string;
+    updatedAt: string;
 };
 
 /**
  * Creates a task. When `code` is given it becomes the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`.
  */
 export type TaskCreateRequest = {
-    /**
-     * The task name.
-     */
-    name: string;
+    name: TaskName;
     /**
      * A description, at most 1000 characters.
      */
     description?: string;
     code?: TaskCode;
-    language?: TaskLanguage;
+    language: TaskLanguage;
     browserConfiguration?: TaskBrowserConfiguration;
 };
 
@@ -1231,26 +1269,56 @@ export type TaskCreateRequest = {
  * The fields to change; omitted fields keep their value and an empty object changes nothing.
  */
 export type TaskUpdateRequest = {
+    name?: TaskName;
     /**
-     * The new task name.
+     * The new description; an empty string clears it.
      */
-    name?: string;
-    /**
-     * The new description; null clears it.
-     */
-    description?: string | null;
+    description?: string;
 };
 
 export type TaskResponse = {
     data: Task;
 };
 
+export type TaskMetadataResponse = {
+    data: TaskMetadata;
+};
+
 /**
- * Tasks of the project, newest first.
+ * One page of the project's tasks, newest first.
  */
 export type TaskListResponse = {
-    data: Array<Task>;
-    pagination: Pagination;
+    data: {
+        tasks: Array<Task>;
+        /**
+         * Number of tasks in all pages.
+         */
+        total: number;
+        /**
+         * This page's number.
+         */
+        page: number;
+        /**
+         * Tasks per page.
+         */
+        limit: number;
+    };
+};
+
+/**
+ * The answer of a task or task version deletion.
+ */
+export type TaskDeleteResponse = {
+    data: {
+        /**
+         * Always true; failures answer an error status.
+         */
+        success: boolean;
+        /**
+         * What was deleted.
+         */
+        message: string;
+    };
 };
 
 /**
@@ -1324,11 +1392,27 @@ export type TaskDraftVersionResponse = {
 };
 
 /**
- * Deployed versions of the task, newest first (the draft is read through `/draft`).
+ * The draft and the deployed versions of the task, newest first, without code.
  */
 export type TaskVersionListResponse = {
-    data: Array<TaskVersion>;
-    pagination: Pagination;
+    data: {
+        /**
+         * The task.
+         */
+        taskId: string;
+        versions: Array<{
+            /**
+             * The version string, or `draft`.
+             */
+            version: string;
+            /**
+             * The version description; absent when none was given.
+             */
+            description?: string;
+            createdAt: string;
+            updatedAt: string;
+        }>;
+    };
 };
 
 /**
@@ -1358,9 +1442,9 @@ export type TaskDeployRequest = {
 };
 
 /**
- * State of a task execution: `queued` and `running` are transient; `completed`, `failed` and `cancelled` are terminal.
+ * State of a task execution or run: `queued` and `running` are transient; `success`, `failure`, `timeout` (stopped at its time limit) and `cancelled` are terminal.
  */
-export type TaskExecutionStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
+export type TaskExecutionStatus = 'success' | 'failure' | 'timeout' | 'cancelled' | 'queued' | 'running';
 
 /**
  * Why a task execution failed.
@@ -1429,62 +1513,135 @@ export type TaskArtifact = {
 };
 
 /**
- * One execution (run) of a task.
+ * One execution of a task.
  */
-export type TaskExecution = {
+export type TaskExecutionResult = {
     /**
      * The execution id (`execution_id` in events).
      */
     id: string;
     /**
-     * The task.
-     */
-    taskId: string;
-    /**
      * The task version that ran.
      */
     taskVersionId: string;
     /**
-     * The run id for executions started through `POST /v2/tasks/{taskId}/run`; null otherwise.
+     * The version string that ran, or `draft`.
      */
-    run_id: string | null;
-    /**
-     * The browser session of the execution; null until one is assigned.
-     */
-    session_id: string | null;
+    version: string;
     status: TaskExecutionStatus;
     /**
-     * How the task code runs, for example `deterministic`.
+     * The task function's return value as JSON text; null unless the status is `success`.
      */
-    execution_mode: string;
+    output: string | null;
     /**
-     * The output; null unless the status is `completed`.
+     * Why the execution did not succeed; null while it runs and after a success.
      */
-    output: TaskOutput | null;
-    /**
-     * The failure; null unless the status is `failed`.
-     */
-    error: TaskExecutionError | null;
-    /**
-     * Run time in milliseconds; null until the execution ends.
-     */
-    duration_ms: number | null;
+    errorMessage: string | null;
     /**
      * When the execution was queued.
      */
-    createdAt: string;
+    startTime: string;
     /**
-     * When the execution reached a terminal state; null before.
+     * Run time in milliseconds; null until the execution ends.
      */
-    completedAt: string | null;
+    executionTime: number | null;
+};
+
+export type TaskExecutionResponse = {
+    data: TaskExecutionResult;
 };
 
 /**
- * Executions of the task, newest first.
+ * One page of the task's executions, newest first.
  */
 export type TaskExecutionListResponse = {
-    data: Array<TaskExecution>;
-    pagination: Pagination;
+    data: {
+        results: Array<TaskExecutionResult>;
+        pagination: {
+            page: number;
+            limit: number;
+            total: number;
+            totalPages: number;
+        };
+    };
+};
+
+/**
+ * Input of the run as string values, given to the task function as `ctx.input`.
+ */
+export type TaskExecuteInputs = {
+    [key: string]: string;
+};
+
+/**
+ * A legacy run of a task version.
+ */
+export type TaskExecuteRequest = {
+    /**
+     * The task to run.
+     */
+    taskId: string;
+    /**
+     * The version to run: a version string, `latest` (the latest deployed version) or `draft`.
+     */
+    version?: string;
+    /**
+     * Run in this running session instead of a new one.
+     */
+    sessionId?: string;
+    /**
+     * Answer at once with `executionResultId` instead of waiting for the end.
+     */
+    async?: boolean;
+    /**
+     * Browser configuration for this run, instead of the version's.
+     */
+    overrideBrowserConfiguration?: TaskBrowserConfiguration;
+    inputs?: TaskExecuteInputs;
+    /**
+     * End the session the run created once it finishes.
+     */
+    cleanupSessions?: boolean;
+};
+
+/**
+ * The answer of a legacy run: its outcome, or with `async` the execution to poll.
+ */
+export type TaskExecuteResponse = {
+    data: {
+        /**
+         * Whether the run succeeded (with `async`, whether it was queued).
+         */
+        success: boolean;
+        /**
+         * Whether the run goes on after this answer.
+         */
+        async: boolean;
+        /**
+         * The outcome, for a person to read.
+         */
+        message: string;
+        /**
+         * The task.
+         */
+        taskId: string;
+        /**
+         * Run time in milliseconds; only when not `async`.
+         */
+        executionTime?: number;
+        /**
+         * The task function's return value as JSON text; only when not `async` and it succeeded.
+         */
+        output?: string;
+        /**
+         * Why the run failed; only when not `async` and it failed.
+         */
+        error?: string;
+        /**
+         * The execution (`GET /v1/task/{taskId}/executions/{executionId}`).
+         */
+        executionResultId?: string;
+    };
 };
 
 /**
@@ -3424,6 +3581,31 @@ export type TaskIdPath = string;
  * A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
  */
 export type TaskVersionPath = string;
+
+/**
+ * A version number (`1`, `2`, ...); not `draft` or `latest`.
+ */
+export type TaskVersionNumberPath = string;
+
+/**
+ * The execution id (`executionResultId` of a run, `execution_id` in events).
+ */
+export type TaskExecutionIdPath = string;
+
+/**
+ * Items per page.
+ */
+export type TaskLimit = number;
+
+/**
+ * Only executions in this status.
+ */
+export type TaskExecutionStatusQuery = TaskExecutionStatus;
+
+/**
+ * Only executions of this version (a version string or `draft`).
+ */
+export type TaskExecutionVersionQuery = string;
 
 /**
  * The run id returned by `POST /v2/tasks/{taskId}/run`.
@@ -5536,7 +5718,7 @@ export type ListTasksError = ListTasksErrors[keyof ListTasksErrors];
 
 export type ListTasksResponses = {
     /**
-     * A page of tasks, newest first.
+     * A page of tasks.
      */
     200: TaskListResponse;
 };
@@ -5559,6 +5741,10 @@ export type CreateTaskErrors = {
      * The API key is missing or invalid.
      */
     401: Error;
+    /**
+     * Another task of the project has this name.
+     */
+    409: Error;
     /**
      * The request body is larger than the server accepts.
      */
@@ -5587,6 +5773,67 @@ export type CreateTaskResponses = {
 };
 
 export type CreateTaskResponse = CreateTaskResponses[keyof CreateTaskResponses];
+
+export type ExecuteTaskData = {
+    body: TaskExecuteRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/task/run';
+};
+
+export type ExecuteTaskErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The project has no credits left.
+     */
+    402: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * A rate or capacity limit was reached.
+     */
+    429: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ExecuteTaskError = ExecuteTaskErrors[keyof ExecuteTaskErrors];
+
+export type ExecuteTaskResponses = {
+    /**
+     * The run ended (or, with `async`, was queued).
+     */
+    200: TaskExecuteResponse;
+};
+
+export type ExecuteTaskResponse = ExecuteTaskResponses[keyof ExecuteTaskResponses];
 
 export type DeleteTaskData = {
     body?: never;
@@ -5629,7 +5876,7 @@ export type DeleteTaskResponses = {
     /**
      * The task is deleted.
      */
-    200: StatusData;
+    200: TaskDeleteResponse;
 };
 
 export type DeleteTaskResponse = DeleteTaskResponses[keyof DeleteTaskResponses];
@@ -5675,7 +5922,7 @@ export type GetTaskResponses = {
     /**
      * The task.
      */
-    200: TaskResponse;
+    200: TaskMetadataResponse;
 };
 
 export type GetTaskResponse = GetTaskResponses[keyof GetTaskResponses];
@@ -5706,6 +5953,10 @@ export type UpdateTaskErrors = {
      */
     404: Error;
     /**
+     * Another task of the project has this name.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -5729,7 +5980,7 @@ export type UpdateTaskResponses = {
     /**
      * The updated task.
      */
-    200: TaskResponse;
+    200: TaskMetadataResponse;
 };
 
 export type UpdateTaskResponse = UpdateTaskResponses[keyof UpdateTaskResponses];
@@ -5896,16 +6147,7 @@ export type ListTaskVersionsData = {
          */
         taskId: string;
     };
-    query?: {
-        /**
-         * Page number, from 1.
-         */
-        page?: number;
-        /**
-         * Items per page.
-         */
-        limit?: number;
-    };
+    query?: never;
     url: '/v1/task/{taskId}/versions';
 };
 
@@ -5936,12 +6178,221 @@ export type ListTaskVersionsError = ListTaskVersionsErrors[keyof ListTaskVersion
 
 export type ListTaskVersionsResponses = {
     /**
-     * A page of versions.
+     * The versions.
      */
     200: TaskVersionListResponse;
 };
 
 export type ListTaskVersionsResponse = ListTaskVersionsResponses[keyof ListTaskVersionsResponses];
+
+export type GetLatestTaskVersionData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}/latest';
+};
+
+export type GetLatestTaskVersionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetLatestTaskVersionError = GetLatestTaskVersionErrors[keyof GetLatestTaskVersionErrors];
+
+export type GetLatestTaskVersionResponses = {
+    /**
+     * The latest version.
+     */
+    200: TaskVersionResponse;
+};
+
+export type GetLatestTaskVersionResponse = GetLatestTaskVersionResponses[keyof GetLatestTaskVersionResponses];
+
+export type ListTaskExecutionsData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Items per page.
+         */
+        limit?: number;
+        /**
+         * Only executions in this status.
+         */
+        status?: TaskExecutionStatus;
+        /**
+         * Only executions of this version (a version string or `draft`).
+         */
+        version?: string;
+    };
+    url: '/v1/task/{taskId}/executions';
+};
+
+export type ListTaskExecutionsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListTaskExecutionsError = ListTaskExecutionsErrors[keyof ListTaskExecutionsErrors];
+
+export type ListTaskExecutionsResponses = {
+    /**
+     * A page of executions.
+     */
+    200: TaskExecutionListResponse;
+};
+
+export type ListTaskExecutionsResponse = ListTaskExecutionsResponses[keyof ListTaskExecutionsResponses];
+
+export type GetTaskExecutionData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+        /**
+         * The execution id (`executionResultId` of a run, `execution_id` in events).
+         */
+        executionId: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}/executions/{executionId}';
+};
+
+export type GetTaskExecutionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetTaskExecutionError = GetTaskExecutionErrors[keyof GetTaskExecutionErrors];
+
+export type GetTaskExecutionResponses = {
+    /**
+     * The execution.
+     */
+    200: TaskExecutionResponse;
+};
+
+export type GetTaskExecutionResponse = GetTaskExecutionResponses[keyof GetTaskExecutionResponses];
+
+export type DeleteTaskVersionData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+        /**
+         * A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
+         */
+        taskVersion: string;
+    };
+    query?: never;
+    url: '/v1/task/{taskId}/{taskVersion}';
+};
+
+export type DeleteTaskVersionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteTaskVersionError = DeleteTaskVersionErrors[keyof DeleteTaskVersionErrors];
+
+export type DeleteTaskVersionResponses = {
+    /**
+     * The version is deleted.
+     */
+    200: TaskDeleteResponse;
+};
+
+export type DeleteTaskVersionResponse = DeleteTaskVersionResponses[keyof DeleteTaskVersionResponses];
 
 export type GetTaskVersionData = {
     body?: never;
@@ -5953,10 +6404,10 @@ export type GetTaskVersionData = {
         /**
          * A version string (`1`, `2`, ...), `latest` (the latest deployed version) or `draft`.
          */
-        version: string;
+        taskVersion: string;
     };
     query?: never;
-    url: '/v1/task/{taskId}/versions/{version}';
+    url: '/v1/task/{taskId}/{taskVersion}';
 };
 
 export type GetTaskVersionErrors = {
@@ -5993,30 +6444,25 @@ export type GetTaskVersionResponses = {
 
 export type GetTaskVersionResponse = GetTaskVersionResponses[keyof GetTaskVersionResponses];
 
-export type ListTaskExecutionsData = {
-    body?: never;
+export type PublishTaskVersionData = {
+    body: TaskDeployRequest;
     path: {
         /**
          * The task id.
          */
         taskId: string;
-    };
-    query?: {
         /**
-         * Page number, from 1.
+         * A version number (`1`, `2`, ...); not `draft` or `latest`.
          */
-        page?: number;
-        /**
-         * Items per page.
-         */
-        limit?: number;
+        taskVersion: string;
     };
-    url: '/v1/task/{taskId}/executions';
+    query?: never;
+    url: '/v1/task/{taskId}/{taskVersion}';
 };
 
-export type ListTaskExecutionsErrors = {
+export type PublishTaskVersionErrors = {
     /**
-     * The request is invalid.
+     * The request is invalid, the version is `draft`, or a new version has no code.
      */
     400: Error;
     /**
@@ -6028,6 +6474,14 @@ export type ListTaskExecutionsErrors = {
      */
     404: Error;
     /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
      * The server failed; the message names no internals.
      */
     500: Error;
@@ -6037,16 +6491,16 @@ export type ListTaskExecutionsErrors = {
     501: Error;
 };
 
-export type ListTaskExecutionsError = ListTaskExecutionsErrors[keyof ListTaskExecutionsErrors];
+export type PublishTaskVersionError = PublishTaskVersionErrors[keyof PublishTaskVersionErrors];
 
-export type ListTaskExecutionsResponses = {
+export type PublishTaskVersionResponses = {
     /**
-     * A page of executions, newest first.
+     * The version.
      */
-    200: TaskExecutionListResponse;
+    200: TaskVersionResponse;
 };
 
-export type ListTaskExecutionsResponse = ListTaskExecutionsResponses[keyof ListTaskExecutionsResponses];
+export type PublishTaskVersionResponse = PublishTaskVersionResponses[keyof PublishTaskVersionResponses];
 
 export type RunTaskData = {
     body?: TaskRunRequest;
