@@ -299,6 +299,16 @@ export type FetchWebpageResponse =
   | { status: 502; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type CancelTaskRunRequest = { params: operations["cancelTaskRun"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type CancelTaskRunResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetTaskRunStatusRequest = { params: operations["getTaskRunStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskRunStatusResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -704,7 +714,7 @@ export type TestWebhookResponse =
   | { status: 415; contentType?: "application/json"; body: operations["testWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["testWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
-export type RunTaskRequest = { params: operations["runTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["runTask"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type RunTaskRequest = { params: operations["runTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["runTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RunTaskResponse =
   | { status: 200; contentType?: "application/json"; body: operations["runTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["runTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -909,6 +919,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   performWebTask(req: PerformWebTaskRequest, ctx: AuthedCtx): MaybePromise<PerformWebTaskResponse>;
   takeScreenshot(req: TakeScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeScreenshotResponse>;
   fetchWebpage(req: FetchWebpageRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageResponse>;
+  cancelTaskRun(req: CancelTaskRunRequest, ctx: AuthedCtx): MaybePromise<CancelTaskRunResponse>;
   getTaskRunStatus(req: GetTaskRunStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskRunStatusResponse>;
   getApplication(req: GetApplicationRequest, ctx: AuthedCtx): MaybePromise<GetApplicationResponse>;
   deleteApplication(req: DeleteApplicationRequest, ctx: AuthedCtx): MaybePromise<DeleteApplicationResponse>;
@@ -974,4 +985,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

@@ -51,6 +51,7 @@ export type OperationId =
   | "performWebTask"
   | "takeScreenshot"
   | "fetchWebpage"
+  | "cancelTaskRun"
   | "getTaskRunStatus"
   | "getApplication"
   | "deleteApplication"
@@ -432,6 +433,17 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,403,413,415,429,500,502,504],
     errors: {"400":"fetch","401":"fetch","403":"fetch","413":"fetch","415":"fetch","429":"fetch","500":"general","502":"fetch","504":"fetch"},
+  },
+  {
+    operationId: "cancelTaskRun",
+    method: "POST",
+    path: "/v2/tasks/runs/{runId}/cancel",
+    honoPath: "/v2/tasks/runs/:runId/cancel",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,409,500,501],
+    errors: {"400":"general","401":"general","404":"general","409":"general","500":"general","501":"general"},
   },
   {
     operationId: "getTaskRunStatus",
@@ -912,7 +924,7 @@ export const routes: readonly Route[] = [
     path: "/v2/tasks/{taskId}/run",
     honoPath: "/v2/tasks/:taskId/run",
     secured: true,
-    body: {"required":false,"mediaTypes":["application/json"],"binaryFields":[]},
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
     statuses: [200,400,401,402,404,409,413,415,429,500,501],
     errors: {"400":"general","401":"general","402":"general","404":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},

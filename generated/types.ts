@@ -1066,7 +1066,7 @@ export interface paths {
         put?: never;
         /**
          * Run a task
-         * @description Queues a run of the task and answers at once with its `run_id`. The outcome is reported by `GET /v2/tasks/runs/{runId}/status` and by the events `task.completed`, `task.failed` or `task.cancelled`, which carry this `run_id`. The body may be omitted. 404 when the task, the version, the session or the identity does not exist; 409 when `session_id` names a session that is not running.
+         * @description Queues a run of the task (the latest deployed version unless `version` or `version_id` names another) and answers at once with its `run_id` and status; with `sync` it waits for the end and answers `result` or `error` too. The outcome is also reported by `GET /v2/tasks/runs/{runId}/status` and by the events `task.completed`, `task.failed` or `task.cancelled`, which carry this `run_id`. 404 when the task, the version, the session or the identity does not exist; 409 when `session_id` names a session that is not running.
          */
         post: operations["runTask"];
         delete?: never;
@@ -1085,10 +1085,36 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get the status of a task run */
+        /**
+         * Get the status of a task run
+         * @description Answers the run's status, with `result` once it succeeded or `error` once it failed.
+         */
         get: operations["getTaskRunStatus"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tasks/runs/{runId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run id returned by `POST /v2/tasks/{taskId}/run`. */
+                runId: components["parameters"]["TaskRunIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a task run
+         * @description Stops a queued or running run and answers it with status `cancelled`; the event `task.cancelled` follows. Sessions the run created are ended unless `cleanup_sessions` was false. 409 when the run has already ended.
+         */
+        post: operations["cancelTaskRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3013,11 +3039,11 @@ export interface components {
                 executionResultId?: string;
             };
         };
-        /** @description Options of a task run; every field is optional. */
+        /** @description A run of a task. Give `version` or `version_id`, not both. */
         TaskRunRequest: {
-            /** @description Input of the run, given to the task function as `ctx.input` (any JSON object). */
-            input_params?: {
-                [key: string]: unknown;
+            /** @description Input of the run as string values (`{}` for none), given to the task function as `ctx.input`. */
+            input_params: {
+                [key: string]: string;
             };
             /**
              * Format: uuid
@@ -3030,167 +3056,50 @@ export interface components {
              */
             identity_id?: string;
             /**
+             * @description With `identity_id`, reuse the identity's saved profile without checking that it is still signed in (as `skip_profile_validation` of session creation).
+             * @default false
+             */
+            identity_skip_validation?: boolean;
+            /**
              * @description End the sessions the run created once it finishes.
              * @default true
              */
             cleanup_sessions?: boolean;
             /**
+             * @description Wait for the run to end; the answer then carries `result` or `error`.
+             * @default false
+             */
+            sync?: boolean;
+            /**
              * @description The task version to run: a version string, `latest` (the latest deployed version) or `draft`.
              * @default latest
              */
             version?: string;
+            /**
+             * Format: uuid
+             * @description The task version to run, by its id (the `id` of a task version).
+             */
+            version_id?: string;
         };
-        TaskRunResponse: {
-            data: {
-                /**
-                 * Format: uuid
-                 * @description The run id; task events of this run carry it as `run_id`.
-                 */
-                run_id: string;
-                status: components["schemas"]["TaskExecutionStatus"];
+        /** @description A task run: its status, with `result` once it succeeded and `error` once it failed or timed out. */
+        TaskRun: {
+            /**
+             * Format: uuid
+             * @description The run id; task events of this run carry it as `run_id`.
+             */
+            run_id: string;
+            status: components["schemas"]["TaskExecutionStatus"];
+            /** @description The JSON object the task function returned (a value that is not an object is wrapped as `{"result": <value>}`); only when the status is `success`. */
+            result?: {
+                [key: string]: unknown;
             };
-        };
-        /** @description State of a run: `output` is present only when the status is `completed`, `error` only when it is `failed`. */
-        TaskRunStatus: components["schemas"]["TaskRunStatusActive"] | components["schemas"]["TaskRunStatusCompleted"] | components["schemas"]["TaskRunStatusFailed"];
-        /** @description A run that is queued, running or was cancelled. */
-        TaskRunStatusActive: {
+            /** @description Why the run failed; only when the status is `failure` or `timeout`. */
+            error?: string;
             /**
              * Format: uuid
-             * @description The run id.
+             * @description The browser session of the run, once it has one.
              */
-            run_id: string;
-            /**
-             * Format: uuid
-             * @description The task.
-             */
-            task_id: string;
-            /**
-             * Format: uuid
-             * @description The task version that runs.
-             */
-            task_version_id: string;
-            /**
-             * @description The run state (see TaskExecutionStatus).
-             * @enum {string}
-             */
-            status: "queued" | "running" | "cancelled";
-            /**
-             * Format: uuid
-             * @description The execution of this run (`GET /v1/task/{taskId}/executions`).
-             */
-            execution_id: string;
-            /**
-             * Format: uuid
-             * @description The browser session of the run; null until one is assigned.
-             */
-            session_id: string | null;
-            /** @description Run time in milliseconds; null until the run ends. */
-            duration_ms: number | null;
-            /**
-             * Format: date-time
-             * @description When the run was queued.
-             */
-            created_at: string;
-            /**
-             * Format: date-time
-             * @description When the run reached a terminal state; null before.
-             */
-            completed_at: string | null;
-        };
-        /** @description A run that completed, with its output. */
-        TaskRunStatusCompleted: {
-            /**
-             * Format: uuid
-             * @description The run id.
-             */
-            run_id: string;
-            /**
-             * Format: uuid
-             * @description The task.
-             */
-            task_id: string;
-            /**
-             * Format: uuid
-             * @description The task version that runs.
-             */
-            task_version_id: string;
-            /**
-             * @description Always `completed`.
-             * @constant
-             */
-            status: "completed";
-            /**
-             * Format: uuid
-             * @description The execution of this run (`GET /v1/task/{taskId}/executions`).
-             */
-            execution_id: string;
-            /**
-             * Format: uuid
-             * @description The browser session of the run; null until one is assigned.
-             */
-            session_id: string | null;
-            /** @description Run time in milliseconds; null until the run ends. */
-            duration_ms: number | null;
-            /**
-             * Format: date-time
-             * @description When the run was queued.
-             */
-            created_at: string;
-            /**
-             * Format: date-time
-             * @description When the run reached a terminal state; null before.
-             */
-            completed_at: string | null;
-            output: components["schemas"]["TaskOutput"];
-        };
-        /** @description A run that failed, with the error. */
-        TaskRunStatusFailed: {
-            /**
-             * Format: uuid
-             * @description The run id.
-             */
-            run_id: string;
-            /**
-             * Format: uuid
-             * @description The task.
-             */
-            task_id: string;
-            /**
-             * Format: uuid
-             * @description The task version that runs.
-             */
-            task_version_id: string;
-            /**
-             * @description Always `failed`.
-             * @constant
-             */
-            status: "failed";
-            /**
-             * Format: uuid
-             * @description The execution of this run (`GET /v1/task/{taskId}/executions`).
-             */
-            execution_id: string;
-            /**
-             * Format: uuid
-             * @description The browser session of the run; null until one is assigned.
-             */
-            session_id: string | null;
-            /** @description Run time in milliseconds; null until the run ends. */
-            duration_ms: number | null;
-            /**
-             * Format: date-time
-             * @description When the run was queued.
-             */
-            created_at: string;
-            /**
-             * Format: date-time
-             * @description When the run reached a terminal state; null before.
-             */
-            completed_at: string | null;
-            error: components["schemas"]["TaskExecutionError"];
-        };
-        TaskRunStatusResponse: {
-            data: components["schemas"]["TaskRunStatus"];
+            session_id?: string;
         };
         /**
          * @description `pending` until the source session ends, then `ready` once stored (or `failed` when storing failed).
@@ -7831,7 +7740,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 /**
                  * @example {
@@ -7847,21 +7756,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The run is queued. */
+            /** @description The run is queued (with `sync`, it has ended). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *         "status": "queued"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["TaskRunResponse"];
+                    "application/json": components["schemas"]["TaskRun"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7888,7 +7789,35 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The run state. */
+            /** @description The run. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskRun"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    cancelTaskRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The run id returned by `POST /v2/tasks/{taskId}/run`. */
+                runId: components["parameters"]["TaskRunIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run is cancelled. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7896,30 +7825,34 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-                     *         "task_id": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
-                     *         "task_version_id": "7b9e1c2d-3a4b-4c5d-8e6f-0a1b2c3d4e5f",
-                     *         "status": "completed",
-                     *         "execution_id": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f",
-                     *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
-                     *         "output": {
-                     *           "value": {
-                     *             "title": "Order #1042: shipped"
-                     *           }
-                     *         },
-                     *         "duration_ms": 12840,
-                     *         "created_at": "2026-03-02T09:20:30Z",
-                     *         "completed_at": "2026-03-02T09:21:12Z"
-                     *       }
+                     *       "run_id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+                     *       "status": "cancelled",
+                     *       "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b"
                      *     }
                      */
-                    "application/json": components["schemas"]["TaskRunStatusResponse"];
+                    "application/json": components["schemas"]["TaskRun"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            /** @description The run has already ended. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 409,
+                     *         "message": "Task run has already ended (success)"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
         };

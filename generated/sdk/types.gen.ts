@@ -1645,14 +1645,14 @@ export type TaskExecuteResponse = {
 };
 
 /**
- * Options of a task run; every field is optional.
+ * A run of a task. Give `version` or `version_id`, not both.
  */
 export type TaskRunRequest = {
     /**
-     * Input of the run, given to the task function as `ctx.input` (any JSON object).
+     * Input of the run as string values (`{}` for none), given to the task function as `ctx.input`.
      */
-    input_params?: {
-        [key: string]: unknown;
+    input_params: {
+        [key: string]: string;
     };
     /**
      * Run in this running session instead of a new one.
@@ -1663,160 +1663,50 @@ export type TaskRunRequest = {
      */
     identity_id?: string;
     /**
+     * With `identity_id`, reuse the identity's saved profile without checking that it is still signed in (as `skip_profile_validation` of session creation).
+     */
+    identity_skip_validation?: boolean;
+    /**
      * End the sessions the run created once it finishes.
      */
     cleanup_sessions?: boolean;
     /**
+     * Wait for the run to end; the answer then carries `result` or `error`.
+     */
+    sync?: boolean;
+    /**
      * The task version to run: a version string, `latest` (the latest deployed version) or `draft`.
      */
     version?: string;
+    /**
+     * The task version to run, by its id (the `id` of a task version).
+     */
+    version_id?: string;
 };
 
-export type TaskRunResponse = {
-    data: {
-        /**
-         * The run id; task events of this run carry it as `run_id`.
-         */
-        run_id: string;
-        status: TaskExecutionStatus;
+/**
+ * A task run: its status, with `result` once it succeeded and `error` once it failed or timed out.
+ */
+export type TaskRun = {
+    /**
+     * The run id; task events of this run carry it as `run_id`.
+     */
+    run_id: string;
+    status: TaskExecutionStatus;
+    /**
+     * The JSON object the task function returned (a value that is not an object is wrapped as `{"result": <value>}`); only when the status is `success`.
+     */
+    result?: {
+        [key: string]: unknown;
     };
-};
-
-/**
- * State of a run: `output` is present only when the status is `completed`, `error` only when it is `failed`.
- */
-export type TaskRunStatus = TaskRunStatusActive | TaskRunStatusCompleted | TaskRunStatusFailed;
-
-/**
- * A run that is queued, running or was cancelled.
- */
-export type TaskRunStatusActive = {
     /**
-     * The run id.
+     * Why the run failed; only when the status is `failure` or `timeout`.
      */
-    run_id: string;
+    error?: string;
     /**
-     * The task.
+     * The browser session of the run, once it has one.
      */
-    task_id: string;
-    /**
-     * The task version that runs.
-     */
-    task_version_id: string;
-    /**
-     * The run state (see TaskExecutionStatus).
-     */
-    status: 'queued' | 'running' | 'cancelled';
-    /**
-     * The execution of this run (`GET /v1/task/{taskId}/executions`).
-     */
-    execution_id: string;
-    /**
-     * The browser session of the run; null until one is assigned.
-     */
-    session_id: string | null;
-    /**
-     * Run time in milliseconds; null until the run ends.
-     */
-    duration_ms: number | null;
-    /**
-     * When the run was queued.
-     */
-    created_at: string;
-    /**
-     * When the run reached a terminal state; null before.
-     */
-    completed_at: string | null;
-};
-
-/**
- * A run that completed, with its output.
- */
-export type TaskRunStatusCompleted = {
-    /**
-     * The run id.
-     */
-    run_id: string;
-    /**
-     * The task.
-     */
-    task_id: string;
-    /**
-     * The task version that runs.
-     */
-    task_version_id: string;
-    /**
-     * Always `completed`.
-     */
-    status: 'completed';
-    /**
-     * The execution of this run (`GET /v1/task/{taskId}/executions`).
-     */
-    execution_id: string;
-    /**
-     * The browser session of the run; null until one is assigned.
-     */
-    session_id: string | null;
-    /**
-     * Run time in milliseconds; null until the run ends.
-     */
-    duration_ms: number | null;
-    /**
-     * When the run was queued.
-     */
-    created_at: string;
-    /**
-     * When the run reached a terminal state; null before.
-     */
-    completed_at: string | null;
-    output: TaskOutput;
-};
-
-/**
- * A run that failed, with the error.
- */
-export type TaskRunStatusFailed = {
-    /**
-     * The run id.
-     */
-    run_id: string;
-    /**
-     * The task.
-     */
-    task_id: string;
-    /**
-     * The task version that runs.
-     */
-    task_version_id: string;
-    /**
-     * Always `failed`.
-     */
-    status: 'failed';
-    /**
-     * The execution of this run (`GET /v1/task/{taskId}/executions`).
-     */
-    execution_id: string;
-    /**
-     * The browser session of the run; null until one is assigned.
-     */
-    session_id: string | null;
-    /**
-     * Run time in milliseconds; null until the run ends.
-     */
-    duration_ms: number | null;
-    /**
-     * When the run was queued.
-     */
-    created_at: string;
-    /**
-     * When the run reached a terminal state; null before.
-     */
-    completed_at: string | null;
-    error: TaskExecutionError;
-};
-
-export type TaskRunStatusResponse = {
-    data: TaskRunStatus;
+    session_id?: string;
 };
 
 /**
@@ -6503,7 +6393,7 @@ export type PublishTaskVersionResponses = {
 export type PublishTaskVersionResponse = PublishTaskVersionResponses[keyof PublishTaskVersionResponses];
 
 export type RunTaskData = {
-    body?: TaskRunRequest;
+    body: TaskRunRequest;
     path: {
         /**
          * The task id.
@@ -6561,9 +6451,9 @@ export type RunTaskError = RunTaskErrors[keyof RunTaskErrors];
 
 export type RunTaskResponses = {
     /**
-     * The run is queued.
+     * The run is queued (with `sync`, it has ended).
      */
-    200: TaskRunResponse;
+    200: TaskRun;
 };
 
 export type RunTaskResponse = RunTaskResponses[keyof RunTaskResponses];
@@ -6607,12 +6497,62 @@ export type GetTaskRunStatusError = GetTaskRunStatusErrors[keyof GetTaskRunStatu
 
 export type GetTaskRunStatusResponses = {
     /**
-     * The run state.
+     * The run.
      */
-    200: TaskRunStatusResponse;
+    200: TaskRun;
 };
 
 export type GetTaskRunStatusResponse = GetTaskRunStatusResponses[keyof GetTaskRunStatusResponses];
+
+export type CancelTaskRunData = {
+    body?: never;
+    path: {
+        /**
+         * The run id returned by `POST /v2/tasks/{taskId}/run`.
+         */
+        runId: string;
+    };
+    query?: never;
+    url: '/v2/tasks/runs/{runId}/cancel';
+};
+
+export type CancelTaskRunErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The run has already ended.
+     */
+    409: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type CancelTaskRunError = CancelTaskRunErrors[keyof CancelTaskRunErrors];
+
+export type CancelTaskRunResponses = {
+    /**
+     * The run is cancelled.
+     */
+    200: TaskRun;
+};
+
+export type CancelTaskRunResponse = CancelTaskRunResponses[keyof CancelTaskRunResponses];
 
 export type ListProfilesData = {
     body?: never;
