@@ -37,7 +37,7 @@ export type ListApplicationsResponse =
 
 export type CreateApplicationRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createApplication"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateApplicationResponse =
-  | { status: 200; contentType?: "application/json"; body: operations["createApplication"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 201; contentType?: "application/json"; body: operations["createApplication"]["responses"][201]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["createApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["createApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createApplication"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -113,12 +113,11 @@ export type ListIdentitiesResponse =
   | { status: 500; contentType?: "application/json"; body: operations["listIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["listIdentities"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
-export type CreateIdentityRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type CreateIdentityRequest = { params: NoFields; query: NonNullable<operations["createIdentity"]["parameters"]["query"]>; body: NonNullable<operations["createIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateIdentityResponse =
-  | { status: 200; contentType?: "application/json"; body: operations["createIdentity"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 201; contentType?: "application/json"; body: operations["createIdentity"]["responses"][201]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["createIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["createIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 404; contentType?: "application/json"; body: operations["createIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createIdentity"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createIdentity"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["createIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -327,16 +326,6 @@ export type GetApplicationResponse =
   | { status: 500; contentType?: "application/json"; body: operations["getApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["getApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
-export type DeleteApplicationRequest = { params: operations["deleteApplication"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
-export type DeleteApplicationResponse =
-  | { status: 200; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 400; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 401; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 404; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 409; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
-
 export type UpdateApplicationRequest = { params: operations["updateApplication"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateApplication"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateApplicationResponse =
   | { status: 200; contentType?: "application/json"; body: operations["updateApplication"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -347,6 +336,16 @@ export type UpdateApplicationResponse =
   | { status: 415; contentType?: "application/json"; body: operations["updateApplication"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["updateApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["updateApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteApplicationRequest = { params: operations["deleteApplication"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteApplicationResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetBatchSessionsRequest = { params: operations["getBatchSessions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetBatchSessionsResponse =
@@ -411,15 +410,6 @@ export type GetIdentityResponse =
   | { status: 500; contentType?: "application/json"; body: operations["getIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["getIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
-export type DeleteIdentityRequest = { params: operations["deleteIdentity"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
-export type DeleteIdentityResponse =
-  | { status: 200; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 400; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 401; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 404; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
-
 export type UpdateIdentityRequest = { params: operations["updateIdentity"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateIdentityResponse =
   | { status: 200; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -430,6 +420,15 @@ export type UpdateIdentityResponse =
   | { status: 415; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteIdentityRequest = { params: operations["deleteIdentity"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteIdentityResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetProfileRequest = { params: operations["getProfile"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetProfileResponse =
@@ -520,6 +519,55 @@ export type UpdateWebhookResponse =
   | { status: 413; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListApplicationAuthFlowsRequest = { params: operations["listApplicationAuthFlows"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type ListApplicationAuthFlowsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type CreateApplicationAuthFlowRequest = { params: operations["createApplicationAuthFlow"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["createApplicationAuthFlow"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type CreateApplicationAuthFlowResponse =
+  | { status: 201; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][201]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListApplicationIdentitiesRequest = { params: operations["listApplicationIdentities"]["parameters"]["path"]; query: NonNullable<operations["listApplicationIdentities"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListApplicationIdentitiesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type CreateIdentityTokenRequest = { params: operations["createIdentityToken"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["createIdentityToken"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type CreateIdentityTokenResponse =
+  | { status: 201; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][201]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetIdentityCredentialsRequest = { params: operations["getIdentityCredentials"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetIdentityCredentialsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionPagesRequest = { params: operations["listSessionPages"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionPagesResponse =
@@ -841,6 +889,26 @@ export type FetchPrimaryRecordingResponse =
   | { status: 416; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][416]["content"]["application/json"]; headers: { "Content-Range": string } & ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type DeleteApplicationAuthFlowRequest = { params: operations["deleteApplicationAuthFlow"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteApplicationAuthFlowResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UpdateApplicationAuthFlowRequest = { params: operations["updateApplicationAuthFlow"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateApplicationAuthFlow"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type UpdateApplicationAuthFlowResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type DeleteSessionRecordingRequest = { params: operations["deleteSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteSessionRecordingResponse =
   | { status: 200; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -922,8 +990,8 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   cancelTaskRun(req: CancelTaskRunRequest, ctx: AuthedCtx): MaybePromise<CancelTaskRunResponse>;
   getTaskRunStatus(req: GetTaskRunStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskRunStatusResponse>;
   getApplication(req: GetApplicationRequest, ctx: AuthedCtx): MaybePromise<GetApplicationResponse>;
-  deleteApplication(req: DeleteApplicationRequest, ctx: AuthedCtx): MaybePromise<DeleteApplicationResponse>;
   updateApplication(req: UpdateApplicationRequest, ctx: AuthedCtx): MaybePromise<UpdateApplicationResponse>;
+  deleteApplication(req: DeleteApplicationRequest, ctx: AuthedCtx): MaybePromise<DeleteApplicationResponse>;
   getBatchSessions(req: GetBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<GetBatchSessionsResponse>;
   cancelBatchSessions(req: CancelBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<CancelBatchSessionsResponse>;
   connectCdp(req: ConnectCdpRequest, ctx: PublicCtx): MaybePromise<ConnectCdpResponse>;
@@ -931,8 +999,8 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   getExtension(req: GetExtensionRequest, ctx: AuthedCtx): MaybePromise<GetExtensionResponse>;
   deleteExtension(req: DeleteExtensionRequest, ctx: AuthedCtx): MaybePromise<DeleteExtensionResponse>;
   getIdentity(req: GetIdentityRequest, ctx: AuthedCtx): MaybePromise<GetIdentityResponse>;
-  deleteIdentity(req: DeleteIdentityRequest, ctx: AuthedCtx): MaybePromise<DeleteIdentityResponse>;
   updateIdentity(req: UpdateIdentityRequest, ctx: AuthedCtx): MaybePromise<UpdateIdentityResponse>;
+  deleteIdentity(req: DeleteIdentityRequest, ctx: AuthedCtx): MaybePromise<DeleteIdentityResponse>;
   getProfile(req: GetProfileRequest, ctx: AuthedCtx): MaybePromise<GetProfileResponse>;
   deleteProfile(req: DeleteProfileRequest, ctx: AuthedCtx): MaybePromise<DeleteProfileResponse>;
   getSession(req: GetSessionRequest, ctx: AuthedCtx): MaybePromise<GetSessionResponse>;
@@ -943,6 +1011,11 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   getWebhook(req: GetWebhookRequest, ctx: AuthedCtx): MaybePromise<GetWebhookResponse>;
   deleteWebhook(req: DeleteWebhookRequest, ctx: AuthedCtx): MaybePromise<DeleteWebhookResponse>;
   updateWebhook(req: UpdateWebhookRequest, ctx: AuthedCtx): MaybePromise<UpdateWebhookResponse>;
+  listApplicationAuthFlows(req: ListApplicationAuthFlowsRequest, ctx: AuthedCtx): MaybePromise<ListApplicationAuthFlowsResponse>;
+  createApplicationAuthFlow(req: CreateApplicationAuthFlowRequest, ctx: AuthedCtx): MaybePromise<CreateApplicationAuthFlowResponse>;
+  listApplicationIdentities(req: ListApplicationIdentitiesRequest, ctx: AuthedCtx): MaybePromise<ListApplicationIdentitiesResponse>;
+  createIdentityToken(req: CreateIdentityTokenRequest, ctx: AuthedCtx): MaybePromise<CreateIdentityTokenResponse>;
+  getIdentityCredentials(req: GetIdentityCredentialsRequest, ctx: AuthedCtx): MaybePromise<GetIdentityCredentialsResponse>;
   listSessionPages(req: ListSessionPagesRequest, ctx: AuthedCtx): MaybePromise<ListSessionPagesResponse>;
   listSessionRecordings(req: ListSessionRecordingsRequest, ctx: AuthedCtx): MaybePromise<ListSessionRecordingsResponse>;
   replaceSessionTags(req: ReplaceSessionTagsRequest, ctx: AuthedCtx): MaybePromise<ReplaceSessionTagsResponse>;
@@ -975,6 +1048,8 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   mouseMove(req: MouseMoveRequest, ctx: AuthedCtx): MaybePromise<MouseMoveResponse>;
   mouseUp(req: MouseUpRequest, ctx: AuthedCtx): MaybePromise<MouseUpResponse>;
   fetchPrimaryRecording(req: FetchPrimaryRecordingRequest, ctx: AuthedCtx): MaybePromise<FetchPrimaryRecordingResponse>;
+  deleteApplicationAuthFlow(req: DeleteApplicationAuthFlowRequest, ctx: AuthedCtx): MaybePromise<DeleteApplicationAuthFlowResponse>;
+  updateApplicationAuthFlow(req: UpdateApplicationAuthFlowRequest, ctx: AuthedCtx): MaybePromise<UpdateApplicationAuthFlowResponse>;
   deleteSessionRecording(req: DeleteSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<DeleteSessionRecordingResponse>;
   getTaskExecution(req: GetTaskExecutionRequest, ctx: AuthedCtx): MaybePromise<GetTaskExecutionResponse>;
   getTaskVersion(req: GetTaskVersionRequest, ctx: AuthedCtx): MaybePromise<GetTaskVersionResponse>;
@@ -985,4 +1060,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "deleteApplication" | "updateApplication" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "deleteIdentity" | "updateIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

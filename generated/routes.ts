@@ -54,8 +54,8 @@ export type OperationId =
   | "cancelTaskRun"
   | "getTaskRunStatus"
   | "getApplication"
-  | "deleteApplication"
   | "updateApplication"
+  | "deleteApplication"
   | "getBatchSessions"
   | "cancelBatchSessions"
   | "connectCdp"
@@ -63,8 +63,8 @@ export type OperationId =
   | "getExtension"
   | "deleteExtension"
   | "getIdentity"
-  | "deleteIdentity"
   | "updateIdentity"
+  | "deleteIdentity"
   | "getProfile"
   | "deleteProfile"
   | "getSession"
@@ -75,6 +75,11 @@ export type OperationId =
   | "getWebhook"
   | "deleteWebhook"
   | "updateWebhook"
+  | "listApplicationAuthFlows"
+  | "createApplicationAuthFlow"
+  | "listApplicationIdentities"
+  | "createIdentityToken"
+  | "getIdentityCredentials"
   | "listSessionPages"
   | "listSessionRecordings"
   | "replaceSessionTags"
@@ -107,6 +112,8 @@ export type OperationId =
   | "mouseMove"
   | "mouseUp"
   | "fetchPrimaryRecording"
+  | "deleteApplicationAuthFlow"
+  | "updateApplicationAuthFlow"
   | "deleteSessionRecording"
   | "getTaskExecution"
   | "getTaskVersion"
@@ -156,7 +163,7 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,413,415,500,501],
+    statuses: [201,400,401,413,415,500,501],
     errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
@@ -255,8 +262,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [201,400,401,413,415,500,501],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
     operationId: "listProfiles",
@@ -468,6 +475,17 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
+    operationId: "updateApplication",
+    method: "PUT",
+    path: "/v1/applications/{id}",
+    honoPath: "/v1/applications/:id",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
     operationId: "deleteApplication",
     method: "DELETE",
     path: "/v1/applications/{id}",
@@ -477,17 +495,6 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,409,500,501],
     errors: {"400":"general","401":"general","404":"general","409":"general","500":"general","501":"general"},
-  },
-  {
-    operationId: "updateApplication",
-    method: "PATCH",
-    path: "/v1/applications/{id}",
-    honoPath: "/v1/applications/:id",
-    secured: true,
-    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
-    arrayQuery: [],
-    statuses: [200,400,401,404,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
     operationId: "getBatchSessions",
@@ -567,6 +574,17 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
+    operationId: "updateIdentity",
+    method: "PUT",
+    path: "/v1/identities/{id}",
+    honoPath: "/v1/identities/:id",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
     operationId: "deleteIdentity",
     method: "DELETE",
     path: "/v1/identities/{id}",
@@ -576,17 +594,6 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,500,501],
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
-  },
-  {
-    operationId: "updateIdentity",
-    method: "PATCH",
-    path: "/v1/identities/{id}",
-    honoPath: "/v1/identities/:id",
-    secured: true,
-    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
-    arrayQuery: [],
-    statuses: [200,400,401,404,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
     operationId: "getProfile",
@@ -697,6 +704,61 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,413,415,500],
     errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general"},
+  },
+  {
+    operationId: "listApplicationAuthFlows",
+    method: "GET",
+    path: "/v1/applications/{id}/auth-flows",
+    honoPath: "/v1/applications/:id/auth-flows",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "createApplicationAuthFlow",
+    method: "POST",
+    path: "/v1/applications/{id}/auth-flows",
+    honoPath: "/v1/applications/:id/auth-flows",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [201,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listApplicationIdentities",
+    method: "GET",
+    path: "/v1/applications/{id}/identities",
+    honoPath: "/v1/applications/:id/identities",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "createIdentityToken",
+    method: "POST",
+    path: "/v1/applications/{id}/tokens",
+    honoPath: "/v1/applications/:id/tokens",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [201,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "getIdentityCredentials",
+    method: "GET",
+    path: "/v1/identities/{id}/credentials",
+    honoPath: "/v1/identities/:id/credentials",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
     operationId: "listSessionPages",
@@ -1049,6 +1111,28 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,206,400,401,404,416,500],
     errors: {"400":"general","401":"general","404":"general","416":"general","500":"general"},
+  },
+  {
+    operationId: "deleteApplicationAuthFlow",
+    method: "DELETE",
+    path: "/v1/applications/{id}/auth-flows/{authFlowId}",
+    honoPath: "/v1/applications/:id/auth-flows/:authFlowId",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "updateApplicationAuthFlow",
+    method: "PATCH",
+    path: "/v1/applications/{id}/auth-flows/{authFlowId}",
+    honoPath: "/v1/applications/:id/auth-flows/:authFlowId",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
     operationId: "deleteSessionRecording",

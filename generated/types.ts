@@ -1401,12 +1401,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List identities */
+        /**
+         * List identities
+         * @description Lists every identity of the project, newest first (not paginated), optionally only those of one application, in one status or whose name contains `search`.
+         */
         get: operations["listIdentities"];
         put?: never;
         /**
          * Create an identity
-         * @description Creates an identity for an application; it is `pending` and authenticates on first use. 404 when the application does not exist.
+         * @description Creates an identity for the login page `source`, in the application of that page (created when the project has none, named `applicationName`). Credentials are optional and write-only. By default the identity is `pending` and is validated in the background; with `validateAsync=false` it signs in before the answer, which then says `active` or `failed`.
          */
         post: operations["createIdentity"];
         delete?: never;
@@ -1425,9 +1428,16 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an identity */
+        /**
+         * Get an identity
+         * @description Answers the identity, never its credentials.
+         */
         get: operations["getIdentity"];
-        put?: never;
+        /**
+         * Update an identity
+         * @description Changes the name or metadata, or replaces all credentials; new credentials set the status back to `pending`. Omitted fields keep their value.
+         */
+        put: operations["updateIdentity"];
         post?: never;
         /**
          * Delete an identity
@@ -1436,11 +1446,30 @@ export interface paths {
         delete: operations["deleteIdentity"];
         options?: never;
         head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/identities/{id}/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity id. */
+                id: components["parameters"]["IdentityIdPath"];
+            };
+            cookie?: never;
+        };
         /**
-         * Update an identity
-         * @description Changes the name or replaces the credentials; new credentials set the status back to `pending`. An empty object changes nothing.
+         * List the credentials of an identity
+         * @description Names the credentials an identity holds: for each, its type and the names of the fields that are set. Secrets are write-only: no value (username, password, authenticator secret, custom field value) is ever answered.
          */
-        patch: operations["updateIdentity"];
+        get: operations["getIdentityCredentials"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/applications": {
@@ -1450,10 +1479,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List applications */
+        /**
+         * List applications
+         * @description Lists every application of the project, newest first (not paginated), optionally only those whose name contains `search`.
+         */
         get: operations["listApplications"];
         put?: never;
-        /** Create an application */
+        /**
+         * Create an application
+         * @description Creates an application for the web app whose login page is `source`.
+         */
         post: operations["createApplication"];
         delete?: never;
         options?: never;
@@ -1473,20 +1508,122 @@ export interface paths {
         };
         /** Get an application */
         get: operations["getApplication"];
-        put?: never;
+        /**
+         * Update an application
+         * @description Changes the given fields; omitted fields keep their value.
+         */
+        put: operations["updateApplication"];
         post?: never;
         /**
          * Delete an application
-         * @description Permanently removes the application. 409 while identities still use it: delete them first.
+         * @description Permanently removes the application with its authentication flows. 409 while identities still use it: delete them first.
          */
         delete: operations["deleteApplication"];
         options?: never;
         head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{id}/identities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
         /**
-         * Update an application
-         * @description Changes the given fields. An empty object changes nothing.
+         * List the identities of an application
+         * @description Lists the application's identities, newest first (not paginated), optionally only those whose name contains `search` or whose metadata holds every pair of `metadata`.
          */
-        patch: operations["updateApplication"];
+        get: operations["listApplicationIdentities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{id}/auth-flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the authentication flows of an application
+         * @description Lists the ways to sign in to the application, each with the credential methods it needs.
+         */
+        get: operations["listApplicationAuthFlows"];
+        put?: never;
+        /**
+         * Create an authentication flow
+         * @description Adds a way to sign in to the application, naming the credential methods it needs and the custom fields it asks for.
+         */
+        post: operations["createApplicationAuthFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/applications/{id}/auth-flows/{authFlowId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+                /** @description The authentication flow id. */
+                authFlowId: components["parameters"]["AuthFlowIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an authentication flow
+         * @description Permanently removes the authentication flow; identities that used it keep their credentials.
+         */
+        delete: operations["deleteApplicationAuthFlow"];
+        options?: never;
+        head?: never;
+        /**
+         * Update an authentication flow
+         * @description Changes the given fields; omitted fields keep their value.
+         */
+        patch: operations["updateApplicationAuthFlow"];
+        trace?: never;
+    };
+    "/v1/applications/{id}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create an identity token
+         * @description Creates a short-lived token that starts the sign-in flow by which an end user links an identity to the application; after signing in, the user is redirected to `callbackUrl`, which must be HTTPS. Only the answer holds the token; keep `token_hash` to recognize it later.
+         */
+        post: operations["createIdentityToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/client-certificates": {
@@ -4158,88 +4295,219 @@ export interface components {
             error_message: string;
         };
         /**
-         * @description `active`: signed in, sessions reuse its saved profile; `pending`: authenticates on first use.
+         * @description `active`: signed in, sessions reuse its saved profile; `pending`: not yet validated, authenticates on first use; `failed`: its last sign-in failed (wrong credentials or the login could not be completed).
          * @enum {string}
          */
-        IdentityStatus: "active" | "pending";
-        /** @description The sign-in credentials. Write-only: stored encrypted (AES-256-GCM) and never returned. */
-        IdentityCredentials: {
+        IdentityStatus: "active" | "pending" | "failed";
+        /**
+         * @description A kind of credential: `username_password`, `authenticator` (a TOTP secret for 2FA) or `custom` (named fields the login form asks for).
+         * @enum {string}
+         */
+        CredentialMethod: "username_password" | "authenticator" | "custom";
+        /** @description Free-form metadata of the identity, for your own filtering and routing. */
+        IdentityMetadata: {
+            [key: string]: unknown;
+        };
+        /** @description A user name (or e-mail address) and password. */
+        IdentityUsernamePasswordCredential: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "IdentityUsernamePasswordCredential";
             /** @description The user name or e-mail address. */
             username: string;
             /** @description The password. */
             password: string;
-            /** @description The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed) for TOTP-based 2FA. */
-            totp_secret?: string;
         };
-        /** @description An identity: credentials for one application. The credentials are never returned. */
+        /** @description An authenticator app's TOTP secret, for TOTP-based 2FA. */
+        IdentityAuthenticatorCredential: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "IdentityAuthenticatorCredential";
+            /** @description The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed). */
+            secret: string;
+            /** @description A current one-time code from the authenticator, to check the secret. */
+            otp?: string;
+        };
+        /** @description Named values a login form asks for beyond a user name and password. */
+        IdentityCustomCredential: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "IdentityCustomCredential";
+            fields: {
+                /** @description The field name, as in the application's authentication flow. */
+                name: string;
+                /** @description The field value. */
+                value: string;
+            }[];
+        };
+        /** @description One credential of an identity. Write-only: stored encrypted (AES-256-GCM) and never answered. */
+        IdentityCredential: components["schemas"]["IdentityUsernamePasswordCredential"] | components["schemas"]["IdentityAuthenticatorCredential"] | components["schemas"]["IdentityCustomCredential"];
+        /** @description The credentials, at most one of each type. */
+        IdentityCredentialList: components["schemas"]["IdentityCredential"][];
+        /** @description An identity: credentials for one application's login page. The credentials are never answered. */
         Identity: {
             /**
              * Format: uuid
-             * @description The identity id, used in the session option `identities`.
+             * @description The identity id, used in the session option `identities` and in task runs.
              */
             id: string;
             /** @description The identity name. */
             name: string;
             /**
+             * Format: uri
+             * @description The login page the identity signs in on.
+             */
+            source: string;
+            status: components["schemas"]["IdentityStatus"];
+            metadata: components["schemas"]["IdentityMetadata"];
+            /**
              * Format: uuid
-             * @description The application the identity signs in to.
+             * @description The application of `source`.
              */
             application_id: string;
-            status: components["schemas"]["IdentityStatus"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at: string;
         };
-        /** @description A new identity; it starts `pending` and authenticates on first use. */
+        /** @description A new identity for the login page `source`. */
         IdentityCreateRequest: {
-            /** @description The identity name. */
-            name: string;
+            /**
+             * @description The identity name.
+             * @default Unnamed Identity
+             */
+            name?: string;
+            /**
+             * Format: uri
+             * @description The login page URL; the identity joins the application of this page.
+             */
+            source: string;
+            credentials?: components["schemas"]["IdentityCredentialList"];
+            metadata?: components["schemas"]["IdentityMetadata"];
+            /** @description The name of the application when this creates it; default the host of `source`. */
+            applicationName?: string;
+            /** @description The description of the application when this creates it. */
+            applicationDescription?: string;
+        };
+        /** @description The created identity. */
+        IdentityCreated: {
             /**
              * Format: uuid
-             * @description The application to sign in to.
+             * @description The identity id.
+             */
+            id: string;
+            /** @description The identity name. */
+            name: string;
+            status: components["schemas"]["IdentityStatus"];
+            metadata: components["schemas"]["IdentityMetadata"];
+            /**
+             * Format: uuid
+             * @description The application of `source`.
              */
             application_id: string;
-            credentials: components["schemas"]["IdentityCredentials"];
+            /** Format: date-time */
+            created_at: string;
         };
-        /** @description The fields to change; new credentials replace the old ones and set the status back to `pending`. An empty object changes nothing. */
+        /** @description The fields to change; `credentials` replaces all credentials and sets the status back to `pending`. An empty object changes nothing. */
         IdentityUpdateRequest: {
             /** @description The new name. */
             name?: string;
-            credentials?: components["schemas"]["IdentityCredentials"];
+            metadata?: components["schemas"]["IdentityMetadata"];
+            credentials?: components["schemas"]["IdentityCredentialList"];
         };
-        IdentityResponse: {
-            data: components["schemas"]["Identity"];
+        /** @description The updated identity. */
+        IdentityUpdated: {
+            /**
+             * Format: uuid
+             * @description The identity id.
+             */
+            id: string;
+            /** @description The identity name. */
+            name: string;
+            metadata: components["schemas"]["IdentityMetadata"];
+            /** Format: date-time */
+            updated_at: string;
+        };
+        IdentityDeleted: {
+            /** @description What was deleted. */
+            message: string;
         };
         /** @description Identities of the project, newest first. */
         IdentityListResponse: {
-            data: components["schemas"]["Identity"][];
-            pagination: components["schemas"]["Pagination"];
+            identities: components["schemas"]["Identity"][];
         };
-        /** @description How to sign in to the application. Omitted fields are detected on the login page. */
-        ApplicationAuthFlow: {
+        /** @description The credentials an identity holds, by type and field name. Write-only secrets: no value is ever answered. */
+        IdentityCredentialsResponse: {
             /**
-             * @description `single_page`: username and password on one form; `multi_step`: the username first, then the password (and a TOTP code) on following pages; `auto`: detected.
-             * @default auto
-             * @enum {string}
+             * Format: uuid
+             * @description The identity id.
              */
-            type?: "auto" | "single_page" | "multi_step";
-            /** @description CSS selector of the username field; detected when omitted. */
-            username_selector?: string;
-            /** @description CSS selector of the password field; detected when omitted. */
-            password_selector?: string;
-            /** @description CSS selector of the submit button; detected when omitted. */
-            submit_selector?: string;
-            /** @description CSS selector of the one-time-code field for TOTP 2FA; detected when omitted. */
-            totp_selector?: string;
+            id: string;
+            /** @description The identity name. */
+            name: string;
             /**
              * Format: uri
-             * @description A URL prefix reached after a successful login; detected when omitted.
+             * @description The login page the identity signs in on.
              */
-            success_url?: string;
+            source: string;
+            credentials: {
+                type: components["schemas"]["CredentialMethod"];
+                /** @description The names of the fields that are set: `username` and `password`; `secret` (and `otp`); or the custom field names. */
+                fields: string[];
+            }[];
+        };
+        /** @description The `{success}` answer of some deletions. */
+        SuccessFlag: {
+            /** @description Always true; failures answer an error status. */
+            success: boolean;
         };
         /** @description An application: a third-party web app identities sign in to. */
         Application: {
+            /**
+             * Format: uuid
+             * @description The application id.
+             */
+            id: string;
+            /** @description The application name. */
+            name: string;
+            /**
+             * Format: uri
+             * @description The login page of the application (the `source` it was created with).
+             */
+            url: string;
+            /** @description The description; null when none was given. */
+            description: string | null;
+            /** @description Number of identities of the application. */
+            identity_count: number;
+            /** @description The credential methods its authentication flows use. */
+            auth_methods: components["schemas"]["CredentialMethod"][];
+            /** @description Host names, besides the host of `url`, on which its identities' credentials may be entered. */
+            allowed_domains: string[];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A new application. */
+        ApplicationCreateRequest: {
+            /**
+             * Format: uri
+             * @description The login page URL of the web app.
+             */
+            source: string;
+            /** @description The application name; default the host of `source`. */
+            name?: string;
+            /** @description A description. */
+            description?: string;
+        };
+        /** @description The created application. */
+        ApplicationCreated: {
             /**
              * Format: uuid
              * @description The application id.
@@ -4254,47 +4522,122 @@ export interface components {
             url: string;
             /** @description The description; null when none was given. */
             description: string | null;
-            /** @description How to sign in; null when everything is detected. */
-            auth_flow: components["schemas"]["ApplicationAuthFlow"] | null;
             /** Format: date-time */
             created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-        };
-        /** @description A new application. */
-        ApplicationCreateRequest: {
-            /** @description The application name. */
-            name: string;
-            /**
-             * Format: uri
-             * @description The login page of the application.
-             */
-            url: string;
-            /** @description A description. */
-            description?: string;
-            auth_flow?: components["schemas"]["ApplicationAuthFlow"];
         };
         /** @description The fields to change; omitted fields keep their value and an empty object changes nothing. */
         ApplicationUpdateRequest: {
             /** @description The application name. */
             name?: string;
-            /**
-             * Format: uri
-             * @description The login page of the application.
-             */
-            url?: string;
             /** @description The new description; null clears it. */
             description?: string | null;
-            /** @description The new sign-in flow; null means detect everything. */
-            auth_flow?: components["schemas"]["ApplicationAuthFlow"] | null;
-        };
-        ApplicationResponse: {
-            data: components["schemas"]["Application"];
+            /** @description Host names, besides the host of `url`, on which the identities' credentials may be entered; replaces the list. */
+            allowed_domains?: string[];
         };
         /** @description Applications of the project, newest first. */
         ApplicationListResponse: {
-            data: components["schemas"]["Application"][];
-            pagination: components["schemas"]["Pagination"];
+            applications: components["schemas"]["Application"][];
+        };
+        /** @description An identity as the application lists it. */
+        ApplicationIdentity: {
+            /**
+             * Format: uuid
+             * @description The identity id.
+             */
+            id: string;
+            /** @description The identity name. */
+            name: string;
+            /** @description The id of the authentication flow the identity signs in with; null when none was chosen. */
+            auth_flow: string | null;
+            status: components["schemas"]["IdentityStatus"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description Identities of the application, newest first. */
+        ApplicationIdentityListResponse: {
+            identities: components["schemas"]["ApplicationIdentity"][];
+        };
+        /** @description A custom field the login form asks for. */
+        AuthFlowCustomField: {
+            /** @description The field name; a `custom` credential gives its value under this name. */
+            name: string;
+        };
+        /** @description An authentication flow: one way to sign in to the application. */
+        AuthFlow: {
+            /**
+             * Format: uuid
+             * @description The authentication flow id.
+             */
+            id: string;
+            /** @description The flow name. */
+            name: string;
+            /** @description The description; null when none was given. */
+            description: string | null;
+            /** @description Whether this is the flow to use when an identity names none. */
+            is_recommended: boolean;
+            /** @description The credential methods the flow needs, in the order the login asks for them. */
+            methods: components["schemas"]["CredentialMethod"][];
+            /** @description The custom fields the flow asks for (with the `custom` method). */
+            custom_fields: components["schemas"]["AuthFlowCustomField"][];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A new authentication flow. */
+        AuthFlowCreateRequest: {
+            /** @description The flow name. */
+            name: string;
+            /** @description A description. */
+            description?: string;
+            /**
+             * @description Make this the flow to use when an identity names none.
+             * @default false
+             */
+            is_recommended?: boolean;
+            /** @description The credential methods the flow needs, in the order the login asks for them. */
+            methods: components["schemas"]["CredentialMethod"][];
+            /** @description The custom fields the flow asks for (with the `custom` method). */
+            custom_fields?: components["schemas"]["AuthFlowCustomField"][];
+        };
+        /** @description The fields to change; omitted fields keep their value and an empty object changes nothing. */
+        AuthFlowUpdateRequest: {
+            /** @description The flow name. */
+            name?: string;
+            /** @description A description. */
+            description?: string;
+            /** @description Make this the flow to use when an identity names none. */
+            is_recommended?: boolean;
+            /** @description The credential methods the flow needs; replaces the list. */
+            methods?: components["schemas"]["CredentialMethod"][];
+            /** @description The custom fields the flow asks for; replaces the list. */
+            custom_fields?: components["schemas"]["AuthFlowCustomField"][];
+        };
+        /** @description Authentication flows of the application. */
+        AuthFlowListResponse: {
+            auth_flows: components["schemas"]["AuthFlow"][];
+        };
+        IdentityTokenRequest: {
+            /**
+             * Format: uri
+             * @description Where the user is redirected after signing in; HTTPS only.
+             */
+            callbackUrl: string;
+        };
+        IdentityTokenResponse: {
+            data: {
+                /** @description The token; only this answer holds it. */
+                token: string;
+                /**
+                 * Format: date-time
+                 * @description When the token stops working.
+                 */
+                expires_at: string;
+                /** @description A hash of the token (hex SHA-256), to recognize it later without storing it. */
+                token_hash: string;
+            };
         };
         /** @description A TLS client certificate that sessions present to one origin. The key and passphrase are never returned. */
         ClientCertificate: {
@@ -4940,8 +5283,20 @@ export interface components {
         IdentityApplicationIdQuery: string;
         /** @description Only identities in this status. */
         IdentityStatusQuery: components["schemas"]["IdentityStatus"];
+        /** @description Only identities whose name contains this text (case-insensitive). */
+        IdentitySearchQuery: string;
+        /** @description Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`. */
+        IdentityMetadataQuery: {
+            [key: string]: string;
+        };
+        /** @description `true`: answer at once with status `pending` and validate the credentials in the background; `false`: sign in first and answer `active` or `failed`. */
+        IdentityValidateAsyncQuery: boolean;
         /** @description The application id. */
         ApplicationIdPath: string;
+        /** @description Only applications whose name contains this text (case-insensitive). */
+        ApplicationSearchQuery: string;
+        /** @description The authentication flow id. */
+        AuthFlowIdPath: string;
         /** @description The client certificate id. */
         ClientCertificateIdPath: string;
         /**
@@ -8817,10 +9172,8 @@ export interface operations {
                 application_id?: components["parameters"]["IdentityApplicationIdQuery"];
                 /** @description Only identities in this status. */
                 status?: components["parameters"]["IdentityStatusQuery"];
-                /** @description Page number, from 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Items per page. */
-                limit?: components["parameters"]["Limit"];
+                /** @description Only identities whose name contains this text (case-insensitive). */
+                search?: components["parameters"]["IdentitySearchQuery"];
             };
             header?: never;
             path?: never;
@@ -8828,7 +9181,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of identities, newest first. */
+            /** @description The identities. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -8836,22 +9189,20 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": [
+                     *       "identities": [
                      *         {
                      *           "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
                      *           "name": "Test buyer",
-                     *           "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *           "source": "https://shop.example.com/login",
                      *           "status": "active",
+                     *           "metadata": {
+                     *             "department": "Purchasing"
+                     *           },
+                     *           "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
                      *           "created_at": "2026-03-02T09:15:00Z",
                      *           "updated_at": "2026-03-02T09:20:30Z"
                      *         }
-                     *       ],
-                     *       "pagination": {
-                     *         "page": 1,
-                     *         "limit": 20,
-                     *         "total": 1,
-                     *         "total_pages": 1
-                     *       }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["IdentityListResponse"];
@@ -8865,7 +9216,10 @@ export interface operations {
     };
     createIdentity: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `true`: answer at once with status `pending` and validate the credentials in the background; `false`: sign in first and answer `active` or `failed`. */
+                validateAsync?: components["parameters"]["IdentityValidateAsyncQuery"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -8875,11 +9229,20 @@ export interface operations {
                 /**
                  * @example {
                  *       "name": "Test buyer",
-                 *       "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
-                 *       "credentials": {
-                 *         "username": "buyer@example.com",
-                 *         "password": "correct horse battery staple",
-                 *         "totp_secret": "JBSWY3DPEHPK3PXP"
+                 *       "source": "https://shop.example.com/login",
+                 *       "credentials": [
+                 *         {
+                 *           "type": "username_password",
+                 *           "username": "buyer@example.com",
+                 *           "password": "correct horse battery staple"
+                 *         },
+                 *         {
+                 *           "type": "authenticator",
+                 *           "secret": "JBSWY3DPEHPK3PXP"
+                 *         }
+                 *       ],
+                 *       "metadata": {
+                 *         "department": "Purchasing"
                  *       }
                  *     }
                  */
@@ -8887,38 +9250,29 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The identity. */
-            200: {
+            /** @description The identity is created. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
-                     *         "name": "Test buyer",
-                     *         "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
-                     *         "status": "pending",
-                     *         "created_at": "2026-03-02T09:15:00Z",
-                     *         "updated_at": "2026-03-02T09:15:00Z"
-                     *       }
+                     *       "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *       "name": "Test buyer",
+                     *       "status": "pending",
+                     *       "metadata": {
+                     *         "department": "Purchasing"
+                     *       },
+                     *       "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *       "created_at": "2026-03-02T09:15:00Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["IdentityResponse"];
+                    "application/json": components["schemas"]["IdentityCreated"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            /** @description The application does not exist. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -8937,7 +9291,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The identity (never its credentials). */
+            /** @description The identity. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -8945,22 +9299,79 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
-                     *         "name": "Test buyer",
-                     *         "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
-                     *         "status": "active",
-                     *         "created_at": "2026-03-02T09:15:00Z",
-                     *         "updated_at": "2026-03-02T09:20:30Z"
-                     *       }
+                     *       "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *       "name": "Test buyer",
+                     *       "source": "https://shop.example.com/login",
+                     *       "status": "active",
+                     *       "metadata": {
+                     *         "department": "Purchasing"
+                     *       },
+                     *       "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:20:30Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["IdentityResponse"];
+                    "application/json": components["schemas"]["Identity"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    updateIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity id. */
+                id: components["parameters"]["IdentityIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "credentials": [
+                 *         {
+                 *           "type": "username_password",
+                 *           "username": "buyer@example.com",
+                 *           "password": "a new passphrase"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["IdentityUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated identity. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *       "name": "Test buyer",
+                     *       "metadata": {
+                     *         "department": "Purchasing"
+                     *       },
+                     *       "updated_at": "2026-03-02T09:25:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IdentityUpdated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
         };
@@ -8985,12 +9396,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "status": "deleted"
-                     *       }
+                     *       "message": "Identity deleted successfully"
                      *     }
                      */
-                    "application/json": components["schemas"]["StatusData"];
+                    "application/json": components["schemas"]["IdentityDeleted"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9000,7 +9409,7 @@ export interface operations {
             501: components["responses"]["NotImplemented"];
         };
     };
-    updateIdentity: {
+    getIdentityCredentials: {
         parameters: {
             query?: never;
             header?: never;
@@ -9010,21 +9419,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "credentials": {
-                 *         "username": "buyer@example.com",
-                 *         "password": "a new passphrase"
-                 *       }
-                 *     }
-                 */
-                "application/json": components["schemas"]["IdentityUpdateRequest"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description The updated identity. */
+            /** @description The credential fields that are set. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9032,24 +9429,32 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
-                     *         "name": "Test buyer",
-                     *         "application_id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
-                     *         "status": "pending",
-                     *         "created_at": "2026-03-02T09:15:00Z",
-                     *         "updated_at": "2026-03-02T09:20:30Z"
-                     *       }
+                     *       "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *       "name": "Test buyer",
+                     *       "source": "https://shop.example.com/login",
+                     *       "credentials": [
+                     *         {
+                     *           "type": "username_password",
+                     *           "fields": [
+                     *             "username",
+                     *             "password"
+                     *           ]
+                     *         },
+                     *         {
+                     *           "type": "authenticator",
+                     *           "fields": [
+                     *             "secret"
+                     *           ]
+                     *         }
+                     *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["IdentityResponse"];
+                    "application/json": components["schemas"]["IdentityCredentialsResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
         };
@@ -9057,10 +9462,8 @@ export interface operations {
     listApplications: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
-                page?: components["parameters"]["Page"];
-                /** @description Items per page. */
-                limit?: components["parameters"]["Limit"];
+                /** @description Only applications whose name contains this text (case-insensitive). */
+                search?: components["parameters"]["ApplicationSearchQuery"];
             };
             header?: never;
             path?: never;
@@ -9068,7 +9471,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of applications, newest first. */
+            /** @description The applications. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9076,30 +9479,24 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": [
+                     *       "applications": [
                      *         {
                      *           "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
                      *           "name": "Shop back office",
                      *           "url": "https://shop.example.com/login",
                      *           "description": "Order management of the shop.",
-                     *           "auth_flow": {
-                     *             "type": "multi_step",
-                     *             "username_selector": "#email",
-                     *             "password_selector": "#password",
-                     *             "submit_selector": "button[type=submit]",
-                     *             "totp_selector": "#otp",
-                     *             "success_url": "https://shop.example.com/orders"
-                     *           },
+                     *           "identity_count": 2,
+                     *           "auth_methods": [
+                     *             "username_password",
+                     *             "authenticator"
+                     *           ],
+                     *           "allowed_domains": [
+                     *             "shop.example.com"
+                     *           ],
                      *           "created_at": "2026-03-02T09:15:00Z",
-                     *           "updated_at": "2026-03-02T09:15:00Z"
+                     *           "updated_at": "2026-03-02T09:20:30Z"
                      *         }
-                     *       ],
-                     *       "pagination": {
-                     *         "page": 1,
-                     *         "limit": 20,
-                     *         "total": 1,
-                     *         "total_pages": 1
-                     *       }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["ApplicationListResponse"];
@@ -9122,50 +9519,31 @@ export interface operations {
             content: {
                 /**
                  * @example {
+                 *       "source": "https://shop.example.com/login",
                  *       "name": "Shop back office",
-                 *       "url": "https://shop.example.com/login",
-                 *       "description": "Order management of the shop.",
-                 *       "auth_flow": {
-                 *         "type": "multi_step",
-                 *         "username_selector": "#email",
-                 *         "password_selector": "#password",
-                 *         "submit_selector": "button[type=submit]",
-                 *         "totp_selector": "#otp",
-                 *         "success_url": "https://shop.example.com/orders"
-                 *       }
+                 *       "description": "Order management of the shop."
                  *     }
                  */
                 "application/json": components["schemas"]["ApplicationCreateRequest"];
             };
         };
         responses: {
-            /** @description The application. */
-            200: {
+            /** @description The application is created. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
-                     *         "name": "Shop back office",
-                     *         "url": "https://shop.example.com/login",
-                     *         "description": "Order management of the shop.",
-                     *         "auth_flow": {
-                     *           "type": "multi_step",
-                     *           "username_selector": "#email",
-                     *           "password_selector": "#password",
-                     *           "submit_selector": "button[type=submit]",
-                     *           "totp_selector": "#otp",
-                     *           "success_url": "https://shop.example.com/orders"
-                     *         },
-                     *         "created_at": "2026-03-02T09:15:00Z",
-                     *         "updated_at": "2026-03-02T09:15:00Z"
-                     *       }
+                     *       "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *       "name": "Shop back office",
+                     *       "url": "https://shop.example.com/login",
+                     *       "description": "Order management of the shop.",
+                     *       "created_at": "2026-03-02T09:15:00Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["ApplicationResponse"];
+                    "application/json": components["schemas"]["ApplicationCreated"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9196,30 +9574,89 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
-                     *         "name": "Shop back office",
-                     *         "url": "https://shop.example.com/login",
-                     *         "description": "Order management of the shop.",
-                     *         "auth_flow": {
-                     *           "type": "multi_step",
-                     *           "username_selector": "#email",
-                     *           "password_selector": "#password",
-                     *           "submit_selector": "button[type=submit]",
-                     *           "totp_selector": "#otp",
-                     *           "success_url": "https://shop.example.com/orders"
-                     *         },
-                     *         "created_at": "2026-03-02T09:15:00Z",
-                     *         "updated_at": "2026-03-02T09:15:00Z"
-                     *       }
+                     *       "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *       "name": "Shop back office",
+                     *       "url": "https://shop.example.com/login",
+                     *       "description": "Order management of the shop.",
+                     *       "identity_count": 2,
+                     *       "auth_methods": [
+                     *         "username_password",
+                     *         "authenticator"
+                     *       ],
+                     *       "allowed_domains": [
+                     *         "shop.example.com"
+                     *       ],
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:20:30Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["ApplicationResponse"];
+                    "application/json": components["schemas"]["Application"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    updateApplication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "allowed_domains": [
+                 *         "shop.example.com",
+                 *         "auth.example.com"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ApplicationUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated application. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
+                     *       "name": "Shop back office",
+                     *       "url": "https://shop.example.com/login",
+                     *       "description": "Order management of the shop.",
+                     *       "identity_count": 2,
+                     *       "auth_methods": [
+                     *         "username_password",
+                     *         "authenticator"
+                     *       ],
+                     *       "allowed_domains": [
+                     *         "shop.example.com",
+                     *         "auth.example.com"
+                     *       ],
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:25:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Application"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
         };
@@ -9244,12 +9681,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "status": "deleted"
-                     *       }
+                     *       "success": true
                      *     }
                      */
-                    "application/json": components["schemas"]["StatusData"];
+                    "application/json": components["schemas"]["SuccessFlag"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -9268,7 +9703,101 @@ export interface operations {
             501: components["responses"]["NotImplemented"];
         };
     };
-    updateApplication: {
+    listApplicationIdentities: {
+        parameters: {
+            query?: {
+                /** @description Only identities whose name contains this text (case-insensitive). */
+                search?: components["parameters"]["IdentitySearchQuery"];
+                /** @description Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`. */
+                metadata?: components["parameters"]["IdentityMetadataQuery"];
+            };
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The identities. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "identities": [
+                     *         {
+                     *           "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
+                     *           "name": "Test buyer",
+                     *           "auth_flow": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                     *           "status": "active",
+                     *           "created_at": "2026-03-02T09:15:00Z",
+                     *           "updated_at": "2026-03-02T09:20:30Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApplicationIdentityListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listApplicationAuthFlows: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The authentication flows. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "auth_flows": [
+                     *         {
+                     *           "id": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                     *           "name": "Password and authenticator",
+                     *           "description": "Username and password, then a TOTP code.",
+                     *           "is_recommended": true,
+                     *           "methods": [
+                     *             "username_password",
+                     *             "authenticator"
+                     *           ],
+                     *           "custom_fields": [],
+                     *           "created_at": "2026-03-02T09:15:00Z",
+                     *           "updated_at": "2026-03-02T09:15:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthFlowListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    createApplicationAuthFlow: {
         parameters: {
             query?: never;
             header?: never;
@@ -9282,16 +9811,68 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "auth_flow": {
-                 *         "type": "single_page"
-                 *       }
+                 *       "name": "Password and authenticator",
+                 *       "description": "Username and password, then a TOTP code.",
+                 *       "is_recommended": true,
+                 *       "methods": [
+                 *         "username_password",
+                 *         "authenticator"
+                 *       ],
+                 *       "custom_fields": []
                  *     }
                  */
-                "application/json": components["schemas"]["ApplicationUpdateRequest"];
+                "application/json": components["schemas"]["AuthFlowCreateRequest"];
             };
         };
         responses: {
-            /** @description The updated application. */
+            /** @description The authentication flow is created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                     *       "name": "Password and authenticator",
+                     *       "description": "Username and password, then a TOTP code.",
+                     *       "is_recommended": true,
+                     *       "methods": [
+                     *         "username_password",
+                     *         "authenticator"
+                     *       ],
+                     *       "custom_fields": [],
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:15:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthFlow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteApplicationAuthFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+                /** @description The authentication flow id. */
+                authFlowId: components["parameters"]["AuthFlowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The authentication flow is deleted. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9299,20 +9880,127 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "success": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SuccessFlag"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    updateApplicationAuthFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+                /** @description The authentication flow id. */
+                authFlowId: components["parameters"]["AuthFlowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Password, authenticator and customer number",
+                 *       "methods": [
+                 *         "username_password",
+                 *         "authenticator",
+                 *         "custom"
+                 *       ],
+                 *       "custom_fields": [
+                 *         {
+                 *           "name": "customer_number"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthFlowUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated authentication flow. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                     *       "name": "Password, authenticator and customer number",
+                     *       "description": "Username and password, then a TOTP code.",
+                     *       "is_recommended": true,
+                     *       "methods": [
+                     *         "username_password",
+                     *         "authenticator",
+                     *         "custom"
+                     *       ],
+                     *       "custom_fields": [
+                     *         {
+                     *           "name": "customer_number"
+                     *         }
+                     *       ],
+                     *       "created_at": "2026-03-02T09:15:00Z",
+                     *       "updated_at": "2026-03-02T09:25:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthFlow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    createIdentityToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The application id. */
+                id: components["parameters"]["ApplicationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "callbackUrl": "https://app.example.com/auth/callback"
+                 *     }
+                 */
+                "application/json": components["schemas"]["IdentityTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The token is created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
                      *       "data": {
-                     *         "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
-                     *         "name": "Shop back office",
-                     *         "url": "https://shop.example.com/login",
-                     *         "description": "Order management of the shop.",
-                     *         "auth_flow": {
-                     *           "type": "single_page"
-                     *         },
-                     *         "created_at": "2026-03-02T09:15:00Z",
-                     *         "updated_at": "2026-03-02T09:20:30Z"
+                     *         "token": "idt_9XkQ2mV4rT7wYb1N3cD5fG8hJ0LpA6sZ",
+                     *         "expires_at": "2026-03-02T10:15:00Z",
+                     *         "token_hash": "3b7e0c1f9a2d4e6b8c0a1f3e5d7b9c2a4e6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c"
                      *       }
                      *     }
                      */
-                    "application/json": components["schemas"]["ApplicationResponse"];
+                    "application/json": components["schemas"]["IdentityTokenResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

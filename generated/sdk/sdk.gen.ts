@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import { type Client, formDataBodySerializer, type Options as Options2, type TDataShape } from './client/index.js';
-import type { CancelBatchSessionsData, CancelBatchSessionsErrors, CancelBatchSessionsResponses, CancelTaskRunData, CancelTaskRunErrors, CancelTaskRunResponses, ConnectCdpData, ConnectCdpErrors, ConnectCdpResponses, CopySelectionData, CopySelectionErrors, CopySelectionResponses, CreateApplicationData, CreateApplicationErrors, CreateApplicationResponses, CreateBatchSessionsData, CreateBatchSessionsErrors, CreateBatchSessionsResponses, CreateIdentityData, CreateIdentityErrors, CreateIdentityResponses, CreateProfileData, CreateProfileErrors, CreateProfileResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteApplicationData, DeleteApplicationErrors, DeleteApplicationResponses, DeleteClientCertificateData, DeleteClientCertificateErrors, DeleteClientCertificateResponses, DeleteExtensionData, DeleteExtensionErrors, DeleteExtensionResponses, DeleteIdentityData, DeleteIdentityErrors, DeleteIdentityResponses, DeleteProfileData, DeleteProfileErrors, DeleteProfileResponses, DeleteSessionRecordingData, DeleteSessionRecordingErrors, DeleteSessionRecordingResponses, DeleteTaskData, DeleteTaskErrors, DeleteTaskResponses, DeleteTaskVersionData, DeleteTaskVersionErrors, DeleteTaskVersionResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DeployTaskData, DeployTaskErrors, DeployTaskResponses, DragAndDropData, DragAndDropErrors, DragAndDropResponses, EndSessionData, EndSessionErrors, EndSessionResponses, ExecuteCodeData, ExecuteCodeErrors, ExecuteCodeResponses, ExecuteTaskData, ExecuteTaskErrors, ExecuteTaskResponses, FetchPrimaryRecordingData, FetchPrimaryRecordingErrors, FetchPrimaryRecordingResponses, FetchWebpageData, FetchWebpageErrors, FetchWebpageResponses, GetAgentAccessChallengeData, GetAgentAccessChallengeErrors, GetAgentAccessChallengeResponses, GetAgentAccessGuideData, GetAgentAccessGuideErrors, GetAgentAccessGuideResponses, GetApplicationData, GetApplicationErrors, GetApplicationResponses, GetBatchSessionsData, GetBatchSessionsErrors, GetBatchSessionsResponses, GetBillingData, GetBillingErrors, GetBillingResponses, GetCdpVersionData, GetCdpVersionErrors, GetCdpVersionResponses, GetClipboardData, GetClipboardErrors, GetClipboardResponses, GetExtensionData, GetExtensionErrors, GetExtensionResponses, GetIdentityData, GetIdentityErrors, GetIdentityResponses, GetLatestTaskVersionData, GetLatestTaskVersionErrors, GetLatestTaskVersionResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetSessionData, GetSessionErrors, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetSessionResponses, GetTaskData, GetTaskDraftData, GetTaskDraftErrors, GetTaskDraftResponses, GetTaskErrors, GetTaskExecutionData, GetTaskExecutionErrors, GetTaskExecutionResponses, GetTaskResponses, GetTaskRunStatusData, GetTaskRunStatusErrors, GetTaskRunStatusResponses, GetTaskVersionData, GetTaskVersionErrors, GetTaskVersionResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, GotoUrlData, GotoUrlErrors, GotoUrlResponses, KeyboardShortcutData, KeyboardShortcutErrors, KeyboardShortcutResponses, KeyboardTypeData, KeyboardTypeErrors, KeyboardTypeResponses, ListApplicationsData, ListApplicationsErrors, ListApplicationsResponses, ListBatchSessionsData, ListBatchSessionsErrors, ListBatchSessionsResponses, ListClientCertificatesData, ListClientCertificatesErrors, ListClientCertificatesResponses, ListExtensionsData, ListExtensionsErrors, ListExtensionsResponses, ListIdentitiesData, ListIdentitiesErrors, ListIdentitiesResponses, ListProfilesData, ListProfilesErrors, ListProfilesResponses, ListSessionPagesData, ListSessionPagesErrors, ListSessionPagesResponses, ListSessionRecordingsData, ListSessionRecordingsErrors, ListSessionRecordingsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTaskExecutionsData, ListTaskExecutionsErrors, ListTaskExecutionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTaskVersionsData, ListTaskVersionsErrors, ListTaskVersionsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, MouseClickData, MouseClickErrors, MouseClickResponses, MouseDoubleClickData, MouseDoubleClickErrors, MouseDoubleClickResponses, MouseDownData, MouseDownErrors, MouseDownResponses, MouseMoveData, MouseMoveErrors, MouseMoveResponses, MouseUpData, MouseUpErrors, MouseUpResponses, PasteTextData, PasteTextErrors, PasteTextResponses, PauseSessionRecordingData, PauseSessionRecordingErrors, PauseSessionRecordingResponses, PerformWebTaskData, PerformWebTaskErrors, PerformWebTaskResponses, PublishTaskVersionData, PublishTaskVersionErrors, PublishTaskVersionResponses, RenderPagePdfData, RenderPagePdfErrors, RenderPagePdfResponses, ReplaceSessionTagsData, ReplaceSessionTagsErrors, ReplaceSessionTagsResponses, ResumeSessionRecordingData, ResumeSessionRecordingErrors, ResumeSessionRecordingResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, RunTaskData, RunTaskErrors, RunTaskResponses, SaveTaskDraftData, SaveTaskDraftErrors, SaveTaskDraftResponses, ScrollData, ScrollErrors, ScrollResponses, SetClipboardData, SetClipboardErrors, SetClipboardResponses, SubmitAgentAccessData, SubmitAgentAccessErrors, SubmitAgentAccessResponses, TakeScreenshotData, TakeScreenshotErrors, TakeScreenshotResponses, TakeSessionScreenshotData, TakeSessionScreenshotErrors, TakeSessionScreenshotResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UpdateApplicationData, UpdateApplicationErrors, UpdateApplicationResponses, UpdateIdentityData, UpdateIdentityErrors, UpdateIdentityResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadClientCertificateData, UploadClientCertificateErrors, UploadClientCertificateResponses, UploadExtensionData, UploadExtensionErrors, UploadExtensionResponses } from './types.gen.js';
+import type { CancelBatchSessionsData, CancelBatchSessionsErrors, CancelBatchSessionsResponses, CancelTaskRunData, CancelTaskRunErrors, CancelTaskRunResponses, ConnectCdpData, ConnectCdpErrors, ConnectCdpResponses, CopySelectionData, CopySelectionErrors, CopySelectionResponses, CreateApplicationAuthFlowData, CreateApplicationAuthFlowErrors, CreateApplicationAuthFlowResponses, CreateApplicationData, CreateApplicationErrors, CreateApplicationResponses, CreateBatchSessionsData, CreateBatchSessionsErrors, CreateBatchSessionsResponses, CreateIdentityData, CreateIdentityErrors, CreateIdentityResponses, CreateIdentityTokenData, CreateIdentityTokenErrors, CreateIdentityTokenResponses, CreateProfileData, CreateProfileErrors, CreateProfileResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteApplicationAuthFlowData, DeleteApplicationAuthFlowErrors, DeleteApplicationAuthFlowResponses, DeleteApplicationData, DeleteApplicationErrors, DeleteApplicationResponses, DeleteClientCertificateData, DeleteClientCertificateErrors, DeleteClientCertificateResponses, DeleteExtensionData, DeleteExtensionErrors, DeleteExtensionResponses, DeleteIdentityData, DeleteIdentityErrors, DeleteIdentityResponses, DeleteProfileData, DeleteProfileErrors, DeleteProfileResponses, DeleteSessionRecordingData, DeleteSessionRecordingErrors, DeleteSessionRecordingResponses, DeleteTaskData, DeleteTaskErrors, DeleteTaskResponses, DeleteTaskVersionData, DeleteTaskVersionErrors, DeleteTaskVersionResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DeployTaskData, DeployTaskErrors, DeployTaskResponses, DragAndDropData, DragAndDropErrors, DragAndDropResponses, EndSessionData, EndSessionErrors, EndSessionResponses, ExecuteCodeData, ExecuteCodeErrors, ExecuteCodeResponses, ExecuteTaskData, ExecuteTaskErrors, ExecuteTaskResponses, FetchPrimaryRecordingData, FetchPrimaryRecordingErrors, FetchPrimaryRecordingResponses, FetchWebpageData, FetchWebpageErrors, FetchWebpageResponses, GetAgentAccessChallengeData, GetAgentAccessChallengeErrors, GetAgentAccessChallengeResponses, GetAgentAccessGuideData, GetAgentAccessGuideErrors, GetAgentAccessGuideResponses, GetApplicationData, GetApplicationErrors, GetApplicationResponses, GetBatchSessionsData, GetBatchSessionsErrors, GetBatchSessionsResponses, GetBillingData, GetBillingErrors, GetBillingResponses, GetCdpVersionData, GetCdpVersionErrors, GetCdpVersionResponses, GetClipboardData, GetClipboardErrors, GetClipboardResponses, GetExtensionData, GetExtensionErrors, GetExtensionResponses, GetIdentityCredentialsData, GetIdentityCredentialsErrors, GetIdentityCredentialsResponses, GetIdentityData, GetIdentityErrors, GetIdentityResponses, GetLatestTaskVersionData, GetLatestTaskVersionErrors, GetLatestTaskVersionResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetSessionData, GetSessionErrors, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetSessionResponses, GetTaskData, GetTaskDraftData, GetTaskDraftErrors, GetTaskDraftResponses, GetTaskErrors, GetTaskExecutionData, GetTaskExecutionErrors, GetTaskExecutionResponses, GetTaskResponses, GetTaskRunStatusData, GetTaskRunStatusErrors, GetTaskRunStatusResponses, GetTaskVersionData, GetTaskVersionErrors, GetTaskVersionResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, GotoUrlData, GotoUrlErrors, GotoUrlResponses, KeyboardShortcutData, KeyboardShortcutErrors, KeyboardShortcutResponses, KeyboardTypeData, KeyboardTypeErrors, KeyboardTypeResponses, ListApplicationAuthFlowsData, ListApplicationAuthFlowsErrors, ListApplicationAuthFlowsResponses, ListApplicationIdentitiesData, ListApplicationIdentitiesErrors, ListApplicationIdentitiesResponses, ListApplicationsData, ListApplicationsErrors, ListApplicationsResponses, ListBatchSessionsData, ListBatchSessionsErrors, ListBatchSessionsResponses, ListClientCertificatesData, ListClientCertificatesErrors, ListClientCertificatesResponses, ListExtensionsData, ListExtensionsErrors, ListExtensionsResponses, ListIdentitiesData, ListIdentitiesErrors, ListIdentitiesResponses, ListProfilesData, ListProfilesErrors, ListProfilesResponses, ListSessionPagesData, ListSessionPagesErrors, ListSessionPagesResponses, ListSessionRecordingsData, ListSessionRecordingsErrors, ListSessionRecordingsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTaskExecutionsData, ListTaskExecutionsErrors, ListTaskExecutionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTaskVersionsData, ListTaskVersionsErrors, ListTaskVersionsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, MouseClickData, MouseClickErrors, MouseClickResponses, MouseDoubleClickData, MouseDoubleClickErrors, MouseDoubleClickResponses, MouseDownData, MouseDownErrors, MouseDownResponses, MouseMoveData, MouseMoveErrors, MouseMoveResponses, MouseUpData, MouseUpErrors, MouseUpResponses, PasteTextData, PasteTextErrors, PasteTextResponses, PauseSessionRecordingData, PauseSessionRecordingErrors, PauseSessionRecordingResponses, PerformWebTaskData, PerformWebTaskErrors, PerformWebTaskResponses, PublishTaskVersionData, PublishTaskVersionErrors, PublishTaskVersionResponses, RenderPagePdfData, RenderPagePdfErrors, RenderPagePdfResponses, ReplaceSessionTagsData, ReplaceSessionTagsErrors, ReplaceSessionTagsResponses, ResumeSessionRecordingData, ResumeSessionRecordingErrors, ResumeSessionRecordingResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, RunTaskData, RunTaskErrors, RunTaskResponses, SaveTaskDraftData, SaveTaskDraftErrors, SaveTaskDraftResponses, ScrollData, ScrollErrors, ScrollResponses, SetClipboardData, SetClipboardErrors, SetClipboardResponses, SubmitAgentAccessData, SubmitAgentAccessErrors, SubmitAgentAccessResponses, TakeScreenshotData, TakeScreenshotErrors, TakeScreenshotResponses, TakeSessionScreenshotData, TakeSessionScreenshotErrors, TakeSessionScreenshotResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UpdateApplicationAuthFlowData, UpdateApplicationAuthFlowErrors, UpdateApplicationAuthFlowResponses, UpdateApplicationData, UpdateApplicationErrors, UpdateApplicationResponses, UpdateIdentityData, UpdateIdentityErrors, UpdateIdentityResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadClientCertificateData, UploadClientCertificateErrors, UploadClientCertificateResponses, UploadExtensionData, UploadExtensionErrors, UploadExtensionResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -994,6 +994,8 @@ export const listWebhookDeliveries = <ThrowOnError extends boolean = false>(opti
 
 /**
  * List identities
+ *
+ * Lists every identity of the project, newest first (not paginated), optionally only those of one application, in one status or whose name contains `search`.
  */
 export const listIdentities = <ThrowOnError extends boolean = false>(options?: Options<ListIdentitiesData, ThrowOnError>) => (options?.client ?? client).get<ListIdentitiesResponses, ListIdentitiesErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1004,7 +1006,7 @@ export const listIdentities = <ThrowOnError extends boolean = false>(options?: O
 /**
  * Create an identity
  *
- * Creates an identity for an application; it is `pending` and authenticates on first use. 404 when the application does not exist.
+ * Creates an identity for the login page `source`, in the application of that page (created when the project has none, named `applicationName`). Credentials are optional and write-only. By default the identity is `pending` and is validated in the background; with `validateAsync=false` it signs in before the answer, which then says `active` or `failed`.
  */
 export const createIdentity = <ThrowOnError extends boolean = false>(options: Options<CreateIdentityData, ThrowOnError>) => (options.client ?? client).post<CreateIdentityResponses, CreateIdentityErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1029,6 +1031,8 @@ export const deleteIdentity = <ThrowOnError extends boolean = false>(options: Op
 
 /**
  * Get an identity
+ *
+ * Answers the identity, never its credentials.
  */
 export const getIdentity = <ThrowOnError extends boolean = false>(options: Options<GetIdentityData, ThrowOnError>) => (options.client ?? client).get<GetIdentityResponses, GetIdentityErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1039,9 +1043,9 @@ export const getIdentity = <ThrowOnError extends boolean = false>(options: Optio
 /**
  * Update an identity
  *
- * Changes the name or replaces the credentials; new credentials set the status back to `pending`. An empty object changes nothing.
+ * Changes the name or metadata, or replaces all credentials; new credentials set the status back to `pending`. Omitted fields keep their value.
  */
-export const updateIdentity = <ThrowOnError extends boolean = false>(options: Options<UpdateIdentityData, ThrowOnError>) => (options.client ?? client).patch<UpdateIdentityResponses, UpdateIdentityErrors, ThrowOnError>({
+export const updateIdentity = <ThrowOnError extends boolean = false>(options: Options<UpdateIdentityData, ThrowOnError>) => (options.client ?? client).put<UpdateIdentityResponses, UpdateIdentityErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
     url: '/v1/identities/{id}',
     ...options,
@@ -1052,7 +1056,20 @@ export const updateIdentity = <ThrowOnError extends boolean = false>(options: Op
 });
 
 /**
+ * List the credentials of an identity
+ *
+ * Names the credentials an identity holds: for each, its type and the names of the fields that are set. Secrets are write-only: no value (username, password, authenticator secret, custom field value) is ever answered.
+ */
+export const getIdentityCredentials = <ThrowOnError extends boolean = false>(options: Options<GetIdentityCredentialsData, ThrowOnError>) => (options.client ?? client).get<GetIdentityCredentialsResponses, GetIdentityCredentialsErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/identities/{id}/credentials',
+    ...options
+});
+
+/**
  * List applications
+ *
+ * Lists every application of the project, newest first (not paginated), optionally only those whose name contains `search`.
  */
 export const listApplications = <ThrowOnError extends boolean = false>(options?: Options<ListApplicationsData, ThrowOnError>) => (options?.client ?? client).get<ListApplicationsResponses, ListApplicationsErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1062,6 +1079,8 @@ export const listApplications = <ThrowOnError extends boolean = false>(options?:
 
 /**
  * Create an application
+ *
+ * Creates an application for the web app whose login page is `source`.
  */
 export const createApplication = <ThrowOnError extends boolean = false>(options: Options<CreateApplicationData, ThrowOnError>) => (options.client ?? client).post<CreateApplicationResponses, CreateApplicationErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1076,7 +1095,7 @@ export const createApplication = <ThrowOnError extends boolean = false>(options:
 /**
  * Delete an application
  *
- * Permanently removes the application. 409 while identities still use it: delete them first.
+ * Permanently removes the application with its authentication flows. 409 while identities still use it: delete them first.
  */
 export const deleteApplication = <ThrowOnError extends boolean = false>(options: Options<DeleteApplicationData, ThrowOnError>) => (options.client ?? client).delete<DeleteApplicationResponses, DeleteApplicationErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1096,11 +1115,89 @@ export const getApplication = <ThrowOnError extends boolean = false>(options: Op
 /**
  * Update an application
  *
- * Changes the given fields. An empty object changes nothing.
+ * Changes the given fields; omitted fields keep their value.
  */
-export const updateApplication = <ThrowOnError extends boolean = false>(options: Options<UpdateApplicationData, ThrowOnError>) => (options.client ?? client).patch<UpdateApplicationResponses, UpdateApplicationErrors, ThrowOnError>({
+export const updateApplication = <ThrowOnError extends boolean = false>(options: Options<UpdateApplicationData, ThrowOnError>) => (options.client ?? client).put<UpdateApplicationResponses, UpdateApplicationErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * List the identities of an application
+ *
+ * Lists the application's identities, newest first (not paginated), optionally only those whose name contains `search` or whose metadata holds every pair of `metadata`.
+ */
+export const listApplicationIdentities = <ThrowOnError extends boolean = false>(options: Options<ListApplicationIdentitiesData, ThrowOnError>) => (options.client ?? client).get<ListApplicationIdentitiesResponses, ListApplicationIdentitiesErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/applications/{id}/identities',
+    ...options
+});
+
+/**
+ * List the authentication flows of an application
+ *
+ * Lists the ways to sign in to the application, each with the credential methods it needs.
+ */
+export const listApplicationAuthFlows = <ThrowOnError extends boolean = false>(options: Options<ListApplicationAuthFlowsData, ThrowOnError>) => (options.client ?? client).get<ListApplicationAuthFlowsResponses, ListApplicationAuthFlowsErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/applications/{id}/auth-flows',
+    ...options
+});
+
+/**
+ * Create an authentication flow
+ *
+ * Adds a way to sign in to the application, naming the credential methods it needs and the custom fields it asks for.
+ */
+export const createApplicationAuthFlow = <ThrowOnError extends boolean = false>(options: Options<CreateApplicationAuthFlowData, ThrowOnError>) => (options.client ?? client).post<CreateApplicationAuthFlowResponses, CreateApplicationAuthFlowErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/applications/{id}/auth-flows',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete an authentication flow
+ *
+ * Permanently removes the authentication flow; identities that used it keep their credentials.
+ */
+export const deleteApplicationAuthFlow = <ThrowOnError extends boolean = false>(options: Options<DeleteApplicationAuthFlowData, ThrowOnError>) => (options.client ?? client).delete<DeleteApplicationAuthFlowResponses, DeleteApplicationAuthFlowErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/applications/{id}/auth-flows/{authFlowId}',
+    ...options
+});
+
+/**
+ * Update an authentication flow
+ *
+ * Changes the given fields; omitted fields keep their value.
+ */
+export const updateApplicationAuthFlow = <ThrowOnError extends boolean = false>(options: Options<UpdateApplicationAuthFlowData, ThrowOnError>) => (options.client ?? client).patch<UpdateApplicationAuthFlowResponses, UpdateApplicationAuthFlowErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/applications/{id}/auth-flows/{authFlowId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Create an identity token
+ *
+ * Creates a short-lived token that starts the sign-in flow by which an end user links an identity to the application; after signing in, the user is redirected to `callbackUrl`, which must be HTTPS. Only the answer holds the token; keep `token_hash` to recognize it later.
+ */
+export const createIdentityToken = <ThrowOnError extends boolean = false>(options: Options<CreateIdentityTokenData, ThrowOnError>) => (options.client ?? client).post<CreateIdentityTokenResponses, CreateIdentityTokenErrors, ThrowOnError>({
+    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    url: '/v1/applications/{id}/tokens',
     ...options,
     headers: {
         'Content-Type': 'application/json',

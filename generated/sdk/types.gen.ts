@@ -3059,14 +3059,27 @@ export type EventIdentityAuthenticationFailedData = {
 };
 
 /**
- * `active`: signed in, sessions reuse its saved profile; `pending`: authenticates on first use.
+ * `active`: signed in, sessions reuse its saved profile; `pending`: not yet validated, authenticates on first use; `failed`: its last sign-in failed (wrong credentials or the login could not be completed).
  */
-export type IdentityStatus = 'active' | 'pending';
+export type IdentityStatus = 'active' | 'pending' | 'failed';
 
 /**
- * The sign-in credentials. Write-only: stored encrypted (AES-256-GCM) and never returned.
+ * A kind of credential: `username_password`, `authenticator` (a TOTP secret for 2FA) or `custom` (named fields the login form asks for).
  */
-export type IdentityCredentials = {
+export type CredentialMethod = 'username_password' | 'authenticator' | 'custom';
+
+/**
+ * Free-form metadata of the identity, for your own filtering and routing.
+ */
+export type IdentityMetadata = {
+    [key: string]: unknown;
+};
+
+/**
+ * A user name (or e-mail address) and password.
+ */
+export type IdentityUsernamePasswordCredential = {
+    type: 'username_password';
     /**
      * The user name or e-mail address.
      */
@@ -3075,18 +3088,62 @@ export type IdentityCredentials = {
      * The password.
      */
     password: string;
-    /**
-     * The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed) for TOTP-based 2FA.
-     */
-    totp_secret?: string;
 };
 
 /**
- * An identity: credentials for one application. The credentials are never returned.
+ * An authenticator app's TOTP secret, for TOTP-based 2FA.
+ */
+export type IdentityAuthenticatorCredential = {
+    type: 'authenticator';
+    /**
+     * The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed).
+     */
+    secret: string;
+    /**
+     * A current one-time code from the authenticator, to check the secret.
+     */
+    otp?: string;
+};
+
+/**
+ * Named values a login form asks for beyond a user name and password.
+ */
+export type IdentityCustomCredential = {
+    type: 'custom';
+    fields: Array<{
+        /**
+         * The field name, as in the application's authentication flow.
+         */
+        name: string;
+        /**
+         * The field value.
+         */
+        value: string;
+    }>;
+};
+
+/**
+ * One credential of an identity. Write-only: stored encrypted (AES-256-GCM) and never answered.
+ */
+export type IdentityCredential = ({
+    type: 'IdentityUsernamePasswordCredential';
+} & IdentityUsernamePasswordCredential) | ({
+    type: 'IdentityAuthenticatorCredential';
+} & IdentityAuthenticatorCredential) | ({
+    type: 'IdentityCustomCredential';
+} & IdentityCustomCredential);
+
+/**
+ * The credentials, at most one of each type.
+ */
+export type IdentityCredentialList = Array<IdentityCredential>;
+
+/**
+ * An identity: credentials for one application's login page. The credentials are never answered.
  */
 export type Identity = {
     /**
-     * The identity id, used in the session option `identities`.
+     * The identity id, used in the session option `identities` and in task runs.
      */
     id: string;
     /**
@@ -3094,86 +3151,199 @@ export type Identity = {
      */
     name: string;
     /**
-     * The application the identity signs in to.
+     * The login page the identity signs in on.
+     */
+    source: string;
+    status: IdentityStatus;
+    metadata: IdentityMetadata;
+    /**
+     * The application of `source`.
      */
     application_id: string;
-    status: IdentityStatus;
     created_at: string;
     updated_at: string;
 };
 
 /**
- * A new identity; it starts `pending` and authenticates on first use.
+ * A new identity for the login page `source`.
  */
 export type IdentityCreateRequest = {
     /**
      * The identity name.
      */
-    name: string;
+    name?: string;
     /**
-     * The application to sign in to.
+     * The login page URL; the identity joins the application of this page.
      */
-    application_id: string;
-    credentials: IdentityCredentials;
+    source: string;
+    credentials?: IdentityCredentialList;
+    metadata?: IdentityMetadata;
+    /**
+     * The name of the application when this creates it; default the host of `source`.
+     */
+    applicationName?: string;
+    /**
+     * The description of the application when this creates it.
+     */
+    applicationDescription?: string;
 };
 
 /**
- * The fields to change; new credentials replace the old ones and set the status back to `pending`. An empty object changes nothing.
+ * The created identity.
+ */
+export type IdentityCreated = {
+    /**
+     * The identity id.
+     */
+    id: string;
+    /**
+     * The identity name.
+     */
+    name: string;
+    status: IdentityStatus;
+    metadata: IdentityMetadata;
+    /**
+     * The application of `source`.
+     */
+    application_id: string;
+    created_at: string;
+};
+
+/**
+ * The fields to change; `credentials` replaces all credentials and sets the status back to `pending`. An empty object changes nothing.
  */
 export type IdentityUpdateRequest = {
     /**
      * The new name.
      */
     name?: string;
-    credentials?: IdentityCredentials;
+    metadata?: IdentityMetadata;
+    credentials?: IdentityCredentialList;
 };
 
-export type IdentityResponse = {
-    data: Identity;
+/**
+ * The updated identity.
+ */
+export type IdentityUpdated = {
+    /**
+     * The identity id.
+     */
+    id: string;
+    /**
+     * The identity name.
+     */
+    name: string;
+    metadata: IdentityMetadata;
+    updated_at: string;
+};
+
+export type IdentityDeleted = {
+    /**
+     * What was deleted.
+     */
+    message: string;
 };
 
 /**
  * Identities of the project, newest first.
  */
 export type IdentityListResponse = {
-    data: Array<Identity>;
-    pagination: Pagination;
+    identities: Array<Identity>;
 };
 
 /**
- * How to sign in to the application. Omitted fields are detected on the login page.
+ * The credentials an identity holds, by type and field name. Write-only secrets: no value is ever answered.
  */
-export type ApplicationAuthFlow = {
+export type IdentityCredentialsResponse = {
     /**
-     * `single_page`: username and password on one form; `multi_step`: the username first, then the password (and a TOTP code) on following pages; `auto`: detected.
+     * The identity id.
      */
-    type?: 'auto' | 'single_page' | 'multi_step';
+    id: string;
     /**
-     * CSS selector of the username field; detected when omitted.
+     * The identity name.
      */
-    username_selector?: string;
+    name: string;
     /**
-     * CSS selector of the password field; detected when omitted.
+     * The login page the identity signs in on.
      */
-    password_selector?: string;
+    source: string;
+    credentials: Array<{
+        type: CredentialMethod;
+        /**
+         * The names of the fields that are set: `username` and `password`; `secret` (and `otp`); or the custom field names.
+         */
+        fields: Array<string>;
+    }>;
+};
+
+/**
+ * The `{success}` answer of some deletions.
+ */
+export type SuccessFlag = {
     /**
-     * CSS selector of the submit button; detected when omitted.
+     * Always true; failures answer an error status.
      */
-    submit_selector?: string;
-    /**
-     * CSS selector of the one-time-code field for TOTP 2FA; detected when omitted.
-     */
-    totp_selector?: string;
-    /**
-     * A URL prefix reached after a successful login; detected when omitted.
-     */
-    success_url?: string;
+    success: boolean;
 };
 
 /**
  * An application: a third-party web app identities sign in to.
  */
 export type Application = {
+    /**
+     * The application id.
+     */
+    id: string;
+    /**
+     * The application name.
+     */
+    name: string;
+    /**
+     * The login page of the application (the `source` it was created with).
+     */
+    url: string;
+    /**
+     * The description; null when none was given.
+     */
+    description: string | null;
+    /**
+     * Number of identities of the application.
+     */
+    identity_count: number;
+    /**
+     * The credential methods its authentication flows use.
+     */
+    auth_methods: Array<CredentialMethod>;
+    /**
+     * Host names, besides the host of `url`, on which its identities' credentials may be entered.
+     */
+    allowed_domains: Array<string>;
+    created_at: string;
+    updated_at: string;
+};
+
+/**
+ * A new application.
+ */
+export type ApplicationCreateRequest = {
+    /**
+     * The login page URL of the web app.
+     */
+    source: string;
+    /**
+     * The application name; default the host of `source`.
+     */
+    name?: string;
+    /**
+     * A description.
+     */
+    description?: string;
+};
+
+/**
+ * The created application.
+ */
+export type ApplicationCreated = {
     /**
      * The application id.
      */
@@ -3190,31 +3360,7 @@ export type Application = {
      * The description; null when none was given.
      */
     description: string | null;
-    /**
-     * How to sign in; null when everything is detected.
-     */
-    auth_flow: ApplicationAuthFlow | null;
     created_at: string;
-    updated_at: string;
-};
-
-/**
- * A new application.
- */
-export type ApplicationCreateRequest = {
-    /**
-     * The application name.
-     */
-    name: string;
-    /**
-     * The login page of the application.
-     */
-    url: string;
-    /**
-     * A description.
-     */
-    description?: string;
-    auth_flow?: ApplicationAuthFlow;
 };
 
 /**
@@ -3226,29 +3372,173 @@ export type ApplicationUpdateRequest = {
      */
     name?: string;
     /**
-     * The login page of the application.
-     */
-    url?: string;
-    /**
      * The new description; null clears it.
      */
     description?: string | null;
     /**
-     * The new sign-in flow; null means detect everything.
+     * Host names, besides the host of `url`, on which the identities' credentials may be entered; replaces the list.
      */
-    auth_flow?: ApplicationAuthFlow | null;
-};
-
-export type ApplicationResponse = {
-    data: Application;
+    allowed_domains?: Array<string>;
 };
 
 /**
  * Applications of the project, newest first.
  */
 export type ApplicationListResponse = {
-    data: Array<Application>;
-    pagination: Pagination;
+    applications: Array<Application>;
+};
+
+/**
+ * An identity as the application lists it.
+ */
+export type ApplicationIdentity = {
+    /**
+     * The identity id.
+     */
+    id: string;
+    /**
+     * The identity name.
+     */
+    name: string;
+    /**
+     * The id of the authentication flow the identity signs in with; null when none was chosen.
+     */
+    auth_flow: string | null;
+    status: IdentityStatus;
+    created_at: string;
+    updated_at: string;
+};
+
+/**
+ * Identities of the application, newest first.
+ */
+export type ApplicationIdentityListResponse = {
+    identities: Array<ApplicationIdentity>;
+};
+
+/**
+ * A custom field the login form asks for.
+ */
+export type AuthFlowCustomField = {
+    /**
+     * The field name; a `custom` credential gives its value under this name.
+     */
+    name: string;
+};
+
+/**
+ * An authentication flow: one way to sign in to the application.
+ */
+export type AuthFlow = {
+    /**
+     * The authentication flow id.
+     */
+    id: string;
+    /**
+     * The flow name.
+     */
+    name: string;
+    /**
+     * The description; null when none was given.
+     */
+    description: string | null;
+    /**
+     * Whether this is the flow to use when an identity names none.
+     */
+    is_recommended: boolean;
+    /**
+     * The credential methods the flow needs, in the order the login asks for them.
+     */
+    methods: Array<CredentialMethod>;
+    /**
+     * The custom fields the flow asks for (with the `custom` method).
+     */
+    custom_fields: Array<AuthFlowCustomField>;
+    created_at: string;
+    updated_at: string;
+};
+
+/**
+ * A new authentication flow.
+ */
+export type AuthFlowCreateRequest = {
+    /**
+     * The flow name.
+     */
+    name: string;
+    /**
+     * A description.
+     */
+    description?: string;
+    /**
+     * Make this the flow to use when an identity names none.
+     */
+    is_recommended?: boolean;
+    /**
+     * The credential methods the flow needs, in the order the login asks for them.
+     */
+    methods: Array<CredentialMethod>;
+    /**
+     * The custom fields the flow asks for (with the `custom` method).
+     */
+    custom_fields?: Array<AuthFlowCustomField>;
+};
+
+/**
+ * The fields to change; omitted fields keep their value and an empty object changes nothing.
+ */
+export type AuthFlowUpdateRequest = {
+    /**
+     * The flow name.
+     */
+    name?: string;
+    /**
+     * A description.
+     */
+    description?: string;
+    /**
+     * Make this the flow to use when an identity names none.
+     */
+    is_recommended?: boolean;
+    /**
+     * The credential methods the flow needs; replaces the list.
+     */
+    methods?: Array<CredentialMethod>;
+    /**
+     * The custom fields the flow asks for; replaces the list.
+     */
+    custom_fields?: Array<AuthFlowCustomField>;
+};
+
+/**
+ * Authentication flows of the application.
+ */
+export type AuthFlowListResponse = {
+    auth_flows: Array<AuthFlow>;
+};
+
+export type IdentityTokenRequest = {
+    /**
+     * Where the user is redirected after signing in; HTTPS only.
+     */
+    callbackUrl: string;
+};
+
+export type IdentityTokenResponse = {
+    data: {
+        /**
+         * The token; only this answer holds it.
+         */
+        token: string;
+        /**
+         * When the token stops working.
+         */
+        expires_at: string;
+        /**
+         * A hash of the token (hex SHA-256), to recognize it later without storing it.
+         */
+        token_hash: string;
+    };
 };
 
 /**
@@ -3305,29 +3595,44 @@ export type ClientCertificateListResponse = {
 };
 
 /**
- * A new identity; it starts `pending` and authenticates on first use.
+ * The credentials, at most one of each type.
+ */
+export type IdentityCredentialListWritable = Array<IdentityCredential>;
+
+/**
+ * A new identity for the login page `source`.
  */
 export type IdentityCreateRequestWritable = {
     /**
      * The identity name.
      */
-    name: string;
+    name?: string;
     /**
-     * The application to sign in to.
+     * The login page URL; the identity joins the application of this page.
      */
-    application_id: string;
-    credentials: IdentityCredentials;
+    source: string;
+    credentials?: IdentityCredentialListWritable;
+    metadata?: IdentityMetadata;
+    /**
+     * The name of the application when this creates it; default the host of `source`.
+     */
+    applicationName?: string;
+    /**
+     * The description of the application when this creates it.
+     */
+    applicationDescription?: string;
 };
 
 /**
- * The fields to change; new credentials replace the old ones and set the status back to `pending`. An empty object changes nothing.
+ * The fields to change; `credentials` replaces all credentials and sets the status back to `pending`. An empty object changes nothing.
  */
 export type IdentityUpdateRequestWritable = {
     /**
      * The new name.
      */
     name?: string;
-    credentials?: IdentityCredentials;
+    metadata?: IdentityMetadata;
+    credentials?: IdentityCredentialListWritable;
 };
 
 /**
@@ -3543,9 +3848,36 @@ export type IdentityApplicationIdQuery = string;
 export type IdentityStatusQuery = IdentityStatus;
 
 /**
+ * Only identities whose name contains this text (case-insensitive).
+ */
+export type IdentitySearchQuery = string;
+
+/**
+ * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`.
+ */
+export type IdentityMetadataQuery = {
+    [key: string]: string;
+};
+
+/**
+ * `true`: answer at once with status `pending` and validate the credentials in the background; `false`: sign in first and answer `active` or `failed`.
+ */
+export type IdentityValidateAsyncQuery = boolean;
+
+/**
  * The application id.
  */
 export type ApplicationIdPath = string;
+
+/**
+ * Only applications whose name contains this text (case-insensitive).
+ */
+export type ApplicationSearchQuery = string;
+
+/**
+ * The authentication flow id.
+ */
+export type AuthFlowIdPath = string;
 
 /**
  * The client certificate id.
@@ -7390,13 +7722,9 @@ export type ListIdentitiesData = {
          */
         status?: IdentityStatus;
         /**
-         * Page number, from 1.
+         * Only identities whose name contains this text (case-insensitive).
          */
-        page?: number;
-        /**
-         * Items per page.
-         */
-        limit?: number;
+        search?: string;
     };
     url: '/v1/identities';
 };
@@ -7424,7 +7752,7 @@ export type ListIdentitiesError = ListIdentitiesErrors[keyof ListIdentitiesError
 
 export type ListIdentitiesResponses = {
     /**
-     * A page of identities, newest first.
+     * The identities.
      */
     200: IdentityListResponse;
 };
@@ -7434,7 +7762,12 @@ export type ListIdentitiesResponse = ListIdentitiesResponses[keyof ListIdentitie
 export type CreateIdentityData = {
     body: IdentityCreateRequestWritable;
     path?: never;
-    query?: never;
+    query?: {
+        /**
+         * `true`: answer at once with status `pending` and validate the credentials in the background; `false`: sign in first and answer `active` or `failed`.
+         */
+        validateAsync?: boolean;
+    };
     url: '/v1/identities';
 };
 
@@ -7447,10 +7780,6 @@ export type CreateIdentityErrors = {
      * The API key is missing or invalid.
      */
     401: Error;
-    /**
-     * The application does not exist.
-     */
-    404: Error;
     /**
      * The request body is larger than the server accepts.
      */
@@ -7473,9 +7802,9 @@ export type CreateIdentityError = CreateIdentityErrors[keyof CreateIdentityError
 
 export type CreateIdentityResponses = {
     /**
-     * The identity.
+     * The identity is created.
      */
-    200: IdentityResponse;
+    201: IdentityCreated;
 };
 
 export type CreateIdentityResponse = CreateIdentityResponses[keyof CreateIdentityResponses];
@@ -7521,7 +7850,7 @@ export type DeleteIdentityResponses = {
     /**
      * The identity is deleted.
      */
-    200: StatusData;
+    200: IdentityDeleted;
 };
 
 export type DeleteIdentityResponse = DeleteIdentityResponses[keyof DeleteIdentityResponses];
@@ -7565,9 +7894,9 @@ export type GetIdentityError = GetIdentityErrors[keyof GetIdentityErrors];
 
 export type GetIdentityResponses = {
     /**
-     * The identity (never its credentials).
+     * The identity.
      */
-    200: IdentityResponse;
+    200: Identity;
 };
 
 export type GetIdentityResponse = GetIdentityResponses[keyof GetIdentityResponses];
@@ -7621,23 +7950,65 @@ export type UpdateIdentityResponses = {
     /**
      * The updated identity.
      */
-    200: IdentityResponse;
+    200: IdentityUpdated;
 };
 
 export type UpdateIdentityResponse = UpdateIdentityResponses[keyof UpdateIdentityResponses];
+
+export type GetIdentityCredentialsData = {
+    body?: never;
+    path: {
+        /**
+         * The identity id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/identities/{id}/credentials';
+};
+
+export type GetIdentityCredentialsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetIdentityCredentialsError = GetIdentityCredentialsErrors[keyof GetIdentityCredentialsErrors];
+
+export type GetIdentityCredentialsResponses = {
+    /**
+     * The credential fields that are set.
+     */
+    200: IdentityCredentialsResponse;
+};
+
+export type GetIdentityCredentialsResponse = GetIdentityCredentialsResponses[keyof GetIdentityCredentialsResponses];
 
 export type ListApplicationsData = {
     body?: never;
     path?: never;
     query?: {
         /**
-         * Page number, from 1.
+         * Only applications whose name contains this text (case-insensitive).
          */
-        page?: number;
-        /**
-         * Items per page.
-         */
-        limit?: number;
+        search?: string;
     };
     url: '/v1/applications';
 };
@@ -7665,7 +8036,7 @@ export type ListApplicationsError = ListApplicationsErrors[keyof ListApplication
 
 export type ListApplicationsResponses = {
     /**
-     * A page of applications, newest first.
+     * The applications.
      */
     200: ApplicationListResponse;
 };
@@ -7710,9 +8081,9 @@ export type CreateApplicationError = CreateApplicationErrors[keyof CreateApplica
 
 export type CreateApplicationResponses = {
     /**
-     * The application.
+     * The application is created.
      */
-    200: ApplicationResponse;
+    201: ApplicationCreated;
 };
 
 export type CreateApplicationResponse = CreateApplicationResponses[keyof CreateApplicationResponses];
@@ -7762,7 +8133,7 @@ export type DeleteApplicationResponses = {
     /**
      * The application is deleted.
      */
-    200: StatusData;
+    200: SuccessFlag;
 };
 
 export type DeleteApplicationResponse = DeleteApplicationResponses[keyof DeleteApplicationResponses];
@@ -7808,7 +8179,7 @@ export type GetApplicationResponses = {
     /**
      * The application.
      */
-    200: ApplicationResponse;
+    200: Application;
 };
 
 export type GetApplicationResponse = GetApplicationResponses[keyof GetApplicationResponses];
@@ -7862,10 +8233,329 @@ export type UpdateApplicationResponses = {
     /**
      * The updated application.
      */
-    200: ApplicationResponse;
+    200: Application;
 };
 
 export type UpdateApplicationResponse = UpdateApplicationResponses[keyof UpdateApplicationResponses];
+
+export type ListApplicationIdentitiesData = {
+    body?: never;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+    };
+    query?: {
+        /**
+         * Only identities whose name contains this text (case-insensitive).
+         */
+        search?: string;
+        /**
+         * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`.
+         */
+        metadata?: {
+            [key: string]: string;
+        };
+    };
+    url: '/v1/applications/{id}/identities';
+};
+
+export type ListApplicationIdentitiesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListApplicationIdentitiesError = ListApplicationIdentitiesErrors[keyof ListApplicationIdentitiesErrors];
+
+export type ListApplicationIdentitiesResponses = {
+    /**
+     * The identities.
+     */
+    200: ApplicationIdentityListResponse;
+};
+
+export type ListApplicationIdentitiesResponse = ListApplicationIdentitiesResponses[keyof ListApplicationIdentitiesResponses];
+
+export type ListApplicationAuthFlowsData = {
+    body?: never;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/applications/{id}/auth-flows';
+};
+
+export type ListApplicationAuthFlowsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListApplicationAuthFlowsError = ListApplicationAuthFlowsErrors[keyof ListApplicationAuthFlowsErrors];
+
+export type ListApplicationAuthFlowsResponses = {
+    /**
+     * The authentication flows.
+     */
+    200: AuthFlowListResponse;
+};
+
+export type ListApplicationAuthFlowsResponse = ListApplicationAuthFlowsResponses[keyof ListApplicationAuthFlowsResponses];
+
+export type CreateApplicationAuthFlowData = {
+    body: AuthFlowCreateRequest;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/applications/{id}/auth-flows';
+};
+
+export type CreateApplicationAuthFlowErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type CreateApplicationAuthFlowError = CreateApplicationAuthFlowErrors[keyof CreateApplicationAuthFlowErrors];
+
+export type CreateApplicationAuthFlowResponses = {
+    /**
+     * The authentication flow is created.
+     */
+    201: AuthFlow;
+};
+
+export type CreateApplicationAuthFlowResponse = CreateApplicationAuthFlowResponses[keyof CreateApplicationAuthFlowResponses];
+
+export type DeleteApplicationAuthFlowData = {
+    body?: never;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+        /**
+         * The authentication flow id.
+         */
+        authFlowId: string;
+    };
+    query?: never;
+    url: '/v1/applications/{id}/auth-flows/{authFlowId}';
+};
+
+export type DeleteApplicationAuthFlowErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteApplicationAuthFlowError = DeleteApplicationAuthFlowErrors[keyof DeleteApplicationAuthFlowErrors];
+
+export type DeleteApplicationAuthFlowResponses = {
+    /**
+     * The authentication flow is deleted.
+     */
+    200: SuccessFlag;
+};
+
+export type DeleteApplicationAuthFlowResponse = DeleteApplicationAuthFlowResponses[keyof DeleteApplicationAuthFlowResponses];
+
+export type UpdateApplicationAuthFlowData = {
+    body: AuthFlowUpdateRequest;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+        /**
+         * The authentication flow id.
+         */
+        authFlowId: string;
+    };
+    query?: never;
+    url: '/v1/applications/{id}/auth-flows/{authFlowId}';
+};
+
+export type UpdateApplicationAuthFlowErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type UpdateApplicationAuthFlowError = UpdateApplicationAuthFlowErrors[keyof UpdateApplicationAuthFlowErrors];
+
+export type UpdateApplicationAuthFlowResponses = {
+    /**
+     * The updated authentication flow.
+     */
+    200: AuthFlow;
+};
+
+export type UpdateApplicationAuthFlowResponse = UpdateApplicationAuthFlowResponses[keyof UpdateApplicationAuthFlowResponses];
+
+export type CreateIdentityTokenData = {
+    body: IdentityTokenRequest;
+    path: {
+        /**
+         * The application id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/applications/{id}/tokens';
+};
+
+export type CreateIdentityTokenErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type CreateIdentityTokenError = CreateIdentityTokenErrors[keyof CreateIdentityTokenErrors];
+
+export type CreateIdentityTokenResponses = {
+    /**
+     * The token is created.
+     */
+    201: IdentityTokenResponse;
+};
+
+export type CreateIdentityTokenResponse = CreateIdentityTokenResponses[keyof CreateIdentityTokenResponses];
 
 export type ListClientCertificatesData = {
     body?: never;
