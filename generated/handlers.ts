@@ -70,6 +70,24 @@ export type GetBillingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["getBilling"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["getBilling"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type ListCaCertificatesRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type ListCaCertificatesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UploadCaCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadCaCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
+export type UploadCaCertificateResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type ListClientCertificatesRequest = { params: NoFields; query: NonNullable<operations["listClientCertificates"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListClientCertificatesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -373,6 +391,15 @@ export type ConnectCdpResponse =
   | { status: 404; contentType?: "application/json"; body: operations["connectCdp"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 426; contentType?: "application/json"; body: operations["connectCdp"]["responses"][426]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["connectCdp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteCaCertificateRequest = { params: operations["deleteCaCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteCaCertificateResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteClientCertificateRequest = { params: operations["deleteClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteClientCertificateResponse =
@@ -965,6 +992,8 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   listBatchSessions(req: ListBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<ListBatchSessionsResponse>;
   createBatchSessions(req: CreateBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<CreateBatchSessionsResponse>;
   getBilling(req: GetBillingRequest, ctx: AuthedCtx): MaybePromise<GetBillingResponse>;
+  listCaCertificates(req: ListCaCertificatesRequest, ctx: AuthedCtx): MaybePromise<ListCaCertificatesResponse>;
+  uploadCaCertificate(req: UploadCaCertificateRequest, ctx: AuthedCtx): MaybePromise<UploadCaCertificateResponse>;
   listClientCertificates(req: ListClientCertificatesRequest, ctx: AuthedCtx): MaybePromise<ListClientCertificatesResponse>;
   uploadClientCertificate(req: UploadClientCertificateRequest, ctx: AuthedCtx): MaybePromise<UploadClientCertificateResponse>;
   listExtensions(req: ListExtensionsRequest, ctx: AuthedCtx): MaybePromise<ListExtensionsResponse>;
@@ -995,6 +1024,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   getBatchSessions(req: GetBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<GetBatchSessionsResponse>;
   cancelBatchSessions(req: CancelBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<CancelBatchSessionsResponse>;
   connectCdp(req: ConnectCdpRequest, ctx: PublicCtx): MaybePromise<ConnectCdpResponse>;
+  deleteCaCertificate(req: DeleteCaCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteCaCertificateResponse>;
   deleteClientCertificate(req: DeleteClientCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteClientCertificateResponse>;
   getExtension(req: GetExtensionRequest, ctx: AuthedCtx): MaybePromise<GetExtensionResponse>;
   deleteExtension(req: DeleteExtensionRequest, ctx: AuthedCtx): MaybePromise<DeleteExtensionResponse>;
@@ -1060,4 +1090,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

@@ -29,6 +29,8 @@ export type OperationId =
   | "listBatchSessions"
   | "createBatchSessions"
   | "getBilling"
+  | "listCaCertificates"
+  | "uploadCaCertificate"
   | "listClientCertificates"
   | "uploadClientCertificate"
   | "listExtensions"
@@ -59,6 +61,7 @@ export type OperationId =
   | "getBatchSessions"
   | "cancelBatchSessions"
   | "connectCdp"
+  | "deleteCaCertificate"
   | "deleteClientCertificate"
   | "getExtension"
   | "deleteExtension"
@@ -198,6 +201,28 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,500],
     errors: {"400":"general","401":"general","500":"general"},
+  },
+  {
+    operationId: "listCaCertificates",
+    method: "GET",
+    path: "/v1/certificates",
+    honoPath: "/v1/certificates",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,401,500,501],
+    errors: {"401":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "uploadCaCertificate",
+    method: "POST",
+    path: "/v1/certificates",
+    honoPath: "/v1/certificates",
+    secured: true,
+    body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
+    arrayQuery: [],
+    statuses: [200,400,401,409,413,415,500,501],
+    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
   },
   {
     operationId: "listClientCertificates",
@@ -528,6 +553,17 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [101,200,400,401,404,426,500],
     errors: {"400":"general","401":"general","404":"general","426":"general","500":"general"},
+  },
+  {
+    operationId: "deleteCaCertificate",
+    method: "DELETE",
+    path: "/v1/certificates/{name}",
+    honoPath: "/v1/certificates/:name",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
     operationId: "deleteClientCertificate",

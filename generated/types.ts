@@ -1670,6 +1670,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/certificates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List CA certificates
+         * @description Lists every CA certificate of the project, newest first (not paginated).
+         */
+        get: operations["listCaCertificates"];
+        put?: never;
+        /**
+         * Upload a CA certificate
+         * @description Uploads a CA certificate (PEM or DER) for sessions to trust, so they reach services whose TLS certificates it signed. 400 when the file is not a certificate; 409 when the name is taken.
+         */
+        post: operations["uploadCaCertificate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/certificates/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The CA certificate name. */
+                name: components["parameters"]["CaCertificateNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a CA certificate
+         * @description Permanently removes the CA certificate; new sessions can no longer trust it, running sessions keep it until they end.
+         */
+        delete: operations["deleteCaCertificate"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "task.completed": {
@@ -4677,6 +4724,39 @@ export interface components {
             data: components["schemas"]["ClientCertificate"][];
             pagination: components["schemas"]["Pagination"];
         };
+        /** @description The certificate name, unique in the project; letters, digits, `-` and `_` only. */
+        CaCertificateName: string;
+        /** @description A CA certificate that sessions can trust. */
+        CaCertificate: {
+            /**
+             * Format: uuid
+             * @description The CA certificate id.
+             */
+            id: string;
+            name: components["schemas"]["CaCertificateName"];
+            /** @description The description; null when none was given. */
+            description: string | null;
+            /**
+             * Format: date-time
+             * @description When it was uploaded.
+             */
+            createdAt: string;
+        };
+        /** @description The multipart form of a CA certificate upload. */
+        CaCertificateUploadRequest: {
+            name: components["schemas"]["CaCertificateName"];
+            /** @description The certificate, PEM or DER (`.crt`, `.pem`, `.cer`, `.der`). */
+            file: string;
+            /** @description A description, at most 1000 characters. */
+            description?: string;
+        };
+        CaCertificateResponse: {
+            data: components["schemas"]["CaCertificate"];
+        };
+        CaCertificateListResponse: {
+            /** @description Every CA certificate of the project, newest first. */
+            data: components["schemas"]["CaCertificate"][];
+        };
     };
     responses: {
         /** @description The request is invalid. */
@@ -5299,6 +5379,8 @@ export interface components {
         AuthFlowIdPath: string;
         /** @description The client certificate id. */
         ClientCertificateIdPath: string;
+        /** @description The CA certificate name. */
+        CaCertificateNamePath: components["schemas"]["CaCertificateName"];
         /**
          * @description The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
          * @example evt_01JNQ7Z8K4M2P6R9S3T5V7W901
@@ -10114,6 +10196,133 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The client certificate is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    listCaCertificates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CA certificates. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                     *           "name": "corp-root-ca",
+                     *           "description": "Root CA of the internal services.",
+                     *           "createdAt": "2026-03-02T09:15:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CaCertificateListResponse"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    uploadCaCertificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["CaCertificateUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The CA certificate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                     *         "name": "corp-root-ca",
+                     *         "description": "Root CA of the internal services.",
+                     *         "createdAt": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CaCertificateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description A CA certificate with this name already exists. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 409,
+                     *         "message": "A certificate named corp-root-ca already exists"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    deleteCaCertificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The CA certificate name. */
+                name: components["parameters"]["CaCertificateNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CA certificate is deleted. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -3595,6 +3595,56 @@ export type ClientCertificateListResponse = {
 };
 
 /**
+ * The certificate name, unique in the project; letters, digits, `-` and `_` only.
+ */
+export type CaCertificateName = string;
+
+/**
+ * A CA certificate that sessions can trust.
+ */
+export type CaCertificate = {
+    /**
+     * The CA certificate id.
+     */
+    id: string;
+    name: CaCertificateName;
+    /**
+     * The description; null when none was given.
+     */
+    description: string | null;
+    /**
+     * When it was uploaded.
+     */
+    createdAt: string;
+};
+
+/**
+ * The multipart form of a CA certificate upload.
+ */
+export type CaCertificateUploadRequest = {
+    name: CaCertificateName;
+    /**
+     * The certificate, PEM or DER (`.crt`, `.pem`, `.cer`, `.der`).
+     */
+    file: Blob | File;
+    /**
+     * A description, at most 1000 characters.
+     */
+    description?: string;
+};
+
+export type CaCertificateResponse = {
+    data: CaCertificate;
+};
+
+export type CaCertificateListResponse = {
+    /**
+     * Every CA certificate of the project, newest first.
+     */
+    data: Array<CaCertificate>;
+};
+
+/**
  * The credentials, at most one of each type.
  */
 export type IdentityCredentialListWritable = Array<IdentityCredential>;
@@ -3883,6 +3933,11 @@ export type AuthFlowIdPath = string;
  * The client certificate id.
  */
 export type ClientCertificateIdPath = string;
+
+/**
+ * The CA certificate name.
+ */
+export type CaCertificateNamePath = CaCertificateName;
 
 /**
  * The event id (`evt_...`), the same on every retry; receivers use it to drop duplicates.
@@ -8693,6 +8748,134 @@ export type DeleteClientCertificateResponses = {
 };
 
 export type DeleteClientCertificateResponse = DeleteClientCertificateResponses[keyof DeleteClientCertificateResponses];
+
+export type ListCaCertificatesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/certificates';
+};
+
+export type ListCaCertificatesErrors = {
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListCaCertificatesError = ListCaCertificatesErrors[keyof ListCaCertificatesErrors];
+
+export type ListCaCertificatesResponses = {
+    /**
+     * The CA certificates.
+     */
+    200: CaCertificateListResponse;
+};
+
+export type ListCaCertificatesResponse = ListCaCertificatesResponses[keyof ListCaCertificatesResponses];
+
+export type UploadCaCertificateData = {
+    body: CaCertificateUploadRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/certificates';
+};
+
+export type UploadCaCertificateErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * A CA certificate with this name already exists.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type UploadCaCertificateError = UploadCaCertificateErrors[keyof UploadCaCertificateErrors];
+
+export type UploadCaCertificateResponses = {
+    /**
+     * The CA certificate.
+     */
+    200: CaCertificateResponse;
+};
+
+export type UploadCaCertificateResponse = UploadCaCertificateResponses[keyof UploadCaCertificateResponses];
+
+export type DeleteCaCertificateData = {
+    body?: never;
+    path: {
+        /**
+         * The CA certificate name.
+         */
+        name: CaCertificateName;
+    };
+    query?: never;
+    url: '/v1/certificates/{name}';
+};
+
+export type DeleteCaCertificateErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type DeleteCaCertificateError = DeleteCaCertificateErrors[keyof DeleteCaCertificateErrors];
+
+export type DeleteCaCertificateResponses = {
+    /**
+     * The CA certificate is deleted.
+     */
+    200: StatusData;
+};
+
+export type DeleteCaCertificateResponse = DeleteCaCertificateResponses[keyof DeleteCaCertificateResponses];
 
 export type TaskCompletedEventWebhookPayload = EventTaskCompleted;
 
