@@ -55,6 +55,7 @@ export interface Collection {
   param: string;
   /** Normalized names that refer to its ids in other places: sessionid, batchid, … */
   keys: string[];
+  /** POST on the collection path, when an item path has a GET or DELETE (a POST with no items to address, like an async job's start, creates nothing the suite can use). */
   creator?: Operation;
   getter?: Operation;
   deleter?: Operation;
@@ -269,7 +270,6 @@ export class Contract {
       });
     }
     for (const c of this.collections.values()) {
-      c.creator = this.find('POST', c.path);
       for (const param of c.params) {
         const itemPath = `${c.path}/{${param}}`;
         const getter = this.find('GET', itemPath);
@@ -282,6 +282,7 @@ export class Contract {
           break;
         }
       }
+      if (c.getter || c.deleter) c.creator = this.find('POST', c.path);
     }
   }
 }

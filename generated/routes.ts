@@ -53,6 +53,7 @@ export type OperationId =
   | "performWebTask"
   | "takeScreenshot"
   | "fetchWebpage"
+  | "getPerformWebTaskStatus"
   | "cancelTaskRun"
   | "getTaskRunStatus"
   | "getApplication"
@@ -441,8 +442,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,403,404,409,413,415,429,500,501,503],
-    errors: {"400":"general","401":"general","403":"general","404":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general","503":"general"},
+    statuses: [200,400,401,403,404,409,413,415,422,429,500,501,503],
+    errors: {"400":"general","401":"general","403":"general","404":"general","409":"general","413":"general","415":"general","422":"general","429":"general","500":"general","501":"general","503":"general"},
   },
   {
     operationId: "takeScreenshot",
@@ -465,6 +466,17 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,403,413,415,429,500,502,504],
     errors: {"400":"fetch","401":"fetch","403":"fetch","413":"fetch","415":"fetch","429":"fetch","500":"general","502":"fetch","504":"fetch"},
+  },
+  {
+    operationId: "getPerformWebTaskStatus",
+    method: "GET",
+    path: "/v1/tools/perform-web-task/{workflowId}/status",
+    honoPath: "/v1/tools/perform-web-task/:workflowId/status",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
     operationId: "cancelTaskRun",

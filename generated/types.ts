@@ -722,9 +722,49 @@ export interface paths {
         put?: never;
         /**
          * Perform a web task from a prompt
-         * @description An LLM agent carries out the natural-language `prompt` in a browser: in the given running session (`session_id`), or otherwise in a temporary session that is ended afterwards. With `url` it starts there. With `output_schema` the result conforms to that JSON Schema. The agent stops after `max_steps` actions. Needs an LLM provider configured by the operator (503 otherwise). 404 when `session_id` names no session of the project, 409 when that session is not running, 429 also when a temporary session would exceed the concurrent-browser limit.
+         * @description An AI agent carries out the natural-language `prompt` in a browser: in the running session
+         *     `sessionId`, or otherwise in a temporary session that is ended afterwards. With `url` it starts
+         *     there (else on the session's current page). With `output_schema` the answer conforms to that
+         *     JSON Schema. The agent stops after `max_steps` actions.
+         *
+         *     By default the call waits and answers `{data: {result}}`; an agent that gives up or runs out of
+         *     steps answers 422. With `async` it answers at once `{data: {status: running, workflow_id}}`: poll
+         *     `GET /v1/tools/perform-web-task/{workflowId}/status`. With `human_intervention` the agent may
+         *     pause for a person (event `intervention.requested`, then
+         *     `POST /v1/sessions/{session_id}/agent/respond-to-human-intervention`).
+         *
+         *     Needs an LLM provider configured by the operator (503 otherwise); 400 when this server does not
+         *     offer the `agent`, `provider` or `model` asked for. 404 when `sessionId` names no session of the
+         *     project, 409 when that session is not running, 429 also when a temporary session would exceed
+         *     the concurrent-browser limit.
          */
         post: operations["performWebTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/perform-web-task/{workflowId}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The `workflow_id` an asynchronous `POST /v1/tools/perform-web-task` answered.
+                 * @example perform-web-task-6f1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b
+                 */
+                workflowId: components["parameters"]["PerformWebTaskWorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the status of an asynchronous web task
+         * @description Answers `RUNNING` while the agent works, then `COMPLETED` with the `result` a synchronous call would have answered, or `FAILED` with the `error`. 404 when no web task of the project has this workflow id.
+         */
+        get: operations["getPerformWebTaskStatus"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2575,33 +2615,107 @@ export interface components {
             prompt: string;
             /**
              * Format: uri
-             * @description An http or https URL to start at.
+             * @description An http or https URL to start at; default the session's current page.
              */
             url?: string;
             /**
-             * Format: uuid
-             * @description A running session to work in; default a temporary session.
+             * @description The agent that drives the browser.
+             * @default browser-use
+             * @enum {string}
              */
-            session_id?: string;
-            /** @description A JSON Schema the result must conform to; default free text. */
+            agent?: "browser-use" | "openai-cua" | "gemini-computer-use" | "anthropic-cua" | "yutori";
+            /**
+             * @description The LLM provider of the agent; default the operator's.
+             * @enum {string}
+             */
+            provider?: "openai" | "gemini" | "groq" | "azure" | "xai";
+            /** @description The model of the provider; default the operator's. */
+            model?: string;
+            /** @description A JSON Schema the answer must conform to; default free text. */
             output_schema?: {
                 [key: string]: unknown;
             };
             /**
              * @description Maximum number of browser actions the agent may take.
-             * @default 25
+             * @default 200
              */
             max_steps?: number;
+            /**
+             * @description Answer at once with a `workflow_id` instead of waiting for the end.
+             * @default false
+             */
+            async?: boolean;
+            /**
+             * @description Let the agent pause and ask a person when it is stuck or needs a decision.
+             * @default false
+             */
+            human_intervention?: boolean;
+            /** @description Named secrets (passwords, codes) the agent may type into pages; the prompt refers to them by name and the model never sees their values. */
+            secret_values?: {
+                [key: string]: string;
+            };
+            /**
+             * @description Detect the page's interactive elements first, for more accurate actions.
+             * @default false
+             */
+            detect_elements?: boolean;
+            /**
+             * @description Outline the elements the agent acts on, visible in the live view and recording.
+             * @default false
+             */
+            highlight_elements?: boolean;
+        };
+        /**
+         * sync
+         * @description The finished task.
+         */
+        PerformWebTaskResult: {
+            /** @description `{result: <answer>}`: the agent's answer, conforming to `output_schema` when one was given, else text. */
+            result: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * async
+         * @description The started task (with `async`).
+         */
+        PerformWebTaskStarted: {
+            /**
+             * @description Always `running`.
+             * @enum {string}
+             */
+            status: "running";
+            /** @description The id to poll with `GET /v1/tools/perform-web-task/{workflowId}/status`. */
+            workflow_id: string;
         };
         PerformWebTaskResponse: {
+            data: components["schemas"]["PerformWebTaskResult"] | components["schemas"]["PerformWebTaskStarted"];
+        };
+        PerformWebTaskStatusResponse: {
             data: {
-                /** @description The agent's answer: a string, or a value conforming to `output_schema` when one was given. When `status` is not `completed`, the agent's last message. */
-                result: unknown;
                 /**
-                 * @description `completed` when the agent finished the task, `failed` when it gave up, `max_steps_reached` when it ran out of steps.
+                 * @description The agent finished.
                  * @enum {string}
                  */
-                status: "completed" | "failed" | "max_steps_reached";
+                status: "COMPLETED";
+                /** @description The answer, as a synchronous call answers it. */
+                result: {
+                    [key: string]: unknown;
+                };
+            } | {
+                /**
+                 * @description The agent is working.
+                 * @enum {string}
+                 */
+                status: "RUNNING";
+            } | {
+                /**
+                 * @description The agent gave up or failed.
+                 * @enum {string}
+                 */
+                status: "FAILED";
+                /** @description Why. */
+                error: string;
             };
         };
         /**
@@ -5203,6 +5317,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The agent could not finish the task; the message says why. */
+        PerformWebTaskFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description No LLM provider is configured on this server. */
         PerformWebTaskUnavailable: {
             headers: {
@@ -5322,6 +5445,13 @@ export interface components {
         RecordingRangeHeader: string;
         /** @description The id of the running session to run the code in. */
         ExecuteCodeSessionIdQuery: string;
+        /** @description A running session to work in; default a temporary session, ended afterwards. */
+        PerformWebTaskSessionIdQuery: string;
+        /**
+         * @description The `workflow_id` an asynchronous `POST /v1/tools/perform-web-task` answered.
+         * @example perform-web-task-6f1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b
+         */
+        PerformWebTaskWorkflowIdPath: string;
         /** @description The task id. */
         TaskIdPath: string;
         /**
@@ -6803,7 +6933,10 @@ export interface operations {
     };
     performWebTask: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A running session to work in; default a temporary session, ended afterwards. */
+                sessionId?: components["parameters"]["PerformWebTaskSessionIdQuery"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6832,22 +6965,12 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The agent finished. */
+            /** @description The agent finished (or, with `async`, started). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "data": {
-                     *         "result": {
-                     *           "articles": 6912345
-                     *         },
-                     *         "status": "completed"
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["PerformWebTaskResponse"];
                 };
             };
@@ -6858,10 +6981,42 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["PerformWebTaskFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             501: components["responses"]["NotImplemented"];
             503: components["responses"]["PerformWebTaskUnavailable"];
+        };
+    };
+    getPerformWebTaskStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The `workflow_id` an asynchronous `POST /v1/tools/perform-web-task` answered.
+                 * @example perform-web-task-6f1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b
+                 */
+                workflowId: components["parameters"]["PerformWebTaskWorkflowIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The web task's status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PerformWebTaskStatusResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     listBatchSessions: {

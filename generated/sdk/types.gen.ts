@@ -801,15 +801,23 @@ export type PerformWebTaskRequest = {
      */
     prompt: string;
     /**
-     * An http or https URL to start at.
+     * An http or https URL to start at; default the session's current page.
      */
     url?: string;
     /**
-     * A running session to work in; default a temporary session.
+     * The agent that drives the browser.
      */
-    session_id?: string;
+    agent?: 'browser-use' | 'openai-cua' | 'gemini-computer-use' | 'anthropic-cua' | 'yutori';
     /**
-     * A JSON Schema the result must conform to; default free text.
+     * The LLM provider of the agent; default the operator's.
+     */
+    provider?: 'openai' | 'gemini' | 'groq' | 'azure' | 'xai';
+    /**
+     * The model of the provider; default the operator's.
+     */
+    model?: string;
+    /**
+     * A JSON Schema the answer must conform to; default free text.
      */
     output_schema?: {
         [key: string]: unknown;
@@ -818,18 +826,90 @@ export type PerformWebTaskRequest = {
      * Maximum number of browser actions the agent may take.
      */
     max_steps?: number;
+    /**
+     * Answer at once with a `workflow_id` instead of waiting for the end.
+     */
+    async?: boolean;
+    /**
+     * Let the agent pause and ask a person when it is stuck or needs a decision.
+     */
+    human_intervention?: boolean;
+    /**
+     * Named secrets (passwords, codes) the agent may type into pages; the prompt refers to them by name and the model never sees their values.
+     */
+    secret_values?: {
+        [key: string]: string;
+    };
+    /**
+     * Detect the page's interactive elements first, for more accurate actions.
+     */
+    detect_elements?: boolean;
+    /**
+     * Outline the elements the agent acts on, visible in the live view and recording.
+     */
+    highlight_elements?: boolean;
+};
+
+/**
+ * sync
+ *
+ * The finished task.
+ */
+export type PerformWebTaskResult = {
+    /**
+     * `{result: <answer>}`: the agent's answer, conforming to `output_schema` when one was given, else text.
+     */
+    result: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * async
+ *
+ * The started task (with `async`).
+ */
+export type PerformWebTaskStarted = {
+    /**
+     * Always `running`.
+     */
+    status: 'running';
+    /**
+     * The id to poll with `GET /v1/tools/perform-web-task/{workflowId}/status`.
+     */
+    workflow_id: string;
 };
 
 export type PerformWebTaskResponse = {
+    data: PerformWebTaskResult | PerformWebTaskStarted;
+};
+
+export type PerformWebTaskStatusResponse = {
     data: {
         /**
-         * The agent's answer: a string, or a value conforming to `output_schema` when one was given. When `status` is not `completed`, the agent's last message.
+         * The agent finished.
          */
-        result: unknown;
+        status: 'COMPLETED';
         /**
-         * `completed` when the agent finished the task, `failed` when it gave up, `max_steps_reached` when it ran out of steps.
+         * The answer, as a synchronous call answers it.
          */
-        status: 'completed' | 'failed' | 'max_steps_reached';
+        result: {
+            [key: string]: unknown;
+        };
+    } | {
+        /**
+         * The agent is working.
+         */
+        status: 'RUNNING';
+    } | {
+        /**
+         * The agent gave up or failed.
+         */
+        status: 'FAILED';
+        /**
+         * Why.
+         */
+        error: string;
     };
 };
 
@@ -3818,6 +3898,16 @@ export type RecordingRangeHeader = string;
 export type ExecuteCodeSessionIdQuery = string;
 
 /**
+ * A running session to work in; default a temporary session, ended afterwards.
+ */
+export type PerformWebTaskSessionIdQuery = string;
+
+/**
+ * The `workflow_id` an asynchronous `POST /v1/tools/perform-web-task` answered.
+ */
+export type PerformWebTaskWorkflowIdPath = string;
+
+/**
  * The task id.
  */
 export type TaskIdPath = string;
@@ -5665,7 +5755,12 @@ export type ExecuteCodeResponse2 = ExecuteCodeResponses[keyof ExecuteCodeRespons
 export type PerformWebTaskData = {
     body: PerformWebTaskRequest;
     path?: never;
-    query?: never;
+    query?: {
+        /**
+         * A running session to work in; default a temporary session, ended afterwards.
+         */
+        sessionId?: string;
+    };
     url: '/v1/tools/perform-web-task';
 };
 
@@ -5699,6 +5794,10 @@ export type PerformWebTaskErrors = {
      */
     415: Error;
     /**
+     * The agent could not finish the task; the message says why.
+     */
+    422: Error;
+    /**
      * A rate or capacity limit was reached.
      */
     429: Error;
@@ -5720,12 +5819,58 @@ export type PerformWebTaskError = PerformWebTaskErrors[keyof PerformWebTaskError
 
 export type PerformWebTaskResponses = {
     /**
-     * The agent finished.
+     * The agent finished (or, with `async`, started).
      */
     200: PerformWebTaskResponse;
 };
 
 export type PerformWebTaskResponse2 = PerformWebTaskResponses[keyof PerformWebTaskResponses];
+
+export type GetPerformWebTaskStatusData = {
+    body?: never;
+    path: {
+        /**
+         * The `workflow_id` an asynchronous `POST /v1/tools/perform-web-task` answered.
+         */
+        workflowId: string;
+    };
+    query?: never;
+    url: '/v1/tools/perform-web-task/{workflowId}/status';
+};
+
+export type GetPerformWebTaskStatusErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type GetPerformWebTaskStatusError = GetPerformWebTaskStatusErrors[keyof GetPerformWebTaskStatusErrors];
+
+export type GetPerformWebTaskStatusResponses = {
+    /**
+     * The web task's status.
+     */
+    200: PerformWebTaskStatusResponse;
+};
+
+export type GetPerformWebTaskStatusResponse = GetPerformWebTaskStatusResponses[keyof GetPerformWebTaskStatusResponses];
 
 export type ListBatchSessionsData = {
     body?: never;
