@@ -821,6 +821,44 @@ export type GetCdpVersionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type PauseAgentRequest = { params: operations["pauseAgent"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type PauseAgentResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListRequestedHumanInterventionsRequest = { params: operations["listRequestedHumanInterventions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type ListRequestedHumanInterventionsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type RespondToHumanInterventionRequest = { params: operations["respondToHumanIntervention"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["respondToHumanIntervention"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type RespondToHumanInterventionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ResumeAgentRequest = { params: operations["resumeAgent"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type ResumeAgentResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type PauseSessionRecordingRequest = { params: operations["pauseSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type PauseSessionRecordingResponse =
   | { status: 200; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1079,6 +1117,10 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   testWebhook(req: TestWebhookRequest, ctx: AuthedCtx): MaybePromise<TestWebhookResponse>;
   runTask(req: RunTaskRequest, ctx: AuthedCtx): MaybePromise<RunTaskResponse>;
   getCdpVersion(req: GetCdpVersionRequest, ctx: PublicCtx): MaybePromise<GetCdpVersionResponse>;
+  pauseAgent(req: PauseAgentRequest, ctx: AuthedCtx): MaybePromise<PauseAgentResponse>;
+  listRequestedHumanInterventions(req: ListRequestedHumanInterventionsRequest, ctx: AuthedCtx): MaybePromise<ListRequestedHumanInterventionsResponse>;
+  respondToHumanIntervention(req: RespondToHumanInterventionRequest, ctx: AuthedCtx): MaybePromise<RespondToHumanInterventionResponse>;
+  resumeAgent(req: ResumeAgentRequest, ctx: AuthedCtx): MaybePromise<ResumeAgentResponse>;
   pauseSessionRecording(req: PauseSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<PauseSessionRecordingResponse>;
   resumeSessionRecording(req: ResumeSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<ResumeSessionRecordingResponse>;
   keyboardShortcut(req: KeyboardShortcutRequest, ctx: AuthedCtx): MaybePromise<KeyboardShortcutResponse>;
@@ -1101,4 +1143,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

@@ -106,6 +106,10 @@ export type OperationId =
   | "testWebhook"
   | "runTask"
   | "getCdpVersion"
+  | "pauseAgent"
+  | "listRequestedHumanInterventions"
+  | "respondToHumanIntervention"
+  | "resumeAgent"
   | "pauseSessionRecording"
   | "resumeSessionRecording"
   | "keyboardShortcut"
@@ -1049,6 +1053,50 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,500],
     errors: {"400":"general","401":"general","404":"general","500":"general"},
+  },
+  {
+    operationId: "pauseAgent",
+    method: "POST",
+    path: "/v1/sessions/{session_id}/agent/pause",
+    honoPath: "/v1/sessions/:session_id/agent/pause",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "listRequestedHumanInterventions",
+    method: "GET",
+    path: "/v1/sessions/{session_id}/agent/requested-human-intervention",
+    honoPath: "/v1/sessions/:session_id/agent/requested-human-intervention",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "respondToHumanIntervention",
+    method: "POST",
+    path: "/v1/sessions/{session_id}/agent/respond-to-human-intervention",
+    honoPath: "/v1/sessions/:session_id/agent/respond-to-human-intervention",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,413,415,500,501],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "resumeAgent",
+    method: "POST",
+    path: "/v1/sessions/{session_id}/agent/resume",
+    honoPath: "/v1/sessions/:session_id/agent/resume",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,501],
+    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
     operationId: "pauseSessionRecording",

@@ -616,6 +616,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{session_id}/agent/requested-human-intervention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the agent's pending questions
+         * @description Lists the requests for a person that the session's agent is waiting on (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`. Each request also fires `intervention.requested`. 400 when the session is not running.
+         */
+        get: operations["listRequestedHumanInterventions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/agent/respond-to-human-intervention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer the agent's question
+         * @description Answers a pending request of the session's agent; the agent goes on with the answer and `intervention.resolved` fires (without the answer). 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running.
+         */
+        post: operations["respondToHumanIntervention"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/agent/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause the agent
+         * @description Pauses the AI agent working in the session before its next action; the browser stays open and the live view works. 400 when the session is not running.
+         */
+        post: operations["pauseAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/agent/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume the agent
+         * @description Lets a paused agent go on from where it stopped. 400 when the session is not running.
+         */
+        post: operations["resumeAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/fetch/webpage": {
         parameters: {
             query?: never;
@@ -2717,6 +2809,41 @@ export interface components {
                 /** @description Why. */
                 error: string;
             };
+        };
+        HumanInterventionRequests: {
+            data: {
+                /** @description The pending requests, oldest first. */
+                requests: {
+                    /**
+                     * Format: uuid
+                     * @description The request, as in `intervention.requested`.
+                     */
+                    request_id: string;
+                    /** @description What the agent needs from a person. */
+                    message: string;
+                    /** @description The kind of answer awaited, for example `confirm`. */
+                    input_type: string;
+                    /**
+                     * Format: uri
+                     * @description The session's live-view URL, to take over and act in the page.
+                     */
+                    live_view_url: string;
+                    /**
+                     * Format: date-time
+                     * @description When the agent asked.
+                     */
+                    created_at: string;
+                }[];
+            };
+        };
+        HumanInterventionResponse: {
+            /**
+             * Format: uuid
+             * @description The `request_id` of the pending request.
+             */
+            requestId: string;
+            /** @description The answer for the agent (for `confirm`, `yes` or `no`). */
+            response: string;
         };
         /**
          * @description `pending` until every item is terminal; then `completed` when at least one session was created, `failed` when none was; `cancelled` after a cancel.
@@ -5317,6 +5444,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request is invalid, or the session is not running. */
+        AgentSessionNotRunning: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The agent could not finish the task; the message says why. */
         PerformWebTaskFailed: {
             headers: {
@@ -6729,6 +6865,166 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    listRequestedHumanInterventions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending requests. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "requests": [
+                     *           {
+                     *             "request_id": "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b",
+                     *             "message": "Confirm the purchase of 2 items for 59.90 EUR",
+                     *             "input_type": "confirm",
+                     *             "live_view_url": "http://localhost:8080/live/0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b?token=Hc4nR7tY2uI9oP1aS3dF5gJ8kL0zX6vB",
+                     *             "created_at": "2026-03-02T09:21:12Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HumanInterventionRequests"];
+                };
+            };
+            400: components["responses"]["AgentSessionNotRunning"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    respondToHumanIntervention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "requestId": "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b",
+                 *       "response": "yes"
+                 *     }
+                 */
+                "application/json": components["schemas"]["HumanInterventionResponse"];
+            };
+        };
+        responses: {
+            /** @description The answer was handed to the agent. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "resolved"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["AgentSessionNotRunning"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    pauseAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent is paused. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "paused"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["AgentSessionNotRunning"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    resumeAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent goes on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "resumed"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["AgentSessionNotRunning"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
         };
     };
     fetchWebpage: {

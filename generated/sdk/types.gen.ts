@@ -913,6 +913,47 @@ export type PerformWebTaskStatusResponse = {
     };
 };
 
+export type HumanInterventionRequests = {
+    data: {
+        /**
+         * The pending requests, oldest first.
+         */
+        requests: Array<{
+            /**
+             * The request, as in `intervention.requested`.
+             */
+            request_id: string;
+            /**
+             * What the agent needs from a person.
+             */
+            message: string;
+            /**
+             * The kind of answer awaited, for example `confirm`.
+             */
+            input_type: string;
+            /**
+             * The session's live-view URL, to take over and act in the page.
+             */
+            live_view_url: string;
+            /**
+             * When the agent asked.
+             */
+            created_at: string;
+        }>;
+    };
+};
+
+export type HumanInterventionResponse = {
+    /**
+     * The `request_id` of the pending request.
+     */
+    requestId: string;
+    /**
+     * The answer for the agent (for `confirm`, `yes` or `no`).
+     */
+    response: string;
+};
+
 /**
  * `pending` until every item is terminal; then `completed` when at least one session was created, `failed` when none was; `cancelled` after a cancel.
  */
@@ -5516,6 +5557,198 @@ export type TakeSessionScreenshotResponses = {
 };
 
 export type TakeSessionScreenshotResponse = TakeSessionScreenshotResponses[keyof TakeSessionScreenshotResponses];
+
+export type ListRequestedHumanInterventionsData = {
+    body?: never;
+    path: {
+        /**
+         * The session's id.
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/agent/requested-human-intervention';
+};
+
+export type ListRequestedHumanInterventionsErrors = {
+    /**
+     * The request is invalid, or the session is not running.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ListRequestedHumanInterventionsError = ListRequestedHumanInterventionsErrors[keyof ListRequestedHumanInterventionsErrors];
+
+export type ListRequestedHumanInterventionsResponses = {
+    /**
+     * The pending requests.
+     */
+    200: HumanInterventionRequests;
+};
+
+export type ListRequestedHumanInterventionsResponse = ListRequestedHumanInterventionsResponses[keyof ListRequestedHumanInterventionsResponses];
+
+export type RespondToHumanInterventionData = {
+    body: HumanInterventionResponse;
+    path: {
+        /**
+         * The session's id.
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/agent/respond-to-human-intervention';
+};
+
+export type RespondToHumanInterventionErrors = {
+    /**
+     * The request is invalid, or the session is not running.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type RespondToHumanInterventionError = RespondToHumanInterventionErrors[keyof RespondToHumanInterventionErrors];
+
+export type RespondToHumanInterventionResponses = {
+    /**
+     * The answer was handed to the agent.
+     */
+    200: StatusData;
+};
+
+export type RespondToHumanInterventionResponse = RespondToHumanInterventionResponses[keyof RespondToHumanInterventionResponses];
+
+export type PauseAgentData = {
+    body?: never;
+    path: {
+        /**
+         * The session's id.
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/agent/pause';
+};
+
+export type PauseAgentErrors = {
+    /**
+     * The request is invalid, or the session is not running.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type PauseAgentError = PauseAgentErrors[keyof PauseAgentErrors];
+
+export type PauseAgentResponses = {
+    /**
+     * The agent is paused.
+     */
+    200: StatusData;
+};
+
+export type PauseAgentResponse = PauseAgentResponses[keyof PauseAgentResponses];
+
+export type ResumeAgentData = {
+    body?: never;
+    path: {
+        /**
+         * The session's id.
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/agent/resume';
+};
+
+export type ResumeAgentErrors = {
+    /**
+     * The request is invalid, or the session is not running.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ResumeAgentError = ResumeAgentErrors[keyof ResumeAgentErrors];
+
+export type ResumeAgentResponses = {
+    /**
+     * The agent goes on.
+     */
+    200: StatusData;
+};
+
+export type ResumeAgentResponse = ResumeAgentResponses[keyof ResumeAgentResponses];
 
 export type FetchWebpageData = {
     body: FetchWebpageRequest;
