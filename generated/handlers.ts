@@ -203,6 +203,12 @@ export type GetAgentAccessChallengeResponse =
   | { status: 429; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type EndAllSessionsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type EndAllSessionsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetSessionHistoryRequest = { params: NoFields; query: NonNullable<operations["getSessionHistory"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetSessionHistoryResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -264,6 +270,13 @@ export type TakeScreenshotResponse =
   | { status: 500; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 502; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListSessionStatusesRequest = { params: NoFields; query: NonNullable<operations["listSessionStatuses"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListSessionStatusesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchWebpageRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["fetchWebpage"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageResponse =
@@ -849,11 +862,13 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   listWebhooks(req: ListWebhooksRequest, ctx: AuthedCtx): MaybePromise<ListWebhooksResponse>;
   createWebhook(req: CreateWebhookRequest, ctx: AuthedCtx): MaybePromise<CreateWebhookResponse>;
   getAgentAccessChallenge(req: GetAgentAccessChallengeRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessChallengeResponse>;
+  endAllSessions(req: EndAllSessionsRequest, ctx: AuthedCtx): MaybePromise<EndAllSessionsResponse>;
   getSessionHistory(req: GetSessionHistoryRequest, ctx: AuthedCtx): MaybePromise<GetSessionHistoryResponse>;
   executeCode(req: ExecuteCodeRequest, ctx: AuthedCtx): MaybePromise<ExecuteCodeResponse>;
   renderPagePdf(req: RenderPagePdfRequest, ctx: AuthedCtx): MaybePromise<RenderPagePdfResponse>;
   performWebTask(req: PerformWebTaskRequest, ctx: AuthedCtx): MaybePromise<PerformWebTaskResponse>;
   takeScreenshot(req: TakeScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeScreenshotResponse>;
+  listSessionStatuses(req: ListSessionStatusesRequest, ctx: AuthedCtx): MaybePromise<ListSessionStatusesResponse>;
   fetchWebpage(req: FetchWebpageRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageResponse>;
   getTaskRunStatus(req: GetTaskRunStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskRunStatusResponse>;
   getApplication(req: GetApplicationRequest, ctx: AuthedCtx): MaybePromise<GetApplicationResponse>;

@@ -44,11 +44,13 @@ export type OperationId =
   | "listWebhooks"
   | "createWebhook"
   | "getAgentAccessChallenge"
+  | "endAllSessions"
   | "getSessionHistory"
   | "executeCode"
   | "renderPagePdf"
   | "performWebTask"
   | "takeScreenshot"
+  | "listSessionStatuses"
   | "fetchWebpage"
   | "getTaskRunStatus"
   | "getApplication"
@@ -352,6 +354,17 @@ export const routes: readonly Route[] = [
     errors: {"429":"agentAccess","500":"agentAccess"},
   },
   {
+    operationId: "endAllSessions",
+    method: "DELETE",
+    path: "/v1/sessions/all",
+    honoPath: "/v1/sessions/all",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,401,500],
+    errors: {"401":"general","500":"general"},
+  },
+  {
     operationId: "getSessionHistory",
     method: "GET",
     path: "/v1/sessions/history",
@@ -405,6 +418,17 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,403,413,415,429,500,502,504],
     errors: {"400":"general","401":"general","403":"general","413":"general","415":"general","429":"general","500":"general","502":"general","504":"general"},
+  },
+  {
+    operationId: "listSessionStatuses",
+    method: "GET",
+    path: "/v1/sessions/all/status",
+    honoPath: "/v1/sessions/all/status",
+    secured: true,
+    body: null,
+    arrayQuery: ["tags","domains"],
+    statuses: [200,400,401,500],
+    errors: {"400":"general","401":"general","500":"general"},
   },
   {
     operationId: "fetchWebpage",

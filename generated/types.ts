@@ -48,6 +48,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End all sessions
+         * @description Ends every session of the project that is starting or running, as `DELETE /v1/sessions/{session_id}` ends one: their CDP and live-view tokens are revoked and they are no longer addressable. Answers once every one of them has ended; `ended` counts them.
+         */
+        delete: operations["endAllSessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/all/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Status of all sessions
+         * @description The id, status, tags and creation time of the project's sessions (those `DELETE` has not removed), newest first, filtered by every parameter given. `count` is the number that match; `items` holds the newest 1,000 of them (use `GET /v1/sessions` to page through more).
+         */
+        get: operations["listSessionStatuses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session_id}": {
         parameters: {
             query?: never;
@@ -1700,6 +1740,29 @@ export interface components {
             limit: number;
             total: number;
             total_pages: number;
+        };
+        /** @description The answer of `DELETE /v1/sessions/all`: `{data: {status, ended}}`. */
+        EndAllSessions: {
+            data: {
+                /** @enum {string} */
+                status: "completed";
+                /** @description How many sessions this call ended. */
+                ended: number;
+            };
+        };
+        SessionStatusList: {
+            data: {
+                /** @description How many sessions match. */
+                count: number;
+                items: {
+                    /** Format: uuid */
+                    session_id: string;
+                    status: components["schemas"]["SessionStatus"];
+                    tags: string[];
+                    /** Format: date-time */
+                    created_at: string;
+                }[];
+            };
         };
         /** @description The `{data: {status}}` answer of operations that end or remove something. */
         StatusData: {
@@ -5034,6 +5097,93 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["SessionHistory"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    endAllSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every running session of the project has ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "completed",
+                     *         "ended": 3
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EndAllSessions"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listSessionStatuses: {
+        parameters: {
+            query?: {
+                /** @description Only sessions carrying every one of these tags. Repeat the parameter or separate tags with commas (values are split at commas, so a tag containing a comma cannot be filtered on). */
+                tags?: components["parameters"]["SessionTagsQuery"];
+                /** @description Only sessions that visited every one of these domains (recorded when a session ends). Repeat the parameter or separate domains with commas. */
+                domains?: string[];
+                /** @description Only sessions created at or after this time (ISO 8601, UTC). */
+                created_from?: components["parameters"]["SessionCreatedFromQuery"];
+                /** @description Only sessions created before this time (ISO 8601, UTC). */
+                created_to?: components["parameters"]["SessionCreatedToQuery"];
+                /** @description Only sessions created by this batch. */
+                batch_id?: components["parameters"]["SessionBatchIdQuery"];
+                /** @description Only sessions created with (true) or without (false) an active proxy. */
+                proxy?: boolean;
+                /** @description Only sessions created with (true) or without (false) `browser.extra_stealth` active. */
+                extra_stealth?: boolean;
+                /** @description Only sessions started with a browser profile whose name contains this text (case-insensitive). */
+                profile_name?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The matching sessions' statuses. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "count": 1,
+                     *         "items": [
+                     *           {
+                     *             "session_id": "7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70",
+                     *             "status": "running",
+                     *             "tags": [
+                     *               "checkout"
+                     *             ],
+                     *             "created_at": "2025-06-01T10:00:00Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionStatusList"];
                 };
             };
             400: components["responses"]["BadRequest"];

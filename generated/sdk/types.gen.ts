@@ -30,6 +30,34 @@ export type Pagination = {
 };
 
 /**
+ * The answer of `DELETE /v1/sessions/all`: `{data: {status, ended}}`.
+ */
+export type EndAllSessions = {
+    data: {
+        status: 'completed';
+        /**
+         * How many sessions this call ended.
+         */
+        ended: number;
+    };
+};
+
+export type SessionStatusList = {
+    data: {
+        /**
+         * How many sessions match.
+         */
+        count: number;
+        items: Array<{
+            session_id: string;
+            status: SessionStatus;
+            tags: Array<string>;
+            created_at: string;
+        }>;
+    };
+};
+
+/**
  * The `{data: {status}}` answer of operations that end or remove something.
  */
 export type StatusData = {
@@ -3651,6 +3679,101 @@ export type GetSessionHistoryResponses = {
 };
 
 export type GetSessionHistoryResponse = GetSessionHistoryResponses[keyof GetSessionHistoryResponses];
+
+export type EndAllSessionsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/sessions/all';
+};
+
+export type EndAllSessionsErrors = {
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type EndAllSessionsError = EndAllSessionsErrors[keyof EndAllSessionsErrors];
+
+export type EndAllSessionsResponses = {
+    /**
+     * Every running session of the project has ended.
+     */
+    200: EndAllSessions;
+};
+
+export type EndAllSessionsResponse = EndAllSessionsResponses[keyof EndAllSessionsResponses];
+
+export type ListSessionStatusesData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only sessions carrying every one of these tags. Repeat the parameter or separate tags with commas (values are split at commas, so a tag containing a comma cannot be filtered on).
+         */
+        tags?: Array<string>;
+        /**
+         * Only sessions that visited every one of these domains (recorded when a session ends). Repeat the parameter or separate domains with commas.
+         */
+        domains?: Array<string>;
+        /**
+         * Only sessions created at or after this time (ISO 8601, UTC).
+         */
+        created_from?: string;
+        /**
+         * Only sessions created before this time (ISO 8601, UTC).
+         */
+        created_to?: string;
+        /**
+         * Only sessions created by this batch.
+         */
+        batch_id?: string;
+        /**
+         * Only sessions created with (true) or without (false) an active proxy.
+         */
+        proxy?: boolean;
+        /**
+         * Only sessions created with (true) or without (false) `browser.extra_stealth` active.
+         */
+        extra_stealth?: boolean;
+        /**
+         * Only sessions started with a browser profile whose name contains this text (case-insensitive).
+         */
+        profile_name?: string;
+    };
+    url: '/v1/sessions/all/status';
+};
+
+export type ListSessionStatusesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type ListSessionStatusesError = ListSessionStatusesErrors[keyof ListSessionStatusesErrors];
+
+export type ListSessionStatusesResponses = {
+    /**
+     * The matching sessions' statuses.
+     */
+    200: SessionStatusList;
+};
+
+export type ListSessionStatusesResponse = ListSessionStatusesResponses[keyof ListSessionStatusesResponses];
 
 export type EndSessionData = {
     body?: never;

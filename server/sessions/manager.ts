@@ -9,6 +9,7 @@ import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { findKey } from '../auth/api-keys.js';
 import { sameToken } from '../auth/tokens.js';
 import type { EndReason, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
@@ -104,10 +105,18 @@ export class SessionManager {
     this.creationRate = new RateLimiter(config.sessionCreateRatePerMinute);
     this.cdpProxy = createCdpProxy({
       log,
-      resolve: async (sessionId, token) => {
+      resolve: async (sessionId, credential) => {
         const s = this.live.get(sessionId);
         if (!s || s.ending) return 'not_found';
-        if (!sameToken(token, s.cdpToken)) return null;
+        if ('token' in credential) {
+          if (!sameToken(credential.token, s.cdpToken)) return null;
+        } else {
+          const owner = await findKey(this.o.db, credential.apiKey);
+          if (!owner) return null;
+          // Another project's session is not found, as everywhere in the API; it may also
+          // have ended while the key was looked up.
+          if (owner.projectId !== s.projectId || s.ending) return 'not_found';
+        }
         return {
           wsEndpoint: s.browser.wsEndpoint,
           onMessage: (from, data) => {
