@@ -1782,6 +1782,11 @@ export interface components {
              * @description When true, the saved profile of an active identity is reused without checking that it is still signed in. When false, the profile is validated and the identity re-authenticates if it is no longer signed in. Pending identities authenticate on first use either way.
              * @default true
              */
+            identity_skip_validation?: boolean;
+            /**
+             * @description The same as `identity_skip_validation` (its earlier name, still accepted). Giving both with different values answers 400.
+             * @default true
+             */
             skip_profile_validation?: boolean;
             /**
              * @description Run identity authentication in the background and answer with the session at once, instead of after authentication finished.
@@ -1840,12 +1845,15 @@ export interface components {
         };
         /** @description The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`). */
         ProxyOptions: components["schemas"]["ProxyServiceOptions"] | components["schemas"]["ProxyCustomOptions"];
-        /** @description A proxy of the service's residential proxy network. */
+        /** @description A proxy of the service's residential proxy network. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`. */
         ProxyServiceOptions: {
             /** @description Use the proxy. */
             active: boolean;
-            /** @enum {string} */
-            type: "service_proxy";
+            /**
+             * @default service_proxy
+             * @enum {string}
+             */
+            type?: "service_proxy";
             /** @description Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). */
             country_code?: string;
             /** @description Exit region or state within the country. */
@@ -1907,6 +1915,53 @@ export interface components {
             };
             /** @description Apply additional fingerprint hardening against bot detection. */
             extra_stealth?: {
+                /** @default false */
+                active?: boolean;
+            };
+            /** @description Show PDFs in the browser's viewer (true), or download them (false) into the session's downloads. */
+            pdf_viewer?: {
+                /** @default true */
+                active?: boolean;
+            };
+            /** @description Suppress the page's native dialogs, so that none blocks a script: `alert` returns at once, `confirm` answers false and `prompt` null, in every page and frame. */
+            disable_dialogs?: {
+                /** @default false */
+                active?: boolean;
+            };
+            /** @description Open what pages open with `window.open` as tabs of the session's window rather than as popup windows. */
+            force_popups_as_tabs?: {
+                /** @default false */
+                active?: boolean;
+            };
+            /** @description Peer-to-peer download capture. Not available on this server: `active: true` answers 400. Downloads are kept with the session instead. */
+            p2p_download?: {
+                /** @default false */
+                active?: boolean;
+            };
+            /** @description Playwright tracing of the session. Not available on this server: `active: true` answers 400; the session's recording and CDP clients' own tracing are the ways to see what happened. */
+            tracing?: {
+                /** @default false */
+                active?: boolean;
+                /** @default false */
+                snapshots?: boolean;
+                /** @default false */
+                sources?: boolean;
+            };
+            /** @description Masking of sensitive data in pages. Not available on this server: `active: true` answers 400. */
+            sensitive_data_mask?: {
+                /** @default false */
+                active?: boolean;
+                custom_selectors?: string[];
+                site_selectors?: {
+                    [key: string]: string[];
+                };
+                custom_patterns?: {
+                    regex?: string;
+                    mask?: string;
+                }[];
+            };
+            /** @description Cloudflare Web Bot Auth request signing. Not available on this server: `active: true` answers 400. */
+            web_bot_auth?: {
                 /** @default false */
                 active?: boolean;
             };
@@ -4978,6 +5033,7 @@ export interface operations {
                  *           "active": true,
                  *           "type": "service_proxy",
                  *           "country_code": "de",
+                 *           "region": "berlin",
                  *           "city": "berlin"
                  *         },
                  *         "timeout": {

@@ -83,6 +83,10 @@ export type SessionCreateRequest = {
     /**
      * When true, the saved profile of an active identity is reused without checking that it is still signed in. When false, the profile is validated and the identity re-authenticates if it is no longer signed in. Pending identities authenticate on first use either way.
      */
+    identity_skip_validation?: boolean;
+    /**
+     * The same as `identity_skip_validation` (its earlier name, still accepted). Giving both with different values answers 400.
+     */
     skip_profile_validation?: boolean;
     /**
      * Run identity authentication in the background and answer with the session at once, instead of after authentication finished.
@@ -154,14 +158,14 @@ export type SessionLiveViewOptions = {
 export type ProxyOptions = ProxyServiceOptions | ProxyCustomOptions;
 
 /**
- * A proxy of the service's residential proxy network.
+ * A proxy of the service's residential proxy network. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`.
  */
 export type ProxyServiceOptions = {
     /**
      * Use the proxy.
      */
     active: boolean;
-    type: 'service_proxy';
+    type?: 'service_proxy';
     /**
      * Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`).
      */
@@ -249,6 +253,58 @@ export type BrowserOptions = {
      * Apply additional fingerprint hardening against bot detection.
      */
     extra_stealth?: {
+        active?: boolean;
+    };
+    /**
+     * Show PDFs in the browser's viewer (true), or download them (false) into the session's downloads.
+     */
+    pdf_viewer?: {
+        active?: boolean;
+    };
+    /**
+     * Suppress the page's native dialogs, so that none blocks a script: `alert` returns at once, `confirm` answers false and `prompt` null, in every page and frame.
+     */
+    disable_dialogs?: {
+        active?: boolean;
+    };
+    /**
+     * Open what pages open with `window.open` as tabs of the session's window rather than as popup windows.
+     */
+    force_popups_as_tabs?: {
+        active?: boolean;
+    };
+    /**
+     * Peer-to-peer download capture. Not available on this server: `active: true` answers 400. Downloads are kept with the session instead.
+     */
+    p2p_download?: {
+        active?: boolean;
+    };
+    /**
+     * Playwright tracing of the session. Not available on this server: `active: true` answers 400; the session's recording and CDP clients' own tracing are the ways to see what happened.
+     */
+    tracing?: {
+        active?: boolean;
+        snapshots?: boolean;
+        sources?: boolean;
+    };
+    /**
+     * Masking of sensitive data in pages. Not available on this server: `active: true` answers 400.
+     */
+    sensitive_data_mask?: {
+        active?: boolean;
+        custom_selectors?: Array<string>;
+        site_selectors?: {
+            [key: string]: Array<string>;
+        };
+        custom_patterns?: Array<{
+            regex?: string;
+            mask?: string;
+        }>;
+    };
+    /**
+     * Cloudflare Web Bot Auth request signing. Not available on this server: `active: true` answers 400.
+     */
+    web_bot_auth?: {
         active?: boolean;
     };
 };
