@@ -230,6 +230,21 @@ export type ExecuteCodeResponse =
   | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["executeCode"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type FetchWebpageContentRequest = { params: NoFields; query: NonNullable<operations["fetchWebpageContent"]["parameters"]["query"]>; body: NonNullable<operations["fetchWebpageContent"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type FetchWebpageContentResponse =
+  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 403; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][403]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 502; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 504; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type RenderPagePdfRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["renderPagePdf"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RenderPagePdfResponse =
   | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers?: ExtraHeaders }
@@ -865,6 +880,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   endAllSessions(req: EndAllSessionsRequest, ctx: AuthedCtx): MaybePromise<EndAllSessionsResponse>;
   getSessionHistory(req: GetSessionHistoryRequest, ctx: AuthedCtx): MaybePromise<GetSessionHistoryResponse>;
   executeCode(req: ExecuteCodeRequest, ctx: AuthedCtx): MaybePromise<ExecuteCodeResponse>;
+  fetchWebpageContent(req: FetchWebpageContentRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageContentResponse>;
   renderPagePdf(req: RenderPagePdfRequest, ctx: AuthedCtx): MaybePromise<RenderPagePdfResponse>;
   performWebTask(req: PerformWebTaskRequest, ctx: AuthedCtx): MaybePromise<PerformWebTaskResponse>;
   takeScreenshot(req: TakeScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeScreenshotResponse>;

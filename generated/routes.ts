@@ -47,6 +47,7 @@ export type OperationId =
   | "endAllSessions"
   | "getSessionHistory"
   | "executeCode"
+  | "fetchWebpageContent"
   | "renderPagePdf"
   | "performWebTask"
   | "takeScreenshot"
@@ -385,6 +386,17 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,408,409,413,415,429,500,501],
     errors: {"400":"general","401":"general","404":"general","408":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "fetchWebpageContent",
+    method: "POST",
+    path: "/v1/tools/fetch-webpage",
+    honoPath: "/v1/tools/fetch-webpage",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,403,404,409,413,415,429,500,502,504],
+    errors: {"400":"general","401":"general","403":"general","404":"general","409":"general","413":"general","415":"general","429":"general","500":"general","502":"general","504":"general"},
   },
   {
     operationId: "renderPagePdf",

@@ -691,6 +691,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/fetch-webpage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A page's content as HTML or Markdown
+         * @description The hosted vendor's content tool, as its SDK's `tools.fetchWebpage` calls it. Without
+         *     `sessionId` it fetches `url` through the same pipeline as `POST /v1/tools/fetch/webpage`
+         *     (sessionless, stealth browser, consent dismissed, challenges solved; billed and rate
+         *     limited alike) and answers the rendered page. With `sessionId` it reads a page of that
+         *     running session instead: the page at `page_index` (the order of `GET
+         *     /v1/sessions/{session_id}/pages`), a new tab with `new_page`, or else the page on
+         *     screen; given a `url`, that page navigates to it first. In a session nothing extra is
+         *     billed.
+         *
+         *     The answer is `text/plain`: the page's HTML, or with `format: markdown` its Markdown.
+         *     Only HTML pages: a URL that answers a download or another kind of resource is refused
+         *     (400). Loading is given 20 seconds; past that the answer is 504, or with
+         *     `return_partial_on_timeout` what the page holds by then.
+         */
+        post: operations["fetchWebpageContent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/screenshot": {
         parameters: {
             query?: never;
@@ -2288,6 +2320,33 @@ export interface components {
              * @description The http or https URL to open.
              */
             url: string;
+        };
+        FetchWebpageContentRequest: {
+            /** @description The absolute http or https URL to read. Required without `sessionId`; in a session, left out, the page is read as it is. Private, loopback and link-local addresses are refused (403). */
+            url?: string;
+            /**
+             * @description The answer's format.
+             * @default html
+             * @enum {string}
+             */
+            format?: "html" | "markdown";
+            /**
+             * @description Milliseconds to wait after the page has loaded, for content that comes later.
+             * @default 0
+             */
+            wait?: number;
+            /**
+             * @description In a session, read in a new tab (it stays open).
+             * @default false
+             */
+            new_page?: boolean;
+            /** @description In a session, the page to read, by its index in the session's pages. Overrides `new_page`. */
+            page_index?: number;
+            /**
+             * @description Answer what the page holds when loading takes longer than 20 seconds, instead of 504.
+             * @default false
+             */
+            return_partial_on_timeout?: boolean;
         };
         FetchWebpageRequest: {
             /** @description The absolute http or https URL to fetch. Other schemes are refused (400), as are private, loopback and link-local addresses (403). */
@@ -6273,6 +6332,51 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["FetchBadGateway"];
             504: components["responses"]["FetchGatewayTimeout"];
+        };
+    };
+    fetchWebpageContent: {
+        parameters: {
+            query?: {
+                /** @description Read a page of this running session of the project instead of fetching sessionless. */
+                sessionId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://www.wikipedia.org/",
+                 *       "format": "markdown"
+                 *     }
+                 */
+                "application/json": components["schemas"]["FetchWebpageContentRequest"];
+            };
+        };
+        responses: {
+            /** @description The page's content. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example # Wikipedia */
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ToolAddressRefused"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ToolUpstreamError"];
+            504: components["responses"]["ToolUpstreamTimeout"];
         };
     };
     takeScreenshot: {

@@ -770,6 +770,33 @@ export type InputGotoRequest = {
     url: string;
 };
 
+export type FetchWebpageContentRequest = {
+    /**
+     * The absolute http or https URL to read. Required without `sessionId`; in a session, left out, the page is read as it is. Private, loopback and link-local addresses are refused (403).
+     */
+    url?: string;
+    /**
+     * The answer's format.
+     */
+    format?: 'html' | 'markdown';
+    /**
+     * Milliseconds to wait after the page has loaded, for content that comes later.
+     */
+    wait?: number;
+    /**
+     * In a session, read in a new tab (it stays open).
+     */
+    new_page?: boolean;
+    /**
+     * In a session, the page to read, by its index in the session's pages. Overrides `new_page`.
+     */
+    page_index?: number;
+    /**
+     * Answer what the page holds when loading takes longer than 20 seconds, instead of 504.
+     */
+    return_partial_on_timeout?: boolean;
+};
+
 export type FetchWebpageRequest = {
     /**
      * The absolute http or https URL to fetch. Other schemes are refused (400), as are private, loopback and link-local addresses (403).
@@ -5189,6 +5216,76 @@ export type FetchWebpageResponses = {
      */
     200: unknown;
 };
+
+export type FetchWebpageContentData = {
+    body: FetchWebpageContentRequest;
+    path?: never;
+    query?: {
+        /**
+         * Read a page of this running session of the project instead of fetching sessionless.
+         */
+        sessionId?: string;
+    };
+    url: '/v1/tools/fetch-webpage';
+};
+
+export type FetchWebpageContentErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The URL's host is, or resolves to, a private, loopback or link-local address.
+     */
+    403: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * A rate or capacity limit was reached.
+     */
+    429: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The host does not resolve, the connection failed, or the server answered a 5xx status.
+     */
+    502: Error;
+    /**
+     * The page did not load within the time limit.
+     */
+    504: Error;
+};
+
+export type FetchWebpageContentError = FetchWebpageContentErrors[keyof FetchWebpageContentErrors];
+
+export type FetchWebpageContentResponses = {
+    /**
+     * The page's content.
+     */
+    200: string;
+};
+
+export type FetchWebpageContentResponse = FetchWebpageContentResponses[keyof FetchWebpageContentResponses];
 
 export type TakeScreenshotData = {
     body: ScreenshotRequest;

@@ -325,6 +325,19 @@ export class SessionManager {
     return s && !s.ending ? s : undefined;
   }
 
+  /**
+   * The project's session running here, for an operation on it; or why not, as the answer
+   * the operation gives: 404 for a session the project does not have, 409 for one that is
+   * not running (still starting, or ended).
+   */
+  async lookup(projectId: string, id: string): Promise<RunningSession | { status: 404 | 409; message: string }> {
+    const s = this.get(id);
+    if (s && s.projectId === projectId) return s;
+    const row = await store.getSession(this.o.db, projectId, id);
+    if (!row) return { status: 404, message: 'Session not found' };
+    return { status: 409, message: row.status === 'starting' ? 'Session is still starting' : 'Session is not running' };
+  }
+
   /** Activity from input or a live-view viewer (CDP traffic is counted by the proxy). */
   touch(id: string, kind: 'input' | 'liveview'): boolean {
     const s = this.live.get(id);

@@ -184,6 +184,13 @@ const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void>
       </script>`,
     );
   },
+  // An article whose last paragraph arrives a second after the page has loaded.
+  '/article': (_req, res) =>
+    html(
+      res,
+      `<title>Article</title><h1>Title</h1><p>First <b>bold</b> paragraph with <a href="/second">a link</a>.</p>
+      <script>window.addEventListener('load', () => setTimeout(() => { const p = document.createElement('p'); p.textContent = 'Late paragraph'; document.body.append(p); }, 1000));</script>`,
+    ),
   // Asks each native dialog while it loads and keeps the answers.
   '/dialogs': (_req, res) =>
     html(res, `<title>Dialogs</title><script>window.dialogResults = [alert('a') ?? 'alerted', confirm('c'), prompt('p', 'default')];</script>`),

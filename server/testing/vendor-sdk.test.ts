@@ -84,6 +84,15 @@ describe('the vendor SDK, unchanged, with our base URL', () => {
     await client.sessions.all.delete();
   });
 
+  it('tools.fetchWebpage: a page as Markdown, sessionless or from a running session', async () => {
+    expect(await client.tools.fetchWebpage({ url: pages.url('/'), format: 'markdown' })).toContain('# Hello from the test server');
+    const created = await client.sessions.create(HEADLESS);
+    const id = created.data!.id!;
+    expect(await client.tools.fetchWebpage({ sessionId: id, url: pages.url('/second'), format: 'html' })).toContain('<title>Second</title>');
+    expect(await client.tools.fetchWebpage({ sessionId: id })).toContain('second page');
+    await client.sessions.delete(id);
+  });
+
   it('tools.screenshotWebpage answers a PNG', async () => {
     const res = await client.tools.screenshotWebpage({ url: pages.url('/') });
     expect(res.headers.get('content-type')).toBe('image/png');

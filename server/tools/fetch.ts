@@ -99,12 +99,12 @@ export class ToolService {
     return checkUrl(input, what, this.o.config);
   }
 
-  /** The web fetch tool: the rendered page, or the resource itself. */
-  async fetch(input: string, log: Logger): Promise<FetchResult> {
+  /** The web fetch tool: the rendered page (read `waitMs` after it is ready), or the resource itself. */
+  async fetch(input: string, log: Logger, waitMs = 0): Promise<FetchResult> {
     const deadline = Date.now() + this.timeoutMs;
     const url = await this.checkUrl(input, 'fetch');
     return this.inContext(deadline, {}, 'spot', log, (context, page, main, consent, tracker) =>
-      webFetch(context, page, main, consent, tracker, url, deadline, log, this.pipeline),
+      webFetch(context, page, main, consent, tracker, url, deadline, log, this.pipeline, waitMs),
     );
   }
 

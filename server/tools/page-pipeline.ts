@@ -31,7 +31,10 @@ export interface Pipeline {
   solver?: CaptchaSolver;
 }
 
-/** A page after navigation: ready, challenges passed, consent dismissed, then its DOM. */
+/**
+ * A page after navigation: ready, challenges passed, consent dismissed, then its DOM
+ * (`waitMs` later, for a caller that knows its page fills in late).
+ */
 export async function renderPage(
   page: Page,
   main: MainDocument,
@@ -40,6 +43,7 @@ export async function renderPage(
   deadline: number,
   log: Logger,
   pipeline: Pipeline,
+  waitMs = 0,
 ): Promise<FetchResult | Spotted> {
   // The first looks for a challenge and for consent signs ride on the last readiness check:
   // every round trip while the page is open costs it browser time, most of all under load.
@@ -78,6 +82,7 @@ export async function renderPage(
   if (main.refusedPrivate) throw new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${last ? new URL(last.url).host : ''}`);
   const failure = upstreamFailure(last);
   if (failure) throw failure;
+  if (waitMs > 0) await page.waitForTimeout(Math.min(waitMs, Math.max(0, deadline - Date.now())));
   let html: string;
   try {
     html = await page.content();

@@ -20,8 +20,9 @@ export async function webFetch(
   deadline: number,
   log: Logger,
   pipeline: Pipeline,
+  waitMs = 0,
 ): Promise<FetchResult> {
-  const result = await load(page, main, consent, tracker, url, deadline, log, pipeline);
+  const result = await load(page, main, consent, tracker, url, deadline, log, pipeline, waitMs);
   if (!('at' in result)) return result;
   // A file: fetched again with interception, for its bytes exactly as sent. The first page
   // stops (a large file would go on rendering as text); closing it the usual way sometimes
@@ -41,10 +42,11 @@ async function load(
   deadline: number,
   log: Logger,
   pipeline: Pipeline,
+  waitMs = 0,
 ): Promise<FetchResult | Spotted> {
   const found = await navigate(page, main, url, deadline, 'commit', pipeline.config);
   if (found) return foundFile(found, main);
-  return renderPage(page, main, consent, tracker, deadline, log, pipeline);
+  return renderPage(page, main, consent, tracker, deadline, log, pipeline, waitMs);
 }
 
 /** A file spotted on the way, loaded in a new page of the same context with interception. */
