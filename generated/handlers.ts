@@ -220,6 +220,12 @@ export type GetAgentAccessChallengeResponse =
   | { status: 429; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type EndAllSessionsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type EndAllSessionsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetSessionHistoryRequest = { params: NoFields; query: NonNullable<operations["getSessionHistory"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetSessionHistoryResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -254,6 +260,21 @@ export type ExecuteCodeResponse =
   | { status: 429; contentType?: "application/json"; body: operations["executeCode"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["executeCode"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type FetchWebpageContentRequest = { params: NoFields; query: NonNullable<operations["fetchWebpageContent"]["parameters"]["query"]>; body: NonNullable<operations["fetchWebpageContent"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type FetchWebpageContentResponse =
+  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 403; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][403]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 502; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 504; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RenderPagePdfRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["renderPagePdf"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RenderPagePdfResponse =
@@ -296,6 +317,13 @@ export type TakeScreenshotResponse =
   | { status: 500; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 502; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type ListSessionStatusesRequest = { params: NoFields; query: NonNullable<operations["listSessionStatuses"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type ListSessionStatusesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchWebpageRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["fetchWebpage"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageResponse =
@@ -1057,12 +1085,15 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   listWebhooks(req: ListWebhooksRequest, ctx: AuthedCtx): MaybePromise<ListWebhooksResponse>;
   createWebhook(req: CreateWebhookRequest, ctx: AuthedCtx): MaybePromise<CreateWebhookResponse>;
   getAgentAccessChallenge(req: GetAgentAccessChallengeRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessChallengeResponse>;
+  endAllSessions(req: EndAllSessionsRequest, ctx: AuthedCtx): MaybePromise<EndAllSessionsResponse>;
   getSessionHistory(req: GetSessionHistoryRequest, ctx: AuthedCtx): MaybePromise<GetSessionHistoryResponse>;
   executeTask(req: ExecuteTaskRequest, ctx: AuthedCtx): MaybePromise<ExecuteTaskResponse>;
   executeCode(req: ExecuteCodeRequest, ctx: AuthedCtx): MaybePromise<ExecuteCodeResponse>;
+  fetchWebpageContent(req: FetchWebpageContentRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageContentResponse>;
   renderPagePdf(req: RenderPagePdfRequest, ctx: AuthedCtx): MaybePromise<RenderPagePdfResponse>;
   performWebTask(req: PerformWebTaskRequest, ctx: AuthedCtx): MaybePromise<PerformWebTaskResponse>;
   takeScreenshot(req: TakeScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeScreenshotResponse>;
+  listSessionStatuses(req: ListSessionStatusesRequest, ctx: AuthedCtx): MaybePromise<ListSessionStatusesResponse>;
   fetchWebpage(req: FetchWebpageRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageResponse>;
   getPerformWebTaskStatus(req: GetPerformWebTaskStatusRequest, ctx: AuthedCtx): MaybePromise<GetPerformWebTaskStatusResponse>;
   cancelTaskRun(req: CancelTaskRunRequest, ctx: AuthedCtx): MaybePromise<CancelTaskRunResponse>;

@@ -46,12 +46,15 @@ export type OperationId =
   | "listWebhooks"
   | "createWebhook"
   | "getAgentAccessChallenge"
+  | "endAllSessions"
   | "getSessionHistory"
   | "executeTask"
   | "executeCode"
+  | "fetchWebpageContent"
   | "renderPagePdf"
   | "performWebTask"
   | "takeScreenshot"
+  | "listSessionStatuses"
   | "fetchWebpage"
   | "getPerformWebTaskStatus"
   | "cancelTaskRun"
@@ -395,6 +398,17 @@ export const routes: readonly Route[] = [
     errors: {"429":"agentAccess","500":"agentAccess"},
   },
   {
+    operationId: "endAllSessions",
+    method: "DELETE",
+    path: "/v1/sessions/all",
+    honoPath: "/v1/sessions/all",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,401,500],
+    errors: {"401":"general","500":"general"},
+  },
+  {
     operationId: "getSessionHistory",
     method: "GET",
     path: "/v1/sessions/history",
@@ -428,6 +442,17 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","408":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
   },
   {
+    operationId: "fetchWebpageContent",
+    method: "POST",
+    path: "/v1/tools/fetch-webpage",
+    honoPath: "/v1/tools/fetch-webpage",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,403,404,409,413,415,429,500,502,504],
+    errors: {"400":"general","401":"general","403":"general","404":"general","409":"general","413":"general","415":"general","429":"general","500":"general","502":"general","504":"general"},
+  },
+  {
     operationId: "renderPagePdf",
     method: "POST",
     path: "/v1/tools/page-pdf",
@@ -459,6 +484,17 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,403,413,415,429,500,502,504],
     errors: {"400":"general","401":"general","403":"general","413":"general","415":"general","429":"general","500":"general","502":"general","504":"general"},
+  },
+  {
+    operationId: "listSessionStatuses",
+    method: "GET",
+    path: "/v1/sessions/all/status",
+    honoPath: "/v1/sessions/all/status",
+    secured: true,
+    body: null,
+    arrayQuery: ["tags","domains"],
+    statuses: [200,400,401,500],
+    errors: {"400":"general","401":"general","500":"general"},
   },
   {
     operationId: "fetchWebpage",

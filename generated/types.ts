@@ -48,6 +48,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End all sessions
+         * @description Ends every session of the project that is starting or running, as `DELETE /v1/sessions/{session_id}` ends one: their CDP and live-view tokens are revoked and they are no longer addressable. Answers once every one of them has ended; `ended` counts them.
+         */
+        delete: operations["endAllSessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/all/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Status of all sessions
+         * @description The id, status, tags and creation time of the project's sessions (those `DELETE` has not removed), newest first, filtered by every parameter given. `count` is the number that match; `items` holds the newest 1,000 of them (use `GET /v1/sessions` to page through more).
+         */
+        get: operations["listSessionStatuses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session_id}": {
         parameters: {
             query?: never;
@@ -737,6 +777,38 @@ export interface paths {
          *     Errors use the `{error: string}` shape, except 500 and 501, which use the general shape.
          */
         post: operations["fetchWebpage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/fetch-webpage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A page's content as HTML or Markdown
+         * @description The hosted vendor's content tool, as its SDK's `tools.fetchWebpage` calls it. Without
+         *     `sessionId` it fetches `url` through the same pipeline as `POST /v1/tools/fetch/webpage`
+         *     (sessionless, stealth browser, consent dismissed, challenges solved; billed and rate
+         *     limited alike) and answers the rendered page. With `sessionId` it reads a page of that
+         *     running session instead: the page at `page_index` (the order of `GET
+         *     /v1/sessions/{session_id}/pages`), a new tab with `new_page`, or else the page on
+         *     screen; given a `url`, that page navigates to it first. In a session nothing extra is
+         *     billed.
+         *
+         *     The answer is `text/plain`: the page's HTML, or with `format: markdown` its Markdown.
+         *     Only HTML pages: a URL that answers a download or another kind of resource is refused
+         *     (400). Loading is given 20 seconds; past that the answer is 504, or with
+         *     `return_partial_on_timeout` what the page holds by then.
+         */
+        post: operations["fetchWebpageContent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2129,6 +2201,29 @@ export interface components {
             total: number;
             total_pages: number;
         };
+        /** @description The answer of `DELETE /v1/sessions/all`: `{data: {status, ended}}`. */
+        EndAllSessions: {
+            data: {
+                /** @enum {string} */
+                status: "completed";
+                /** @description How many sessions this call ended. */
+                ended: number;
+            };
+        };
+        SessionStatusList: {
+            data: {
+                /** @description How many sessions match. */
+                count: number;
+                items: {
+                    /** Format: uuid */
+                    session_id: string;
+                    status: components["schemas"]["SessionStatus"];
+                    tags: string[];
+                    /** Format: date-time */
+                    created_at: string;
+                }[];
+            };
+        };
         /** @description The `{data: {status}}` answer of operations that end or remove something. */
         StatusData: {
             data: {
@@ -2145,6 +2240,11 @@ export interface components {
             identities?: components["schemas"]["SessionIdentityEntry"][];
             /**
              * @description When true, the saved profile of an active identity is reused without checking that it is still signed in. When false, the profile is validated and the identity re-authenticates if it is no longer signed in. Pending identities authenticate on first use either way.
+             * @default true
+             */
+            identity_skip_validation?: boolean;
+            /**
+             * @description The same as `identity_skip_validation` (its earlier name, still accepted). Giving both with different values answers 400.
              * @default true
              */
             skip_profile_validation?: boolean;
@@ -2205,12 +2305,15 @@ export interface components {
         };
         /** @description The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`). */
         ProxyOptions: components["schemas"]["ProxyServiceOptions"] | components["schemas"]["ProxyCustomOptions"];
-        /** @description A proxy of the service's residential proxy network. */
+        /** @description A proxy of the service's residential proxy network. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`. */
         ProxyServiceOptions: {
             /** @description Use the proxy. */
             active: boolean;
-            /** @enum {string} */
-            type: "service_proxy";
+            /**
+             * @default service_proxy
+             * @enum {string}
+             */
+            type?: "service_proxy";
             /** @description Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). */
             country_code?: string;
             /** @description Exit region or state within the country. */
@@ -2272,6 +2375,53 @@ export interface components {
             };
             /** @description Apply additional fingerprint hardening against bot detection. */
             extra_stealth?: {
+                /** @default false */
+                active?: boolean;
+            };
+            /** @description Show PDFs in the browser's viewer (true), or download them (false) into the session's downloads. */
+            pdf_viewer?: {
+                /** @default true */
+                active?: boolean;
+            };
+            /** @description Suppress the page's native dialogs, so that none blocks a script: `alert` returns at once, `confirm` answers false and `prompt` null, in every page and frame. */
+            disable_dialogs?: {
+                /** @default false */
+                active?: boolean;
+            };
+            /** @description Open what pages open with `window.open` as tabs of the session's window rather than as popup windows. */
+            force_popups_as_tabs?: {
+                /** @default false */
+                active?: boolean;
+            };
+            /** @description Peer-to-peer download capture. Not available on this server: `active: true` answers 400. Downloads are kept with the session instead. */
+            p2p_download?: {
+                /** @default false */
+                active?: boolean;
+            };
+            /** @description Playwright tracing of the session. Not available on this server: `active: true` answers 400; the session's recording and CDP clients' own tracing are the ways to see what happened. */
+            tracing?: {
+                /** @default false */
+                active?: boolean;
+                /** @default false */
+                snapshots?: boolean;
+                /** @default false */
+                sources?: boolean;
+            };
+            /** @description Masking of sensitive data in pages. Not available on this server: `active: true` answers 400. */
+            sensitive_data_mask?: {
+                /** @default false */
+                active?: boolean;
+                custom_selectors?: string[];
+                site_selectors?: {
+                    [key: string]: string[];
+                };
+                custom_patterns?: {
+                    regex?: string;
+                    mask?: string;
+                }[];
+            };
+            /** @description Cloudflare Web Bot Auth request signing. Not available on this server: `active: true` answers 400. */
+            web_bot_auth?: {
                 /** @default false */
                 active?: boolean;
             };
@@ -2598,6 +2748,33 @@ export interface components {
              * @description The http or https URL to open.
              */
             url: string;
+        };
+        FetchWebpageContentRequest: {
+            /** @description The absolute http or https URL to read. Required without `sessionId`; in a session, left out, the page is read as it is. Private, loopback and link-local addresses are refused (403). */
+            url?: string;
+            /**
+             * @description The answer's format.
+             * @default html
+             * @enum {string}
+             */
+            format?: "html" | "markdown";
+            /**
+             * @description Milliseconds to wait after the page has loaded, for content that comes later.
+             * @default 0
+             */
+            wait?: number;
+            /**
+             * @description In a session, read in a new tab (it stays open).
+             * @default false
+             */
+            new_page?: boolean;
+            /** @description In a session, the page to read, by its index in the session's pages. Overrides `new_page`. */
+            page_index?: number;
+            /**
+             * @description Answer what the page holds when loading takes longer than 20 seconds, instead of 504.
+             * @default false
+             */
+            return_partial_on_timeout?: boolean;
         };
         FetchWebpageRequest: {
             /** @description The absolute http or https URL to fetch. Other schemes are refused (400), as are private, loopback and link-local addresses (403). */
@@ -5768,6 +5945,7 @@ export interface operations {
                  *           "active": true,
                  *           "type": "service_proxy",
                  *           "country_code": "de",
+                 *           "region": "berlin",
                  *           "city": "berlin"
                  *         },
                  *         "timeout": {
@@ -5887,6 +6065,93 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["SessionHistory"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    endAllSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every running session of the project has ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "completed",
+                     *         "ended": 3
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EndAllSessions"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listSessionStatuses: {
+        parameters: {
+            query?: {
+                /** @description Only sessions carrying every one of these tags. Repeat the parameter or separate tags with commas (values are split at commas, so a tag containing a comma cannot be filtered on). */
+                tags?: components["parameters"]["SessionTagsQuery"];
+                /** @description Only sessions that visited every one of these domains (recorded when a session ends). Repeat the parameter or separate domains with commas. */
+                domains?: string[];
+                /** @description Only sessions created at or after this time (ISO 8601, UTC). */
+                created_from?: components["parameters"]["SessionCreatedFromQuery"];
+                /** @description Only sessions created before this time (ISO 8601, UTC). */
+                created_to?: components["parameters"]["SessionCreatedToQuery"];
+                /** @description Only sessions created by this batch. */
+                batch_id?: components["parameters"]["SessionBatchIdQuery"];
+                /** @description Only sessions created with (true) or without (false) an active proxy. */
+                proxy?: boolean;
+                /** @description Only sessions created with (true) or without (false) `browser.extra_stealth` active. */
+                extra_stealth?: boolean;
+                /** @description Only sessions started with a browser profile whose name contains this text (case-insensitive). */
+                profile_name?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The matching sessions' statuses. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "count": 1,
+                     *         "items": [
+                     *           {
+                     *             "session_id": "7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70",
+                     *             "status": "running",
+                     *             "tags": [
+                     *               "checkout"
+                     *             ],
+                     *             "created_at": "2025-06-01T10:00:00Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionStatusList"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7080,6 +7345,51 @@ export interface operations {
             500: components["responses"]["InternalError"];
             502: components["responses"]["FetchBadGateway"];
             504: components["responses"]["FetchGatewayTimeout"];
+        };
+    };
+    fetchWebpageContent: {
+        parameters: {
+            query?: {
+                /** @description Read a page of this running session of the project instead of fetching sessionless. */
+                sessionId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://www.wikipedia.org/",
+                 *       "format": "markdown"
+                 *     }
+                 */
+                "application/json": components["schemas"]["FetchWebpageContentRequest"];
+            };
+        };
+        responses: {
+            /** @description The page's content. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example # Wikipedia */
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ToolAddressRefused"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["ToolUpstreamError"];
+            504: components["responses"]["ToolUpstreamTimeout"];
         };
     };
     takeScreenshot: {

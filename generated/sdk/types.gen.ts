@@ -30,6 +30,34 @@ export type Pagination = {
 };
 
 /**
+ * The answer of `DELETE /v1/sessions/all`: `{data: {status, ended}}`.
+ */
+export type EndAllSessions = {
+    data: {
+        status: 'completed';
+        /**
+         * How many sessions this call ended.
+         */
+        ended: number;
+    };
+};
+
+export type SessionStatusList = {
+    data: {
+        /**
+         * How many sessions match.
+         */
+        count: number;
+        items: Array<{
+            session_id: string;
+            status: SessionStatus;
+            tags: Array<string>;
+            created_at: string;
+        }>;
+    };
+};
+
+/**
  * The `{data: {status}}` answer of operations that end or remove something.
  */
 export type StatusData = {
@@ -54,6 +82,10 @@ export type SessionCreateRequest = {
     identities?: Array<SessionIdentityEntry>;
     /**
      * When true, the saved profile of an active identity is reused without checking that it is still signed in. When false, the profile is validated and the identity re-authenticates if it is no longer signed in. Pending identities authenticate on first use either way.
+     */
+    identity_skip_validation?: boolean;
+    /**
+     * The same as `identity_skip_validation` (its earlier name, still accepted). Giving both with different values answers 400.
      */
     skip_profile_validation?: boolean;
     /**
@@ -126,14 +158,14 @@ export type SessionLiveViewOptions = {
 export type ProxyOptions = ProxyServiceOptions | ProxyCustomOptions;
 
 /**
- * A proxy of the service's residential proxy network.
+ * A proxy of the service's residential proxy network. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`.
  */
 export type ProxyServiceOptions = {
     /**
      * Use the proxy.
      */
     active: boolean;
-    type: 'service_proxy';
+    type?: 'service_proxy';
     /**
      * Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`).
      */
@@ -221,6 +253,58 @@ export type BrowserOptions = {
      * Apply additional fingerprint hardening against bot detection.
      */
     extra_stealth?: {
+        active?: boolean;
+    };
+    /**
+     * Show PDFs in the browser's viewer (true), or download them (false) into the session's downloads.
+     */
+    pdf_viewer?: {
+        active?: boolean;
+    };
+    /**
+     * Suppress the page's native dialogs, so that none blocks a script: `alert` returns at once, `confirm` answers false and `prompt` null, in every page and frame.
+     */
+    disable_dialogs?: {
+        active?: boolean;
+    };
+    /**
+     * Open what pages open with `window.open` as tabs of the session's window rather than as popup windows.
+     */
+    force_popups_as_tabs?: {
+        active?: boolean;
+    };
+    /**
+     * Peer-to-peer download capture. Not available on this server: `active: true` answers 400. Downloads are kept with the session instead.
+     */
+    p2p_download?: {
+        active?: boolean;
+    };
+    /**
+     * Playwright tracing of the session. Not available on this server: `active: true` answers 400; the session's recording and CDP clients' own tracing are the ways to see what happened.
+     */
+    tracing?: {
+        active?: boolean;
+        snapshots?: boolean;
+        sources?: boolean;
+    };
+    /**
+     * Masking of sensitive data in pages. Not available on this server: `active: true` answers 400.
+     */
+    sensitive_data_mask?: {
+        active?: boolean;
+        custom_selectors?: Array<string>;
+        site_selectors?: {
+            [key: string]: Array<string>;
+        };
+        custom_patterns?: Array<{
+            regex?: string;
+            mask?: string;
+        }>;
+    };
+    /**
+     * Cloudflare Web Bot Auth request signing. Not available on this server: `active: true` answers 400.
+     */
+    web_bot_auth?: {
         active?: boolean;
     };
 };
@@ -684,6 +768,33 @@ export type InputGotoRequest = {
      * The http or https URL to open.
      */
     url: string;
+};
+
+export type FetchWebpageContentRequest = {
+    /**
+     * The absolute http or https URL to read. Required without `sessionId`; in a session, left out, the page is read as it is. Private, loopback and link-local addresses are refused (403).
+     */
+    url?: string;
+    /**
+     * The answer's format.
+     */
+    format?: 'html' | 'markdown';
+    /**
+     * Milliseconds to wait after the page has loaded, for content that comes later.
+     */
+    wait?: number;
+    /**
+     * In a session, read in a new tab (it stays open).
+     */
+    new_page?: boolean;
+    /**
+     * In a session, the page to read, by its index in the session's pages. Overrides `new_page`.
+     */
+    page_index?: number;
+    /**
+     * Answer what the page holds when loading takes longer than 20 seconds, instead of 504.
+     */
+    return_partial_on_timeout?: boolean;
 };
 
 export type FetchWebpageRequest = {
@@ -4254,6 +4365,101 @@ export type GetSessionHistoryResponses = {
 
 export type GetSessionHistoryResponse = GetSessionHistoryResponses[keyof GetSessionHistoryResponses];
 
+export type EndAllSessionsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/sessions/all';
+};
+
+export type EndAllSessionsErrors = {
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type EndAllSessionsError = EndAllSessionsErrors[keyof EndAllSessionsErrors];
+
+export type EndAllSessionsResponses = {
+    /**
+     * Every running session of the project has ended.
+     */
+    200: EndAllSessions;
+};
+
+export type EndAllSessionsResponse = EndAllSessionsResponses[keyof EndAllSessionsResponses];
+
+export type ListSessionStatusesData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only sessions carrying every one of these tags. Repeat the parameter or separate tags with commas (values are split at commas, so a tag containing a comma cannot be filtered on).
+         */
+        tags?: Array<string>;
+        /**
+         * Only sessions that visited every one of these domains (recorded when a session ends). Repeat the parameter or separate domains with commas.
+         */
+        domains?: Array<string>;
+        /**
+         * Only sessions created at or after this time (ISO 8601, UTC).
+         */
+        created_from?: string;
+        /**
+         * Only sessions created before this time (ISO 8601, UTC).
+         */
+        created_to?: string;
+        /**
+         * Only sessions created by this batch.
+         */
+        batch_id?: string;
+        /**
+         * Only sessions created with (true) or without (false) an active proxy.
+         */
+        proxy?: boolean;
+        /**
+         * Only sessions created with (true) or without (false) `browser.extra_stealth` active.
+         */
+        extra_stealth?: boolean;
+        /**
+         * Only sessions started with a browser profile whose name contains this text (case-insensitive).
+         */
+        profile_name?: string;
+    };
+    url: '/v1/sessions/all/status';
+};
+
+export type ListSessionStatusesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type ListSessionStatusesError = ListSessionStatusesErrors[keyof ListSessionStatusesErrors];
+
+export type ListSessionStatusesResponses = {
+    /**
+     * The matching sessions' statuses.
+     */
+    200: SessionStatusList;
+};
+
+export type ListSessionStatusesResponse = ListSessionStatusesResponses[keyof ListSessionStatusesResponses];
+
 export type EndSessionData = {
     body?: never;
     path: {
@@ -5804,6 +6010,76 @@ export type FetchWebpageResponses = {
      */
     200: unknown;
 };
+
+export type FetchWebpageContentData = {
+    body: FetchWebpageContentRequest;
+    path?: never;
+    query?: {
+        /**
+         * Read a page of this running session of the project instead of fetching sessionless.
+         */
+        sessionId?: string;
+    };
+    url: '/v1/tools/fetch-webpage';
+};
+
+export type FetchWebpageContentErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The URL's host is, or resolves to, a private, loopback or link-local address.
+     */
+    403: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * A rate or capacity limit was reached.
+     */
+    429: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The host does not resolve, the connection failed, or the server answered a 5xx status.
+     */
+    502: Error;
+    /**
+     * The page did not load within the time limit.
+     */
+    504: Error;
+};
+
+export type FetchWebpageContentError = FetchWebpageContentErrors[keyof FetchWebpageContentErrors];
+
+export type FetchWebpageContentResponses = {
+    /**
+     * The page's content.
+     */
+    200: string;
+};
+
+export type FetchWebpageContentResponse = FetchWebpageContentResponses[keyof FetchWebpageContentResponses];
 
 export type TakeScreenshotData = {
     body: ScreenshotRequest;

@@ -39,11 +39,11 @@ async function host(sessions: Record<string, { token: string; wsEndpoint: string
   });
   const proxy = createCdpProxy({
     log,
-    async resolve(sessionId, token) {
+    async resolve(sessionId, credential) {
       resolveCalls.push(sessionId);
       const s = sessions[sessionId];
       if (!s) return 'not_found';
-      return token === s.token ? target(s.wsEndpoint) : null;
+      return 'token' in credential && credential.token === s.token ? target(s.wsEndpoint) : null;
     },
   });
   const server = createServer(async (req, res) => {
@@ -307,12 +307,21 @@ describe('CDP proxy frames', () => {
 
 describe('parseCdpPath', () => {
   it('reads the session, the page and the token', () => {
-    expect(parseCdpPath('/v1/cdp/abc?token=T')).toEqual({ sessionId: 'abc', token: 'T' });
-    expect(parseCdpPath('/v1/cdp/abc/?token=T')).toEqual({ sessionId: 'abc', token: 'T' });
-    expect(parseCdpPath('/v1/cdp/abc/devtools/browser/9f?token=T')).toEqual({ sessionId: 'abc', token: 'T' });
-    expect(parseCdpPath('/v1/cdp/abc/devtools/page/P1?token=T')).toEqual({ sessionId: 'abc', page: 'P1', token: 'T' });
-    expect(parseCdpPath('/v1/cdp/abc')).toEqual({ sessionId: 'abc', token: null });
-    expect(parseCdpPath('/v1/cdp/abc/json/version')).toEqual({ sessionId: '', token: null });
+    expect(parseCdpPath('/v1/cdp/abc?token=T')).toEqual({ sessionId: 'abc', credential: { token: 'T' } });
+    expect(parseCdpPath('/v1/cdp/abc/?token=T')).toEqual({ sessionId: 'abc', credential: { token: 'T' } });
+    expect(parseCdpPath('/v1/cdp/abc/devtools/browser/9f?token=T')).toEqual({ sessionId: 'abc', credential: { token: 'T' } });
+    expect(parseCdpPath('/v1/cdp/abc/devtools/page/P1?token=T')).toEqual({ sessionId: 'abc', page: 'P1', credential: { token: 'T' } });
+    expect(parseCdpPath('/v1/cdp/abc')).toEqual({ sessionId: 'abc', credential: null });
+    expect(parseCdpPath('/v1/cdp/abc/json/version')).toEqual({ sessionId: '', credential: null });
     expect(parseCdpPath('/v1/sessions')).toBeUndefined();
+  });
+
+  it("reads the hosted vendor SDK's form: an API key and a session on the root", () => {
+    expect(parseCdpPath('/?apiKey=K&sessionId=abc')).toEqual({ sessionId: 'abc', credential: { apiKey: 'K' } });
+    expect(parseCdpPath('/?sessionId=abc&apiKey=K')).toEqual({ sessionId: 'abc', credential: { apiKey: 'K' } });
+    // Either alone is not a CDP address, nor is the key on any other path.
+    expect(parseCdpPath('/?apiKey=K')).toBeUndefined();
+    expect(parseCdpPath('/?sessionId=abc')).toBeUndefined();
+    expect(parseCdpPath('/v1/sessions?apiKey=K&sessionId=abc')).toBeUndefined();
   });
 });

@@ -1,5 +1,8 @@
 // The public CDP endpoint: ws(s)://HOST/v1/cdp/{session_id}?token=T, piped to the
-// session's own Chromium. Frames are passed through untouched (never parsed): the proxy
+// session's own Chromium. The hosted vendor's SDK builds its own address instead,
+// ws(s)://HOST?apiKey=K&sessionId=S, and that is accepted too: the key opens the sessions of
+// its project. It is the weaker form (an API key in a URL lands in proxies' and clients'
+// logs, and it opens every session of the project, not one), so cdp_url never uses it. Frames are passed through untouched (never parsed): the proxy
 // must work with every CDP client and protocol version, and cost as little as possible.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -16,14 +19,17 @@ export interface CdpTarget {
   onMessage(from: 'client' | 'browser', data: RawData): void;
 }
 
+/** What opens a session: its own CDP token, or an API key of its project (the SDK's form). */
+export type CdpCredential = { token: string } | { apiKey: string };
+
 /**
- * null: the token does not open that session (answered 401, without saying whether the
+ * null: the credential does not open that session (answered 401, without saying whether the
  * session exists); 'not_found': no such session or it has ended (404).
  */
 export type CdpResolution = CdpTarget | null | 'not_found';
 
 export interface CdpProxyOptions {
-  resolve(sessionId: string, token: string): Promise<CdpResolution>;
+  resolve(sessionId: string, credential: CdpCredential): Promise<CdpResolution>;
   log: Log;
   /** Largest message accepted from either side (default 256 MiB, as Playwright). */
   maxPayload?: number;
@@ -52,23 +58,36 @@ interface Bridge {
  */
 const PATH = /^\/v1\/cdp\/([^/]+)(\/devtools\/(browser|page)\/([^/]+))?\/?$/;
 
-export function parseCdpPath(url: string): { sessionId: string; page?: string; token: string | null } | undefined {
+export interface CdpPath {
+  /** Empty: ours, but no CDP endpoint (answered 404). */
+  sessionId: string;
+  page?: string;
+  credential: CdpCredential | null;
+}
+
+export function parseCdpPath(url: string): CdpPath | undefined {
   const parsed = new URL(url, 'http://localhost');
+  const query = parsed.searchParams;
+  // The SDK's form, on the root of the API's address.
+  if (parsed.pathname === '/' && query.has('sessionId') && query.has('apiKey')) {
+    return { sessionId: query.get('sessionId')!, credential: { apiKey: query.get('apiKey')! } };
+  }
   const m = PATH.exec(parsed.pathname);
   if (!m) {
     // Under /v1/cdp/ but not a CDP path: still ours, answered 404.
-    return parsed.pathname.startsWith('/v1/cdp/') ? { sessionId: '', token: null } : undefined;
+    return parsed.pathname.startsWith('/v1/cdp/') ? { sessionId: '', credential: null } : undefined;
   }
   let sessionId: string;
   try {
     sessionId = decodeURIComponent(m[1]!);
   } catch {
-    return { sessionId: '', token: null };
+    return { sessionId: '', credential: null };
   }
+  const token = query.get('token');
   return {
     sessionId,
     ...(m[3] === 'page' ? { page: decodeURIComponent(m[4]!) } : {}),
-    token: parsed.searchParams.get('token'),
+    credential: token === null ? null : { token },
   };
 }
 
@@ -171,19 +190,19 @@ export function createCdpProxy(options: CdpProxyOptions): CdpProxy {
     });
   }
 
-  async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, path: NonNullable<ReturnType<typeof parseCdpPath>>): Promise<void> {
+  async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, path: CdpPath): Promise<void> {
     if (closed) return refuse(socket, 503, 'server is shutting down');
     if (!path.sessionId) return refuse(socket, 404, 'not a CDP endpoint');
-    if (!path.token) return refuse(socket, 401, 'missing token');
+    if (!path.credential) return refuse(socket, 401, 'missing token');
     let resolution: CdpResolution;
     try {
-      resolution = await options.resolve(path.sessionId, path.token);
+      resolution = await options.resolve(path.sessionId, path.credential);
     } catch (err) {
       log.error({ sessionId: path.sessionId, err: (err as Error).message }, 'cdp resolve failed');
       return refuse(socket, 503, 'session lookup failed');
     }
     if (resolution === 'not_found') return refuse(socket, 404, 'session not found');
-    if (resolution === null) return refuse(socket, 401, 'invalid token');
+    if (resolution === null) return refuse(socket, 401, 'token' in path.credential ? 'invalid token' : 'invalid API key');
     if (closed) return refuse(socket, 503, 'server is shutting down');
     if (socket.destroyed) return;
     const target = resolution;

@@ -5,6 +5,7 @@ export { closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from '
 export { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './launch-options.js';
 export { DISABLED_FEATURES, type Geometry, type Size } from './flags.js';
 export { sweepOrphans } from './sweep.js';
+export { BUILT_IN_EXTENSIONS } from './extensions.js';
 export { browsersDirFor, installationId } from './roots.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
 export {

@@ -9,6 +9,8 @@ export interface LaunchOptions {
   disableWebSecurity: boolean;
   /** Chromium blocks popups by default; false adds --disable-popup-blocking. */
   popupBlocker: boolean;
+  /** PDFs open in the viewer; false downloads them (a profile preference). */
+  pdfViewer: boolean;
   proxy?: { server: string; bypass?: string };
   /** Unpacked extension directories. */
   extensionDirs?: string[];
@@ -23,6 +25,7 @@ export const DEFAULT_LAUNCH_OPTIONS: Readonly<LaunchOptions> = Object.freeze({
   fullscreen: false,
   disableWebSecurity: false,
   popupBlocker: true,
+  pdfViewer: true,
 });
 
 /** Whether two option sets launch identical browsers (a pooled browser serves either). */
@@ -35,6 +38,7 @@ export function sameLaunchOptions(a: LaunchOptions, b: LaunchOptions): boolean {
     a.fullscreen === b.fullscreen &&
     a.disableWebSecurity === b.disableWebSecurity &&
     a.popupBlocker === b.popupBlocker &&
+    a.pdfViewer === b.pdfViewer &&
     (a.proxy?.server ?? '') === (b.proxy?.server ?? '') &&
     (a.proxy?.bypass ?? '') === (b.proxy?.bypass ?? '') &&
     dirs(a) === dirs(b) &&

@@ -160,7 +160,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
   try {
     await Promise.all(Object.values(paths).map((p) => mkdir(p, { recursive: true })));
     if (options.userDataTemplate) await copyProfile(options.userDataTemplate, paths.userData);
-    await writeProfilePreferences(paths.userData, paths.downloads);
+    await writeProfilePreferences(paths.userData, paths.downloads, options.pdfViewer);
 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);
@@ -346,9 +346,10 @@ async function copyProfile(template: string, userDataDir: string): Promise<void>
  * Downloads go to rootDir/downloads without a prompt. A profile preference rather than
  * CDP Browser.setDownloadBehavior: it holds for the browser's whole life, whatever CDP
  * clients come and go. The exit type is reset so that a copied profile does not offer to
- * restore the pages of a browser that was killed.
+ * restore the pages of a browser that was killed. Without the PDF viewer, a PDF is a
+ * download like any other file.
  */
-async function writeProfilePreferences(userDataDir: string, downloads: string): Promise<void> {
+async function writeProfilePreferences(userDataDir: string, downloads: string, pdfViewer: boolean): Promise<void> {
   const file = join(userDataDir, 'Default', 'Preferences');
   let prefs: any = {};
   try {
@@ -359,6 +360,7 @@ async function writeProfilePreferences(userDataDir: string, downloads: string): 
   prefs.download = { ...prefs.download, default_directory: downloads, prompt_for_download: false, directory_upgrade: true };
   prefs.savefile = { ...prefs.savefile, default_directory: downloads };
   prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true };
+  prefs.plugins = { ...prefs.plugins, always_open_pdf_externally: !pdfViewer };
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(prefs));
 }

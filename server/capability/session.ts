@@ -1,11 +1,13 @@
 // What a capability sees of a browser session, and the hooks through which it follows
 // sessions from start to end. The sessions capability runs them; every other capability
 // that acts on sessions (recording, live view, input, profiles, tasks…) only knows this.
-import type { components } from '../../generated/types.js';
 import type { CdpClient } from '../browser/cdp-client.js';
 import type { RunningBrowser } from '../browser/index.js';
 
-type ProxyOptions = components['schemas']['ProxyOptions'];
+/** An active proxy; a service proxy's type may be left out of the body. */
+export type SessionProxy =
+  | { type: 'service_proxy'; country_code?: string; region?: string; city?: string }
+  | { type: 'custom'; server: string; username?: string; password?: string };
 
 /** A session's configuration with every default filled in (sessions/options.ts makes it). */
 export interface SessionOptions {
@@ -16,7 +18,7 @@ export interface SessionOptions {
   maxDurationMs: number | undefined;
   idleTimeoutMs: number | undefined;
   liveView: { readOnly: boolean; oneTimeUrl: boolean };
-  proxy: ProxyOptions | undefined;
+  proxy: SessionProxy | undefined;
   captchaSolver: boolean;
   adblock: boolean;
   /** Uploaded extensions and a saved profile: they decide the launch too. */

@@ -3,7 +3,6 @@
 // display (x11.ts), headless ones CDP input (cdp.ts). One operation at a time per session,
 // each counted as activity (idle timeout) and as a step of session.completed.
 import type { Logger } from 'pino';
-import type { Db } from '../store/db.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { RunningSession } from '../capability/index.js';
@@ -36,8 +35,7 @@ export type InputHandlers = Pick<
 >;
 
 export interface InputDeps {
-  db: Db;
-  sessions: Pick<SessionManager, 'get' | 'touch'>;
+  sessions: Pick<SessionManager, 'get' | 'lookup' | 'touch'>;
   allowPrivateNetworks: boolean;
   log: Logger;
 }
@@ -110,11 +108,9 @@ export function inputHandlers(d: InputDeps): InputHandlers {
 
   /** The running session of this project, or why not (404 unknown, 409 not running). */
   const find = async (projectId: string, id: string): Promise<RunningSession> => {
-    const s = d.sessions.get(id);
-    if (s && s.projectId === projectId) return s;
-    const [row] = await d.db.query<{ status: string }>('SELECT status FROM sessions WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL', [projectId, id]);
-    if (!row) throw new Refused(404, 'Session not found');
-    throw new Refused(409, row.status === 'starting' ? 'Session is still starting' : 'Session is not running');
+    const s = await d.sessions.lookup(projectId, id);
+    if ('status' in s) throw new Refused(s.status, s.message);
+    return s;
   };
 
   /**

@@ -2,13 +2,12 @@
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
-import type { Db } from '../store/db.js';
 import type { SessionManager } from '../sessions/index.js';
 import { inputHandlers, type InputHandlers } from './handlers.js';
 
-export function input(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof InputHandlers> {
+export function input(d: { config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof InputHandlers> {
   return {
     name: 'input',
-    handlers: inputHandlers({ db: d.db, sessions: d.sessions, log: d.log, allowPrivateNetworks: d.config.allowPrivateNetworks }),
+    handlers: inputHandlers({ sessions: d.sessions, log: d.log, allowPrivateNetworks: d.config.allowPrivateNetworks }),
   };
 }

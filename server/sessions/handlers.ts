@@ -18,8 +18,21 @@ const periodHours: Record<store.Granularity, number> = { hour: 1, day: 24, week:
 
 export type SessionHandlers = Pick<
   AppHandlers,
-  'createSession' | 'getSession' | 'listSessions' | 'endSession' | 'replaceSessionTags' | 'getSessionHistory' | 'listSessionPages' | 'connectCdp' | 'getCdpVersion'
+  | 'createSession'
+  | 'getSession'
+  | 'listSessions'
+  | 'listSessionStatuses'
+  | 'endSession'
+  | 'endAllSessions'
+  | 'replaceSessionTags'
+  | 'getSessionHistory'
+  | 'listSessionPages'
+  | 'connectCdp'
+  | 'getCdpVersion'
 >;
+
+/** The newest this many are listed by GET /v1/sessions/all/status; count covers them all. */
+const MAX_STATUS_ITEMS = 1_000;
 
 export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionManager }): SessionHandlers {
   const record = (row: store.SessionRow): Session => ({
@@ -39,6 +52,20 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
     live_view_url: sessions.liveViewUrl(row.id, row.live_view_token),
     end_reason: row.end_reason,
   });
+
+  /** Ends a session and removes it from the API, whatever state it is in; answers its final status. */
+  const endAndRemove = async (row: store.SessionRow): Promise<'completed' | 'failed'> => {
+    if (row.status === 'completed' || row.status === 'failed') {
+      // Already ended (a timeout, a crash): the DELETE removes it from the API all the same.
+      await store.markDeleted(db, row.project_id, row.id);
+      return row.status;
+    }
+    const ended = await sessions.end(row.id, 'completed', 'api', { deleted: true });
+    // Unless this DELETE recorded the end, the end that did (a timeout, a crash, a client's
+    // Browser.close, in progress when the DELETE came) left the session addressable.
+    if (!ended || ended.deleted_at === null) await store.markDeleted(db, row.project_id, row.id);
+    return ended?.status === 'failed' ? 'failed' : 'completed';
+  };
 
   return {
     async createSession(req, ctx) {
@@ -72,16 +99,31 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
     async endSession(req, ctx) {
       const row = await store.getSession(db, ctx.projectId, req.params.session_id);
       if (!row) return fail(404, 'Session not found');
-      if (row.status === 'completed' || row.status === 'failed') {
-        // Already ended (a timeout, a crash): the DELETE removes it from the API all the same.
-        await store.markDeleted(db, ctx.projectId, row.id);
-        return { status: 200, body: { data: { status: row.status } } };
-      }
-      const ended = await sessions.end(row.id, 'completed', 'api', { deleted: true });
-      // Unless this DELETE recorded the end, the end that did (a timeout, a crash, a client's
-      // Browser.close, in progress when the DELETE came) left the session addressable.
-      if (!ended || ended.deleted_at === null) await store.markDeleted(db, ctx.projectId, row.id);
-      return { status: 200, body: { data: { status: ended?.status ?? 'completed' } } };
+      return { status: 200, body: { data: { status: await endAndRemove(row) } } };
+    },
+
+    async endAllSessions(_req, ctx) {
+      const rows = await store.unfinishedOfProject(db, ctx.projectId);
+      await Promise.all(rows.map(endAndRemove));
+      return { status: 200, body: { data: { status: 'completed', ended: rows.length } } };
+    },
+
+    async listSessionStatuses(req, ctx) {
+      const q = req.query;
+      const { rows, total } = await store.listSessions(db, ctx.projectId, {
+        page: 1,
+        limit: MAX_STATUS_ITEMS,
+        tags: q.tags,
+        domains: q.domains,
+        createdFrom: q.created_from,
+        createdTo: q.created_to,
+        batchId: q.batch_id,
+        proxy: q.proxy,
+        extraStealth: q.extra_stealth,
+        profileName: q.profile_name,
+      });
+      const items = rows.map((r) => ({ session_id: r.id, status: r.status, tags: r.tags, created_at: r.created_at.toISOString() }));
+      return { status: 200, body: { data: { count: total, items } } };
     },
 
     async replaceSessionTags(req, ctx) {

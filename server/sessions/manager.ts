@@ -9,6 +9,7 @@ import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { findKey } from '../auth/api-keys.js';
 import { sameToken } from '../auth/tokens.js';
 import type { EndReason, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
@@ -104,10 +105,18 @@ export class SessionManager {
     this.creationRate = new RateLimiter(config.sessionCreateRatePerMinute);
     this.cdpProxy = createCdpProxy({
       log,
-      resolve: async (sessionId, token) => {
+      resolve: async (sessionId, credential) => {
         const s = this.live.get(sessionId);
         if (!s || s.ending) return 'not_found';
-        if (!sameToken(token, s.cdpToken)) return null;
+        if ('token' in credential) {
+          if (!sameToken(credential.token, s.cdpToken)) return null;
+        } else {
+          const owner = await findKey(this.o.db, credential.apiKey);
+          if (!owner) return null;
+          // Another project's session is not found, as everywhere in the API; it may also
+          // have ended while the key was looked up.
+          if (owner.projectId !== s.projectId || s.ending) return 'not_found';
+        }
         return {
           wsEndpoint: s.browser.wsEndpoint,
           onMessage: (from, data) => {
@@ -314,6 +323,19 @@ export class SessionManager {
   get(id: string): RunningSession | undefined {
     const s = this.live.get(id);
     return s && !s.ending ? s : undefined;
+  }
+
+  /**
+   * The project's session running here, for an operation on it; or why not, as the answer
+   * the operation gives: 404 for a session the project does not have, 409 for one that is
+   * not running (still starting, or ended).
+   */
+  async lookup(projectId: string, id: string): Promise<RunningSession | { status: 404 | 409; message: string }> {
+    const s = this.get(id);
+    if (s && s.projectId === projectId) return s;
+    const row = await store.getSession(this.o.db, projectId, id);
+    if (!row) return { status: 404, message: 'Session not found' };
+    return { status: 409, message: row.status === 'starting' ? 'Session is still starting' : 'Session is not running' };
   }
 
   /** Activity from input or a live-view viewer (CDP traffic is counted by the proxy). */

@@ -17,6 +17,7 @@ import {
   eventually,
   getSession,
   gone,
+  postSession,
   processesUnder,
   roots,
   rootOf,
@@ -113,6 +114,79 @@ describe('session browsers', () => {
       await endSession(server, plain.id);
       await endSession(server, custom.id);
     }
+  });
+
+  it("applies the vendor's options: pdf_viewer, disable_dialogs, force_popups_as_tabs; refuses those this server cannot honour, naming them", async () => {
+    const plain = await createSession(server, { browser: { headless: { active: true }, popup_blocker: { active: false } }, session: { recording: { active: false } } });
+    const custom = await createSession(server, {
+      browser: {
+        headless: { active: true },
+        popup_blocker: { active: false },
+        pdf_viewer: { active: false },
+        disable_dialogs: { active: true },
+        force_popups_as_tabs: { active: true },
+        // Turned off, the options this server cannot honour are accepted.
+        tracing: { active: false },
+        p2p_download: { active: false },
+      },
+      session: { recording: { active: false } },
+    });
+    const plainBrowser = await chromium.connectOverCDP(plain.cdp_url);
+    const customBrowser = await chromium.connectOverCDP(custom.cdp_url);
+    try {
+      const [plainPage, customPage] = [plainBrowser, customBrowser].map((b) => b.contexts()[0]!.pages()[0]!);
+
+      // Dialogs: a person would be asked without the option; with it none opens, and each
+      // answers as a dismissed dialog does.
+      const asked: string[] = [];
+      plainPage.on('dialog', (d) => void (asked.push(d.type()), d.dismiss()));
+      customPage.on('dialog', (d) => void (asked.push(`custom ${d.type()}`), d.dismiss()));
+      await plainPage.goto(pages.url('/dialogs'));
+      expect(asked).toEqual(['alert', 'confirm', 'prompt']);
+      await customPage.goto(pages.url('/dialogs'));
+      expect(await customPage.evaluate(() => (window as unknown as { dialogResults: unknown }).dialogResults)).toEqual(['alerted', false, null]);
+      expect(asked).toEqual(['alert', 'confirm', 'prompt']);
+
+      // window.open with window features: a window of its own, or a tab of the opener's.
+      const windowOf = async (page: typeof plainPage) => {
+        const cdp = await page.context().newCDPSession(page);
+        const { targetInfo } = await cdp.send('Target.getTargetInfo');
+        return (await cdp.send('Browser.getWindowForTarget', { targetId: targetInfo.targetId })).windowId;
+      };
+      for (const [page, separate] of [[plainPage, true], [customPage, false]] as const) {
+        const [popup] = await Promise.all([page.context().waitForEvent('page'), page.goto(pages.url('/popup-window'))]);
+        await popup.waitForLoadState();
+        expect(await popup.title()).toBe('Second');
+        expect((await windowOf(popup)) !== (await windowOf(page)), `a separate window: ${separate}`).toBe(separate);
+        await popup.close();
+      }
+
+      // A PDF: shown in the viewer, or downloaded into the session's downloads.
+      await plainPage.goto(pages.url('/doc.pdf'));
+      expect(plainPage.url()).toBe(pages.url('/doc.pdf'));
+      // (Playwright, connected, takes the session's downloads into its own folder.)
+      const [download] = await Promise.all([customPage.waitForEvent('download'), customPage.goto(pages.url('/doc.pdf')).catch(() => {})]);
+      expect(download.suggestedFilename()).toBe('doc.pdf');
+    } finally {
+      await plainBrowser.close().catch(() => {});
+      await customBrowser.close().catch(() => {});
+      await endSession(server, plain.id);
+      await endSession(server, custom.id);
+    }
+
+    const refused = async (body: unknown, message: RegExp) => {
+      const res = await postSession(server, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.message).toMatch(message);
+    };
+    for (const option of ['p2p_download', 'tracing', 'sensitive_data_mask', 'web_bot_auth']) {
+      await refused({ browser: { [option]: { active: true } } }, new RegExp(`^browser\\.${option}: .*not available on this server`));
+    }
+    // The vendor's proxy example: type left out means the service's proxy network.
+    await refused({ session: { proxy: { active: true, country_code: 'gb' } } }, /service proxy network is not available/);
+    await refused({ session: { proxy: { active: true, country_code: 'us', city: 'boston' } } }, /region/);
+    await refused({ identity_skip_validation: false, skip_profile_validation: true }, /same option/);
+    expect(roots(browsersDir)).toEqual([]);
   });
 
   it('opens initial_url before answering, and still starts a session whose initial_url does not load', async () => {

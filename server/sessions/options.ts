@@ -2,7 +2,7 @@
 // options (what Chromium starts with) are split from session options (what the server
 // does around it), because only the first decide whether a warm pooled browser fits.
 import type { components } from '../../generated/types.js';
-import { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from '../browser/index.js';
+import { BUILT_IN_EXTENSIONS, DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from '../browser/index.js';
 import type { SessionOptions } from '../capability/index.js';
 
 export type { LaunchOptions };
@@ -27,6 +27,11 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
       fullscreen: b.fullscreen?.active ?? DEFAULT_LAUNCH_OPTIONS.fullscreen,
       disableWebSecurity: b.disable_web_security?.active ?? DEFAULT_LAUNCH_OPTIONS.disableWebSecurity,
       popupBlocker: b.popup_blocker?.active ?? DEFAULT_LAUNCH_OPTIONS.popupBlocker,
+      pdfViewer: b.pdf_viewer?.active ?? DEFAULT_LAUNCH_OPTIONS.pdfViewer,
+      extensionDirs: [
+        ...(b.disable_dialogs?.active ? [BUILT_IN_EXTENSIONS.noDialogs] : []),
+        ...(b.force_popups_as_tabs?.active ? [BUILT_IN_EXTENSIONS.popupsAsTabs] : []),
+      ],
     },
     session: {
       initialUrl: s.initial_url,
@@ -35,7 +40,11 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
       maxDurationMs: minutes(s.timeout?.max_duration, 20),
       idleTimeoutMs: minutes(s.timeout?.idle_timeout, 5),
       liveView: { readOnly: s.live_view?.read_only ?? false, oneTimeUrl: s.live_view?.one_time_url ?? false },
-      proxy: s.proxy?.active ? s.proxy : undefined,
+      proxy: !s.proxy?.active
+        ? undefined
+        : s.proxy.type === 'custom'
+          ? { type: 'custom', server: s.proxy.server, username: s.proxy.username, password: s.proxy.password }
+          : { type: 'service_proxy', country_code: s.proxy.country_code, region: s.proxy.region, city: s.proxy.city },
       captchaSolver: b.captcha_solver?.active ?? false,
       adblock: b.adblock?.active ?? true,
       extensionIds: b.extensions ?? [],

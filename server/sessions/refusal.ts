@@ -4,7 +4,22 @@ import type { SessionOptions } from '../capability/index.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import type { SessionCreateBody } from './options.js';
 
+/** The hosted vendor's options this server accepts turned off, and refuses turned on. */
+const UNAVAILABLE = {
+  p2p_download: 'peer-to-peer download capture is not available on this server; downloads are kept with the session',
+  tracing: 'Playwright tracing of sessions is not available on this server; use the recording, or your CDP client\'s own tracing',
+  sensitive_data_mask: 'sensitive data masking is not available on this server',
+  web_bot_auth: 'Web Bot Auth request signing is not available on this server',
+} as const;
+
 export async function refusal(session: SessionOptions, body: SessionCreateBody | undefined, allowPrivateNetworks: boolean): Promise<string | undefined> {
+  for (const [option, why] of Object.entries(UNAVAILABLE)) {
+    if (body?.browser?.[option as keyof typeof UNAVAILABLE]?.active) return `browser.${option}: ${why}`;
+  }
+  const skip = [body?.identity_skip_validation, body?.skip_profile_validation];
+  if (skip[0] !== undefined && skip[1] !== undefined && skip[0] !== skip[1]) {
+    return 'identity_skip_validation and skip_profile_validation are the same option and were given different values';
+  }
   if (session.captchaSolver && !session.proxy) return 'Captcha solver requires an active proxy';
   if (session.proxy?.type === 'service_proxy') return 'The service proxy network is not available on this server; use a proxy of type custom';
   if (session.proxy?.type === 'custom' && !/^https?:\/\//.test(session.proxy.server)) return 'session.proxy.server must be an http:// or https:// proxy URL';

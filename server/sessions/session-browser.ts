@@ -21,6 +21,8 @@ export async function launchSessionBrowser(
       fullscreen: launch.fullscreen,
       disableWebSecurity: launch.disableWebSecurity,
       popupBlocker: launch.popupBlocker,
+      pdfViewer: launch.pdfViewer,
+      extensionDirs: launch.extensionDirs,
     },
     { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId },
     { allowPrivateNetworks: o.config.allowPrivateNetworks, log: o.log },

@@ -259,6 +259,61 @@ describe.each(backends)('sessions API on %s', (backend) => {
     }
   });
 
+  it('GET /v1/sessions/all/status lists {session_id, status, tags, created_at} with the vendor filters; DELETE /v1/sessions/all ends every running session of the project and none of another', async () => {
+    const own = await startTestServer({ backend });
+    try {
+      const asOther = (key: string) => ({ request: (p: string, init: RequestInit = {}) => fetch(own.url + p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': key } }) });
+      const a = await createSession(own, headless({ tags: ['red'] }));
+      const b = await createSession(own, headless({ tags: ['red', 'blue'] }));
+      const project = (await sessionRow(own.db, a.id))!.project_id as string;
+      // An ended session created with the options the other filters look at, as a row.
+      const old = randomUUID();
+      const configuration = { session: { proxy: { active: true, type: 'custom' as const, server: 'http://p.example:8080' } }, browser: { extra_stealth: { active: true }, profile: { name: 'Shop Main' } } };
+      await store.insertSession(own.db, { id: old, projectId: project, nodeId: 'elsewhere', configuration, tags: ['green'], cdpToken: 't', liveViewToken: 'l' });
+      await own.db.query(`UPDATE sessions SET created_at = '2025-01-01T12:00:00Z', status = 'completed', ended_at = '2025-01-01T12:05:00Z', end_reason = 'api', domains = '["example.com", "shop.example"]' WHERE id = $1`, [old]);
+      const other = await createProject(own.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
+      const c = await createSession(asOther(other.key), HEADLESS);
+
+      const statuses = async (query: string) => {
+        const res = await own.request(`/v1/sessions/all/status${query}`);
+        expect(res.status, query).toBe(200);
+        return (await res.json()).data as { count: number; items: { session_id: string; status: string; tags: string[]; created_at: string }[] };
+      };
+      const all = await statuses('');
+      expect(all.count).toBe(3);
+      expect(all.items.map((i) => i.session_id)).toEqual([b.id, a.id, old]);
+      expect(all.items[0]).toEqual({ session_id: b.id, status: 'running', tags: ['red', 'blue'], created_at: expect.any(String) });
+      expect((await statuses('?tags=red')).items.map((i) => i.session_id)).toEqual([b.id, a.id]);
+      expect((await statuses('?tags=red,blue')).count).toBe(1);
+      expect((await statuses('?domains=example.com')).items.map((i) => i.session_id)).toEqual([old]);
+      expect((await statuses('?domains=example.com,other.example')).count).toBe(0);
+      expect((await statuses('?proxy=true')).items.map((i) => i.session_id)).toEqual([old]);
+      expect((await statuses('?proxy=false')).items.map((i) => i.session_id)).toEqual([b.id, a.id]);
+      expect((await statuses('?extra_stealth=true')).items.map((i) => i.session_id)).toEqual([old]);
+      expect((await statuses('?profile_name=shop')).items.map((i) => i.session_id)).toEqual([old]);
+      expect((await statuses('?profile_name=home')).count).toBe(0);
+      expect((await statuses('?created_to=2025-06-01T00:00:00Z')).items.map((i) => i.session_id)).toEqual([old]);
+      expect((await own.request('/v1/sessions/all/status?proxy=maybe')).status).toBe(400);
+      expect((await fetch(`${own.url}/v1/sessions/all/status`)).status).toBe(401);
+
+      const ended = await own.request('/v1/sessions/all', { method: 'DELETE' });
+      expect(ended.status).toBe(200);
+      expect(await ended.json()).toEqual({ data: { status: 'completed', ended: 2 } });
+      for (const id of [a.id, b.id]) {
+        expect((await getSession(own, id)).status).toBe(404);
+        expect((await sessionRow(own.db, id))!.status).toBe('completed');
+        expect((await sessionEvents(own.db, id)).map((e) => e.type)).toEqual(['session.completed']);
+      }
+      // The other project's session runs on; this project has nothing left to end.
+      expect((await sessionRow(own.db, c.id))!.status).toBe('running');
+      expect(await (await own.request('/v1/sessions/all', { method: 'DELETE' })).json()).toEqual({ data: { status: 'completed', ended: 0 } });
+      expect((await statuses('')).items.map((i) => i.session_id)).toEqual([old]);
+      await endSession(asOther(other.key), c.id);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('history: the requested metrics per period of the granularity, a summary, and deleted sessions still counted', async () => {
     const own = await startTestServer({ backend });
     try {

@@ -102,6 +102,11 @@ export async function setTags(db: Db, projectId: string, id: string, tags: strin
   return rows.length > 0;
 }
 
+/** The project's sessions that have not ended, on any node. */
+export async function unfinishedOfProject(db: Db, projectId: string): Promise<SessionRow[]> {
+  return db.query<SessionRow>(`SELECT * FROM sessions WHERE project_id = $1 AND status IN ('starting', 'running') AND deleted_at IS NULL`, [projectId]);
+}
+
 /** Sessions a node left running: after a restart of that node they have no browser. */
 export async function unfinishedOnNode(db: Db, nodeId: string): Promise<SessionRow[]> {
   return db.query<SessionRow>(`SELECT * FROM sessions WHERE node_id = $1 AND status IN ('starting', 'running')`, [nodeId]);
@@ -115,6 +120,12 @@ export interface ListFilter {
   createdFrom?: string;
   createdTo?: string;
   batchId?: string;
+  domains?: string[];
+  /** An active proxy in the creation body. */
+  proxy?: boolean;
+  extraStealth?: boolean;
+  /** Part of the profile's name, any case. */
+  profileName?: string;
 }
 
 export async function listSessions(db: Db, projectId: string, f: ListFilter): Promise<{ rows: SessionRow[]; total: number }> {
@@ -129,6 +140,10 @@ export async function listSessions(db: Db, projectId: string, f: ListFilter): Pr
   if (f.createdFrom) add('created_at >= ?', f.createdFrom);
   if (f.createdTo) add('created_at < ?', f.createdTo);
   if (f.batchId) add('batch_id = ?', f.batchId);
+  if (f.domains?.length) add('domains @> ?::jsonb', JSON.stringify(f.domains));
+  if (f.proxy !== undefined) add(`coalesce((configuration #>> '{session,proxy,active}')::boolean, false) = ?`, f.proxy);
+  if (f.extraStealth !== undefined) add(`coalesce((configuration #>> '{browser,extra_stealth,active}')::boolean, false) = ?`, f.extraStealth);
+  if (f.profileName) add(`strpos(lower(configuration #>> '{browser,profile,name}'), lower(?)) > 0`, f.profileName);
   const clause = where.join(' AND ');
   const [{ n }] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM sessions WHERE ${clause}`, params);
   const rows = await db.query<SessionRow>(

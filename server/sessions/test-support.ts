@@ -184,6 +184,23 @@ const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void>
       </script>`,
     );
   },
+  // An article whose last paragraph arrives a second after the page has loaded.
+  '/article': (_req, res) =>
+    html(
+      res,
+      `<title>Article</title><h1>Title</h1><p>First <b>bold</b> paragraph with <a href="/second">a link</a>.</p>
+      <script>window.addEventListener('load', () => setTimeout(() => { const p = document.createElement('p'); p.textContent = 'Late paragraph'; document.body.append(p); }, 1000));</script>`,
+    ),
+  // Asks each native dialog while it loads and keeps the answers.
+  '/dialogs': (_req, res) =>
+    html(res, `<title>Dialogs</title><script>window.dialogResults = [alert('a') ?? 'alerted', confirm('c'), prompt('p', 'default')];</script>`),
+  // Asks for a popup window (size and position), as a login popup does.
+  '/popup-window': (_req, res) =>
+    html(res, `<title>Popup window</title><script>window.popupResult = window.open('/second', '_blank', 'popup,width=400,height=300,left=10,top=10') ? 'opened' : 'blocked';</script>`),
+  '/doc.pdf': (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/pdf' });
+    res.end(MINIMAL_PDF);
+  },
   '/data': (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.end('secret-data');
@@ -193,6 +210,16 @@ const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void>
     // until it is mapped.
     html(res, '<title>Size</title><script>Object.defineProperty(window, "size", { get: () => ({ w: innerWidth, h: innerHeight, sw: screen.width, sh: screen.height, ow: outerWidth, oh: outerHeight }) });</script>'),
 };
+
+/** One empty page. */
+const MINIMAL_PDF = [
+  '%PDF-1.4',
+  '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj',
+  '2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj',
+  '3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >> endobj',
+  'trailer << /Root 1 0 R >>',
+  '%%EOF',
+].join('\n');
 
 function html(res: ServerResponse, body: string) {
   res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });

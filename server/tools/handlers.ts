@@ -1,7 +1,9 @@
 // The Tools operations served by the shared fetch browsers: fetchWebpage, takeScreenshot,
 // renderPagePdf. Sessionless: no session row, nothing counted against the concurrent-browser
 // limit. Web fetch answers errors as `{error: string}` (500 in the general shape), is rate
-// limited per API key and charges 0.005 credits per 200 to the usage ledger.
+// limited per API key and charges 0.005 credits per 200 to the usage ledger. The hosted
+// vendor's content tool, fetchWebpageContent, is the same fetch answered as HTML or Markdown
+// text, or reads a page of a running session instead (session-page.ts).
 import type { Logger } from 'pino';
 import { FETCH_CREDITS } from '../credits/prices.js';
 import { charge } from '../credits/ledger.js';
@@ -10,18 +12,25 @@ import type { AppHandlers } from '../http/app.js';
 import { fail, failText } from '../http/errors.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import type { Db } from '../store/db.js';
+import type { SessionManager } from '../sessions/index.js';
 import { ToolError, type ToolService } from './fetch.js';
+import { toMarkdown } from './markdown.js';
+import { SessionPageError, readSessionPage } from './session-page.js';
 
-export type ToolHandlers = Pick<AppHandlers, 'fetchWebpage' | 'takeScreenshot' | 'renderPagePdf'>;
+export type ToolHandlers = Pick<AppHandlers, 'fetchWebpage' | 'fetchWebpageContent' | 'takeScreenshot' | 'renderPagePdf'>;
 
 export interface ToolDeps {
   db: Db;
   config: Pick<Config, 'fetchRatePerMinute'>;
   log: Logger;
   tools: ToolService;
+  sessions: Pick<SessionManager, 'get' | 'lookup' | 'touch'>;
 }
 
-export function toolHandlers({ db, config, log, tools }: ToolDeps): ToolHandlers {
+/** What the content tool gives a page of a session to load, as the vendor's does. */
+const SESSION_LOAD_TIMEOUT_MS = 20_000;
+
+export function toolHandlers({ db, config, log, tools, sessions }: ToolDeps): ToolHandlers {
   const fetchRate = new RateLimiter(config.fetchRatePerMinute);
   const screenshotRate = new RateLimiter(config.fetchRatePerMinute);
   const pdfRate = new RateLimiter(config.fetchRatePerMinute);
@@ -31,7 +40,60 @@ export function toolHandlers({ db, config, log, tools }: ToolDeps): ToolHandlers
     return fail(500, 'Internal server error');
   };
 
+  /** A 200 of the web fetch tool is billed; a ledger failure is ours to fix, not the client's. */
+  const chargeFetch = async (projectId: string) => {
+    try {
+      await charge(db, { projectId, kind: 'fetch', credits: FETCH_CREDITS });
+    } catch (err) {
+      log.error({ err, projectId }, 'could not record a web fetch charge');
+    }
+  };
+
   return {
+    async fetchWebpageContent(req, ctx) {
+      const b = req.body;
+      const text = (html: string) => ({ status: 200 as const, contentType: 'text/plain' as const, body: b.format === 'markdown' ? toMarkdown(html) : html });
+      const sessionId = req.query.sessionId;
+      if (sessionId === undefined) {
+        if (!b.url) return fail(400, 'url is required unless a sessionId names the session whose page to read');
+        if (b.new_page || b.page_index !== undefined || b.return_partial_on_timeout) {
+          return fail(400, 'new_page, page_index and return_partial_on_timeout read a page of a session: give its sessionId');
+        }
+        const rate = fetchRate.take(ctx.apiKeyId);
+        if (!rate.allowed) return { ...fail(429, 'Rate limit exceeded'), headers: { 'Retry-After': String(rate.retryAfterSeconds) } };
+        let result;
+        try {
+          result = await tools.fetch(b.url, ctx.log, b.wait ?? 0);
+        } catch (err) {
+          if (err instanceof ToolError) return { ...fail(err.status, err.message), ...(err.headers ? { headers: err.headers } : {}) };
+          return unexpected(err, ctx.log);
+        }
+        if (result.kind !== 'html') return fail(400, `The URL answers ${result.contentType}, not an HTML page; POST /v1/tools/fetch/webpage answers files`);
+        await chargeFetch(ctx.projectId);
+        return text(result.html);
+      }
+      const s = await sessions.lookup(ctx.projectId, sessionId);
+      if ('status' in s) return fail(s.status, s.message);
+      try {
+        if (b.url) await tools.checkUrl(b.url, 'load');
+        sessions.touch(s.id, 'input');
+        const html = await readSessionPage(s, {
+          url: b.url,
+          pageIndex: b.page_index,
+          newPage: b.new_page ?? false,
+          waitMs: b.wait ?? 0,
+          partialOnTimeout: b.return_partial_on_timeout ?? false,
+          loadTimeoutMs: SESSION_LOAD_TIMEOUT_MS,
+        });
+        return text(html);
+      } catch (err) {
+        if (err instanceof ToolError || err instanceof SessionPageError) return fail(err.status, err.message);
+        // The session ended under the read.
+        if (!sessions.get(s.id)) return fail(409, 'Session is not running');
+        return unexpected(err, ctx.log);
+      }
+    },
+
     async fetchWebpage(req, ctx) {
       const rate = fetchRate.take(ctx.apiKeyId);
       if (!rate.allowed) return { ...failText(429, 'Rate limit exceeded'), headers: { 'Retry-After': String(rate.retryAfterSeconds) } };
@@ -45,12 +107,7 @@ export function toolHandlers({ db, config, log, tools }: ToolDeps): ToolHandlers
         }
         return unexpected(err, ctx.log);
       }
-      try {
-        await charge(db, { projectId: ctx.projectId, kind: 'fetch', credits: FETCH_CREDITS });
-      } catch (err) {
-        // The page was fetched; a ledger failure is ours to fix, not the client's.
-        log.error({ err, projectId: ctx.projectId }, 'could not record a web fetch charge');
-      }
+      await chargeFetch(ctx.projectId);
       if (result.kind === 'html') return { status: 200, contentType: 'text/html; charset=utf-8', body: result.html };
       return {
         status: 200,

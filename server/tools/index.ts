@@ -3,14 +3,15 @@ import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
+import type { SessionManager } from '../sessions/index.js';
 import { ToolService } from './fetch.js';
 import { toolHandlers, type ToolHandlers } from './handlers.js';
 
-export function tools(d: { db: Db; config: ServiceConfig; log: Logger }): Capability<keyof ToolHandlers> {
+export function tools(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof ToolHandlers> {
   const service = new ToolService({ config: d.config, log: d.log });
   return {
     name: 'tools',
-    handlers: toolHandlers({ db: d.db, config: d.config, log: d.log, tools: service }),
+    handlers: toolHandlers({ db: d.db, config: d.config, log: d.log, tools: service, sessions: d.sessions }),
     start: () => service.start(),
     // Requests in flight end with the tool's browsers.
     drain: () => service.stop(),

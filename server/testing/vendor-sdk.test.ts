@@ -1,0 +1,101 @@
+// The hosted vendor's own TypeScript SDK (npm anchorbrowser), unchanged, against this server:
+// a user switches by giving the SDK our base URL and the key in the service-api-key header
+// (README, "Coming from the hosted service"). Every SDK method the README claims is driven
+// here against the real server and real Chromium; the list grows as the families land.
+import Anchorbrowser from 'anchorbrowser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPageServer, type PageServer } from '../sessions/test-support.js';
+import { startTestServer, type TestServer } from './harness.js';
+
+const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false } } };
+
+describe('the vendor SDK, unchanged, with our base URL', () => {
+  let server: TestServer;
+  let pages: PageServer;
+  let client: Anchorbrowser;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    pages = await startPageServer();
+    client = new Anchorbrowser({ apiKey: server.apiKey, baseURL: server.url, defaultHeaders: { 'service-api-key': server.apiKey }, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await pages?.close();
+  });
+
+  it('sessions: create, retrieve, all.status, goto, input, clipboard, screenshot, recordings, delete, all.delete', async () => {
+    const created = await client.sessions.create(HEADLESS);
+    const id = created.data!.id!;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(created.data!.cdp_url).toContain(`/v1/cdp/${id}?token=`);
+
+    const record = await client.sessions.retrieve(id);
+    expect(record).toMatchObject({ data: { id, status: 'running' } });
+
+    const statuses = await client.sessions.all.status();
+    expect(statuses.data?.items?.map((i) => i.session_id)).toContain(id);
+
+    expect(await client.sessions.goto(id, { url: pages.url('/') })).toBeTruthy();
+    await client.sessions.mouse.click(id, { x: 10, y: 10 });
+    await client.sessions.keyboard.type(id, { text: 'hello' });
+    await client.sessions.scroll(id, { x: 10, y: 10, deltaY: 100 });
+    await client.sessions.clipboard.set(id, { text: 'copied' });
+    expect(await client.sessions.clipboard.get(id)).toMatchObject({ data: { text: 'copied' } });
+    const shot = await client.sessions.retrieveScreenshot(id);
+    expect(shot.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await shot.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    expect(await client.sessions.recordings.list(id)).toEqual({ data: { count: 0, items: [] } });
+
+    expect(await client.sessions.delete(id)).toEqual({ data: { status: 'completed' } });
+    await expect(client.sessions.retrieve(id)).rejects.toMatchObject({ status: 404 });
+
+    const a = await client.sessions.create(HEADLESS);
+    const b = await client.sessions.create(HEADLESS);
+    expect(await client.sessions.all.delete()).toEqual({ data: { status: 'completed', ended: 2 } });
+    for (const s of [a, b]) await expect(client.sessions.retrieve(s.data!.id!)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("browser.connect and browser.create: Playwright over the SDK's own CDP address (API key and session on the base URL)", async () => {
+    const created = await client.sessions.create(HEADLESS);
+    const id = created.data!.id!;
+    const browser = await client.browser.connect(id);
+    try {
+      const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+      await page.goto(pages.url('/'));
+      expect(await page.title()).toBe('Home');
+    } finally {
+      await browser.close();
+    }
+
+    const made = await client.browser.create({ sessionOptions: HEADLESS });
+    try {
+      const page = await made.contexts()[0]!.newPage();
+      await page.goto(pages.url('/second'));
+      expect(await page.title()).toBe('Second');
+    } finally {
+      await made.close();
+    }
+
+    // A wrong key opens nothing.
+    const wrong = new Anchorbrowser({ apiKey: 'sk_wrong', baseURL: server.url, maxRetries: 0 });
+    const other = await client.sessions.create(HEADLESS);
+    await expect(wrong.browser.connect(other.data!.id!)).rejects.toThrow(/401/);
+    await client.sessions.all.delete();
+  });
+
+  it('tools.fetchWebpage: a page as Markdown, sessionless or from a running session', async () => {
+    expect(await client.tools.fetchWebpage({ url: pages.url('/'), format: 'markdown' })).toContain('# Hello from the test server');
+    const created = await client.sessions.create(HEADLESS);
+    const id = created.data!.id!;
+    expect(await client.tools.fetchWebpage({ sessionId: id, url: pages.url('/second'), format: 'html' })).toContain('<title>Second</title>');
+    expect(await client.tools.fetchWebpage({ sessionId: id })).toContain('second page');
+    await client.sessions.delete(id);
+  });
+
+  it('tools.screenshotWebpage answers a PNG', async () => {
+    const res = await client.tools.screenshotWebpage({ url: pages.url('/') });
+    expect(res.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await res.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+  });
+});

@@ -1,0 +1,96 @@
+// The screenshot and page PDF tools: the page prepared (page-pipeline.ts), then captured as
+// asked, within the request's deadline.
+import type { BrowserContext, Page } from 'playwright-core';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { ConsentTracker } from '../page/consent.js';
+import type { NetworkTracker } from '../page/readiness.js';
+import type { MainDocument } from './main-document.js';
+import type { WaitUntil } from './navigate.js';
+import { prepare, type Pipeline } from './page-pipeline.js';
+import { ToolError } from './tool-error.js';
+
+export interface ScreenshotOptions {
+  url: string;
+  width: number;
+  height: number;
+  fullPage: boolean;
+  waitUntil: WaitUntil;
+  waitMs: number;
+  captureBeyondViewport: boolean;
+}
+
+export interface PdfOptions {
+  url: string;
+  format: string;
+  landscape: boolean;
+  printBackground: boolean;
+  scale: number;
+  margin?: { top?: string; right?: string; bottom?: string; left?: string };
+  pageRanges?: string;
+  waitUntil: WaitUntil;
+}
+
+/** A screenshot (PNG) of the page at `url`, once prepared. */
+export async function screenshotOf(
+  context: BrowserContext,
+  page: Page,
+  main: MainDocument,
+  consent: ConsentTracker,
+  tracker: NetworkTracker,
+  url: URL,
+  o: ScreenshotOptions,
+  deadline: number,
+  log: Logger,
+  pipeline: Pipeline,
+): Promise<Buffer> {
+  await prepare(page, main, consent, tracker, url, o.waitUntil, deadline, log, pipeline);
+  if (o.waitMs > 0) await page.waitForTimeout(Math.min(o.waitMs, Math.max(0, deadline - Date.now())));
+  return withDeadline(deadline, pipeline.config, async () => {
+    if (!o.captureBeyondViewport) return page.screenshot({ type: 'png', fullPage: o.fullPage, timeout: Math.max(1, deadline - Date.now()) });
+    const cdp = await context.newCDPSession(page);
+    const metrics = (await cdp.send('Page.getLayoutMetrics')) as { cssContentSize: { width: number; height: number } };
+    const clip = o.fullPage
+      ? { x: 0, y: 0, width: Math.ceil(metrics.cssContentSize.width), height: Math.ceil(metrics.cssContentSize.height), scale: 1 }
+      : { x: 0, y: 0, width: o.width, height: o.height, scale: 1 };
+    const shot = (await cdp.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true, clip })) as { data: string };
+    return Buffer.from(shot.data, 'base64');
+  });
+}
+
+/** The page at `url` printed to PDF, once prepared. */
+export async function pdfOf(
+  page: Page,
+  main: MainDocument,
+  consent: ConsentTracker,
+  tracker: NetworkTracker,
+  url: URL,
+  o: PdfOptions,
+  deadline: number,
+  log: Logger,
+  pipeline: Pipeline,
+): Promise<Buffer> {
+  await prepare(page, main, consent, tracker, url, o.waitUntil, deadline, log, pipeline);
+  return withDeadline(deadline, pipeline.config, () =>
+    page.pdf({
+      format: o.format,
+      landscape: o.landscape,
+      printBackground: o.printBackground,
+      scale: o.scale,
+      margin: o.margin,
+      pageRanges: o.pageRanges?.replace(/\s+/g, ''),
+    }),
+  );
+}
+
+async function withDeadline<T>(deadline: number, config: Pick<Config, 'fetchTimeoutSeconds'>, fn: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ToolError(504, `Page load timed out after ${config.fetchTimeoutSeconds} seconds`)), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([fn(), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
