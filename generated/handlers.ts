@@ -345,6 +345,20 @@ export type FetchWebpageResponse =
   | { status: 502; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type ExecuteTaskByNameRequest = { params: operations["executeTaskByName"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["executeTaskByName"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type ExecuteTaskByNameResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 402; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][402]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 501; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetPerformWebTaskStatusRequest = { params: operations["getPerformWebTaskStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetPerformWebTaskStatusResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1095,6 +1109,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   takeScreenshot(req: TakeScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeScreenshotResponse>;
   listSessionStatuses(req: ListSessionStatusesRequest, ctx: AuthedCtx): MaybePromise<ListSessionStatusesResponse>;
   fetchWebpage(req: FetchWebpageRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageResponse>;
+  executeTaskByName(req: ExecuteTaskByNameRequest, ctx: AuthedCtx): MaybePromise<ExecuteTaskByNameResponse>;
   getPerformWebTaskStatus(req: GetPerformWebTaskStatusRequest, ctx: AuthedCtx): MaybePromise<GetPerformWebTaskStatusResponse>;
   cancelTaskRun(req: CancelTaskRunRequest, ctx: AuthedCtx): MaybePromise<CancelTaskRunResponse>;
   getTaskRunStatus(req: GetTaskRunStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskRunStatusResponse>;
@@ -1174,4 +1189,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listExtensions" | "uploadExtension" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getExtension" | "deleteExtension" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

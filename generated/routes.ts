@@ -56,6 +56,7 @@ export type OperationId =
   | "takeScreenshot"
   | "listSessionStatuses"
   | "fetchWebpage"
+  | "executeTaskByName"
   | "getPerformWebTaskStatus"
   | "cancelTaskRun"
   | "getTaskRunStatus"
@@ -506,6 +507,17 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,403,413,415,429,500,502,504],
     errors: {"400":"fetch","401":"fetch","403":"fetch","413":"fetch","415":"fetch","429":"fetch","500":"general","502":"fetch","504":"fetch"},
+  },
+  {
+    operationId: "executeTaskByName",
+    method: "POST",
+    path: "/v1/task/run/{taskName}",
+    honoPath: "/v1/task/run/:taskName",
+    secured: true,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,402,404,409,413,415,429,500,501],
+    errors: {"400":"general","401":"general","402":"general","404":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
   },
   {
     operationId: "getPerformWebTaskStatus",

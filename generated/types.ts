@@ -1050,6 +1050,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/task/run/{taskName}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The task name.
+                 * @example fetch-order-status
+                 */
+                taskName: components["parameters"]["TaskNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a task by name (legacy)
+         * @description Runs the latest deployed version of the task with this name, as `POST /v1/task/run` does. 404 when no task has this name or it has no deployed version.
+         */
+        post: operations["executeTaskByName"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/task/{taskId}": {
         parameters: {
             query?: never;
@@ -3614,6 +3640,27 @@ export interface components {
              */
             cleanupSessions?: boolean;
         };
+        /** @description Options of a legacy run; every field is optional. */
+        TaskExecuteByNameRequest: {
+            /**
+             * Format: uuid
+             * @description Run in this running session instead of a new one.
+             */
+            sessionId?: string;
+            /**
+             * @description Answer at once with `executionResultId` instead of waiting for the end.
+             * @default false
+             */
+            async?: boolean;
+            /** @description Browser configuration for this run, instead of the version's. */
+            overrideBrowserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
+            inputs?: components["schemas"]["TaskExecuteInputs"];
+            /**
+             * @description End the session the run created once it finishes.
+             * @default true
+             */
+            cleanupSessions?: boolean;
+        };
         /** @description The answer of a legacy run: its outcome, or with `async` the execution to poll. */
         TaskExecuteResponse: {
             data: {
@@ -5714,6 +5761,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description The task name.
+         * @example fetch-order-status
+         */
+        TaskNamePath: components["schemas"]["TaskName"];
         /** @description Page number, from 1. */
         Page: number;
         /** @description Items per page. */
@@ -8074,6 +8126,65 @@ export interface operations {
                      *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
                      *         "executionTime": 12840,
                      *         "output": "{\"title\":\"Order #1042: shipped\"}",
+                     *         "executionResultId": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskExecuteResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
+    executeTaskByName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The task name.
+                 * @example fetch-order-status
+                 */
+                taskName: components["parameters"]["TaskNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "async": true,
+                 *       "inputs": {
+                 *         "url": "https://shop.example.com/orders/1042"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskExecuteByNameRequest"];
+            };
+        };
+        responses: {
+            /** @description The run ended (or, with `async`, was queued). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "success": true,
+                     *         "async": true,
+                     *         "message": "Task execution started",
+                     *         "taskId": "3f1c2b7e-8a4d-4e2b-9c6f-1d2e3f4a5b6c",
                      *         "executionResultId": "5d6e7f80-1a2b-4c3d-9e4f-5a6b7c8d9e0f"
                      *       }
                      *     }

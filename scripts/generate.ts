@@ -256,7 +256,7 @@ function writeAll(dir: string) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'openapi.json'), JSON.stringify(spec, null, 2) + '\n');
-  execFileSync(bin('openapi-typescript'), ['openapi.yaml', '--default-non-nullable', 'false', '-o', join(dir, 'types.ts')], { cwd: root, stdio: 'pipe' });
+  execFileSync(bin('openapi-typescript'), ['openapi.yaml', '--redocly', 'scripts/redocly-generate.yaml', '--default-non-nullable', 'false', '-o', join(dir, 'types.ts')], { cwd: root, stdio: 'pipe' });
   execFileSync(bin('openapi-ts'), ['-i', 'openapi.yaml', '-o', join(dir, 'sdk')], { cwd: root, stdio: 'pipe' });
   writeFileSync(join(dir, 'routes.ts'), routesTs());
   writeFileSync(join(dir, 'handlers.ts'), handlersTs());

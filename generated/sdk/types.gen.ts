@@ -1837,6 +1837,29 @@ export type TaskExecuteRequest = {
 };
 
 /**
+ * Options of a legacy run; every field is optional.
+ */
+export type TaskExecuteByNameRequest = {
+    /**
+     * Run in this running session instead of a new one.
+     */
+    sessionId?: string;
+    /**
+     * Answer at once with `executionResultId` instead of waiting for the end.
+     */
+    async?: boolean;
+    /**
+     * Browser configuration for this run, instead of the version's.
+     */
+    overrideBrowserConfiguration?: TaskBrowserConfiguration;
+    inputs?: TaskExecuteInputs;
+    /**
+     * End the session the run created once it finishes.
+     */
+    cleanupSessions?: boolean;
+};
+
+/**
  * The answer of a legacy run: its outcome, or with `async` the execution to poll.
  */
 export type TaskExecuteResponse = {
@@ -3938,6 +3961,11 @@ export type ClientCertificateUploadRequestWritable = {
      */
     origin: string;
 };
+
+/**
+ * The task name.
+ */
+export type TaskNamePath = TaskName;
 
 /**
  * Page number, from 1.
@@ -6765,6 +6793,72 @@ export type ExecuteTaskResponses = {
 };
 
 export type ExecuteTaskResponse = ExecuteTaskResponses[keyof ExecuteTaskResponses];
+
+export type ExecuteTaskByNameData = {
+    body: TaskExecuteByNameRequest;
+    path: {
+        /**
+         * The task name.
+         */
+        taskName: TaskName;
+    };
+    query?: never;
+    url: '/v1/task/run/{taskName}';
+};
+
+export type ExecuteTaskByNameErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The project has no credits left.
+     */
+    402: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * A rate or capacity limit was reached.
+     */
+    429: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * This operation is part of the contract but this server does not implement it yet.
+     */
+    501: Error;
+};
+
+export type ExecuteTaskByNameError = ExecuteTaskByNameErrors[keyof ExecuteTaskByNameErrors];
+
+export type ExecuteTaskByNameResponses = {
+    /**
+     * The run ended (or, with `async`, was queued).
+     */
+    200: TaskExecuteResponse;
+};
+
+export type ExecuteTaskByNameResponse = ExecuteTaskByNameResponses[keyof ExecuteTaskByNameResponses];
 
 export type DeleteTaskData = {
     body?: never;
