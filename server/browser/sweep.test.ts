@@ -8,7 +8,7 @@ import { isRunning, readStat } from './procfs.js';
 import { sweepOrphans } from './sweep.js';
 import { chromiumPath, eventually, leftovers, listDir, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
 
-const projectRoot = fileURLToPath(new URL('../../..', import.meta.url));
+const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
 const fixture = fileURLToPath(new URL('./sweep-child.fixture.ts', import.meta.url));
 const log = testLog();
 let browsersDir: string;
