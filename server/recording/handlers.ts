@@ -8,7 +8,7 @@ import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Recorder } from './recorder.js';
-import type { RecordingStorage } from './storage.js';
+import type { BlobStorage } from '../storage/blobs.js';
 import { parseRange } from './range.js';
 import * as store from './store.js';
 
@@ -21,7 +21,7 @@ export interface RecordingDeps {
   db: Db;
   sessions: Pick<SessionManager, 'get'>;
   recorder: Recorder;
-  storage: RecordingStorage;
+  storage: BlobStorage;
   publicUrl: string;
 }
 
@@ -66,7 +66,7 @@ type Download =
   | { status: 416; size: number };
 
 /** The file's headers and body for a Range header (206, 416 or 200); undefined when the file is missing. */
-async function download(storage: RecordingStorage, key: string, rangeHeader: string | null): Promise<Download | undefined> {
+async function download(storage: BlobStorage, key: string, rangeHeader: string | null): Promise<Download | undefined> {
   const size = await storage.size(key);
   if (size === undefined) return undefined;
   const r = parseRange(rangeHeader, size);

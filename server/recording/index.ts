@@ -9,7 +9,7 @@ import type { Db } from '../store/db.js';
 import type { Screencasts } from '../liveview/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import { Recorder } from './recorder.js';
-import { FsRecordingStorage } from './storage.js';
+import { FsBlobStorage } from '../storage/blobs.js';
 import { RecordingLinks, recordingHandlers, recordingLinkRoute, type RecordingHandlers } from './handlers.js';
 
 export function recordings(d: {
@@ -19,7 +19,7 @@ export function recordings(d: {
   sessions: SessionManager;
   screencasts: Screencasts;
 }): Capability<keyof RecordingHandlers> {
-  const storage = new FsRecordingStorage(join(d.config.dataDir, 'recordings'));
+  const storage = new FsBlobStorage(join(d.config.dataDir, 'recordings'));
   const recorder = new Recorder({
     db: d.db,
     log: d.log,

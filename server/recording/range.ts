@@ -2,7 +2,7 @@
 // (`bytes=START-END`, `bytes=START-`, `bytes=-SUFFIX`) answers 206 with that part, a range
 // outside the file 416, and anything else (several ranges, another unit, garbage) is
 // ignored: the whole file, 200.
-import type { ByteRange } from './storage.js';
+import type { ByteRange } from '../storage/blobs.js';
 
 export type RangeResult = { kind: 'whole' } | { kind: 'part'; range: ByteRange } | { kind: 'unsatisfiable' };
 

@@ -17,14 +17,14 @@ import type { RunningSession, SessionEnd, SessionHooks } from '../capability/ind
 import { emitEvent } from '../outbox/emit.js';
 import type { Frame, Screencasts } from '../liveview/index.js';
 import { encode, type Timeline, type TimelineFrame } from './encode.js';
-import type { RecordingStorage } from './storage.js';
+import type { BlobStorage } from '../storage/blobs.js';
 import * as store from './store.js';
 
 export interface RecorderOptions {
   db: Db;
   log: Logger;
   screencasts: Screencasts;
-  storage: RecordingStorage;
+  storage: BlobStorage;
   /** DATA_DIR: frames are kept under DATA_DIR/recordings/.work. */
   dataDir: string;
   ffmpegPath: string;

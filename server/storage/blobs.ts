@@ -1,6 +1,7 @@
-// Where finished recordings live. The recorder and the handlers see only RecordingStorage,
-// so an S3-compatible store can take the file system's place: put a finished file under a
-// key, read it back whole or one byte range at a time, learn its size, delete it.
+// Where finished files live (recordings, uploaded extensions, later profiles and task
+// artifacts). Capabilities see only BlobStorage, so an S3-compatible store can take the
+// file system's place: put a finished file under a key, read it back whole or one byte
+// range at a time, learn its size, delete it.
 import { createReadStream } from 'node:fs';
 import { copyFile, mkdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
@@ -13,7 +14,7 @@ export interface ByteRange {
   end: number;
 }
 
-export interface RecordingStorage {
+export interface BlobStorage {
   /** Stores the local file `path` under `key` (the file may be moved); answers its size. */
   put(key: string, path: string): Promise<{ size: number }>;
   /** The object's bytes, or one inclusive range of them; undefined when there is no object. */
@@ -24,8 +25,8 @@ export interface RecordingStorage {
   delete(key: string): Promise<void>;
 }
 
-/** Objects as files under `root` (DATA_DIR/recordings), one a key. */
-export class FsRecordingStorage implements RecordingStorage {
+/** Objects as files under `root` (a folder of DATA_DIR: recordings, extensions), one a key. */
+export class FsBlobStorage implements BlobStorage {
   readonly root: string;
 
   constructor(root: string) {
