@@ -263,8 +263,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,401,500,501],
-    errors: {"401":"general","500":"general","501":"general"},
+    statuses: [200,401,500],
+    errors: {"401":"general","500":"general"},
   },
   {
     operationId: "uploadExtension",
@@ -274,8 +274,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
     arrayQuery: [],
-    statuses: [200,400,401,413,415,500,501],
-    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,413,415,500],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "listIdentities",
@@ -648,8 +648,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "deleteExtension",
@@ -659,8 +659,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "getIdentity",

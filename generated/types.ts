@@ -1414,7 +1414,7 @@ export interface paths {
         put?: never;
         /**
          * Upload an extension
-         * @description Uploads an unpacked Chromium extension as a ZIP with `manifest.json` at its root. 400 when the file is not a ZIP or has no valid manifest.
+         * @description Uploads an unpacked Chromium extension as a ZIP with `manifest.json` at its root or in its one top folder. The archive is checked before it is kept: at most 5,000 entries and 100 MB unpacked, no entry outside the extension's folder (absolute paths, `..`), no entry larger unpacked than its header says, and a manifest that parses, with `manifest_version` 3, a `name` and a `version` (Chromium no longer runs Manifest V2 extensions, so one is refused rather than kept to do nothing). A file that fails any of these answers 400 saying which; a file larger than the upload limit answers 413. Sessions load it with `browser.extensions`.
          */
         post: operations["uploadExtension"];
         delete?: never;
@@ -3852,7 +3852,7 @@ export interface components {
         ExtensionUploadRequest: {
             /** @description A name for the extension, 1 to 255 characters. */
             name: string;
-            /** @description The unpacked extension as a ZIP archive with `manifest.json` at its root. */
+            /** @description The unpacked extension as a ZIP archive with `manifest.json` at its root or in its one top folder. */
             file: string;
         };
         ExtensionResponse: {
@@ -9393,7 +9393,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     uploadExtension: {
@@ -9443,7 +9442,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getExtension: {
@@ -9489,7 +9487,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteExtension: {
@@ -9526,7 +9523,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getAgentAccessGuide: {

@@ -15,6 +15,7 @@ import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { compose } from './capability/index.js';
 import { sessions } from './sessions/index.js';
+import { extensions } from './extensions/index.js';
 import { liveView } from './liveview/index.js';
 import { recordings } from './recording/index.js';
 import { input } from './input/index.js';
@@ -62,6 +63,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
 
     const service = compose({ db, config, log })
       .add(sessions)
+      .add(extensions)
       .add(liveView)
       .add(recordings)
       .add(input)

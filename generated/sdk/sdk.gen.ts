@@ -971,7 +971,7 @@ export const listExtensions = <ThrowOnError extends boolean = false>(options?: O
 /**
  * Upload an extension
  *
- * Uploads an unpacked Chromium extension as a ZIP with `manifest.json` at its root. 400 when the file is not a ZIP or has no valid manifest.
+ * Uploads an unpacked Chromium extension as a ZIP with `manifest.json` at its root or in its one top folder. The archive is checked before it is kept: at most 5,000 entries and 100 MB unpacked, no entry outside the extension's folder (absolute paths, `..`), no entry larger unpacked than its header says, and a manifest that parses, with `manifest_version` 3, a `name` and a `version` (Chromium no longer runs Manifest V2 extensions, so one is refused rather than kept to do nothing). A file that fails any of these answers 400 saying which; a file larger than the upload limit answers 413. Sessions load it with `browser.extensions`.
  */
 export const uploadExtension = <ThrowOnError extends boolean = false>(options: Options<UploadExtensionData, ThrowOnError>) => (options.client ?? client).post<UploadExtensionResponses, UploadExtensionErrors, ThrowOnError>({
     ...formDataBodySerializer,

@@ -2102,7 +2102,7 @@ export type ExtensionUploadRequest = {
      */
     name: string;
     /**
-     * The unpacked extension as a ZIP archive with `manifest.json` at its root.
+     * The unpacked extension as a ZIP archive with `manifest.json` at its root or in its one top folder.
      */
     file: Blob | File;
 };
@@ -7883,10 +7883,6 @@ export type ListExtensionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListExtensionsError = ListExtensionsErrors[keyof ListExtensionsErrors];
@@ -7928,10 +7924,6 @@ export type UploadExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UploadExtensionError = UploadExtensionErrors[keyof UploadExtensionErrors];
@@ -7974,10 +7966,6 @@ export type DeleteExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteExtensionError = DeleteExtensionErrors[keyof DeleteExtensionErrors];
@@ -8020,10 +8008,6 @@ export type GetExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetExtensionError = GetExtensionErrors[keyof GetExtensionErrors];

@@ -39,7 +39,16 @@ export interface LaunchEnv {
   xvfbPath?: string;
   /** Aborts a launch in progress (the session was deleted, the server is stopping). */
   signal?: AbortSignal;
+  /**
+   * Fills the new root before Chromium starts (the session's extensions, unpacked there),
+   * and says what that adds to the launch. The root is the launcher's, with its owner
+   * record, so whatever this writes goes with it on every end path.
+   */
+  prepare?(rootDir: string): Promise<RootAddition | undefined>;
 }
+
+/** What a root's preparation adds to the launch. */
+export type RootAddition = Pick<LaunchOptions, 'extensionDirs'>;
 
 export interface BrowserExit {
   code: number | null;
@@ -161,6 +170,8 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     await Promise.all(Object.values(paths).map((p) => mkdir(p, { recursive: true })));
     if (options.userDataTemplate) await copyProfile(options.userDataTemplate, paths.userData);
     await writeProfilePreferences(paths.userData, paths.downloads, options.pdfViewer);
+    const added = await env.prepare?.(rootDir);
+    if (added?.extensionDirs?.length) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), ...added.extensionDirs] };
 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);

@@ -8,7 +8,7 @@ import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { AppHandlers } from '../http/app.js';
 import type { AnyCapability, Capability, OperationId, Upgrade, Worker } from './contract.js';
-import type { RunningSession, SessionEnd, SessionHooks } from './session.js';
+import type { LaunchAddition, LaunchingSession, RunningSession, SessionEnd, SessionHooks, SessionOptions } from './session.js';
 
 /** The composed service: what server.ts wires into HTTP and runs. */
 export interface Composed {
@@ -122,6 +122,20 @@ class HookList implements SessionHooks {
 
   add(name: string, hooks: SessionHooks): void {
     this.list.push({ name, hooks });
+  }
+
+  async check(projectId: string, options: SessionOptions): Promise<string | undefined> {
+    for (const { hooks } of this.list) {
+      const refused = await hooks.check?.(projectId, options);
+      if (refused) return refused;
+    }
+    return undefined;
+  }
+
+  async launching(s: LaunchingSession): Promise<LaunchAddition> {
+    const extensionDirs: string[] = [];
+    for (const { hooks } of this.list) extensionDirs.push(...((await hooks.launching?.(s))?.extensionDirs ?? []));
+    return { extensionDirs };
   }
 
   async started(s: RunningSession): Promise<void> {

@@ -2,7 +2,7 @@
 // sessions from start to end. The sessions capability runs them; every other capability
 // that acts on sessions (recording, live view, input, profiles, tasks…) only knows this.
 import type { CdpClient } from '../browser/cdp-client.js';
-import type { RunningBrowser } from '../browser/index.js';
+import type { RootAddition, RunningBrowser } from '../browser/index.js';
 
 /** An active proxy; a service proxy's type may be left out of the body. */
 export type SessionProxy =
@@ -55,14 +55,30 @@ export interface SessionEnd {
   endedAt: Date;
 }
 
+/** A session whose browser is being launched: its root exists, Chromium not yet. */
+export interface LaunchingSession {
+  readonly id: string;
+  readonly projectId: string;
+  readonly options: SessionOptions;
+  readonly rootDir: string;
+}
+
+/** What capabilities add to a session's launch: extension folders they unpacked in its root. */
+export type LaunchAddition = RootAddition;
+
 /**
- * A capability's part in every session's life. `started` hooks run in the order the
- * capabilities were composed, `ending` and `ended` in the reverse order (a capability
- * finishes before those it builds on: the recording takes its last frame before the
- * screencast closes). A hook that throws is logged and stops neither the session nor the
- * other hooks.
+ * A capability's part in every session's life. `check`, `launching` and `started` hooks
+ * run in the order the capabilities were composed, `ending` and `ended` in the reverse
+ * order (a capability finishes before those it builds on: the recording takes its last
+ * frame before the screencast closes). `check` and `launching` decide whether and how the
+ * session starts, so what they throw fails its creation; a later hook that throws is logged
+ * and stops neither the session nor the other hooks.
  */
 export interface SessionHooks {
+  /** Why the project cannot have a session with these options (the 400's message), or undefined. Batches ask before they queue. */
+  check?(projectId: string, options: SessionOptions): Promise<string | undefined>;
+  /** The browser launches cold (never a warm pooled one) and its root exists: fill it, and say what that adds to the launch. */
+  launching?(s: LaunchingSession): Promise<LaunchAddition | undefined>;
   /** The session is running: its browser is up and initial_url loaded. */
   started?(s: RunningSession): void | Promise<void>;
   /** The session is ending and its browser still up (flush what needs the browser). */

@@ -29,7 +29,7 @@ import {
   type RunningBrowser,
 } from '../browser/index.js';
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
-import { fitsWarmPool, normalize, storedConfiguration, type SessionCreateBody } from './options.js';
+import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
 import { recordEnd } from './record-end.js';
 import { refusal } from './refusal.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
@@ -169,12 +169,12 @@ export class SessionManager {
   /** Why create() would refuse this body with 400, or undefined (a batch checks before queueing). */
   async validate(projectId: string, body: SessionCreateBody | undefined): Promise<string | undefined> {
     const { session } = normalize(body);
-    return refusal(session, body, this.o.config.allowPrivateNetworks);
+    return (await refusal(session, body, this.o.config.allowPrivateNetworks)) ?? (await this.o.sessionHooks.check?.(projectId, session));
   }
 
   async create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions = {}): Promise<CreateResult> {
     const { launch, session } = normalize(body);
-    const refused = await refusal(session, body, this.o.config.allowPrivateNetworks);
+    const refused = (await refusal(session, body, this.o.config.allowPrivateNetworks)) ?? (await this.o.sessionHooks.check?.(owner.projectId, session));
     if (refused) return { ok: false, status: 400, message: refused };
     if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
     const unpaid = await refuseUnpaid(this.o.db, owner.projectId, this.o.config);
@@ -214,7 +214,7 @@ export class SessionManager {
       abort.signal.throwIfAborted();
       sb =
         (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ??
-        (await launchSessionBrowser(this.o, launch, join(this.browsersDir, `s-${randomBytes(6).toString('hex')}`), abort.signal, id));
+        (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
       if (session.proxy?.type === 'custom') {
         sb.traffic.setUpstream({ server: session.proxy.server, username: session.proxy.username, password: session.proxy.password });
       }
@@ -336,6 +336,13 @@ export class SessionManager {
     const row = await store.getSession(this.o.db, projectId, id);
     if (!row) return { status: 404, message: 'Session not found' };
     return { status: 409, message: row.status === 'starting' ? 'Session is still starting' : 'Session is not running' };
+  }
+
+  /** A browser of its own for the session, its root filled by the capabilities that add to its launch. */
+  private launchCold(id: string, projectId: string, launch: LaunchOptions, options: SessionOptions, signal: AbortSignal): Promise<SessionBrowser> {
+    const rootDir = join(this.browsersDir, `s-${randomBytes(6).toString('hex')}`);
+    const prepare = (root: string) => this.o.sessionHooks.launching?.({ id, projectId, options, rootDir: root }) ?? Promise.resolve(undefined);
+    return launchSessionBrowser(this.o, launch, rootDir, signal, id, prepare);
   }
 
   /** Activity from input or a live-view viewer (CDP traffic is counted by the proxy). */

@@ -1,7 +1,7 @@
 // A session's browser: Chromium in its own root, behind the forwarding proxy that meters
 // and polices its traffic, in the shape the warm pool keeps.
 import type { Logger } from 'pino';
-import { closeMeteredBrowser, launchMeteredBrowser, type LaunchOptions, type MeteredBrowser, type Poolable } from '../browser/index.js';
+import { closeMeteredBrowser, launchMeteredBrowser, type LaunchEnv, type LaunchOptions, type MeteredBrowser, type Poolable } from '../browser/index.js';
 import type { ServiceConfig } from '../config/config.js';
 
 export interface SessionBrowser extends Poolable, MeteredBrowser {}
@@ -13,6 +13,7 @@ export async function launchSessionBrowser(
   rootDir: string,
   signal: AbortSignal | undefined,
   sessionId: string | null,
+  prepare?: LaunchEnv['prepare'],
 ): Promise<SessionBrowser> {
   const metered = await launchMeteredBrowser(
     {
@@ -24,7 +25,7 @@ export async function launchSessionBrowser(
       pdfViewer: launch.pdfViewer,
       extensionDirs: launch.extensionDirs,
     },
-    { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId },
+    { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId, prepare },
     { allowPrivateNetworks: o.config.allowPrivateNetworks, log: o.log },
   );
   const { browser } = metered;

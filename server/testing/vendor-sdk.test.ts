@@ -5,6 +5,7 @@
 import Anchorbrowser from 'anchorbrowser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../sessions/test-support.js';
+import { smallFile } from '../../conformance/requests.js';
 import { startTestServer, type TestServer } from './harness.js';
 
 const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false } } };
@@ -91,6 +92,16 @@ describe('the vendor SDK, unchanged, with our base URL', () => {
     expect(await client.tools.fetchWebpage({ sessionId: id, url: pages.url('/second'), format: 'html' })).toContain('<title>Second</title>');
     expect(await client.tools.fetchWebpage({ sessionId: id })).toContain('second page');
     await client.sessions.delete(id);
+  });
+
+  it('extensions.list answers the uploaded extensions', async () => {
+    expect(await client.extensions.list()).toEqual({ data: [] });
+    const form = new FormData();
+    form.set('name', 'conformance');
+    form.set('file', new Blob([new Uint8Array(smallFile('application/zip').bytes)], { type: 'application/zip' }), 'extension.zip');
+    const uploaded = await (await server.request('/v1/extensions', { method: 'POST', body: form })).json();
+    expect(await client.extensions.list()).toEqual({ data: [uploaded.data] });
+    await server.request(`/v1/extensions/${uploaded.data.id}`, { method: 'DELETE' });
   });
 
   it('tools.screenshotWebpage answers a PNG', async () => {
