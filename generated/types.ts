@@ -2454,10 +2454,10 @@ export interface components {
         };
         /** @description A saved profile (cookies, local storage, cache) to start the browser with. */
         BrowserProfileOptions: {
-            /** @description Name of an existing profile of the project. */
+            /** @description Name of a profile of the project. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400. */
             name: string;
             /**
-             * @description Save the browser's state back into the profile when the session ends.
+             * @description Save the browser's state back into the profile when the session ends. Two sessions persisting one profile: the later end wins, and a profile is never half written.
              * @default false
              */
             persist?: boolean;
@@ -2897,13 +2897,23 @@ export interface components {
             /** @description The body of an async TypeScript function with `page`, `context` and `browser` in scope; its return value is the result. */
             code: string;
         };
+        /** @description The hosted vendor's answer of a code run, not wrapped in `data`: `success` is true (code that throws answers 400 with its message and line instead), `output` the code's return value. */
         ExecuteCodeResponse: {
-            data: {
-                /** @description The code's return value as JSON (null when it returned nothing). */
-                result: unknown;
-                /** @description Console output of the code, one entry a call, in order. */
-                logs?: string[];
-            };
+            /** @description The code ran to its end. */
+            success: boolean;
+            /** @description How the run ended, in words. */
+            message: string;
+            /** @description The code's return value as JSON (null when it returned nothing). */
+            output: unknown;
+            /** @description Always null in a 200; errors answer 4xx. */
+            error: string | null;
+            /**
+             * Format: uuid
+             * @description The run's id, as in the server's logs.
+             */
+            executionResultId: string;
+            /** @description Console output of the code, one entry a call, in order. */
+            logs?: string[];
         };
         PerformWebTaskRequest: {
             /** @description What the agent should do, in natural language. */
@@ -7566,12 +7576,14 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "data": {
-                     *         "result": "Wikipedia",
-                     *         "logs": [
-                     *           "navigated"
-                     *         ]
-                     *       }
+                     *       "success": true,
+                     *       "message": "Code ran to its end",
+                     *       "output": "Wikipedia",
+                     *       "error": null,
+                     *       "executionResultId": "0b7c3a52-7d0e-4f8e-9a41-2f6c1d9e8b70",
+                     *       "logs": [
+                     *         "navigated"
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["ExecuteCodeResponse"];

@@ -314,11 +314,11 @@ export type BrowserOptions = {
  */
 export type BrowserProfileOptions = {
     /**
-     * Name of an existing profile of the project.
+     * Name of a profile of the project. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400.
      */
     name: string;
     /**
-     * Save the browser's state back into the profile when the session ends.
+     * Save the browser's state back into the profile when the session ends. Two sessions persisting one profile: the later end wins, and a profile is never half written.
      */
     persist?: boolean;
 };
@@ -893,17 +893,34 @@ export type ExecuteCodeRequest = {
     code: string;
 };
 
+/**
+ * The hosted vendor's answer of a code run, not wrapped in `data`: `success` is true (code that throws answers 400 with its message and line instead), `output` the code's return value.
+ */
 export type ExecuteCodeResponse = {
-    data: {
-        /**
-         * The code's return value as JSON (null when it returned nothing).
-         */
-        result: unknown;
-        /**
-         * Console output of the code, one entry a call, in order.
-         */
-        logs?: Array<string>;
-    };
+    /**
+     * The code ran to its end.
+     */
+    success: boolean;
+    /**
+     * How the run ended, in words.
+     */
+    message: string;
+    /**
+     * The code's return value as JSON (null when it returned nothing).
+     */
+    output: unknown;
+    /**
+     * Always null in a 200; errors answer 4xx.
+     */
+    error: string | null;
+    /**
+     * The run's id, as in the server's logs.
+     */
+    executionResultId: string;
+    /**
+     * Console output of the code, one entry a call, in order.
+     */
+    logs?: Array<string>;
 };
 
 export type PerformWebTaskRequest = {
