@@ -13,7 +13,6 @@
 // This module is the service: it owns the fetch browsers and their queue, and gives each
 // request its fresh context.
 import { browsersDirFor } from '../browser/index.js';
-import type { BrowserContext, Page } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import { CaptchaServiceClient, type CaptchaSolver } from '../page/captcha-adapter.js';
@@ -24,7 +23,7 @@ import { stealthContextOptions, stealthScript } from '../page/stealth.js';
 import { checkUrl } from './check-url.js';
 import { BrowsersClosedError, FetchBrowsers, QueueFullError, QueueTimeoutError } from './fetch-browsers.js';
 import { MainDocument, type Watch } from './main-document.js';
-import type { FetchResult, Pipeline } from './page-pipeline.js';
+import type { FetchResult, Pipeline, Visit } from './page-pipeline.js';
 import { pdfOf, screenshotOf, type PdfOptions, type ScreenshotOptions } from './screenshot-pdf.js';
 import { ToolError } from './tool-error.js';
 import { webFetch } from './web-fetch.js';
@@ -103,25 +102,19 @@ export class ToolService {
   async fetch(input: string, log: Logger, waitMs = 0): Promise<FetchResult> {
     const deadline = Date.now() + this.timeoutMs;
     const url = await this.checkUrl(input, 'fetch');
-    return this.inContext(deadline, {}, 'spot', log, (context, page, main, consent, tracker) =>
-      webFetch(context, page, main, consent, tracker, url, deadline, log, this.pipeline, waitMs),
-    );
+    return this.inContext(deadline, {}, 'spot', log, (v) => webFetch(v, url, waitMs));
   }
 
   async screenshot(o: ScreenshotOptions, log: Logger): Promise<Buffer> {
     const deadline = Date.now() + this.timeoutMs;
     const url = await this.checkUrl(o.url, 'load');
-    return this.inContext(deadline, { viewport: { width: o.width, height: o.height } }, 'watch', log, (context, page, main, consent, tracker) =>
-      screenshotOf(context, page, main, consent, tracker, url, o, deadline, log, this.pipeline),
-    );
+    return this.inContext(deadline, { viewport: { width: o.width, height: o.height } }, 'watch', log, (v) => screenshotOf(v, url, o));
   }
 
   async pdf(o: PdfOptions, log: Logger): Promise<Buffer> {
     const deadline = Date.now() + this.timeoutMs;
     const url = await this.checkUrl(o.url, 'load');
-    return this.inContext(deadline, {}, 'watch', log, (_context, page, main, consent, tracker) =>
-      pdfOf(page, main, consent, tracker, url, o, deadline, log, this.pipeline),
-    );
+    return this.inContext(deadline, {}, 'watch', log, (v) => pdfOf(v, url, o));
   }
 
   /** A fresh context with stealth and autoconsent, one page, the main-document watch. */
@@ -130,7 +123,7 @@ export class ToolService {
     extra: { viewport?: { width: number; height: number } },
     watch: Watch,
     log: Logger,
-    fn: (context: BrowserContext, page: Page, main: MainDocument, consent: ConsentTracker, tracker: NetworkTracker) => Promise<T>,
+    fn: (v: Visit) => Promise<T>,
   ): Promise<T> {
     try {
       return await this.browsers.withContext(
@@ -149,7 +142,7 @@ export class ToolService {
           const tracker = new NetworkTracker(page);
           const main = await MainDocument.attach(context, page, watch, log);
           try {
-            return await fn(context, page, main, consent, tracker);
+            return await fn({ context, page, main, consent, tracker, deadline, log, pipeline: this.pipeline });
           } finally {
             tracker.dispose();
           }

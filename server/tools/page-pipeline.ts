@@ -1,7 +1,7 @@
 // A tool's page once navigated: ready (readiness.ts) → challenges passed (challenges.ts) →
 // consent dismissed (consent.ts) → for the web fetch, the rendered DOM; for screenshot and
 // page PDF, the page as it is then, to be captured.
-import type { Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { CaptchaSolver } from '../page/captcha-adapter.js';
 import { challengeProbe, passChallenges, type DetectedChallenge } from '../page/challenges.js';
@@ -25,6 +25,22 @@ export interface PageResult {
 
 export type FetchResult = FileResult | PageResult;
 
+/**
+ * One tool request's visit: its context and page, what watches the page (the main
+ * document, consent dialogs, network quiet), the request's deadline and log, and the
+ * service's pipeline settings.
+ */
+export interface Visit {
+  context: BrowserContext;
+  page: Page;
+  main: MainDocument;
+  consent: ConsentTracker;
+  tracker: NetworkTracker;
+  deadline: number;
+  log: Logger;
+  pipeline: Pipeline;
+}
+
 /** What the pipeline reads of the service: the configuration (when it needs it) and the captcha solver. */
 export interface Pipeline {
   config: NavigateConfig;
@@ -35,16 +51,8 @@ export interface Pipeline {
  * A page after navigation: ready, challenges passed, consent dismissed, then its DOM
  * (`waitMs` later, for a caller that knows its page fills in late).
  */
-export async function renderPage(
-  page: Page,
-  main: MainDocument,
-  consent: ConsentTracker,
-  tracker: NetworkTracker,
-  deadline: number,
-  log: Logger,
-  pipeline: Pipeline,
-  waitMs = 0,
-): Promise<FetchResult | Spotted> {
+export async function renderPage(v: Visit, waitMs = 0): Promise<FetchResult | Spotted> {
+  const { page, main, consent, tracker, deadline, log, pipeline } = v;
   // The first looks for a challenge and for consent signs ride on the last readiness check:
   // every round trip while the page is open costs it browser time, most of all under load.
   const status = () => main.last?.status ?? 200;
@@ -95,17 +103,8 @@ export async function renderPage(
 }
 
 /** Screenshot and PDF: load as asked, pass challenges, dismiss consent. */
-export async function prepare(
-  page: Page,
-  main: MainDocument,
-  consent: ConsentTracker,
-  tracker: NetworkTracker,
-  url: URL,
-  waitUntil: WaitUntil,
-  deadline: number,
-  log: Logger,
-  pipeline: Pipeline,
-): Promise<void> {
+export async function prepare(v: Visit, url: URL, waitUntil: WaitUntil): Promise<void> {
+  const { page, main, consent, tracker, deadline, log, pipeline } = v;
   try {
     await navigate(page, main, url, deadline, waitUntil, pipeline.config);
   } catch (err) {

@@ -1,13 +1,8 @@
 // The screenshot and page PDF tools: the page prepared (page-pipeline.ts), then captured as
 // asked, within the request's deadline.
-import type { BrowserContext, Page } from 'playwright-core';
-import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import type { ConsentTracker } from '../page/consent.js';
-import type { NetworkTracker } from '../page/readiness.js';
-import type { MainDocument } from './main-document.js';
 import type { WaitUntil } from './navigate.js';
-import { prepare, type Pipeline } from './page-pipeline.js';
+import { prepare, type Visit } from './page-pipeline.js';
 import { ToolError } from './tool-error.js';
 
 export interface ScreenshotOptions {
@@ -32,19 +27,9 @@ export interface PdfOptions {
 }
 
 /** A screenshot (PNG) of the page at `url`, once prepared. */
-export async function screenshotOf(
-  context: BrowserContext,
-  page: Page,
-  main: MainDocument,
-  consent: ConsentTracker,
-  tracker: NetworkTracker,
-  url: URL,
-  o: ScreenshotOptions,
-  deadline: number,
-  log: Logger,
-  pipeline: Pipeline,
-): Promise<Buffer> {
-  await prepare(page, main, consent, tracker, url, o.waitUntil, deadline, log, pipeline);
+export async function screenshotOf(v: Visit, url: URL, o: ScreenshotOptions): Promise<Buffer> {
+  const { context, page, deadline, pipeline } = v;
+  await prepare(v, url, o.waitUntil);
   if (o.waitMs > 0) await page.waitForTimeout(Math.min(o.waitMs, Math.max(0, deadline - Date.now())));
   return withDeadline(deadline, pipeline.config, async () => {
     if (!o.captureBeyondViewport) return page.screenshot({ type: 'png', fullPage: o.fullPage, timeout: Math.max(1, deadline - Date.now()) });
@@ -59,18 +44,9 @@ export async function screenshotOf(
 }
 
 /** The page at `url` printed to PDF, once prepared. */
-export async function pdfOf(
-  page: Page,
-  main: MainDocument,
-  consent: ConsentTracker,
-  tracker: NetworkTracker,
-  url: URL,
-  o: PdfOptions,
-  deadline: number,
-  log: Logger,
-  pipeline: Pipeline,
-): Promise<Buffer> {
-  await prepare(page, main, consent, tracker, url, o.waitUntil, deadline, log, pipeline);
+export async function pdfOf(v: Visit, url: URL, o: PdfOptions): Promise<Buffer> {
+  const { page, deadline, pipeline } = v;
+  await prepare(v, url, o.waitUntil);
   return withDeadline(deadline, pipeline.config, () =>
     page.pdf({
       format: o.format,
