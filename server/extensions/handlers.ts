@@ -28,9 +28,9 @@ export function extensionHandlers({ db, storage }: { db: Db; storage: BlobStorag
   return {
     async uploadExtension(req, ctx) {
       const zip = Buffer.from(await req.body.file.arrayBuffer());
-      let manifest;
+      let inspected;
       try {
-        ({ manifest } = await inspect(zip));
+        inspected = await inspect(zip);
       } catch (err) {
         if (err instanceof ArchiveError) return fail(400, err.message);
         throw err;
@@ -45,7 +45,15 @@ export function extensionHandlers({ db, storage }: { db: Db; storage: BlobStorag
         await rm(dir, { recursive: true, force: true });
       }
       try {
-        const row = await store.insertExtension(db, { id, project_id: ctx.projectId, name: req.body.name, manifest, storage_key: key, size_bytes: zip.length });
+        const row = await store.insertExtension(db, {
+          id,
+          project_id: ctx.projectId,
+          name: req.body.name,
+          manifest: inspected.manifest,
+          storage_key: key,
+          archive_prefix: inspected.prefix,
+          size_bytes: zip.length,
+        });
         return { status: 200, body: { data: resource(row) } };
       } catch (err) {
         await storage.delete(key);

@@ -8,7 +8,7 @@ import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { FsBlobStorage } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
-import { unpack, inspect } from './archive.js';
+import { unpack } from './archive.js';
 import { extensionHandlers, type ExtensionOperation } from './handlers.js';
 import { findExtensions } from './store.js';
 
@@ -34,7 +34,8 @@ export function extensions(d: { db: Db; config: ServiceConfig }): Capability<Ext
           if (!row) throw new Error(`extension ${id} is gone`);
           const zip = await readBlob(storage, row.storage_key);
           const dir = join(s.rootDir, 'extensions', id);
-          await unpack(zip, (await inspect(zip)).prefix, dir);
+          // Checked whole at upload: here it is only written out.
+          await unpack(zip, row.archive_prefix, dir);
           extensionDirs.push(dir);
         }
         return { extensionDirs };

@@ -8,6 +8,7 @@ export interface ExtensionRow {
   name: string;
   manifest: Manifest;
   storage_key: string;
+  archive_prefix: string;
   size_bytes: number;
   created_at: Date;
   updated_at: Date;
@@ -15,8 +16,8 @@ export interface ExtensionRow {
 
 export async function insertExtension(db: Db, row: Omit<ExtensionRow, 'created_at' | 'updated_at'>): Promise<ExtensionRow> {
   const [inserted] = await db.query<ExtensionRow>(
-    `INSERT INTO extensions (id, project_id, name, manifest, storage_key, size_bytes) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [row.id, row.project_id, row.name, JSON.stringify(row.manifest), row.storage_key, row.size_bytes],
+    `INSERT INTO extensions (id, project_id, name, manifest, storage_key, archive_prefix, size_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [row.id, row.project_id, row.name, JSON.stringify(row.manifest), row.storage_key, row.archive_prefix, row.size_bytes],
   );
   return inserted!;
 }

@@ -8,6 +8,8 @@ CREATE TABLE extensions (
   name text NOT NULL,
   manifest jsonb NOT NULL,
   storage_key text NOT NULL,
+  -- Where the extension is in the archive: '' (its root) or its one top folder, 'name/'.
+  archive_prefix text NOT NULL,
   size_bytes bigint NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
