@@ -14,6 +14,7 @@ import { migrate } from './store/migrate.js';
 import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { compose } from './capability/index.js';
+import { fsBlobAreas } from './storage/blobs.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
 import { liveView } from './liveview/index.js';
@@ -61,7 +62,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     if (applied.length) log.info({ applied }, 'database migrated');
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
 
-    const service = compose({ db, config, log })
+    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir) })
       .add(sessions)
       .add(extensions)
       .add(liveView)

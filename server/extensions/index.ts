@@ -5,15 +5,14 @@
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import type { Capability } from '../capability/index.js';
-import type { ServiceConfig } from '../config/config.js';
-import { FsBlobStorage } from '../storage/blobs.js';
+import type { BlobAreas, BlobStorage } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
 import { unpack } from './archive.js';
 import { extensionHandlers, type ExtensionOperation } from './handlers.js';
 import { findExtensions } from './store.js';
 
-export function extensions(d: { db: Db; config: ServiceConfig }): Capability<ExtensionOperation> {
-  const storage = new FsBlobStorage(join(d.config.dataDir, 'extensions'));
+export function extensions(d: { db: Db; blobs: BlobAreas }): Capability<ExtensionOperation> {
+  const storage = d.blobs('extensions');
   return {
     name: 'extensions',
     handlers: extensionHandlers({ db: d.db, storage }),
@@ -44,7 +43,7 @@ export function extensions(d: { db: Db; config: ServiceConfig }): Capability<Ext
   };
 }
 
-async function readBlob(storage: FsBlobStorage, key: string): Promise<Buffer> {
+async function readBlob(storage: BlobStorage, key: string): Promise<Buffer> {
   const stream = await storage.get(key);
   if (!stream) throw new Error(`blob ${key} is missing`);
   return buffer(stream);

@@ -1,7 +1,6 @@
 // Recordings: the recorder (recorder.ts, following every session through the screencast),
 // the file-system storage under DATA_DIR/recordings, the contract's Recordings operations
 // and the signed-link route (handlers.ts).
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
@@ -9,17 +8,18 @@ import type { Db } from '../store/db.js';
 import type { Screencasts } from '../liveview/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import { Recorder } from './recorder.js';
-import { FsBlobStorage } from '../storage/blobs.js';
+import type { BlobAreas } from '../storage/blobs.js';
 import { RecordingLinks, recordingHandlers, recordingLinkRoute, type RecordingHandlers } from './handlers.js';
 
 export function recordings(d: {
   db: Db;
+  blobs: BlobAreas;
   config: ServiceConfig;
   log: Logger;
   sessions: SessionManager;
   screencasts: Screencasts;
 }): Capability<keyof RecordingHandlers> {
-  const storage = new FsBlobStorage(join(d.config.dataDir, 'recordings'));
+  const storage = d.blobs('recordings');
   const recorder = new Recorder({
     db: d.db,
     log: d.log,

@@ -73,3 +73,11 @@ export class FsBlobStorage implements BlobStorage {
     return path;
   }
 }
+
+/** A capability's own area of the blob storage (recordings, extensions, …), by name. */
+export type BlobAreas = (area: string) => BlobStorage;
+
+/** Areas as folders of DATA_DIR: the default, chosen once by the assembly. */
+export function fsBlobAreas(dataDir: string): BlobAreas {
+  return (area) => new FsBlobStorage(join(dataDir, area));
+}
