@@ -307,8 +307,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,401,500,501],
-    errors: {"401":"general","500":"general","501":"general"},
+    statuses: [200,401,500],
+    errors: {"401":"general","500":"general"},
   },
   {
     operationId: "createProfile",
@@ -318,8 +318,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,409,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,409,413,415,500],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "listSessions",
@@ -703,8 +703,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "deleteProfile",
@@ -714,8 +714,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "getSession",

@@ -1360,13 +1360,13 @@ export interface paths {
         };
         /**
          * List profiles
-         * @description Lists every profile of the project, newest first (not paginated).
+         * @description Lists the project's profiles, newest first, a page at a time: `count` is the number of profiles in all, `items` the page asked for (100 a page unless `limit` says otherwise, so a client that reads one page, as the hosted vendor's SDK does, sees every profile of a project with up to 100).
          */
         get: operations["listProfiles"];
         put?: never;
         /**
          * Create a profile
-         * @description Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`). 404 when the session does not exist or is not running; 409 when the name is taken.
+         * @description Creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -1391,7 +1391,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a profile
-         * @description Permanently removes the profile and its stored data.
+         * @description Permanently removes the profile and its stored data. A running session that started with it keeps its own copy; a pending profile is not saved when its session ends.
          */
         delete: operations["deleteProfile"];
         options?: never;
@@ -2454,10 +2454,10 @@ export interface components {
         };
         /** @description A saved profile (cookies, local storage, cache) to start the browser with. */
         BrowserProfileOptions: {
-            /** @description Name of a profile of the project. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400. */
+            /** @description Name of a profile of the project. A session with a profile starts cold (never from the warm pool), with the profile's saved state in its own copy. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400. */
             name: string;
             /**
-             * @description Save the browser's state back into the profile when the session ends. Two sessions persisting one profile: the later end wins, and a profile is never half written.
+             * @description Save the browser's state back into the profile when the session ends (the profile stays `ready` with its previous state meanwhile, and keeps it if the browser crashed). Two sessions persisting one profile: the later end wins, and a profile is never half written. A profile that is not `ready` (pending or failed) answers 400.
              * @default false
              */
             persist?: boolean;
@@ -3809,8 +3809,10 @@ export interface components {
             session_id: string | null;
             /** @description Sessions using the profile get the same proxy IP each time. */
             dedicated_sticky_ip: boolean;
-            /** @description Stored size in bytes; null until the profile is `ready`. */
+            /** @description Stored (compressed) size in bytes; null until the profile is `ready`. */
             size_bytes: number | null;
+            /** @description Why a `failed` profile could not be saved; null otherwise. */
+            failure_reason: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -3819,10 +3821,10 @@ export interface components {
         ProfileResponse: {
             data: components["schemas"]["Profile"];
         };
-        /** @description Every profile of the project, newest first. */
+        /** @description One page of the project's profiles, newest first. */
         ProfileListResponse: {
             data: {
-                /** @description Number of profiles. */
+                /** @description Number of profiles of the project, the same on every page. */
                 count: number;
                 items: components["schemas"]["Profile"][];
             };
@@ -5778,6 +5780,8 @@ export interface components {
         TaskNamePath: components["schemas"]["TaskName"];
         /** @description Page number, from 1. */
         Page: number;
+        /** @description Profiles per page. */
+        ProfileLimit: number;
         /** @description Items per page. */
         Limit: number;
         /** @description The session's id. */
@@ -9180,7 +9184,12 @@ export interface operations {
     };
     listProfiles: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Profiles per page. */
+                limit?: components["parameters"]["ProfileLimit"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -9206,6 +9215,7 @@ export interface operations {
                      *             "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
                      *             "dedicated_sticky_ip": false,
                      *             "size_bytes": 18874368,
+                     *             "failure_reason": null,
                      *             "created_at": "2026-03-02T09:15:00Z",
                      *             "updated_at": "2026-03-02T09:20:30Z"
                      *           }
@@ -9218,7 +9228,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createProfile: {
@@ -9282,7 +9291,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getProfile: {
@@ -9313,6 +9321,7 @@ export interface operations {
                      *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
                      *         "dedicated_sticky_ip": false,
                      *         "size_bytes": 18874368,
+                     *         "failure_reason": null,
                      *         "created_at": "2026-03-02T09:15:00Z",
                      *         "updated_at": "2026-03-02T09:20:30Z"
                      *       }
@@ -9325,7 +9334,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteProfile: {
@@ -9360,7 +9368,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listExtensions: {

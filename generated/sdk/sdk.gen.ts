@@ -914,7 +914,7 @@ export const cancelTaskRun = <ThrowOnError extends boolean = false>(options: Opt
 /**
  * List profiles
  *
- * Lists every profile of the project, newest first (not paginated).
+ * Lists the project's profiles, newest first, a page at a time: `count` is the number of profiles in all, `items` the page asked for (100 a page unless `limit` says otherwise, so a client that reads one page, as the hosted vendor's SDK does, sees every profile of a project with up to 100).
  */
 export const listProfiles = <ThrowOnError extends boolean = false>(options?: Options<ListProfilesData, ThrowOnError>) => (options?.client ?? client).get<ListProfilesResponses, ListProfilesErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -925,7 +925,7 @@ export const listProfiles = <ThrowOnError extends boolean = false>(options?: Opt
 /**
  * Create a profile
  *
- * Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`). 404 when the session does not exist or is not running; 409 when the name is taken.
+ * Creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
  */
 export const createProfile = <ThrowOnError extends boolean = false>(options: Options<CreateProfileData, ThrowOnError>) => (options.client ?? client).post<CreateProfileResponses, CreateProfileErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -940,7 +940,7 @@ export const createProfile = <ThrowOnError extends boolean = false>(options: Opt
 /**
  * Delete a profile
  *
- * Permanently removes the profile and its stored data.
+ * Permanently removes the profile and its stored data. A running session that started with it keeps its own copy; a pending profile is not saved when its session ends.
  */
 export const deleteProfile = <ThrowOnError extends boolean = false>(options: Options<DeleteProfileData, ThrowOnError>) => (options.client ?? client).delete<DeleteProfileResponses, DeleteProfileErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

@@ -314,11 +314,11 @@ export type BrowserOptions = {
  */
 export type BrowserProfileOptions = {
     /**
-     * Name of a profile of the project. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400.
+     * Name of a profile of the project. A session with a profile starts cold (never from the warm pool), with the profile's saved state in its own copy. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400.
      */
     name: string;
     /**
-     * Save the browser's state back into the profile when the session ends. Two sessions persisting one profile: the later end wins, and a profile is never half written.
+     * Save the browser's state back into the profile when the session ends (the profile stays `ready` with its previous state meanwhile, and keeps it if the browser crashed). Two sessions persisting one profile: the later end wins, and a profile is never half written. A profile that is not `ready` (pending or failed) answers 400.
      */
     persist?: boolean;
 };
@@ -2043,9 +2043,13 @@ export type Profile = {
      */
     dedicated_sticky_ip: boolean;
     /**
-     * Stored size in bytes; null until the profile is `ready`.
+     * Stored (compressed) size in bytes; null until the profile is `ready`.
      */
     size_bytes: number | null;
+    /**
+     * Why a `failed` profile could not be saved; null otherwise.
+     */
+    failure_reason: string | null;
     created_at: string;
     updated_at: string;
 };
@@ -2055,12 +2059,12 @@ export type ProfileResponse = {
 };
 
 /**
- * Every profile of the project, newest first.
+ * One page of the project's profiles, newest first.
  */
 export type ProfileListResponse = {
     data: {
         /**
-         * Number of profiles.
+         * Number of profiles of the project, the same on every page.
          */
         count: number;
         items: Array<Profile>;
@@ -3988,6 +3992,11 @@ export type TaskNamePath = TaskName;
  * Page number, from 1.
  */
 export type Page = number;
+
+/**
+ * Profiles per page.
+ */
+export type ProfileLimit = number;
 
 /**
  * Items per page.
@@ -7709,7 +7718,16 @@ export type CancelTaskRunResponse = CancelTaskRunResponses[keyof CancelTaskRunRe
 export type ListProfilesData = {
     body?: never;
     path?: never;
-    query?: never;
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Profiles per page.
+         */
+        limit?: number;
+    };
     url: '/v1/profiles';
 };
 
@@ -7722,10 +7740,6 @@ export type ListProfilesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListProfilesError = ListProfilesErrors[keyof ListProfilesErrors];
@@ -7775,10 +7789,6 @@ export type CreateProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateProfileError = CreateProfileErrors[keyof CreateProfileErrors];
@@ -7821,10 +7831,6 @@ export type DeleteProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteProfileError = DeleteProfileErrors[keyof DeleteProfileErrors];
@@ -7867,10 +7873,6 @@ export type GetProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetProfileError = GetProfileErrors[keyof GetProfileErrors];

@@ -63,14 +63,15 @@ export interface LaunchingSession {
   readonly rootDir: string;
 }
 
-/** What capabilities add to a session's launch: extension folders they unpacked in its root. */
+/** What capabilities add to a session's launch: extension folders they unpacked in its root, a saved profile in its user-data. */
 export type LaunchAddition = RootAddition;
 
 /**
  * A capability's part in every session's life. `check`, `launching` and `started` hooks
- * run in the order the capabilities were composed, `ending` and `ended` in the reverse
- * order (a capability finishes before those it builds on: the recording takes its last
- * frame before the screencast closes). `check` and `launching` decide whether and how the
+ * run in the order the capabilities were composed, `ending` in the reverse order (a
+ * capability finishes before those it builds on: the recording takes its last frame before
+ * the screencast closes; profiles, composed early, close the browser gracefully last) and
+ * `ended` side by side. `check` and `launching` decide whether and how the
  * session starts, so what they throw fails its creation; a later hook that throws is logged
  * and stops neither the session nor the other hooks.
  */

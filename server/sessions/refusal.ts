@@ -23,7 +23,6 @@ export async function refusal(session: SessionOptions, body: SessionCreateBody |
   if (session.captchaSolver && !session.proxy) return 'Captcha solver requires an active proxy';
   if (session.proxy?.type === 'service_proxy') return 'The service proxy network is not available on this server; use a proxy of type custom';
   if (session.proxy?.type === 'custom' && !/^https?:\/\//.test(session.proxy.server)) return 'session.proxy.server must be an http:// or https:// proxy URL';
-  if (session.profile) return `Unknown profile: ${session.profile.name}`;
   if (body?.identities?.length) return `Unknown identity: ${body.identities[0].id}`;
   if (body?.integrations?.length) return `Unknown integration: ${body.integrations[0].id}`;
   if (session.initialUrl) {
