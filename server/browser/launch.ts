@@ -266,7 +266,10 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     // Node sets these when it reaps the child: until then its pid and group are ours.
     const hasExited = () => spawned.exitCode !== null || spawned.signalCode !== null;
     void exited.then((exit) => {
-      if (!closing) log.warn({ pid, rootDir, ...exit, stderr: lastLines(stderrTail) }, 'chromium exited unexpectedly');
+      if (closing) return;
+      // Code 0: closed in order (Browser.close from a client, or to save a profile).
+      if (exit.code === 0) log.info({ pid, rootDir }, 'chromium closed');
+      else log.warn({ pid, rootDir, ...exit, stderr: lastLines(stderrTail) }, 'chromium exited unexpectedly');
     });
 
     const close = () =>
