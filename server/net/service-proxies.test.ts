@@ -184,10 +184,18 @@ describe('service proxy pool: health', () => {
     const r2 = await p.pick({ country_code: 'us' });
     expect([r1.ok && r1.proxy.id, r2.ok && r2.proxy.id].sort()).toEqual([liveId, laterId].sort());
     await new Promise<void>((resolve) => lateDead.close(() => resolve()));
-    // A recent successful connect vouches for it for a few seconds: the report is held...
+    // Moments after a connect of ours succeeded, a report is not checked (a page's many
+    // failing requests would each cost the proxy a connect)...
     p.reportFailure(laterId);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(p.resting(laterId)).toBe(false);
+    // ...a little later it is, and the dead proxy rests.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    p.reportFailure(laterId);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(p.resting(laterId)).toBe(true);
+    const r3 = await p.pick({ country_code: 'us' });
+    expect(r3.ok && r3.proxy.id).toBe(liveId);
   });
 
   it('a reported failure of a proxy not vouched for rests it, and new sessions get the next match', async () => {

@@ -3,13 +3,13 @@
 // given, by country_code, region and city.
 //
 // Health is judged on TCP connects, the one thing every scheme shares and the failure that
-// makes a proxy useless: a pick connects to its candidate first (unless a connect succeeded
-// moments ago), and a candidate whose connect fails is rested (left out of picks) for
-// REST_MS while the next match is tried. A session whose proxy fails later keeps it (its
-// exit address does not change under its pages: sites tie logins and challenges to it), and
-// its traffic proxy reports the failed connects here; the report is checked with a connect
-// of our own before the proxy is rested, so a connection the browser dropped on its own
-// does not rest a healthy proxy. Sessions created meanwhile get the next healthy match.
+// makes a proxy useless: a pick connects to its candidate first, and a candidate whose
+// connect fails is rested (left out of picks) for REST_MS while the next match is tried. A
+// session whose proxy fails later keeps it (its exit address does not change under its
+// pages: sites tie logins and challenges to it), and its traffic proxy reports the failed
+// connects here; the report is checked with a connect of our own before the proxy is
+// rested, so a connection the browser dropped on its own does not rest a healthy proxy.
+// Sessions created meanwhile get the next healthy match.
 //
 // Picks go round the matches (the least recently picked first), so sessions spread over the
 // proxies of a country. A preferred id (a profile's sticky proxy) comes first while it
@@ -42,8 +42,12 @@ export type ServiceProxyPick =
 export const REST_MS = 60_000;
 /** Longest wait for a TCP connect to a proxy before it counts as failed. */
 export const PROBE_TIMEOUT_MS = 3_000;
-/** A connect that succeeded this recently vouches for the proxy: no new one before a pick. */
-const VOUCHED_MS = 10_000;
+/**
+ * A session's report of a failed connect is not checked again within this long of a connect
+ * of ours that succeeded: a page with many failing requests reports each, and the proxy
+ * would get a connect of ours for every one.
+ */
+const REPORT_QUIET_MS = 2_000;
 /** Most names listed in a 400's "the pool offers". */
 const MAX_OFFERS = 20;
 
@@ -111,7 +115,7 @@ export class ServiceProxyPool {
 
   /**
    * A healthy proxy matching the criteria, `prefer` first when it matches; or why not. Each
-   * candidate is connected to first (unless vouched for), and rested when that fails.
+   * candidate is connected to first, and rested when that fails.
    */
   async pick(criteria: ServiceProxyCriteria, options: { prefer?: string } = {}): Promise<ServiceProxyPick> {
     const refused = this.refusal(criteria);
@@ -147,20 +151,19 @@ export class ServiceProxyPool {
 
   /**
    * A session's connect to this proxy failed (its traffic proxy says so). Checked with a
-   * connect of our own, which rests the proxy when it fails too; a proxy already resting, being
-   * checked, or vouched for by a recent connect is left as it is.
+   * connect of our own, which rests the proxy when it fails too; a proxy already resting or
+   * being checked, or checked moments ago, is left as it is.
    */
   reportFailure(id: string): void {
     const entry = this.get(id);
     const h = this.health.get(id);
-    if (!entry || !h || h.probing || h.restUntil > Date.now() || Date.now() - h.okAt < VOUCHED_MS) return;
+    if (!entry || !h || h.probing || h.restUntil > Date.now() || Date.now() - h.okAt < REPORT_QUIET_MS) return;
     void this.healthy(entry, 'a session could not connect to it');
   }
 
   /** Connects to the proxy (one connect at a time per proxy); rests it when that fails. */
   private healthy(entry: ServiceProxyEntry, why?: string): Promise<boolean> {
     const h = this.health.get(entry.id)!;
-    if (Date.now() - h.okAt < VOUCHED_MS) return Promise.resolve(true);
     h.probing ??= connectProbe(entry, this.probeTimeoutMs)
       .then((failure) => {
         if (failure === undefined) {
