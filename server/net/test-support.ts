@@ -9,6 +9,8 @@ export interface Socks5Connection {
   /** host:port as asked (a name is not resolved by the client: socks5h). */
   destination: string;
   username?: string;
+  /** The destination answered: the tunnel opened. */
+  opened: boolean;
   /** The first line sent through the tunnel once open (for plain HTTP, its request line). */
   firstLine?: string;
 }
@@ -96,7 +98,7 @@ export async function startSocks5Server(options: { username?: string; password?:
         const rest = buffer.subarray(end + 2);
         buffer = Buffer.alloc(0);
         stage = 'open';
-        const record: Socks5Connection = { destination: `${host}:${port}`, ...(username !== undefined ? { username } : {}) };
+        const record: Socks5Connection = { destination: `${host}:${port}`, ...(username !== undefined ? { username } : {}), opened: false };
         connections.push(record);
         const upstream = net.connect({ host, port });
         upstream.on('error', () => {
@@ -104,6 +106,7 @@ export async function startSocks5Server(options: { username?: string; password?:
           if (client.writable) client.end(Buffer.from([0x05, 0x05, 0x00, 0x01, 0, 0, 0, 0, 0, 0]));
         });
         upstream.once('connect', () => {
+          record.opened = true;
           client.write(Buffer.from([0x05, 0x00, 0x00, 0x01, 127, 0, 0, 1, 0, 0]));
           const firstData = (chunk: Buffer) => {
             record.firstLine ??= chunk.toString('latin1').split('\r\n')[0];

@@ -542,8 +542,8 @@ describe('traffic proxy: SOCKS5 upstream', () => {
 
     // The name reached the SOCKS server unresolved (socks5h), with the credentials.
     expect(socks.connections).toEqual([
-      { destination: `localhost:${targetPort}`, username: USER, firstLine: 'GET /data.json HTTP/1.1' },
-      { destination: `127.0.0.1:${echoPort}`, username: USER, firstLine: expect.any(String) },
+      { destination: `localhost:${targetPort}`, username: USER, opened: true, firstLine: 'GET /data.json HTTP/1.1' },
+      { destination: `127.0.0.1:${echoPort}`, username: USER, opened: true, firstLine: expect.any(String) },
     ]);
     // Counted while the tunnel is open, and after it closed.
     const open = proxy.stats().proxyBytes;
