@@ -2355,7 +2355,7 @@ export interface components {
             type: "custom";
             /**
              * Format: uri
-             * @description Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`. Through a `socks5` proxy, host names are resolved by the proxy. A proxy at a private, loopback or link-local address is refused unless the operator allows private networks.
+             * @description Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`. Through a `socks5` proxy, host names are resolved by the proxy. Connections through a proxy at a private, loopback or link-local address are refused unless the operator allows private networks.
              */
             server: string;
             /** @description User name for proxy authentication. */

@@ -190,7 +190,7 @@ export type ProxyCustomOptions = {
     active: boolean;
     type: 'custom';
     /**
-     * Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`. Through a `socks5` proxy, host names are resolved by the proxy. A proxy at a private, loopback or link-local address is refused unless the operator allows private networks.
+     * Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`. Through a `socks5` proxy, host names are resolved by the proxy. Connections through a proxy at a private, loopback or link-local address are refused unless the operator allows private networks.
      */
     server: string;
     /**
