@@ -376,7 +376,8 @@ export async function startTrafficProxy(options: TrafficProxyOptions): Promise<T
       if (!allowPrivate && !up.operator) {
         const addresses = await checkUpstream(up);
         if (net.isIP(up.host) === 0) {
-          if (up.socks) proxyUrl = withAddress(proxyUrl, addresses[0]);
+          // IPv4 first: proxy-chain hands the SOCKS client the URL's hostname, brackets and all.
+          if (up.socks) proxyUrl = withAddress(proxyUrl, addresses.find((a) => net.isIPv4(a)) ?? addresses[0]);
           else dnsLookup = pinnedLookup(addresses);
         }
       }
