@@ -172,7 +172,8 @@ export type CreateSessionResponse =
   | { status: 413; contentType?: "application/json"; body: operations["createSession"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createSession"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["createSession"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createSession"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListTasksRequest = { params: NoFields; query: NonNullable<operations["listTasks"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListTasksResponse =

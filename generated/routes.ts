@@ -340,8 +340,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,402,413,415,429,500],
-    errors: {"400":"general","401":"general","402":"general","413":"general","415":"general","429":"general","500":"general"},
+    statuses: [200,400,401,402,413,415,429,500,503],
+    errors: {"400":"general","401":"general","402":"general","413":"general","415":"general","429":"general","500":"general","503":"general"},
   },
   {
     operationId: "listTasks",

@@ -19,7 +19,7 @@ export interface paths {
         put?: never;
         /**
          * Start a browser session
-         * @description Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400.
+         * @description Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400. A `service_proxy` proxy is an upstream proxy from the operator's pool that matches the asked `country_code`, `region` and `city`: 400 when the server has no pool or the pool has no such proxy (the message says what it offers), 503 when every matching proxy is failing its connects for now.
          */
         post: operations["createSession"];
         delete?: never;
@@ -950,7 +950,7 @@ export interface paths {
         put?: never;
         /**
          * Create batch sessions
-         * @description Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events.
+         * @description Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events. A configuration that a single session would refuse with 400 (an unknown extension, a service proxy the pool cannot give) refuses the batch with 400.
          */
         post: operations["createBatchSessions"];
         delete?: never;
@@ -2329,9 +2329,9 @@ export interface components {
              */
             one_time_url?: boolean;
         };
-        /** @description The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`). */
+        /** @description The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`). Either way every connection of the browser goes through it, and the bytes exchanged with it are the session's `proxy_bytes`, billed per gigabyte. */
         ProxyOptions: components["schemas"]["ProxyServiceOptions"] | components["schemas"]["ProxyCustomOptions"];
-        /** @description A proxy of the service's residential proxy network. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`. */
+        /** @description A proxy of the service's proxy network: on this server, an upstream proxy from the pool the operator configured (`SERVICE_PROXY_POOL`), picked among those that match every field given here and are healthy. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`. No pool, or no proxy in it for what is asked, answers 400 naming what the pool offers; a proxy whose connects fail is rested for a minute, and when every match is resting creation answers 503. The session keeps the proxy it was given until it ends. */
         ProxyServiceOptions: {
             /** @description Use the proxy. */
             active: boolean;
@@ -2340,11 +2340,11 @@ export interface components {
              * @enum {string}
              */
             type?: "service_proxy";
-            /** @description Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). */
+            /** @description Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). Left out: any country of the pool. */
             country_code?: string;
-            /** @description Exit region or state within the country. */
+            /** @description Exit region or state within the country, as the pool names it (compared without regard to case). */
             region?: string;
-            /** @description Exit city within the country. */
+            /** @description Exit city within the region, as the pool names it (compared without regard to case). */
             city?: string;
         };
         /** @description Your own proxy server. */
@@ -2355,7 +2355,7 @@ export interface components {
             type: "custom";
             /**
              * Format: uri
-             * @description Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`.
+             * @description Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`. Through a `socks5` proxy, host names are resolved by the proxy. Connections through a proxy at a private, loopback or link-local address are refused unless the operator allows private networks.
              */
             server: string;
             /** @description User name for proxy authentication. */
@@ -2541,7 +2541,7 @@ export interface components {
             configuration: components["schemas"]["SessionCreateRequest"];
             /** @description Credits charged for the session so far. */
             credits_used: number;
-            /** @description Bytes transferred through the proxy. */
+            /** @description Bytes exchanged with the session's upstream proxy (a service or custom proxy), both ways; 0 without one. */
             proxy_bytes: number;
             /** @description Bytes the browser transferred over the network in total. */
             network_bytes_total: number;
@@ -5425,7 +5425,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is invalid, or asks for the captcha solver without an active proxy. */
+        /** @description The body is invalid, asks for the captcha solver without an active proxy, or asks for a service proxy this server cannot give (no pool configured, or none in it that matches). */
         SessionCreateBadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -5442,6 +5442,25 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Every service proxy of the pool that matches the request is failing its connects and resting; try again after Retry-After seconds. */
+        SessionCreateUnavailable: {
+            headers: {
+                /** @description Seconds until the first matching proxy may be tried again. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 503,
+                 *         "message": "No healthy service proxy for country_code=de right now: its 2 proxies in the pool failed their last connects; try again in 42 s"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -6074,6 +6093,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["SessionCreateTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["SessionCreateUnavailable"];
         };
     };
     getSessionHistory: {

@@ -32,7 +32,7 @@ export const listSessions = <ThrowOnError extends boolean = false>(options?: Opt
 /**
  * Start a browser session
  *
- * Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400.
+ * Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400. A `service_proxy` proxy is an upstream proxy from the operator's pool that matches the asked `country_code`, `region` and `city`: 400 when the server has no pool or the pool has no such proxy (the message says what it offers), 503 when every matching proxy is failing its connects for now.
  */
 export const createSession = <ThrowOnError extends boolean = false>(options: Options<CreateSessionData, ThrowOnError>) => (options.client ?? client).post<CreateSessionResponses, CreateSessionErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -614,7 +614,7 @@ export const listBatchSessions = <ThrowOnError extends boolean = false>(options?
 /**
  * Create batch sessions
  *
- * Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events.
+ * Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events. A configuration that a single session would refuse with 400 (an unknown extension, a service proxy the pool cannot give) refuses the batch with 400.
  */
 export const createBatchSessions = <ThrowOnError extends boolean = false>(options: Options<CreateBatchSessionsData, ThrowOnError>) => (options.client ?? client).post<CreateBatchSessionsResponses, CreateBatchSessionsErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

@@ -153,12 +153,12 @@ export type SessionLiveViewOptions = {
 };
 
 /**
- * The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`).
+ * The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`). Either way every connection of the browser goes through it, and the bytes exchanged with it are the session's `proxy_bytes`, billed per gigabyte.
  */
 export type ProxyOptions = ProxyServiceOptions | ProxyCustomOptions;
 
 /**
- * A proxy of the service's residential proxy network. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`.
+ * A proxy of the service's proxy network: on this server, an upstream proxy from the pool the operator configured (`SERVICE_PROXY_POOL`), picked among those that match every field given here and are healthy. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`. No pool, or no proxy in it for what is asked, answers 400 naming what the pool offers; a proxy whose connects fail is rested for a minute, and when every match is resting creation answers 503. The session keeps the proxy it was given until it ends.
  */
 export type ProxyServiceOptions = {
     /**
@@ -167,15 +167,15 @@ export type ProxyServiceOptions = {
     active: boolean;
     type?: 'service_proxy';
     /**
-     * Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`).
+     * Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). Left out: any country of the pool.
      */
     country_code?: string;
     /**
-     * Exit region or state within the country.
+     * Exit region or state within the country, as the pool names it (compared without regard to case).
      */
     region?: string;
     /**
-     * Exit city within the country.
+     * Exit city within the region, as the pool names it (compared without regard to case).
      */
     city?: string;
 };
@@ -190,7 +190,7 @@ export type ProxyCustomOptions = {
     active: boolean;
     type: 'custom';
     /**
-     * Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`.
+     * Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`. Through a `socks5` proxy, host names are resolved by the proxy. Connections through a proxy at a private, loopback or link-local address are refused unless the operator allows private networks.
      */
     server: string;
     /**
@@ -417,7 +417,7 @@ export type Session = {
      */
     credits_used: number;
     /**
-     * Bytes transferred through the proxy.
+     * Bytes exchanged with the session's upstream proxy (a service or custom proxy), both ways; 0 without one.
      */
     proxy_bytes: number;
     /**
@@ -4321,7 +4321,7 @@ export type CreateSessionData = {
 
 export type CreateSessionErrors = {
     /**
-     * The body is invalid, or asks for the captcha solver without an active proxy.
+     * The body is invalid, asks for the captcha solver without an active proxy, or asks for a service proxy this server cannot give (no pool configured, or none in it that matches).
      */
     400: Error;
     /**
@@ -4348,6 +4348,10 @@ export type CreateSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * Every service proxy of the pool that matches the request is failing its connects and resting; try again after Retry-After seconds.
+     */
+    503: Error;
 };
 
 export type CreateSessionError = CreateSessionErrors[keyof CreateSessionErrors];

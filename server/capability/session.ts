@@ -36,6 +36,8 @@ export interface RunningSession {
   readonly cdp: CdpClient;
   readonly liveViewToken: string;
   readonly createdAt: number;
+  /** The service proxy pool entry its traffic goes through (a profile's sticky proxy keeps it); undefined without a service proxy. */
+  readonly serviceProxyId?: string;
 }
 
 export type EndReason =
