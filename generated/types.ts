@@ -3784,7 +3784,7 @@ export interface components {
              */
             session_id?: string;
             /**
-             * @description Give sessions using the profile the same proxy IP each time.
+             * @description Keep the sessions that use the profile with a service proxy on one proxy of the operator's pool (the source session's when it had one, else the first one such a session gets) while that proxy is healthy and matches what the session asks for; when it fails, the next session gets another, kept from then on. 400 on a server without a service proxy pool.
              * @default false
              */
             dedicated_sticky_ip?: boolean;
@@ -3807,7 +3807,7 @@ export interface components {
              * @description The session the profile was created from; null when it is no longer known.
              */
             session_id: string | null;
-            /** @description Sessions using the profile get the same proxy IP each time. */
+            /** @description Sessions using the profile with a service proxy keep one proxy of the pool while it is healthy. */
             dedicated_sticky_ip: boolean;
             /** @description Stored (compressed) size in bytes; null until the profile is `ready`. */
             size_bytes: number | null;

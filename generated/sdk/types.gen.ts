@@ -2009,7 +2009,7 @@ export type ProfileCreateRequest = {
      */
     session_id?: string;
     /**
-     * Give sessions using the profile the same proxy IP each time.
+     * Keep the sessions that use the profile with a service proxy on one proxy of the operator's pool (the source session's when it had one, else the first one such a session gets) while that proxy is healthy and matches what the session asks for; when it fails, the next session gets another, kept from then on. 400 on a server without a service proxy pool.
      */
     dedicated_sticky_ip?: boolean;
 };
@@ -2039,7 +2039,7 @@ export type Profile = {
      */
     session_id: string | null;
     /**
-     * Sessions using the profile get the same proxy IP each time.
+     * Sessions using the profile with a service proxy keep one proxy of the pool while it is healthy.
      */
     dedicated_sticky_ip: boolean;
     /**

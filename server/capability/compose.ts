@@ -132,6 +132,14 @@ class HookList implements SessionHooks {
     return undefined;
   }
 
+  async stickyProxy(projectId: string, options: SessionOptions): Promise<string | undefined> {
+    for (const { hooks } of this.list) {
+      const id = await hooks.stickyProxy?.(projectId, options);
+      if (id) return id;
+    }
+    return undefined;
+  }
+
   async launching(s: LaunchingSession): Promise<LaunchAddition> {
     const extensionDirs: string[] = [];
     let userData = false;

@@ -80,6 +80,12 @@ export type LaunchAddition = RootAddition;
 export interface SessionHooks {
   /** Why the project cannot have a session with these options (the 400's message), or undefined. Batches ask before they queue. */
   check?(projectId: string, options: SessionOptions): Promise<string | undefined>;
+  /**
+   * The service proxy pool entry the session should keep when it is healthy and matches
+   * what the session asks for (a profile's dedicated sticky IP); asked only of sessions with
+   * a service proxy. The first capability that names one decides.
+   */
+  stickyProxy?(projectId: string, options: SessionOptions): Promise<string | undefined>;
   /** The browser launches cold (never a warm pooled one) and its root exists: fill it, and say what that adds to the launch. */
   launching?(s: LaunchingSession): Promise<LaunchAddition | undefined>;
   /** The session is running: its browser is up and initial_url loaded. */

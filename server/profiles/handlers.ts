@@ -29,14 +29,16 @@ export function resource(row: store.ProfileRow): components['schemas']['Profile'
   };
 }
 
-export function profileHandlers(d: { db: Db; storage: BlobStorage; sessions: SessionManager }): Pick<AppHandlers, ProfileOperation> {
+export function profileHandlers(d: { db: Db; storage: BlobStorage; sessions: SessionManager; hasServiceProxies: boolean }): Pick<AppHandlers, ProfileOperation> {
   return {
     async createProfile(req, ctx) {
       const body = req.body;
       // The contract makes session_id required with source `session`, the only source.
       const sessionId = body.session_id!;
       // A sticky IP is one of the service proxy pool's; without a pool it could do nothing.
-      if (body.dedicated_sticky_ip) return fail(400, 'dedicated_sticky_ip: this server has no service proxy pool to keep an IP from (SERVICE_PROXY_POOL)');
+      if (body.dedicated_sticky_ip && !d.hasServiceProxies) {
+        return fail(400, 'dedicated_sticky_ip: this server has no service proxy pool to keep an IP from (the operator sets SERVICE_PROXY_POOL)');
+      }
       const found = await d.sessions.lookup(ctx.projectId, sessionId);
       if ('status' in found) return fail(404, found.status === 404 ? 'Session not found' : 'Session is not running');
       const row = await store.insertPending(d.db, {
@@ -46,6 +48,7 @@ export function profileHandlers(d: { db: Db; storage: BlobStorage; sessions: Ses
         description: body.description,
         sessionId,
         dedicatedStickyIp: body.dedicated_sticky_ip ?? false,
+        stickyProxyId: found.serviceProxyId,
       });
       if (!row) return fail(409, `A profile named ${body.name} already exists`);
       // The session may have begun to end between the lookup and the insert; its end looks

@@ -23,7 +23,7 @@ export function profiles(d: { db: Db; blobs: BlobAreas; config: ServiceConfig; l
   });
   return {
     name: 'profiles',
-    handlers: profileHandlers({ db: d.db, storage, sessions: d.sessions }),
+    handlers: profileHandlers({ db: d.db, storage, sessions: d.sessions, hasServiceProxies: d.config.serviceProxyPool !== undefined }),
     sessionHooks: keeper,
     start: () => keeper.start(),
   };

@@ -63,6 +63,12 @@ export class ProfileKeeper implements SessionHooks {
     return undefined;
   }
 
+  async stickyProxy(projectId: string, options: SessionOptions): Promise<string | undefined> {
+    if (!options.profile) return undefined;
+    const row = await store.getProfile(this.d.db, projectId, options.profile.name);
+    return row?.dedicated_sticky_ip ? (row.sticky_proxy_id ?? undefined) : undefined;
+  }
+
   async launching(s: LaunchingSession): Promise<LaunchAddition | undefined> {
     const wanted = s.options.profile;
     if (!wanted) return undefined;
@@ -82,7 +88,14 @@ export class ProfileKeeper implements SessionHooks {
 
   async started(s: RunningSession): Promise<void> {
     const wanted = s.options.profile;
-    if (!wanted?.persist) return;
+    if (!wanted) return;
+    if (s.serviceProxyId) {
+      // A sticky profile keeps the proxy its session got: the one it asked for when that was
+      // healthy and matched, else the new one from now on.
+      const row = await store.getProfile(this.d.db, s.projectId, wanted.name);
+      if (row?.dedicated_sticky_ip && row.sticky_proxy_id !== s.serviceProxyId) await store.setStickyProxy(this.d.db, row.id, s.serviceProxyId);
+    }
+    if (!wanted.persist) return;
     const made = await store.insertPending(this.d.db, {
       id: randomUUID(),
       projectId: s.projectId,

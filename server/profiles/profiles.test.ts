@@ -131,6 +131,8 @@ describe.each(backends)('profiles on %s', (backend) => {
     // Refusals: the name taken, a session unknown or of another project, a pending profile.
     expect(await makeProfile(server, 'shop', first.id)).toEqual({ status: 409, body: { error: { code: 409, message: 'A profile named shop already exists' } } });
     expect((await makeProfile(server, 'other', randomUUID())).body.error.message).toBe('Session not found');
+    // A sticky IP needs the operator's service proxy pool, which this server has not.
+    expect((await makeProfile(server, 'sticky', first.id, { dedicated_sticky_ip: true })).body.error.message).toMatch(/^dedicated_sticky_ip: this server has no service proxy pool/);
     const other = await createProject(server.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
     const asOther: Requester = { request: (p, init = {}) => server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }) };
     expect((await makeProfile(asOther, 'theirs', first.id)).body.error.message).toBe('Session not found');

@@ -13,6 +13,7 @@ export interface ProfileRow {
   failure_reason: string | null;
   session_id: string | null;
   dedicated_sticky_ip: boolean;
+  sticky_proxy_id: string | null;
   storage_key: string | null;
   size_bytes: number | null;
   created_at: Date;
@@ -26,15 +27,17 @@ export interface NewProfile {
   description?: string;
   sessionId: string;
   dedicatedStickyIp: boolean;
+  /** The source session's service proxy, kept when dedicatedStickyIp. */
+  stickyProxyId?: string;
 }
 
 /** Inserts a pending profile; undefined when the project already has one of this name. */
 export async function insertPending(db: Db, p: NewProfile): Promise<ProfileRow | undefined> {
   const [row] = await db.query<ProfileRow>(
-    `INSERT INTO profiles (id, project_id, name, description, status, session_id, dedicated_sticky_ip)
-     VALUES ($1, $2, $3, $4, 'pending', $5, $6)
+    `INSERT INTO profiles (id, project_id, name, description, status, session_id, dedicated_sticky_ip, sticky_proxy_id)
+     VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7)
      ON CONFLICT (project_id, name) DO NOTHING RETURNING *`,
-    [p.id, p.projectId, p.name, p.description ?? null, p.sessionId, p.dedicatedStickyIp],
+    [p.id, p.projectId, p.name, p.description ?? null, p.sessionId, p.dedicatedStickyIp, p.dedicatedStickyIp ? (p.stickyProxyId ?? null) : null],
   );
   return row;
 }
@@ -57,6 +60,11 @@ export async function listProfiles(db: Db, projectId: string, page: number, limi
 export async function deleteProfile(db: Db, projectId: string, name: string): Promise<ProfileRow | undefined> {
   const [row] = await db.query<ProfileRow>('DELETE FROM profiles WHERE project_id = $1 AND name = $2 RETURNING *', [projectId, name]);
   return row;
+}
+
+/** The service proxy a sticky profile's sessions keep from now on. */
+export async function setStickyProxy(db: Db, id: string, proxyId: string): Promise<void> {
+  await db.query('UPDATE profiles SET sticky_proxy_id = $2 WHERE id = $1 AND dedicated_sticky_ip', [id, proxyId]);
 }
 
 /** The pending profiles made from a session: what its end must save. */

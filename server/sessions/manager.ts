@@ -188,7 +188,8 @@ export class SessionManager {
         return { ok: false, status: 429, message: 'Session creation rate limit exceeded', retryAfterSeconds: rate.retryAfterSeconds };
       }
     }
-    const up = await sessionUpstream(session.proxy, this.o.serviceProxies);
+    const sticky = session.proxy?.type === 'service_proxy' ? await this.o.sessionHooks.stickyProxy?.(owner.projectId, session) : undefined;
+    const up = await sessionUpstream(session.proxy, this.o.serviceProxies, sticky);
     if (!up.ok) return up;
     // Read before the capacity check: between the check and starting++ nothing may await.
     const cap = await this.projectSessionCap(owner.projectId);

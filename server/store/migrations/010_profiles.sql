@@ -13,6 +13,9 @@ CREATE TABLE profiles (
   -- The session the profile was made from (its state is saved when it ends).
   session_id text,
   dedicated_sticky_ip boolean NOT NULL DEFAULT false,
+  -- With dedicated_sticky_ip: the service proxy pool entry its sessions keep while it is
+  -- healthy (the source session's, else the first one a session with the profile gets).
+  sticky_proxy_id text,
   storage_key text,
   size_bytes bigint,
   created_at timestamptz NOT NULL DEFAULT now(),
