@@ -12,6 +12,8 @@ import { freePort } from '../server/testing/free-port.js';
 export interface ServerProcess {
   base: string;
   apiKey: string;
+  /** Its DATA_DIR (removed by stop()). */
+  dataDir: string;
   /** Where this server keeps its browser roots (os.tmpdir()/cb-<hash of DATA_DIR>). */
   browsersDir: string;
   /** Resident memory of the process that listens, in bytes. */
@@ -54,6 +56,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   return {
     base,
     apiKey,
+    dataDir,
     browsersDir,
     rss: () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024,
     cpuMs: () => {
