@@ -104,6 +104,24 @@ describe('the vendor SDK, unchanged, with our base URL', () => {
     await server.request(`/v1/extensions/${uploaded.data.id}`, { method: 'DELETE' });
   });
 
+  it('profiles: create from a running session, retrieve, list, delete; a session with it', async () => {
+    const source = await client.sessions.create(HEADLESS);
+    const id = source.data!.id!;
+    expect(await client.profiles.create({ name: 'sdk-profile', source: 'session', session_id: id, description: 'from the SDK' })).toEqual({ data: { status: 'pending' } });
+    await client.sessions.delete(id);
+    let profile = await client.profiles.retrieve('sdk-profile');
+    for (let i = 0; profile.data?.status === 'pending' && i < 300; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      profile = await client.profiles.retrieve('sdk-profile');
+    }
+    expect(profile.data).toMatchObject({ name: 'sdk-profile', description: 'from the SDK', status: 'ready', source: 'session', session_id: id });
+    expect(await client.profiles.list()).toMatchObject({ data: { count: 1, items: [{ name: 'sdk-profile', status: 'ready' }] } });
+    const withProfile = await client.sessions.create({ ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'sdk-profile' } } });
+    await client.sessions.delete(withProfile.data!.id!);
+    expect(await client.profiles.delete('sdk-profile')).toEqual({ data: { status: 'deleted' } });
+    await expect(client.profiles.retrieve('sdk-profile')).rejects.toMatchObject({ status: 404 });
+  });
+
   it('tools.screenshotWebpage answers a PNG', async () => {
     const res = await client.tools.screenshotWebpage({ url: pages.url('/') });
     expect(res.headers.get('content-type')).toBe('image/png');
