@@ -22,6 +22,7 @@ import {
   eventually,
   headless,
   postSession,
+  processesUnder,
   rootOf,
   startPageServer,
   type PageServer,
@@ -242,6 +243,10 @@ describe.each(backends)('profiles on %s', (backend) => {
     const s = await createSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'by-idle' } } });
     expect(await stateOf(s.cdp_url)).toMatchObject(SIGNED_IN);
     await endSession(server, s.id);
+    // Every session of this file has ended: no browser process, root or staged folder is left.
+    const browsersDir = browsersDirFor(server.dataDir);
+    await eventually(() => processesUnder(browsersDir).length === 0, 10_000, 'no browser process left');
+    expect(readdirSync(browsersDir)).toEqual([]);
   });
 });
 
