@@ -16,6 +16,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CdpClient } from './cdp-client.js';
+import { downloadsDirOf } from './download-path.js';
 import { chromiumArgs, geometry, type Geometry, type WindowInsets } from './flags.js';
 import { DEFAULT_LAUNCH_OPTIONS, type LaunchOptions } from './launch-options.js';
 import type { Log } from './log.js';
@@ -136,7 +137,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
   const identity: RootIdentity = { marker, rootDir };
   const paths = {
     userData: join(rootDir, 'user-data'),
-    downloads: join(rootDir, 'downloads'),
+    downloads: downloadsDirOf(rootDir),
     tmp: join(rootDir, 'tmp'),
     home: join(rootDir, 'home'),
   };

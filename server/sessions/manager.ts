@@ -23,6 +23,7 @@ import {
   browsersDirFor,
   closeMeteredBrowser,
   createCdpProxy,
+  downloadsDirOf,
   installationId,
   sweepOrphans,
   type CdpProxy,
@@ -119,6 +120,7 @@ export class SessionManager {
         }
         return {
           wsEndpoint: s.browser.wsEndpoint,
+          downloadsDir: downloadsDirOf(s.browser.rootDir),
           onMessage: (from, data) => {
             s.lastActivity = Date.now();
             if (from !== 'client') return;
