@@ -19,6 +19,7 @@ import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
 import { liveView } from './liveview/index.js';
 import { recordings } from './recording/index.js';
+import { sessionFiles } from './session-files/index.js';
 import { input } from './input/index.js';
 import { tools } from './tools/index.js';
 import { batches } from './batches/index.js';
@@ -67,6 +68,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(extensions)
       .add(liveView)
       .add(recordings)
+      .add(sessionFiles)
       .add(input)
       .add(tools)
       .add(batches)
