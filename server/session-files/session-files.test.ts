@@ -4,13 +4,13 @@
 // partial file is never listed, the files outlive the session and its browser root, the
 // per-session limit cancels what would pass it, and a download is deleted; files uploaded to a
 // running session reach the page's file input through Playwright's setInputFiles, its file
-// chooser and CDP's DOM.setFileInputFiles (the browser reading its own disk), with safe
-// names, limits and the 404/409 answers.
+// chooser, CDP's DOM.setFileInputFiles and Puppeteer's uploadFile (the browser reading its
+// own disk), with safe names, limits and the 404/409 answers.
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import puppeteer from 'puppeteer-core';
+import puppeteer, { type ElementHandle } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
@@ -200,7 +200,7 @@ describe.each(backends)('session files on %s', (backend) => {
     ]);
   });
 
-  it('puts an uploaded file where the page gets it: Playwright setInputFiles, its file chooser, and CDP DOM.setFileInputFiles', async () => {
+  it('puts an uploaded file where the page gets it: Playwright setInputFiles, its file chooser, CDP DOM.setFileInputFiles, Puppeteer uploadFile', async () => {
     const s = await createSession(server, HEADLESS);
     const root = rootOf(browsersDir(), s.id);
     const text = 'hello from an agent with no disk of its own ✓';
@@ -238,6 +238,18 @@ describe.each(backends)('session files on %s', (backend) => {
       await cdp.detach();
     } finally {
       await browser.close();
+    }
+
+    // Puppeteer sends the path as it is.
+    const pp = await puppeteer.connect({ browserWSEndpoint: s.cdp_url, defaultViewport: null });
+    try {
+      const page = await pp.newPage();
+      await page.goto(site.url + '/site/files/upload.html');
+      const input = (await page.$('#file')) as ElementHandle<HTMLInputElement>;
+      await input.uploadFile(path);
+      expect(await (await page.waitForFunction(() => (window as any).uploaded, { timeout: 10_000 })).jsonValue()).toEqual(expected);
+    } finally {
+      await pp.disconnect();
     }
     await endSession(server, s.id);
     expect(existsSync(path)).toBe(false);
