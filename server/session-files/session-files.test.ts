@@ -171,6 +171,24 @@ describe.each(backends)('session files on %s', (backend) => {
     expect(items.find((i) => i.suggested_file_name === 'sized.bin')!.original_download_url).toBe(site.url + '/files/sized.bin?bytes=1000');
   });
 
+  it('keeps the downloads of a browser context a CDP client made (Playwright newContext)', async () => {
+    const s = await createSession(server, HEADLESS);
+    const browser = await chromium.connectOverCDP(s.cdp_url);
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(site.url + '/site/files/downloads.html');
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('#attribute')]);
+      expect(await download.failure()).toBeNull();
+      await eventually(async () => (await names(s.id)).includes('notes-copy.txt'), 15_000, 'the download of the new context');
+      await context.close();
+    } finally {
+      await browser.close();
+    }
+    await endSession(server, s.id);
+    expect((await list(s.id)).body.data.items.map((i) => [i.suggested_file_name, i.origin_url])).toEqual([['notes-copy.txt', site.url + '/site/files/downloads.html']]);
+  });
+
   it(`keeps at most SESSION_DOWNLOADS_MAX_BYTES (${DOWNLOADS_LIMIT}) of one session: a download past it is cancelled and not kept`, async () => {
     const s = await createSession(server, HEADLESS);
     const browser = await chromium.connectOverCDP(s.cdp_url);
