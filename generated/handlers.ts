@@ -139,12 +139,11 @@ export type CreateIdentityResponse =
   | { status: 500; contentType?: "application/json"; body: operations["createIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["createIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
-export type ListProfilesRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type ListProfilesRequest = { params: NoFields; query: NonNullable<operations["listProfiles"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListProfilesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listProfiles"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listProfiles"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listProfiles"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listProfiles"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listProfiles"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateProfileRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createProfile"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateProfileResponse =
@@ -155,8 +154,7 @@ export type CreateProfileResponse =
   | { status: 409; contentType?: "application/json"; body: operations["createProfile"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createProfile"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createProfile"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createProfile"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionsRequest = { params: NoFields; query: NonNullable<operations["listSessions"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListSessionsResponse =
@@ -174,7 +172,8 @@ export type CreateSessionResponse =
   | { status: 413; contentType?: "application/json"; body: operations["createSession"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createSession"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["createSession"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createSession"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListTasksRequest = { params: NoFields; query: NonNullable<operations["listTasks"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListTasksResponse =
@@ -511,8 +510,7 @@ export type GetProfileResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getProfile"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getProfile"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getProfile"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getProfile"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteProfileRequest = { params: operations["deleteProfile"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteProfileResponse =
@@ -520,8 +518,7 @@ export type DeleteProfileResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetSessionRequest = { params: operations["getSession"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetSessionResponse =
@@ -1225,4 +1222,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listIdentities" | "createIdentity" | "listProfiles" | "createProfile" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getProfile" | "deleteProfile" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listIdentities" | "createIdentity" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

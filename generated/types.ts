@@ -19,7 +19,7 @@ export interface paths {
         put?: never;
         /**
          * Start a browser session
-         * @description Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400.
+         * @description Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400. A `service_proxy` proxy is an upstream proxy from the operator's pool that matches the asked `country_code`, `region` and `city`: 400 when the server has no pool or the pool has no such proxy (the message says what it offers), 503 when every matching proxy is failing its connects for now.
          */
         post: operations["createSession"];
         delete?: never;
@@ -1025,7 +1025,7 @@ export interface paths {
         put?: never;
         /**
          * Create batch sessions
-         * @description Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events.
+         * @description Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events. A configuration that a single session would refuse with 400 (an unknown extension, a service proxy the pool cannot give) refuses the batch with 400.
          */
         post: operations["createBatchSessions"];
         delete?: never;
@@ -1435,13 +1435,13 @@ export interface paths {
         };
         /**
          * List profiles
-         * @description Lists every profile of the project, newest first (not paginated).
+         * @description Lists the project's profiles, newest first, a page at a time: `count` is the number of profiles in all, `items` the page asked for (100 a page unless `limit` says otherwise, so a client that reads one page, as the hosted vendor's SDK does, sees every profile of a project with up to 100).
          */
         get: operations["listProfiles"];
         put?: never;
         /**
          * Create a profile
-         * @description Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`). 404 when the session does not exist or is not running; 409 when the name is taken.
+         * @description Creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -1466,7 +1466,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a profile
-         * @description Permanently removes the profile and its stored data.
+         * @description Permanently removes the profile and its stored data. A running session that started with it keeps its own copy; a pending profile is not saved when its session ends.
          */
         delete: operations["deleteProfile"];
         options?: never;
@@ -2404,9 +2404,9 @@ export interface components {
              */
             one_time_url?: boolean;
         };
-        /** @description The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`). */
+        /** @description The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`). Either way every connection of the browser goes through it, and the bytes exchanged with it are the session's `proxy_bytes`, billed per gigabyte. */
         ProxyOptions: components["schemas"]["ProxyServiceOptions"] | components["schemas"]["ProxyCustomOptions"];
-        /** @description A proxy of the service's residential proxy network. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`. */
+        /** @description A proxy of the service's proxy network: on this server, an upstream proxy from the pool the operator configured (`SERVICE_PROXY_POOL`), picked among those that match every field given here and are healthy. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`. No pool, or no proxy in it for what is asked, answers 400 naming what the pool offers; a proxy whose connects fail is rested for a minute, and when every match is resting creation answers 503. The session keeps the proxy it was given until it ends. */
         ProxyServiceOptions: {
             /** @description Use the proxy. */
             active: boolean;
@@ -2415,11 +2415,11 @@ export interface components {
              * @enum {string}
              */
             type?: "service_proxy";
-            /** @description Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). */
+            /** @description Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). Left out: any country of the pool. */
             country_code?: string;
-            /** @description Exit region or state within the country. */
+            /** @description Exit region or state within the country, as the pool names it (compared without regard to case). */
             region?: string;
-            /** @description Exit city within the country. */
+            /** @description Exit city within the region, as the pool names it (compared without regard to case). */
             city?: string;
         };
         /** @description Your own proxy server. */
@@ -2430,7 +2430,7 @@ export interface components {
             type: "custom";
             /**
              * Format: uri
-             * @description Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`.
+             * @description Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`. Through a `socks5` proxy, host names are resolved by the proxy. Connections through a proxy at a private, loopback or link-local address are refused unless the operator allows private networks.
              */
             server: string;
             /** @description User name for proxy authentication. */
@@ -2529,10 +2529,10 @@ export interface components {
         };
         /** @description A saved profile (cookies, local storage, cache) to start the browser with. */
         BrowserProfileOptions: {
-            /** @description Name of a profile of the project. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400. */
+            /** @description Name of a profile of the project. A session with a profile starts cold (never from the warm pool), with the profile's saved state in its own copy. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400. */
             name: string;
             /**
-             * @description Save the browser's state back into the profile when the session ends. Two sessions persisting one profile: the later end wins, and a profile is never half written.
+             * @description Save the browser's state back into the profile when the session ends (the profile stays `ready` with its previous state meanwhile, and keeps it if the browser crashed). Two sessions persisting one profile: the later end wins, and a profile is never half written. A profile that is not `ready` (pending or failed) answers 400.
              * @default false
              */
             persist?: boolean;
@@ -2616,7 +2616,7 @@ export interface components {
             configuration: components["schemas"]["SessionCreateRequest"];
             /** @description Credits charged for the session so far. */
             credits_used: number;
-            /** @description Bytes transferred through the proxy. */
+            /** @description Bytes exchanged with the session's upstream proxy (a service or custom proxy), both ways; 0 without one. */
             proxy_bytes: number;
             /** @description Bytes the browser transferred over the network in total. */
             network_bytes_total: number;
@@ -3918,7 +3918,7 @@ export interface components {
              */
             session_id?: string;
             /**
-             * @description Give sessions using the profile the same proxy IP each time.
+             * @description Keep the sessions that use the profile with a service proxy on one proxy of the operator's pool (the source session's when it had one, else the first one such a session gets) while that proxy is healthy and matches what the session asks for; when it fails, the next session gets another, kept from then on. 400 on a server without a service proxy pool.
              * @default false
              */
             dedicated_sticky_ip?: boolean;
@@ -3941,10 +3941,12 @@ export interface components {
              * @description The session the profile was created from; null when it is no longer known.
              */
             session_id: string | null;
-            /** @description Sessions using the profile get the same proxy IP each time. */
+            /** @description Sessions using the profile with a service proxy keep one proxy of the pool while it is healthy. */
             dedicated_sticky_ip: boolean;
-            /** @description Stored size in bytes; null until the profile is `ready`. */
+            /** @description Stored (compressed) size in bytes; null until the profile is `ready`. */
             size_bytes: number | null;
+            /** @description Why a `failed` profile could not be saved; null otherwise. */
+            failure_reason: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -3953,10 +3955,10 @@ export interface components {
         ProfileResponse: {
             data: components["schemas"]["Profile"];
         };
-        /** @description Every profile of the project, newest first. */
+        /** @description One page of the project's profiles, newest first. */
         ProfileListResponse: {
             data: {
-                /** @description Number of profiles. */
+                /** @description Number of profiles of the project, the same on every page. */
                 count: number;
                 items: components["schemas"]["Profile"][];
             };
@@ -5557,7 +5559,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is invalid, or asks for the captcha solver without an active proxy. */
+        /** @description The body is invalid, asks for the captcha solver without an active proxy, or asks for a service proxy this server cannot give (no pool configured, or none in it that matches). */
         SessionCreateBadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -5574,6 +5576,25 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Every service proxy of the pool that matches the request is failing its connects and resting; try again after Retry-After seconds. */
+        SessionCreateUnavailable: {
+            headers: {
+                /** @description Seconds until the first matching proxy may be tried again. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 503,
+                 *         "message": "No healthy service proxy for country_code=de right now: its 2 proxies in the pool failed their last connects; try again in 42 s"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -5912,6 +5933,8 @@ export interface components {
         TaskNamePath: components["schemas"]["TaskName"];
         /** @description Page number, from 1. */
         Page: number;
+        /** @description Profiles per page. */
+        ProfileLimit: number;
         /** @description Items per page. */
         Limit: number;
         /** @description The session's id. */
@@ -6206,6 +6229,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["SessionCreateTooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["SessionCreateUnavailable"];
         };
     };
     getSessionHistory: {
@@ -9478,7 +9502,12 @@ export interface operations {
     };
     listProfiles: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Profiles per page. */
+                limit?: components["parameters"]["ProfileLimit"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -9504,6 +9533,7 @@ export interface operations {
                      *             "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
                      *             "dedicated_sticky_ip": false,
                      *             "size_bytes": 18874368,
+                     *             "failure_reason": null,
                      *             "created_at": "2026-03-02T09:15:00Z",
                      *             "updated_at": "2026-03-02T09:20:30Z"
                      *           }
@@ -9516,7 +9546,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createProfile: {
@@ -9580,7 +9609,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getProfile: {
@@ -9611,6 +9639,7 @@ export interface operations {
                      *         "session_id": "0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b",
                      *         "dedicated_sticky_ip": false,
                      *         "size_bytes": 18874368,
+                     *         "failure_reason": null,
                      *         "created_at": "2026-03-02T09:15:00Z",
                      *         "updated_at": "2026-03-02T09:20:30Z"
                      *       }
@@ -9623,7 +9652,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteProfile: {
@@ -9658,7 +9686,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listExtensions: {

@@ -17,6 +17,7 @@ import { compose } from './capability/index.js';
 import { fsBlobAreas } from './storage/blobs.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
+import { profiles } from './profiles/index.js';
 import { liveView } from './liveview/index.js';
 import { recordings } from './recording/index.js';
 import { sessionFiles } from './session-files/index.js';
@@ -66,6 +67,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir) })
       .add(sessions)
       .add(extensions)
+      // Before live view and recordings: its ending hook runs after theirs, and closes the
+      // browser gracefully to save a profile.
+      .add(profiles)
       .add(liveView)
       .add(recordings)
       .add(sessionFiles)

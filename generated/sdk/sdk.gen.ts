@@ -32,7 +32,7 @@ export const listSessions = <ThrowOnError extends boolean = false>(options?: Opt
 /**
  * Start a browser session
  *
- * Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400.
+ * Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400. A `service_proxy` proxy is an upstream proxy from the operator's pool that matches the asked `country_code`, `region` and `city`: 400 when the server has no pool or the pool has no such proxy (the message says what it offers), 503 when every matching proxy is failing its connects for now.
  */
 export const createSession = <ThrowOnError extends boolean = false>(options: Options<CreateSessionData, ThrowOnError>) => (options.client ?? client).post<CreateSessionResponses, CreateSessionErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -663,7 +663,7 @@ export const listBatchSessions = <ThrowOnError extends boolean = false>(options?
 /**
  * Create batch sessions
  *
- * Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events.
+ * Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events. A configuration that a single session would refuse with 400 (an unknown extension, a service proxy the pool cannot give) refuses the batch with 400.
  */
 export const createBatchSessions = <ThrowOnError extends boolean = false>(options: Options<CreateBatchSessionsData, ThrowOnError>) => (options.client ?? client).post<CreateBatchSessionsResponses, CreateBatchSessionsErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -963,7 +963,7 @@ export const cancelTaskRun = <ThrowOnError extends boolean = false>(options: Opt
 /**
  * List profiles
  *
- * Lists every profile of the project, newest first (not paginated).
+ * Lists the project's profiles, newest first, a page at a time: `count` is the number of profiles in all, `items` the page asked for (100 a page unless `limit` says otherwise, so a client that reads one page, as the hosted vendor's SDK does, sees every profile of a project with up to 100).
  */
 export const listProfiles = <ThrowOnError extends boolean = false>(options?: Options<ListProfilesData, ThrowOnError>) => (options?.client ?? client).get<ListProfilesResponses, ListProfilesErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -974,7 +974,7 @@ export const listProfiles = <ThrowOnError extends boolean = false>(options?: Opt
 /**
  * Create a profile
  *
- * Creates a profile from a running session (`source: session`). The profile is `pending` until that session terminates, then stored (`ready`). 404 when the session does not exist or is not running; 409 when the name is taken.
+ * Creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
  */
 export const createProfile = <ThrowOnError extends boolean = false>(options: Options<CreateProfileData, ThrowOnError>) => (options.client ?? client).post<CreateProfileResponses, CreateProfileErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -989,7 +989,7 @@ export const createProfile = <ThrowOnError extends boolean = false>(options: Opt
 /**
  * Delete a profile
  *
- * Permanently removes the profile and its stored data.
+ * Permanently removes the profile and its stored data. A running session that started with it keeps its own copy; a pending profile is not saved when its session ends.
  */
 export const deleteProfile = <ThrowOnError extends boolean = false>(options: Options<DeleteProfileData, ThrowOnError>) => (options.client ?? client).delete<DeleteProfileResponses, DeleteProfileErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

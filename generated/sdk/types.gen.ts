@@ -153,12 +153,12 @@ export type SessionLiveViewOptions = {
 };
 
 /**
- * The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`).
+ * The proxy the browser uses: the service's proxy network (`service_proxy`) or your own (`custom`). Either way every connection of the browser goes through it, and the bytes exchanged with it are the session's `proxy_bytes`, billed per gigabyte.
  */
 export type ProxyOptions = ProxyServiceOptions | ProxyCustomOptions;
 
 /**
- * A proxy of the service's residential proxy network. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`.
+ * A proxy of the service's proxy network: on this server, an upstream proxy from the pool the operator configured (`SERVICE_PROXY_POOL`), picked among those that match every field given here and are healthy. `type` may be left out: `{active: true, country_code: gb}` asks for this kind. A `city` needs its `region`. No pool, or no proxy in it for what is asked, answers 400 naming what the pool offers; a proxy whose connects fail is rested for a minute, and when every match is resting creation answers 503. The session keeps the proxy it was given until it ends.
  */
 export type ProxyServiceOptions = {
     /**
@@ -167,15 +167,15 @@ export type ProxyServiceOptions = {
     active: boolean;
     type?: 'service_proxy';
     /**
-     * Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`).
+     * Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). Left out: any country of the pool.
      */
     country_code?: string;
     /**
-     * Exit region or state within the country.
+     * Exit region or state within the country, as the pool names it (compared without regard to case).
      */
     region?: string;
     /**
-     * Exit city within the country.
+     * Exit city within the region, as the pool names it (compared without regard to case).
      */
     city?: string;
 };
@@ -190,7 +190,7 @@ export type ProxyCustomOptions = {
     active: boolean;
     type: 'custom';
     /**
-     * Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`.
+     * Proxy URL with scheme `http`, `https` or `socks5`, host and port, for example `http://proxy.internal:3128`. Through a `socks5` proxy, host names are resolved by the proxy. Connections through a proxy at a private, loopback or link-local address are refused unless the operator allows private networks.
      */
     server: string;
     /**
@@ -314,11 +314,11 @@ export type BrowserOptions = {
  */
 export type BrowserProfileOptions = {
     /**
-     * Name of a profile of the project. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400.
+     * Name of a profile of the project. A session with a profile starts cold (never from the warm pool), with the profile's saved state in its own copy. With `persist: true`, a name the project has no profile of yet is created from the session's state when the session ends (the hosted vendor's way of making a profile); without it, an unknown name answers 400.
      */
     name: string;
     /**
-     * Save the browser's state back into the profile when the session ends. Two sessions persisting one profile: the later end wins, and a profile is never half written.
+     * Save the browser's state back into the profile when the session ends (the profile stays `ready` with its previous state meanwhile, and keeps it if the browser crashed). Two sessions persisting one profile: the later end wins, and a profile is never half written. A profile that is not `ready` (pending or failed) answers 400.
      */
     persist?: boolean;
 };
@@ -417,7 +417,7 @@ export type Session = {
      */
     credits_used: number;
     /**
-     * Bytes transferred through the proxy.
+     * Bytes exchanged with the session's upstream proxy (a service or custom proxy), both ways; 0 without one.
      */
     proxy_bytes: number;
     /**
@@ -2090,7 +2090,7 @@ export type ProfileCreateRequest = {
      */
     session_id?: string;
     /**
-     * Give sessions using the profile the same proxy IP each time.
+     * Keep the sessions that use the profile with a service proxy on one proxy of the operator's pool (the source session's when it had one, else the first one such a session gets) while that proxy is healthy and matches what the session asks for; when it fails, the next session gets another, kept from then on. 400 on a server without a service proxy pool.
      */
     dedicated_sticky_ip?: boolean;
 };
@@ -2120,13 +2120,17 @@ export type Profile = {
      */
     session_id: string | null;
     /**
-     * Sessions using the profile get the same proxy IP each time.
+     * Sessions using the profile with a service proxy keep one proxy of the pool while it is healthy.
      */
     dedicated_sticky_ip: boolean;
     /**
-     * Stored size in bytes; null until the profile is `ready`.
+     * Stored (compressed) size in bytes; null until the profile is `ready`.
      */
     size_bytes: number | null;
+    /**
+     * Why a `failed` profile could not be saved; null otherwise.
+     */
+    failure_reason: string | null;
     created_at: string;
     updated_at: string;
 };
@@ -2136,12 +2140,12 @@ export type ProfileResponse = {
 };
 
 /**
- * Every profile of the project, newest first.
+ * One page of the project's profiles, newest first.
  */
 export type ProfileListResponse = {
     data: {
         /**
-         * Number of profiles.
+         * Number of profiles of the project, the same on every page.
          */
         count: number;
         items: Array<Profile>;
@@ -4071,6 +4075,11 @@ export type TaskNamePath = TaskName;
 export type Page = number;
 
 /**
+ * Profiles per page.
+ */
+export type ProfileLimit = number;
+
+/**
  * Items per page.
  */
 export type Limit = number;
@@ -4398,7 +4407,7 @@ export type CreateSessionData = {
 
 export type CreateSessionErrors = {
     /**
-     * The body is invalid, or asks for the captcha solver without an active proxy.
+     * The body is invalid, asks for the captcha solver without an active proxy, or asks for a service proxy this server cannot give (no pool configured, or none in it that matches).
      */
     400: Error;
     /**
@@ -4425,6 +4434,10 @@ export type CreateSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * Every service proxy of the pool that matches the request is failing its connects and resting; try again after Retry-After seconds.
+     */
+    503: Error;
 };
 
 export type CreateSessionError = CreateSessionErrors[keyof CreateSessionErrors];
@@ -7983,7 +7996,16 @@ export type CancelTaskRunResponse = CancelTaskRunResponses[keyof CancelTaskRunRe
 export type ListProfilesData = {
     body?: never;
     path?: never;
-    query?: never;
+    query?: {
+        /**
+         * Page number, from 1.
+         */
+        page?: number;
+        /**
+         * Profiles per page.
+         */
+        limit?: number;
+    };
     url: '/v1/profiles';
 };
 
@@ -7996,10 +8018,6 @@ export type ListProfilesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListProfilesError = ListProfilesErrors[keyof ListProfilesErrors];
@@ -8049,10 +8067,6 @@ export type CreateProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateProfileError = CreateProfileErrors[keyof CreateProfileErrors];
@@ -8095,10 +8109,6 @@ export type DeleteProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteProfileError = DeleteProfileErrors[keyof DeleteProfileErrors];
@@ -8141,10 +8151,6 @@ export type GetProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetProfileError = GetProfileErrors[keyof GetProfileErrors];

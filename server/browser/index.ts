@@ -1,10 +1,11 @@
 // The browser runtime of a session: launching Chromium in a private root, warm pooled
 // browsers, the sweep of what a killed server left, and the public CDP endpoint.
-export { launchBrowser, type BrowserExit, type LaunchEnv, type RootAddition, type RunningBrowser } from './launch.js';
+export { launchBrowser, rootPaths, type BrowserExit, type LaunchEnv, type RootAddition, type RunningBrowser } from './launch.js';
 export { closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from './metered.js';
 export { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './launch-options.js';
 export { DISABLED_FEATURES, type Geometry, type Size } from './flags.js';
 export { sweepOrphans } from './sweep.js';
+export { within } from './procfs.js';
 export { BUILT_IN_EXTENSIONS } from './extensions.js';
 export { browsersDirFor, installationId } from './roots.js';
 export { downloadsDirOf } from './download-path.js';

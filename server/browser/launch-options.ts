@@ -14,8 +14,6 @@ export interface LaunchOptions {
   proxy?: { server: string; bypass?: string };
   /** Unpacked extension directories. */
   extensionDirs?: string[];
-  /** A user-data directory (a profile) copied into the root before launch. */
-  userDataTemplate?: string;
 }
 
 /** The defaults of the session creation body: what pooled browsers are launched with. */
@@ -41,7 +39,6 @@ export function sameLaunchOptions(a: LaunchOptions, b: LaunchOptions): boolean {
     a.pdfViewer === b.pdfViewer &&
     (a.proxy?.server ?? '') === (b.proxy?.server ?? '') &&
     (a.proxy?.bypass ?? '') === (b.proxy?.bypass ?? '') &&
-    dirs(a) === dirs(b) &&
-    (a.userDataTemplate ?? '') === (b.userDataTemplate ?? '')
+    dirs(a) === dirs(b)
   );
 }

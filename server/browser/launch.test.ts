@@ -1,6 +1,6 @@
 // Real Chromium, real Xvfb. Tests run one after another (two cores; at most two browsers
 // at once here).
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -220,7 +220,7 @@ describe('launchBrowser', () => {
     }
   });
 
-  it('applies the options: web security off, popups allowed, proxy, extensions, profile template', async () => {
+  it('applies the options: web security off, popups allowed, proxy, extensions, a saved profile filled in by prepare', async () => {
     const extension = join(browsersDir, 'extension');
     mkdirSync(extension);
     writeFileSync(
@@ -233,24 +233,27 @@ describe('launchBrowser', () => {
       }),
     );
     writeFileSync(join(extension, 'content.js'), 'document.documentElement.dataset.extension = "loaded";');
-    // A profile as another browser left it, lock links included.
-    const template = join(browsersDir, 'template');
-    mkdirSync(join(template, 'Default'), { recursive: true });
-    writeFileSync(join(template, 'template-marker'), 'from the profile');
-    writeFileSync(join(template, 'Default', 'Preferences'), JSON.stringify({ download: { default_directory: '/elsewhere' } }));
-    symlinkSync('another-host-12345', join(template, 'SingletonLock'));
-
-    const browser = await launch('options', {
-      headless: true,
-      disableWebSecurity: true,
-      popupBlocker: false,
-      proxy: { server: siteUrl.replace('http://', '') },
-      extensionDirs: [extension],
-      userDataTemplate: template,
-    });
+    // A profile as another browser left it, lock links included, written in by prepare.
+    const prepare = async (root: string) => {
+      const userData = join(root, 'user-data');
+      mkdirSync(join(userData, 'Default'), { recursive: true });
+      writeFileSync(join(userData, 'profile-marker'), 'from the profile');
+      writeFileSync(join(userData, 'Default', 'Preferences'), JSON.stringify({ download: { default_directory: '/elsewhere' } }));
+      symlinkSync('another-host-12345', join(userData, 'SingletonLock'));
+      return { userData: true };
+    };
+    const browser = await launchBrowser(
+      options({ headless: true, disableWebSecurity: true, popupBlocker: false, proxy: { server: siteUrl.replace('http://', '') }, extensionDirs: [extension] }),
+      { chromiumPath, rootDir: join(browsersDir, 'options'), log, prepare },
+    );
     try {
       const userData = join(browser.rootDir, 'user-data');
-      expect(readFileSync(join(userData, 'template-marker'), 'utf8')).toBe('from the profile');
+      expect(readFileSync(join(userData, 'profile-marker'), 'utf8')).toBe('from the profile');
+      // This launch's download folder replaced the saved one, and the lock link of the
+      // other host is gone (Chromium made its own).
+      const prefs = JSON.parse(readFileSync(join(userData, 'Default', 'Preferences'), 'utf8'));
+      expect(prefs.download.default_directory).toBe(join(browser.rootDir, 'downloads'));
+      expect(readlinkSync(join(userData, 'SingletonLock'))).not.toBe('another-host-12345');
       const pw = await chromium.connectOverCDP(browser.wsEndpoint);
       const page = await pw.contexts()[0]!.newPage();
 

@@ -7,13 +7,13 @@
 //
 // Root layout (rootDir, created here, removed by close()):
 //   owner.json   who launched what (sweep.ts reads it after a server crash)
-//   user-data/   --user-data-dir (a profile template is copied here)
+//   user-data/   --user-data-dir (a saved profile is unpacked here by prepare)
 //   downloads/   the download directory (profile preference)
 //   tmp/         TMPDIR
 //   home/        HOME and XDG dirs: NSS databases, crash reports, caches stay inside
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CdpClient } from './cdp-client.js';
 import { downloadsDirOf } from './download-path.js';
@@ -41,15 +41,21 @@ export interface LaunchEnv {
   /** Aborts a launch in progress (the session was deleted, the server is stopping). */
   signal?: AbortSignal;
   /**
-   * Fills the new root before Chromium starts (the session's extensions, unpacked there),
-   * and says what that adds to the launch. The root is the launcher's, with its owner
+   * Fills the new root before Chromium starts (the session's extensions, a saved profile in
+   * user-data/), and says what that adds to the launch. The root is the launcher's, with its owner
    * record, so whatever this writes goes with it on every end path.
    */
   prepare?(rootDir: string): Promise<RootAddition | undefined>;
 }
 
 /** What a root's preparation adds to the launch. */
-export type RootAddition = Pick<LaunchOptions, 'extensionDirs'>;
+export interface RootAddition extends Pick<LaunchOptions, 'extensionDirs'> {
+  /**
+   * user-data/ was filled (a saved profile): another browser's lock files are removed, and
+   * the page is measured as in a headful window, since the profile may show a bookmarks bar.
+   */
+  userData?: boolean;
+}
 
 export interface BrowserExit {
   code: number | null;
@@ -82,6 +88,16 @@ export interface RunningBrowser {
   close(): Promise<void>;
   /** Resolves when the Chromium process exits, for any reason. */
   exited: Promise<BrowserExit>;
+}
+
+/** The folders of a root (see the layout above), for those that fill or read it. */
+export function rootPaths(rootDir: string): { userData: string; downloads: string; tmp: string; home: string } {
+  return {
+    userData: join(rootDir, 'user-data'),
+    downloads: downloadsDirOf(rootDir),
+    tmp: join(rootDir, 'tmp'),
+    home: join(rootDir, 'home'),
+  };
 }
 
 const KILL_WAIT_MS = 5_000;
@@ -135,12 +151,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
   const { rootDir, log } = env;
   const marker = randomUUID();
   const identity: RootIdentity = { marker, rootDir };
-  const paths = {
-    userData: join(rootDir, 'user-data'),
-    downloads: downloadsDirOf(rootDir),
-    tmp: join(rootDir, 'tmp'),
-    home: join(rootDir, 'home'),
-  };
+  const paths = rootPaths(rootDir);
   await mkdir(dirname(rootDir), { recursive: true });
   // Not recursive: an existing root belongs to someone (another session, a sweep to come).
   await mkdir(rootDir);
@@ -169,10 +180,12 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
 
   try {
     await Promise.all(Object.values(paths).map((p) => mkdir(p, { recursive: true })));
-    if (options.userDataTemplate) await copyProfile(options.userDataTemplate, paths.userData);
-    await writeProfilePreferences(paths.userData, paths.downloads, options.pdfViewer);
+    // Before the preferences: a saved profile unpacked into user-data/ brings its own
+    // Preferences, which this launch's download folder and exit state then overwrite.
     const added = await env.prepare?.(rootDir);
     if (added?.extensionDirs?.length) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), ...added.extensionDirs] };
+    if (added?.userData) await removeLocks(paths.userData);
+    await writeProfilePreferences(paths.userData, paths.downloads, options.pdfViewer);
 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);
@@ -240,7 +253,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     // (see flags.ts geometry()). A headless window is exactly --window-size and its chrome
     // is the calibrated insets (launch.test.ts checks the viewport): measuring it again
     // would wait for the first tab's renderer: about 110 ms of every cold start, measured.
-    const fit = (!options.headless || options.userDataTemplate !== undefined) && (insets.width !== 0 || insets.height !== 0 || options.fullscreen);
+    const fit = (!options.headless || added?.userData === true) && (insets.width !== 0 || insets.height !== 0 || options.fullscreen);
     const cdp = await CdpClient.connect(wsEndpoint);
     try {
       await (fit ? fitViewport(cdp, options.viewport, log) : firstPage(cdp));
@@ -254,7 +267,10 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     // Node sets these when it reaps the child: until then its pid and group are ours.
     const hasExited = () => spawned.exitCode !== null || spawned.signalCode !== null;
     void exited.then((exit) => {
-      if (!closing) log.warn({ pid, rootDir, ...exit, stderr: lastLines(stderrTail) }, 'chromium exited unexpectedly');
+      if (closing) return;
+      // Code 0: closed in order (Browser.close from a client, or to save a profile).
+      if (exit.code === 0) log.info({ pid, rootDir }, 'chromium closed');
+      else log.warn({ pid, rootDir, ...exit, stderr: lastLines(stderrTail) }, 'chromium exited unexpectedly');
     });
 
     const close = () =>
@@ -342,24 +358,26 @@ function waitForDevTools(child: ChildProcess, timeoutMs: number): Promise<string
   });
 }
 
-async function copyProfile(template: string, userDataDir: string): Promise<void> {
+async function removeLocks(userDataDir: string): Promise<void> {
   // The Singleton* links and DevToolsActivePort belong to the browser that last used the
-  // profile: copied, they would make Chromium think the profile is in use elsewhere.
-  const skip = new Set(['SingletonLock', 'SingletonSocket', 'SingletonCookie', 'DevToolsActivePort']);
-  await cp(template, userDataDir, {
-    recursive: true,
-    force: true,
-    verbatimSymlinks: true,
-    filter: (src) => !skip.has(basename(src)),
-  });
+  // profile: left in place, they would make Chromium think the profile is in use elsewhere.
+  const names = ['SingletonLock', 'SingletonSocket', 'SingletonCookie', 'DevToolsActivePort'];
+  await Promise.all(names.map((name) => rm(join(userDataDir, name), { force: true })));
 }
 
 /**
  * Downloads go to rootDir/downloads without a prompt. A profile preference rather than
  * CDP Browser.setDownloadBehavior: it holds for the browser's whole life, whatever CDP
- * clients come and go. The exit type is reset so that a copied profile does not offer to
+ * clients come and go. The exit type is reset so that a saved profile does not offer to
  * restore the pages of a browser that was killed. Without the PDF viewer, a PDF is a
  * download like any other file.
+ *
+ * "Continue where you left off" (restore_on_startup 1) is what makes Chromium write session
+ * cookies (those without an expiry) to its cookie database and read them back at the next
+ * start, as a desktop browser does; without it they are dropped when the browser closes, and
+ * a profile saved from the session would lose the sign-ins that use them (measured on
+ * Chromium 156). It restores no tabs here: a fresh root has none to restore, and a saved
+ * profile is kept without its Sessions folder.
  */
 async function writeProfilePreferences(userDataDir: string, downloads: string, pdfViewer: boolean): Promise<void> {
   const file = join(userDataDir, 'Default', 'Preferences');
@@ -373,6 +391,7 @@ async function writeProfilePreferences(userDataDir: string, downloads: string, p
   prefs.savefile = { ...prefs.savefile, default_directory: downloads };
   prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true };
   prefs.plugins = { ...prefs.plugins, always_open_pdf_externally: !pdfViewer };
+  prefs.session = { ...prefs.session, restore_on_startup: 1 };
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(prefs));
 }

@@ -114,7 +114,7 @@ export function compose<Base extends { log: Logger }>(base: Base): Composition<B
   return new Composition({ ...base, sessionHooks: hooks }, hooks, base.log);
 }
 
-/** Every capability's session hooks as one: started in order, ending and ended in reverse. */
+/** Every capability's session hooks as one: started in order, ending in reverse, ended side by side. */
 class HookList implements SessionHooks {
   private readonly list: { name: string; hooks: SessionHooks }[] = [];
 
@@ -132,10 +132,23 @@ class HookList implements SessionHooks {
     return undefined;
   }
 
+  async stickyProxy(projectId: string, options: SessionOptions): Promise<string | undefined> {
+    for (const { hooks } of this.list) {
+      const id = await hooks.stickyProxy?.(projectId, options);
+      if (id) return id;
+    }
+    return undefined;
+  }
+
   async launching(s: LaunchingSession): Promise<LaunchAddition> {
     const extensionDirs: string[] = [];
-    for (const { hooks } of this.list) extensionDirs.push(...((await hooks.launching?.(s))?.extensionDirs ?? []));
-    return { extensionDirs };
+    let userData = false;
+    for (const { hooks } of this.list) {
+      const added = await hooks.launching?.(s);
+      extensionDirs.push(...(added?.extensionDirs ?? []));
+      userData ||= added?.userData === true;
+    }
+    return { extensionDirs, userData };
   }
 
   async started(s: RunningSession): Promise<void> {
@@ -146,8 +159,9 @@ class HookList implements SessionHooks {
     for (const { name, hooks } of [...this.list].reverse()) await this.run(name, 'ending', s.id, () => hooks.ending?.(s));
   }
 
+  /** Side by side: the browser is gone, and one capability's long work (a recording's encode) must not hold up another's (a profile's save). */
   async ended(s: RunningSession, end: SessionEnd): Promise<void> {
-    for (const { name, hooks } of [...this.list].reverse()) await this.run(name, 'ended', s.id, () => hooks.ended?.(s, end));
+    await Promise.all(this.list.map(({ name, hooks }) => this.run(name, 'ended', s.id, () => hooks.ended?.(s, end))));
   }
 
   private async run(capability: string, hook: string, sessionId: string, fn: () => unknown): Promise<void> {

@@ -36,6 +36,8 @@ export interface RunningSession {
   readonly cdp: CdpClient;
   readonly liveViewToken: string;
   readonly createdAt: number;
+  /** The service proxy pool entry its traffic goes through (a profile's sticky proxy keeps it); undefined without a service proxy. */
+  readonly serviceProxyId?: string;
 }
 
 export type EndReason =
@@ -63,20 +65,27 @@ export interface LaunchingSession {
   readonly rootDir: string;
 }
 
-/** What capabilities add to a session's launch: extension folders they unpacked in its root. */
+/** What capabilities add to a session's launch: extension folders they unpacked in its root, a saved profile in its user-data. */
 export type LaunchAddition = RootAddition;
 
 /**
  * A capability's part in every session's life. `check`, `launching` and `started` hooks
- * run in the order the capabilities were composed, `ending` and `ended` in the reverse
- * order (a capability finishes before those it builds on: the recording takes its last
- * frame before the screencast closes). `check` and `launching` decide whether and how the
+ * run in the order the capabilities were composed, `ending` in the reverse order (a
+ * capability finishes before those it builds on: the recording takes its last frame before
+ * the screencast closes; profiles, composed early, close the browser gracefully last) and
+ * `ended` side by side. `check` and `launching` decide whether and how the
  * session starts, so what they throw fails its creation; a later hook that throws is logged
  * and stops neither the session nor the other hooks.
  */
 export interface SessionHooks {
   /** Why the project cannot have a session with these options (the 400's message), or undefined. Batches ask before they queue. */
   check?(projectId: string, options: SessionOptions): Promise<string | undefined>;
+  /**
+   * The service proxy pool entry the session should keep when it is healthy and matches
+   * what the session asks for (a profile's dedicated sticky IP); asked only of sessions with
+   * a service proxy. The first capability that names one decides.
+   */
+  stickyProxy?(projectId: string, options: SessionOptions): Promise<string | undefined>;
   /** The browser launches cold (never a warm pooled one) and its root exists: fill it, and say what that adds to the launch. */
   launching?(s: LaunchingSession): Promise<LaunchAddition | undefined>;
   /** The session is running: its browser is up and initial_url loaded. */

@@ -1,6 +1,7 @@
 // Configuration comes from environment variables only, checked once at start so a bad
 // value stops the server with a message naming the variable, instead of failing later.
 import { resolve } from 'node:path';
+import { readServiceProxyPool, type ServiceProxyEntry } from './service-proxy-pool.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -65,6 +66,8 @@ export interface Config {
   screencastQuality: number;
   /** Live-view viewers one session may have at once. */
   liveViewMaxViewers: number;
+  /** The operator's upstream proxies for service_proxy sessions (URLs may hold credentials: never log them); undefined when none is configured. */
+  serviceProxyPool: ServiceProxyEntry[] | undefined;
 }
 
 /** One entry per variable: the README's configuration table mirrors this list. */
@@ -112,6 +115,7 @@ export const variables = {
   RECORDING_FPS: 'Most frames per second a session recording keeps, 1 to 60 (default 10).',
   SCREENCAST_QUALITY: 'JPEG quality of the screen frames the live view shows and recordings are made of, 1 to 100 (default 70).',
   LIVE_VIEW_MAX_VIEWERS: 'Live-view viewers one session may have at once (default 10).',
+  SERVICE_PROXY_POOL: 'Path of a JSON or YAML file listing the upstream proxies service_proxy sessions go through ({url, country_code, region?, city?} each; see Service proxies); unset: service proxies answer 400.',
 } as const;
 
 export type VariableName = keyof typeof variables;
@@ -181,6 +185,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (captchaServiceUrl !== undefined && !/^https?:\/\/[^/\s]+(\/.*)?$/.test(captchaServiceUrl)) {
     problems.push(`CAPTCHA_SERVICE_URL=${JSON.stringify(captchaServiceUrl)} must be an http:// or https:// URL`);
   }
+  let serviceProxyPool: ServiceProxyEntry[] | undefined;
+  if (env.SERVICE_PROXY_POOL) {
+    const path = resolve(env.SERVICE_PROXY_POOL);
+    const pool = readServiceProxyPool(path);
+    problems.push(...pool.problems.map((p) => `SERVICE_PROXY_POOL=${JSON.stringify(path)}: ${p}`));
+    serviceProxyPool = pool.entries;
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -230,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
     recordingFps: int('RECORDING_FPS', 10, 1, 60),
     screencastQuality: int('SCREENCAST_QUALITY', 70, 1, 100),
     liveViewMaxViewers: int('LIVE_VIEW_MAX_VIEWERS', 10, 1, 1000),
+    serviceProxyPool,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -2,17 +2,12 @@
 // every entry's name (no absolute path, no `..`, no backslash, no link) and size (the
 // sum of what the headers declare, and yauzl holds each entry to its declared size while it
 // inflates, so a ZIP bomb stops at the limit), and the manifest the browser will read.
-import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
-import type { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { pipeline } from 'node:stream/promises';
-import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import { ArchiveError, eachEntry, isLink, openStream, unzip } from '../storage/zip.js';
+
+export { ArchiveError };
 
 export const LIMITS = { entries: 5_000, unpackedBytes: 100 * 1024 * 1024, manifestBytes: 1024 * 1024 } as const;
-
-export class ArchiveError extends Error {}
 
 export interface Manifest {
   name: string;
@@ -56,17 +51,9 @@ export async function inspect(zip: Buffer): Promise<Inspected> {
 }
 
 /** Writes the extension's files (those under `prefix`, without it) into `dir`. */
-export async function unpack(zip: Buffer, prefix: string, dir: string): Promise<void> {
-  const root = resolve(dir);
-  await mkdir(root, { recursive: true });
-  await eachEntry(zip, async (entry, zipfile) => {
-    if (!entry.fileName.startsWith(prefix) || entry.fileName.endsWith('/')) return;
-    const target = resolve(join(root, entry.fileName.slice(prefix.length)));
-    // inspect() refused such names already; a second look costs nothing.
-    if (!target.startsWith(root + sep)) throw new ArchiveError(`Entry outside the extension: ${entry.fileName}`);
-    await mkdir(dirname(target), { recursive: true });
-    await pipeline(await openStream(zipfile, entry), createWriteStream(target, { mode: 0o644 }));
-  });
+export function unpack(zip: Buffer, prefix: string, dir: string): Promise<void> {
+  // Checked whole at upload (inspect): here it is only written out.
+  return unzip(zip, dir, prefix);
 }
 
 function parseManifest(raw: Buffer): Manifest {
@@ -102,40 +89,4 @@ function topFolder(names: string[]): string | undefined {
   const tops = new Set(names.map((n) => (n.includes('/') ? n.slice(0, n.indexOf('/') + 1) : n)));
   const [top] = tops;
   return tops.size === 1 && top!.endsWith('/') ? top : undefined;
-}
-
-/** A Unix symbolic link, as zip tools that keep modes mark it. */
-function isLink(entry: Entry): boolean {
-  return (entry.externalFileAttributes >>> 16 & 0o170000) === 0o120000;
-}
-
-/** Visits every entry in order, one at a time; any error (yauzl's names, sizes and format checks included) is an ArchiveError. */
-async function eachEntry(zip: Buffer, visit: (entry: Entry, zipfile: ZipFile) => Promise<void>): Promise<void> {
-  let zipfile: ZipFile;
-  try {
-    zipfile = await new Promise<ZipFile>((ok, fail) =>
-      yauzl.fromBuffer(zip, { lazyEntries: true, validateEntrySizes: true, strictFileNames: true, decodeStrings: true }, (err, z) => (err ? fail(err) : ok(z))),
-    );
-  } catch (err) {
-    throw new ArchiveError(`The file is not a ZIP archive: ${(err as Error).message}`);
-  }
-  try {
-    await new Promise<void>((ok, fail) => {
-      zipfile.on('error', (err: Error) => fail(err));
-      zipfile.on('end', () => ok());
-      zipfile.on('entry', (entry: Entry) => {
-        visit(entry, zipfile).then(() => zipfile.readEntry(), fail);
-      });
-      zipfile.readEntry();
-    });
-  } catch (err) {
-    if (err instanceof ArchiveError) throw err;
-    throw new ArchiveError(`The ZIP archive is invalid: ${(err as Error).message}`);
-  } finally {
-    zipfile.close();
-  }
-}
-
-function openStream(zipfile: ZipFile, entry: Entry): Promise<Readable> {
-  return new Promise((ok, fail) => zipfile.openReadStream(entry, (err, stream) => (err ? fail(err) : ok(stream))));
 }

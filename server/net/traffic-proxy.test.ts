@@ -11,6 +11,7 @@ import pino from 'pino';
 import { chromium } from 'playwright-core';
 import { Server as ProxyChainServer } from 'proxy-chain';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startSocks5Server, type Socks5Server } from './test-support.js';
 import { pinnedLookup, startTrafficProxy, upstreamProxyUrl, type TrafficProxy, type TrafficProxyOptions } from './traffic-proxy.js';
 
 // Names under .pinned.test "resolve" to a public-looking answer that really is 127.0.0.1 (as
@@ -494,7 +495,14 @@ describe('traffic proxy: upstream', () => {
   });
 
   it('validates upstream settings and encodes credentials', () => {
-    expect(() => upstreamProxyUrl({ server: 'socks5://1.2.3.4:1080' })).toThrow(/http or https/);
+    expect(() => upstreamProxyUrl({ server: 'socks4://1.2.3.4:1080' })).toThrow(/http, https or socks5/);
+    expect(() => upstreamProxyUrl({ server: 'ftp://1.2.3.4:21' })).toThrow(/http, https or socks5/);
+    // SOCKS5: names are resolved by the upstream (socks5h), and the port defaults to 1080.
+    const socks = upstreamProxyUrl({ server: 'socks5://proxy.example', username: 'u', password: 'p w' });
+    expect(socks.socks).toBe(true);
+    expect(new URL(socks.proxyUrl).protocol).toBe('socks5h:');
+    expect(new URL(socks.proxyUrl).port).toBe('1080');
+    expect(decodeURIComponent(new URL(socks.proxyUrl).password)).toBe('p w');
     expect(() => upstreamProxyUrl({ server: 'not a url' })).toThrow(/absolute URL/);
     expect(() => upstreamProxyUrl({ server: 'http://1.2.3.4:8080', username: 'a:b', password: 'x' })).toThrow(/username/);
     const u = upstreamProxyUrl({ server: 'http://proxy.example:8080/ignored', username: 'u@x', password: 'p@ss:w/rd%41' });
@@ -503,6 +511,131 @@ describe('traffic proxy: upstream', () => {
     expect(decodeURIComponent(parsed.username)).toBe('u@x');
     expect(decodeURIComponent(parsed.password)).toBe('p@ss:w/rd%41');
     expect(parsed.pathname).toBe('/');
+  });
+});
+
+describe('traffic proxy: SOCKS5 upstream', () => {
+  const USER = 'socks-user';
+  const PASS = 's0cks:p@ss/word';
+  let socks: Socks5Server;
+
+  beforeAll(async () => {
+    socks = await startSocks5Server({ username: USER, password: PASS });
+  });
+  afterAll(async () => {
+    await socks?.close();
+  });
+
+  it('chains plain HTTP and CONNECT through an authenticated SOCKS5 upstream, names resolved there, and counts proxyBytes', async () => {
+    const { log, lines } = captureLog();
+    socks.connections.length = 0;
+    const proxy = await start({ allowPrivateNetworks: true, upstream: { server: `socks5://127.0.0.1:${socks.port}`, username: USER, password: PASS }, log });
+    const bytesBefore = socks.bytes();
+    const r = await proxiedGet(proxy, `http://localhost:${targetPort}/data.json`);
+    expect(r.status).toBe(200);
+    expect(r.body).toBe(DATA);
+
+    const t = await connectTunnel(proxy, `127.0.0.1:${echoPort}`);
+    expect(t.status).toBe(200);
+    const payload = Buffer.alloc(5000, 2);
+    expect((await echoThrough(t.socket, payload)).equals(payload)).toBe(true);
+
+    // The name reached the SOCKS server unresolved (socks5h), with the credentials.
+    expect(socks.connections).toEqual([
+      { destination: `localhost:${targetPort}`, username: USER, opened: true, firstLine: 'GET /data.json HTTP/1.1' },
+      { destination: `127.0.0.1:${echoPort}`, username: USER, opened: true, firstLine: expect.any(String) },
+    ]);
+    // Counted while the tunnel is open, and after it closed.
+    const open = proxy.stats().proxyBytes;
+    expect(open).toBeGreaterThan(Buffer.byteLength(DATA) + 10_000);
+    t.socket.end();
+    await closed(t.socket);
+    await new Promise((res) => setTimeout(res, 50));
+    const s = proxy.stats();
+    expect(s.proxyBytes).toBeGreaterThanOrEqual(open);
+    // What the SOCKS server exchanged with us is what we counted.
+    expect(Math.abs(s.proxyBytes - (socks.bytes() - bytesBefore))).toBeLessThan(100);
+    expect(s.networkBytes).toBeGreaterThanOrEqual(s.proxyBytes);
+    expect(s.requests).toBe(2);
+    await proxy.close();
+    const all = lines.join('');
+    expect(all).not.toContain(PASS);
+    expect(all).not.toContain(encodeURIComponent(PASS));
+  });
+
+  it('wrong SOCKS credentials fail the request (not a 200)', async () => {
+    const proxy = await start({ allowPrivateNetworks: true, upstream: { server: `socks5://127.0.0.1:${socks.port}`, username: USER, password: 'wrong' } });
+    const t = await connectTunnel(proxy, `127.0.0.1:${echoPort}`);
+    expect(t.status).not.toBe(200);
+    expect((await proxiedGet(proxy, `http://127.0.0.1:${targetPort}/data.json`)).status).not.toBe(200);
+  });
+
+  it('refuses a private SOCKS upstream unless allowed, and connects to the checked address when checking', async () => {
+    const refused = await start({ allowPrivateNetworks: false, upstream: { server: `socks5://127.0.0.1:${socks.port}`, username: USER, password: PASS } });
+    const t = await connectTunnel(refused, 'example.com:443');
+    expect(t.status).toBe(403);
+    expect(t.body).toMatch(/upstream proxy 127\.0\.0\.1 is a private address/);
+
+    socks.connections.length = 0;
+    const pinned = await start({ allowPrivateNetworks: false, upstream: { server: `socks5://proxy.pinned.test:${socks.port}`, username: USER, password: PASS } });
+    const ok = await connectTunnel(pinned, `127.0.0.1:${echoPort}`);
+    expect(ok.status).toBe(200);
+    ok.socket.destroy();
+    expect(socks.connections.map((c) => c.destination)).toEqual([`127.0.0.1:${echoPort}`]);
+  });
+
+  it('an operator\'s upstream (the service proxy pool) is not held to the private-network policy', async () => {
+    socks.connections.length = 0;
+    const proxy = await start({
+      allowPrivateNetworks: false,
+      upstream: { server: `socks5://${encodeURIComponent(USER)}:${encodeURIComponent(PASS)}@127.0.0.1:${socks.port}`, operator: true },
+    });
+    const t = await connectTunnel(proxy, `127.0.0.1:${echoPort}`);
+    expect(t.status).toBe(200);
+    t.socket.destroy();
+    expect(socks.connections).toEqual([expect.objectContaining({ destination: `127.0.0.1:${echoPort}`, username: USER })]);
+  });
+});
+
+describe('traffic proxy: upstream connect failures', () => {
+  /** A port nothing listens on (bound, then closed). */
+  async function closedPort(): Promise<number> {
+    const s = net.createServer();
+    const port = await listen(s);
+    await closeServer(s);
+    return port;
+  }
+
+  it('tells the upstream\'s owner when an HTTP or SOCKS5 upstream refuses the connection', async () => {
+    for (const scheme of ['http', 'socks5']) {
+      const failures: string[] = [];
+      const proxy = await start({
+        allowPrivateNetworks: true,
+        upstream: { server: `${scheme}://127.0.0.1:${await closedPort()}`, operator: true, onConnectFailure: () => failures.push(scheme) },
+      });
+      const t = await connectTunnel(proxy, `127.0.0.1:${echoPort}`);
+      expect(t.status, scheme).not.toBe(200);
+      await new Promise((res) => setTimeout(res, 50));
+      expect(failures.length, scheme).toBeGreaterThanOrEqual(1);
+      expect(proxy.stats().proxyBytes, scheme).toBe(0);
+    }
+  });
+
+  it('says nothing while the upstream connects, even when the destination fails behind it', async () => {
+    const failures: number[] = [];
+    const socks = await startSocks5Server();
+    try {
+      const proxy = await start({ allowPrivateNetworks: true, upstream: { server: `socks5://127.0.0.1:${socks.port}`, onConnectFailure: () => failures.push(1) } });
+      const t = await connectTunnel(proxy, `127.0.0.1:${echoPort}`);
+      expect(t.status).toBe(200);
+      t.socket.end();
+      await closed(t.socket);
+      expect((await proxiedGet(proxy, `http://127.0.0.1:${targetPort}/data.json`)).status).toBe(200);
+      await proxy.close();
+      expect(failures).toEqual([]);
+    } finally {
+      await socks.close();
+    }
   });
 });
 

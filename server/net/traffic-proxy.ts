@@ -10,14 +10,20 @@
 //    (SSRF protection). The hostname is resolved, every address checked, and the connection
 //    is made to the checked addresses (a pinned `lookup`), so DNS rebinding between the
 //    check and the connection cannot slip through;
-//  - optionally chain to an upstream HTTP(S) proxy. Then the destination is resolved by the
-//    upstream and is not checked here, but the upstream's own address is (unless allowed).
+//  - optionally chain to an upstream HTTP(S) or SOCKS5 proxy. Then the destination is
+//    resolved by the upstream and is not checked here, but the upstream's own address is
+//    (unless allowed, or the operator configured the upstream: the service proxy pool);
+//  - tell the upstream's owner when a connection to it cannot be made (the service proxy
+//    pool rests such a proxy).
 //
 // Built on proxy-chain's Server: prepareRequestFunction applies the policy (throwing
 // RequestError to refuse) and picks the upstream, the lookup and the agents; per-connection
-// byte counts come from getConnectionStats / 'connectionClosed'. Upstream bytes are counted
-// on the sockets the upstream agents create (proxy-chain does not split its counts by
-// upstream, and the upstream can change while a browser connection stays open).
+// byte counts come from getConnectionStats / 'connectionClosed'. HTTP(S) upstream bytes are
+// counted on the sockets the upstream agents create (proxy-chain does not split its counts by
+// upstream, and the upstream can change while a browser connection stays open). proxy-chain
+// opens SOCKS connections itself, without agents: there the bytes are the target bytes of the
+// browser connections whose requests went through the SOCKS upstream, since the SOCKS proxy
+// is those connections' target.
 //
 // Credentials: the upstream password only lives in the upstream URL handed to proxy-chain,
 // which sends it as Proxy-Authorization to the upstream. Neither that URL nor any request
@@ -26,14 +32,29 @@ import type { LookupAddress, lookup as dnsLookupFn } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { RequestError, Server, type ConnectionStats, type PrepareRequestFunctionOpts, type PrepareRequestFunctionResult } from 'proxy-chain';
 import { assertPublicUrl, UrlPolicyError } from './address-policy.js';
 
+export interface UpstreamProxy {
+  /** http://, https:// or socks5:// host and port, credentials allowed in it. */
+  server: string;
+  username?: string;
+  password?: string;
+  /**
+   * Configured by the operator (the service proxy pool), not by a user: its address is not
+   * held to the private-network policy, which protects the operator from users' requests.
+   */
+  operator?: boolean;
+  /** Told when a connection to the upstream cannot be made (refused, unreachable, TLS or SOCKS handshake failed). */
+  onConnectFailure?: () => void;
+}
+
 export interface TrafficProxyOptions {
   allowPrivateNetworks: boolean;
-  upstream?: { server: string; username?: string; password?: string };
+  upstream?: UpstreamProxy;
   log: Logger;
 }
 
@@ -52,18 +73,19 @@ export interface TrafficProxy {
   /** Includes the bytes of connections still open. */
   stats(): TrafficStats;
   /** A warm pooled browser is launched before its session's proxy settings are known. */
-  setUpstream(upstream?: TrafficProxyOptions['upstream']): void;
+  setUpstream(upstream?: UpstreamProxy): void;
   /** Closes the listener and all connections. */
   close(): Promise<void>;
 }
-
-type Upstream = NonNullable<TrafficProxyOptions['upstream']>;
 
 interface ResolvedUpstream {
   /** Handed to proxy-chain; carries the credentials. Never log it. */
   proxyUrl: string;
   /** host without brackets, for policy checks and log lines */
   host: string;
+  socks: boolean;
+  operator: boolean;
+  onConnectFailure?: () => void;
 }
 
 type LookupFunction = typeof dnsLookupFn;
@@ -88,24 +110,30 @@ function redact(text: string): string {
   return text.replace(/\/\/[^\s/@"']*@/g, '//[redacted]@');
 }
 
+/** The SOCKS proxy's port when its URL names none. */
+const SOCKS_DEFAULT_PORT = '1080';
+
 /**
  * Validates an upstream setting and builds the URL proxy-chain wants
- * (http://user:pass@host:port, credentials percent-encoded). Throws on a bad setting; the
- * message never contains the password.
+ * (http://user:pass@host:port, credentials percent-encoded). A socks5 upstream is handed over
+ * as socks5h: the upstream resolves destination names, as an HTTP upstream does (the exit's
+ * DNS answers, and nothing resolved here that the policy did not check). Throws on a bad
+ * setting; the message never contains the password.
  */
-export function upstreamProxyUrl(upstream: Upstream): ResolvedUpstream {
+export function upstreamProxyUrl(upstream: UpstreamProxy): ResolvedUpstream {
   let url: URL;
   try {
     url = new URL(upstream.server);
   } catch {
     throw new TypeError('upstream proxy server must be an absolute URL such as http://host:port');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`upstream proxy server must use http or https, not ${url.protocol.replace(/:$/, '')}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:' && url.protocol !== 'socks5:') {
+    throw new TypeError(`upstream proxy server must use http, https or socks5, not ${url.protocol.replace(/:$/, '')}`);
   }
+  const socks = url.protocol === 'socks5:';
   const host = stripBrackets(url.hostname);
   if (host === '') throw new TypeError('upstream proxy server has no host');
-  const out = new URL(`${url.protocol}//${url.host}`);
+  const out = socks ? new URL(`socks5h://${url.hostname}:${url.port || SOCKS_DEFAULT_PORT}`) : new URL(`${url.protocol}//${url.host}`);
   if (upstream.username !== undefined || upstream.password !== undefined) {
     const username = upstream.username ?? '';
     if (username.includes(':')) throw new TypeError('upstream proxy username must not contain ":" (Basic authentication)');
@@ -116,7 +144,14 @@ export function upstreamProxyUrl(upstream: Upstream): ResolvedUpstream {
     out.username = url.username;
     out.password = url.password;
   }
-  return { proxyUrl: out.href, host };
+  return { proxyUrl: out.href, host, socks, operator: upstream.operator ?? false, onConnectFailure: upstream.onConnectFailure };
+}
+
+/** The proxy URL with its host replaced by a checked address (SOCKS connects resolve names themselves, past any lookup we give). */
+function withAddress(proxyUrl: string, address: string): string {
+  const u = new URL(proxyUrl);
+  u.hostname = net.isIPv6(address) ? `[${address}]` : address;
+  return u.href;
 }
 
 /**
@@ -180,46 +215,65 @@ function asSocket(stream: Duplex | null | undefined): net.Socket | null {
 
 type Connect = (err: Error | null, stream: Duplex) => void;
 
-/** Opens a connection with the agent's own method and meters its socket, sync or async. */
-function metered(meter: SocketMeter, create: (callback?: Connect) => Duplex | null | undefined, callback?: Connect) {
+type OnSocket = (socket: net.Socket) => void;
+
+/** Opens a connection with the agent's own method and hands its socket over, sync or async. */
+function watched(onSocket: OnSocket, create: (callback?: Connect) => Duplex | null | undefined, callback?: Connect) {
+  const seen = new WeakSet<net.Socket>();
+  const hand = (stream: Duplex | null | undefined) => {
+    const s = asSocket(stream);
+    if (s && !seen.has(s)) {
+      seen.add(s);
+      onSocket(s);
+    }
+  };
   const wrapped = callback
     ? (err: Error | null, stream: Duplex) => {
-        const s = asSocket(stream);
-        if (s) meter.track(s);
+        hand(stream);
         callback(err, stream);
       }
     : undefined;
   const stream = create(wrapped);
-  const s = asSocket(stream);
-  if (s) meter.track(s);
+  hand(stream);
   return stream;
 }
 
-/** An http.Agent whose sockets are metered (used for the upstream proxy). */
-class MeteredHttpAgent extends http.Agent {
+/** An http.Agent whose new sockets are handed to `onSocket` (metered and watched: the upstream proxy's). */
+class WatchedHttpAgent extends http.Agent {
   constructor(
     options: http.AgentOptions,
-    private readonly meter: SocketMeter,
+    private readonly onSocket: OnSocket,
   ) {
     super(options);
   }
 
   override createConnection(options: http.ClientRequestArgs, callback?: Connect): Duplex | null | undefined {
-    return metered(this.meter, (cb) => super.createConnection(options, cb), callback);
+    return watched(this.onSocket, (cb) => super.createConnection(options, cb), callback);
   }
 }
 
-class MeteredHttpsAgent extends https.Agent {
+class WatchedHttpsAgent extends https.Agent {
   constructor(
     options: https.AgentOptions,
-    private readonly meter: SocketMeter,
+    private readonly onSocket: OnSocket,
   ) {
     super(options);
   }
 
   override createConnection(options: https.RequestOptions, callback?: Connect): Duplex | null | undefined {
-    return metered(this.meter, (cb) => super.createConnection(options, cb), callback);
+    return watched(this.onSocket, (cb) => super.createConnection(options, cb), callback);
   }
+}
+
+/** Calls `report` when the socket fails before it is connected (TLS: before its handshake is done). */
+function reportConnectFailure(socket: net.Socket, report: () => void): void {
+  let connected = false;
+  socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', () => {
+    connected = true;
+  });
+  socket.once('error', () => {
+    if (!connected) report();
+  });
 }
 
 const AGENT_OPTIONS: http.AgentOptions = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: 32, scheduling: 'lifo', timeout: 60_000 };
@@ -256,8 +310,21 @@ export async function startTrafficProxy(options: TrafficProxyOptions): Promise<T
   // Own agents, never the global one: keep-alive sockets are not shared between sessions,
   // and close() can destroy them.
   const directAgent = new http.Agent(AGENT_OPTIONS);
-  const upstreamHttpAgent = new MeteredHttpAgent(AGENT_OPTIONS, upstreamMeter);
-  const upstreamHttpsAgent = new MeteredHttpsAgent(AGENT_OPTIONS, upstreamMeter);
+  const onUpstreamSocket = (socket: net.Socket) => {
+    // Metered once connected: a socket that never connects counts the request it queued in
+    // bytesWritten, though nothing was sent.
+    socket.once('connect', () => upstreamMeter.track(socket));
+    const report = upstream?.onConnectFailure;
+    if (report) reportConnectFailure(socket, report);
+  };
+  const upstreamHttpAgent = new WatchedHttpAgent(AGENT_OPTIONS, onUpstreamSocket);
+  const upstreamHttpsAgent = new WatchedHttpsAgent(AGENT_OPTIONS, onUpstreamSocket);
+
+  // Browser connections whose requests went through a SOCKS upstream, by proxy-chain's
+  // connection id: their target bytes before the first such request (0 unless the upstream
+  // was set while the connection was open), and whom to tell if it never reached the upstream.
+  const socksConnections = new Map<number, { before: number; onConnectFailure?: () => void }>();
+  let closedSocksBytes = 0;
 
   // host -> checked addresses, for the upstream proxy only (destinations are resolved per request).
   let upstreamResolved: { host: string; addresses: string[]; expires: number } | undefined;
@@ -300,17 +367,25 @@ export async function startTrafficProxy(options: TrafficProxyOptions): Promise<T
     return addresses;
   };
 
-  const prepareRequestFunction = async ({ hostname }: PrepareRequestFunctionOpts): Promise<PrepareRequestFunctionResult> => {
+  const prepareRequestFunction = async ({ hostname, connectionId }: PrepareRequestFunctionOpts): Promise<PrepareRequestFunctionResult> => {
     const host = stripBrackets(hostname);
     const up = upstream; // the setting at the time of the request
     if (up) {
       let dnsLookup: LookupFunction | undefined;
-      if (!allowPrivate) {
+      let proxyUrl = up.proxyUrl;
+      if (!allowPrivate && !up.operator) {
         const addresses = await checkUpstream(up);
-        dnsLookup = net.isIP(up.host) !== 0 ? undefined : pinnedLookup(addresses);
+        if (net.isIP(up.host) === 0) {
+          // IPv4 first: proxy-chain hands the SOCKS client the URL's hostname, brackets and all.
+          if (up.socks) proxyUrl = withAddress(proxyUrl, addresses.find((a) => net.isIPv4(a)) ?? addresses[0]);
+          else dnsLookup = pinnedLookup(addresses);
+        }
+      }
+      if (up.socks && !socksConnections.has(connectionId)) {
+        socksConnections.set(connectionId, { before: targetBytes(server.getConnectionStats(connectionId)), onConnectFailure: up.onConnectFailure });
       }
       record(hostname);
-      return { upstreamProxyUrl: up.proxyUrl, httpAgent: upstreamHttpAgent, httpsAgent: upstreamHttpsAgent, dnsLookup };
+      return { upstreamProxyUrl: proxyUrl, httpAgent: upstreamHttpAgent, httpsAgent: upstreamHttpsAgent, dnsLookup };
     }
     let dnsLookup: LookupFunction | undefined;
     if (!allowPrivate) {
@@ -330,8 +405,16 @@ export async function startTrafficProxy(options: TrafficProxyOptions): Promise<T
     authRealm: 'cloud-browser',
   });
 
-  server.on('connectionClosed', ({ stats }: { connectionId: number; stats?: ConnectionStats }) => {
+  server.on('connectionClosed', ({ connectionId, stats }: { connectionId: number; stats?: ConnectionStats }) => {
     closedConnectionBytes += targetBytes(stats);
+    const socks = socksConnections.get(connectionId);
+    if (!socks) return;
+    socksConnections.delete(connectionId);
+    closedSocksBytes += targetBytes(stats) - socks.before;
+    // proxy-chain counts a target only once the SOCKS handshake succeeded: none at all means
+    // this connection never got through to the upstream. The owner checks before it acts (the
+    // browser may have given up on the connection first).
+    if (stats?.trgRxBytes == null) socks.onConnectFailure?.();
   });
   server.on('requestFailed', ({ error }: { error: Error }) => {
     log.warn({ err: { name: error?.name, message: redact(String(error?.message ?? error)) } }, 'traffic proxy request failed');
@@ -353,7 +436,8 @@ export async function startTrafficProxy(options: TrafficProxyOptions): Promise<T
   const stats = (): TrafficStats => {
     let networkBytes = closedConnectionBytes;
     for (const id of server.getConnectionIds()) networkBytes += targetBytes(server.getConnectionStats(id));
-    const proxyBytes = upstreamMeter.total();
+    let proxyBytes = upstreamMeter.total() + closedSocksBytes;
+    for (const [id, socks] of socksConnections) proxyBytes += targetBytes(server.getConnectionStats(id)) - socks.before;
     return {
       // Everything through the upstream also crossed the network; the two counts are taken at
       // slightly different places, so keep them consistent.
@@ -368,7 +452,7 @@ export async function startTrafficProxy(options: TrafficProxyOptions): Promise<T
     port,
     url: `http://${LOOPBACK}:${port}`,
     stats,
-    setUpstream(next?: Upstream): void {
+    setUpstream(next?: UpstreamProxy): void {
       upstream = next ? upstreamProxyUrl(next) : undefined;
       upstreamResolved = undefined;
       log.debug({ upstream: upstream ? upstream.host : null }, 'traffic proxy upstream set');

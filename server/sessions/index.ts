@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { Capability, SessionHooks } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
+import { ServiceProxyPool } from '../net/service-proxies.js';
 import type { Db } from '../store/db.js';
 import { sessionHandlers, type SessionHandlers } from './handlers.js';
 import { SessionManager } from './manager.js';
@@ -18,7 +19,8 @@ export function sessions(d: {
   log: Logger;
   sessionHooks: SessionHooks;
 }): Capability<keyof SessionHandlers, { sessions: SessionManager }> {
-  const manager = new SessionManager(d);
+  // The operator's service proxies, one pool for the server: their health is shared by every session.
+  const manager = new SessionManager({ ...d, serviceProxies: new ServiceProxyPool(d.config.serviceProxyPool, { log: d.log }) });
   return {
     name: 'sessions',
     handlers: sessionHandlers({ db: d.db, sessions: manager }),

@@ -15,6 +15,7 @@ import type { EndReason, RunningSession, SessionEnd, SessionHooks, SessionOption
 import type { ServiceConfig } from '../config/config.js';
 import { refuseUnpaid } from '../credits/account.js';
 import { RateLimiter } from '../http/rate-limit.js';
+import type { ServiceProxyPool } from '../net/service-proxies.js';
 import type { TrafficProxy } from '../net/traffic-proxy.js';
 import type { Db } from '../store/db.js';
 import {
@@ -35,6 +36,7 @@ import { recordEnd } from './record-end.js';
 import { refusal } from './refusal.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
 import * as store from './store.js';
+import { sessionUpstream } from './upstream.js';
 
 interface LiveSession extends RunningSession {
   id: string;
@@ -56,7 +58,7 @@ interface LiveSession extends RunningSession {
 
 export type CreateResult =
   | { ok: true; id: string; cdpUrl: string; liveViewUrl: string }
-  | { ok: false; status: 400 | 402 | 429 | 500; message: string; retryAfterSeconds?: number };
+  | { ok: false; status: 400 | 402 | 429 | 500 | 503; message: string; retryAfterSeconds?: number };
 
 /** For callers inside the server (batch items): they are not held to the per-key creation rate. */
 export interface CreateOptions {
@@ -79,6 +81,7 @@ export interface SessionManagerOptions {
   log: Logger;
   /** The composed capabilities' part in every session's life. */
   sessionHooks: SessionHooks;
+  serviceProxies: ServiceProxyPool;
 }
 
 const TICK_MS = 1_000;
@@ -171,12 +174,12 @@ export class SessionManager {
   /** Why create() would refuse this body with 400, or undefined (a batch checks before queueing). */
   async validate(projectId: string, body: SessionCreateBody | undefined): Promise<string | undefined> {
     const { session } = normalize(body);
-    return (await refusal(session, body, this.o.config.allowPrivateNetworks)) ?? (await this.o.sessionHooks.check?.(projectId, session));
+    return (await refusal(session, body, this.o)) ?? (await this.o.sessionHooks.check?.(projectId, session));
   }
 
   async create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions = {}): Promise<CreateResult> {
     const { launch, session } = normalize(body);
-    const refused = (await refusal(session, body, this.o.config.allowPrivateNetworks)) ?? (await this.o.sessionHooks.check?.(owner.projectId, session));
+    const refused = (await refusal(session, body, this.o)) ?? (await this.o.sessionHooks.check?.(owner.projectId, session));
     if (refused) return { ok: false, status: 400, message: refused };
     if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
     const unpaid = await refuseUnpaid(this.o.db, owner.projectId, this.o.config);
@@ -187,6 +190,9 @@ export class SessionManager {
         return { ok: false, status: 429, message: 'Session creation rate limit exceeded', retryAfterSeconds: rate.retryAfterSeconds };
       }
     }
+    const sticky = session.proxy?.type === 'service_proxy' ? await this.o.sessionHooks.stickyProxy?.(owner.projectId, session) : undefined;
+    const up = await sessionUpstream(session.proxy, this.o.serviceProxies, sticky);
+    if (!up.ok) return up;
     // Read before the capacity check: between the check and starting++ nothing may await.
     const cap = await this.projectSessionCap(owner.projectId);
     if (cap !== undefined && (session.maxDurationMs === undefined || session.maxDurationMs > cap)) session.maxDurationMs = cap;
@@ -212,14 +218,13 @@ export class SessionManager {
         cdpToken,
         liveViewToken,
         batchId: options.batchId,
+        serviceProxyId: up.serviceProxyId,
       });
       abort.signal.throwIfAborted();
       sb =
         (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ??
         (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
-      if (session.proxy?.type === 'custom') {
-        sb.traffic.setUpstream({ server: session.proxy.server, username: session.proxy.username, password: session.proxy.password });
-      }
+      if (up.upstream) sb.traffic.setUpstream(up.upstream);
       cdp = await CdpClient.connect(sb.browser.wsEndpoint);
       // Ended (DELETE) or the server stopping while the browser started: nothing of it may
       // outlive the session.
@@ -238,6 +243,7 @@ export class SessionManager {
         lastActivity: now,
         steps: 0,
         screenshots: 0,
+        serviceProxyId: up.serviceProxyId,
         closeRequested: false,
       };
       this.live.set(id, live);

@@ -182,8 +182,9 @@ describe('session browsers', () => {
     for (const option of ['p2p_download', 'tracing', 'sensitive_data_mask', 'web_bot_auth']) {
       await refused({ browser: { [option]: { active: true } } }, new RegExp(`^browser\\.${option}: .*not available on this server`));
     }
-    // The vendor's proxy example: type left out means the service's proxy network.
-    await refused({ session: { proxy: { active: true, country_code: 'gb' } } }, /service proxy network is not available/);
+    // The vendor's proxy example: type left out means the service's proxy network (this
+    // server has no pool: service-proxy.test.ts gives it one).
+    await refused({ session: { proxy: { active: true, country_code: 'gb' } } }, /has not configured a proxy pool \(SERVICE_PROXY_POOL\)/);
     await refused({ session: { proxy: { active: true, country_code: 'us', city: 'boston' } } }, /region/);
     await refused({ identity_skip_validation: false, skip_profile_validation: true }, /same option/);
     expect(roots(browsersDir)).toEqual([]);

@@ -4,12 +4,11 @@
 // exit, hung ones, is sweep.test.ts's). Then a graceful stop (SIGTERM) of that second
 // server leaves no browser either. Real processes: `node --import tsx server/main.ts`
 // (not the tsx CLI, which runs the server in a child of its own that a SIGKILL would miss).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDb } from '../store/db.js';
 import { isRunning } from '../browser/procfs.js';
@@ -24,59 +23,10 @@ import {
   roots,
   rootOf,
   sessionEvents,
-  type Requester,
 } from './test-support.js';
-import { freePort } from '../testing/free-port.js';
+import { startChildServer } from '../testing/child-server.js';
 
-const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
-
-interface Child extends Requester {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr: () => string;
-}
-
-async function startChild(dataDir: string, apiKey: string): Promise<Child> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
-    cwd: projectRoot,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      PORT: String(port),
-      PUBLIC_URL: url,
-      DATA_DIR: dataDir,
-      DATABASE_URL: '',
-      BOOTSTRAP_API_KEY: apiKey,
-      ALLOW_PRIVATE_NETWORKS: 'true',
-      BROWSER_POOL_SIZE: '0',
-      LOG_LEVEL: 'warn',
-    },
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8_000)));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start: ${stderr}`);
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`server did not answer /healthz within 60 s: ${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return {
-    child,
-    url,
-    exited,
-    stderr: () => stderr,
-    request: (path, init = {}) => fetch(url + path, { ...init, headers: { 'service-api-key': apiKey, ...(init.headers as Record<string, string>) } }),
-  };
-}
+const startChild = (dataDir: string, apiKey: string) => startChildServer({ dataDir, apiKey });
 
 describe('recovery after kill -9', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cb-test-recovery-'));

@@ -28,6 +28,8 @@ export interface SessionRow {
   screenshots: number;
   domains: string[];
   deleted_at: Date | null;
+  /** The service proxy pool entry the session went through. */
+  service_proxy_id: string | null;
 }
 
 export interface NewSession {
@@ -39,13 +41,14 @@ export interface NewSession {
   cdpToken: string;
   liveViewToken: string;
   batchId?: string;
+  serviceProxyId?: string;
 }
 
 export async function insertSession(db: Db, s: NewSession): Promise<SessionRow> {
   const [row] = await db.query<SessionRow>(
-    `INSERT INTO sessions (id, project_id, status, node_id, configuration, tags, cdp_token, live_view_token, batch_id)
-     VALUES ($1, $2, 'starting', $3, $4, $5, $6, $7, $8) RETURNING *`,
-    [s.id, s.projectId, s.nodeId, JSON.stringify(s.configuration), JSON.stringify(s.tags), s.cdpToken, s.liveViewToken, s.batchId ?? null],
+    `INSERT INTO sessions (id, project_id, status, node_id, configuration, tags, cdp_token, live_view_token, batch_id, service_proxy_id)
+     VALUES ($1, $2, 'starting', $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+    [s.id, s.projectId, s.nodeId, JSON.stringify(s.configuration), JSON.stringify(s.tags), s.cdpToken, s.liveViewToken, s.batchId ?? null, s.serviceProxyId ?? null],
   );
   return row;
 }

@@ -197,6 +197,44 @@ const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void>
   // Asks for a popup window (size and position), as a login popup does.
   '/popup-window': (_req, res) =>
     html(res, `<title>Popup window</title><script>window.popupResult = window.open('/second', '_blank', 'popup,width=400,height=300,left=10,top=10') ? 'opened' : 'blocked';</script>`),
+  // Signs in the way sites do, with the four kinds of state a profile must keep: a session
+  // cookie (no expiry, HttpOnly), a persistent cookie, local storage and IndexedDB.
+  // window.signedIn turns true once all four are written.
+  '/login': (_req, res) => {
+    res.setHeader('set-cookie', ['sid=session-cookie-value; Path=/; HttpOnly', 'remember=persistent-cookie-value; Path=/; Max-Age=86400']);
+    html(
+      res,
+      `<title>Login</title><script>
+        localStorage.setItem('user', 'test-buyer');
+        const open = indexedDB.open('shop', 1);
+        open.onupgradeneeded = () => open.result.createObjectStore('kv');
+        open.onsuccess = () => {
+          const tx = open.result.transaction('kv', 'readwrite');
+          tx.objectStore('kv').put('cart-42', 'cart');
+          tx.oncomplete = () => { window.signedIn = true; };
+        };
+      </script>`,
+    );
+  },
+  // What the browser brings back: the cookies it sends (HttpOnly included), and, in
+  // window.state once read, local storage and IndexedDB.
+  '/account': (req, res) =>
+    html(
+      res,
+      `<title>Account</title><pre id="cookies">${(req.headers.cookie ?? '').replace(/[<&]/g, '')}</pre><script>
+        const read = new Promise((done) => {
+          const open = indexedDB.open('shop', 1);
+          open.onupgradeneeded = () => open.result.createObjectStore('kv');
+          open.onsuccess = () => {
+            const get = open.result.transaction('kv').objectStore('kv').get('cart');
+            get.onsuccess = () => done(get.result ?? null);
+            get.onerror = () => done(null);
+          };
+          open.onerror = () => done(null);
+        });
+        read.then((cart) => { window.state = { cookies: document.getElementById('cookies').textContent, user: localStorage.getItem('user'), cart }; });
+      </script>`,
+    ),
   '/doc.pdf': (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/pdf' });
     res.end(MINIMAL_PDF);

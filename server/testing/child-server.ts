@@ -1,0 +1,62 @@
+// The real server as a child process, for tests about what survives the server: a SIGKILL,
+// a graceful stop (SIGTERM), a restart on the same DATA_DIR. `node --import tsx
+// server/main.ts`, one process (the tsx CLI runs the server in a child of its own that a
+// SIGKILL would miss).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './free-port.js';
+
+const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ChildServer {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** The end of its stderr. */
+  stderr: () => string;
+  /** fetch against the server with the API key. */
+  request(path: string, init?: RequestInit): Promise<Response>;
+}
+
+/** Starts the server and waits for /healthz; databaseUrl undefined: PGlite in dataDir. */
+export async function startChildServer(o: { dataDir: string; apiKey: string; databaseUrl?: string; env?: Record<string, string> }): Promise<ChildServer> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    cwd: projectRoot,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      PORT: String(port),
+      PUBLIC_URL: url,
+      DATA_DIR: o.dataDir,
+      DATABASE_URL: o.databaseUrl ?? '',
+      BOOTSTRAP_API_KEY: o.apiKey,
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      BROWSER_POOL_SIZE: '0',
+      LOG_LEVEL: 'warn',
+      ...o.env,
+    },
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8_000)));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start: ${stderr}`);
+    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not answer /healthz within 60 s: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    child,
+    url,
+    exited,
+    stderr: () => stderr,
+    request: (path, init = {}) => fetch(url + path, { ...init, headers: { 'service-api-key': o.apiKey, ...(init.headers as Record<string, string>) } }),
+  };
+}
