@@ -641,6 +641,14 @@ export type GetIdentityCredentialsResponse =
   | { status: 500; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type ListSessionDownloadsRequest = { params: operations["listSessionDownloads"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type ListSessionDownloadsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type ListSessionPagesRequest = { params: operations["listSessionPages"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionPagesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -749,6 +757,17 @@ export type ScrollResponse =
   | { status: 413; contentType?: "application/json"; body: operations["scroll"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["scroll"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["scroll"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type UploadSessionFileRequest = { params: operations["uploadSessionFile"]["parameters"]["path"]; query: NoFields; body: Multipart<NonNullable<operations["uploadSessionFile"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
+export type UploadSessionFileResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeployTaskRequest = { params: operations["deployTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["deployTask"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
 export type DeployTaskResponse =
@@ -1019,6 +1038,23 @@ export type UpdateApplicationAuthFlowResponse =
   | { status: 500; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type FetchSessionDownloadRequest = { params: operations["fetchSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type FetchSessionDownloadResponse =
+  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
+  | { status: 200; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type DeleteSessionDownloadRequest = { params: operations["deleteSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type DeleteSessionDownloadResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type DeleteSessionRecordingRequest = { params: operations["deleteSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteSessionRecordingResponse =
   | { status: 200; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1134,6 +1170,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   listApplicationIdentities(req: ListApplicationIdentitiesRequest, ctx: AuthedCtx): MaybePromise<ListApplicationIdentitiesResponse>;
   createIdentityToken(req: CreateIdentityTokenRequest, ctx: AuthedCtx): MaybePromise<CreateIdentityTokenResponse>;
   getIdentityCredentials(req: GetIdentityCredentialsRequest, ctx: AuthedCtx): MaybePromise<GetIdentityCredentialsResponse>;
+  listSessionDownloads(req: ListSessionDownloadsRequest, ctx: AuthedCtx): MaybePromise<ListSessionDownloadsResponse>;
   listSessionPages(req: ListSessionPagesRequest, ctx: AuthedCtx): MaybePromise<ListSessionPagesResponse>;
   listSessionRecordings(req: ListSessionRecordingsRequest, ctx: AuthedCtx): MaybePromise<ListSessionRecordingsResponse>;
   replaceSessionTags(req: ReplaceSessionTagsRequest, ctx: AuthedCtx): MaybePromise<ReplaceSessionTagsResponse>;
@@ -1145,6 +1182,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   pasteText(req: PasteTextRequest, ctx: AuthedCtx): MaybePromise<PasteTextResponse>;
   takeSessionScreenshot(req: TakeSessionScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeSessionScreenshotResponse>;
   scroll(req: ScrollRequest, ctx: AuthedCtx): MaybePromise<ScrollResponse>;
+  uploadSessionFile(req: UploadSessionFileRequest, ctx: AuthedCtx): MaybePromise<UploadSessionFileResponse>;
   deployTask(req: DeployTaskRequest, ctx: AuthedCtx): MaybePromise<DeployTaskResponse>;
   getTaskDraft(req: GetTaskDraftRequest, ctx: AuthedCtx): MaybePromise<GetTaskDraftResponse>;
   saveTaskDraft(req: SaveTaskDraftRequest, ctx: AuthedCtx): MaybePromise<SaveTaskDraftResponse>;
@@ -1172,6 +1210,8 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   fetchPrimaryRecording(req: FetchPrimaryRecordingRequest, ctx: AuthedCtx): MaybePromise<FetchPrimaryRecordingResponse>;
   deleteApplicationAuthFlow(req: DeleteApplicationAuthFlowRequest, ctx: AuthedCtx): MaybePromise<DeleteApplicationAuthFlowResponse>;
   updateApplicationAuthFlow(req: UpdateApplicationAuthFlowRequest, ctx: AuthedCtx): MaybePromise<UpdateApplicationAuthFlowResponse>;
+  fetchSessionDownload(req: FetchSessionDownloadRequest, ctx: AuthedCtx): MaybePromise<FetchSessionDownloadResponse>;
+  deleteSessionDownload(req: DeleteSessionDownloadRequest, ctx: AuthedCtx): MaybePromise<DeleteSessionDownloadResponse>;
   deleteSessionRecording(req: DeleteSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<DeleteSessionRecordingResponse>;
   getTaskExecution(req: GetTaskExecutionRequest, ctx: AuthedCtx): MaybePromise<GetTaskExecutionResponse>;
   getTaskVersion(req: GetTaskVersionRequest, ctx: AuthedCtx): MaybePromise<GetTaskVersionResponse>;

@@ -88,6 +88,7 @@ export type OperationId =
   | "listApplicationIdentities"
   | "createIdentityToken"
   | "getIdentityCredentials"
+  | "listSessionDownloads"
   | "listSessionPages"
   | "listSessionRecordings"
   | "replaceSessionTags"
@@ -99,6 +100,7 @@ export type OperationId =
   | "pasteText"
   | "takeSessionScreenshot"
   | "scroll"
+  | "uploadSessionFile"
   | "deployTask"
   | "getTaskDraft"
   | "saveTaskDraft"
@@ -126,6 +128,8 @@ export type OperationId =
   | "fetchPrimaryRecording"
   | "deleteApplicationAuthFlow"
   | "updateApplicationAuthFlow"
+  | "fetchSessionDownload"
+  | "deleteSessionDownload"
   | "deleteSessionRecording"
   | "getTaskExecution"
   | "getTaskVersion"
@@ -861,6 +865,17 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
+    operationId: "listSessionDownloads",
+    method: "GET",
+    path: "/v1/sessions/{session_id}/downloads",
+    honoPath: "/v1/sessions/:session_id/downloads",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
+  },
+  {
     operationId: "listSessionPages",
     method: "GET",
     path: "/v1/sessions/{session_id}/pages",
@@ -977,6 +992,17 @@ export const routes: readonly Route[] = [
     honoPath: "/v1/sessions/:sessionId/scroll",
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,409,413,415,500],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general"},
+  },
+  {
+    operationId: "uploadSessionFile",
+    method: "POST",
+    path: "/v1/sessions/{sessionId}/uploads",
+    honoPath: "/v1/sessions/:sessionId/uploads",
+    secured: true,
+    body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
     arrayQuery: [],
     statuses: [200,400,401,404,409,413,415,500],
     errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general"},
@@ -1277,6 +1303,28 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,413,415,500,501],
     errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+  },
+  {
+    operationId: "fetchSessionDownload",
+    method: "GET",
+    path: "/v1/sessions/{session_id}/downloads/{download_id}",
+    honoPath: "/v1/sessions/:session_id/downloads/:download_id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
+  },
+  {
+    operationId: "deleteSessionDownload",
+    method: "DELETE",
+    path: "/v1/sessions/{session_id}/downloads/{download_id}",
+    honoPath: "/v1/sessions/:session_id/downloads/:download_id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "deleteSessionRecording",

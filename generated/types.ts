@@ -330,6 +330,81 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{session_id}/downloads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a session's downloads
+         * @description Lists the files the session's pages downloaded, oldest first: whatever started the download (a link, a navigation to an attachment, a script, a CDP client such as Playwright connected over `cdp_url`). A file is listed once it has finished downloading; a download in progress, cancelled or failed is not. Files are kept after the session ends, until they are deleted (`DELETE .../downloads/{download_id}`). A session keeps at most `SESSION_DOWNLOADS_MAX_BYTES` of downloads (default 1 GiB, the server's configuration): a download that would take it past that is cancelled in the browser and not kept. A CDP client's `Browser.setDownloadBehavior` decides whether downloads are allowed, never where they go: they always go to the session's own folder. Files finished when the server stops abruptly (killed) are kept; those still being stored are lost. 404 when the project has no such session.
+         */
+        get: operations["listSessionDownloads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/downloads/{download_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+                /** @description The id of one of the session's downloads. */
+                download_id: components["parameters"]["DownloadIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Fetch a downloaded file
+         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download.
+         */
+        get: operations["fetchSessionDownload"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a downloaded file
+         * @description Permanently deletes one of the session's kept downloads: it is no longer listed or fetched. 404 when the project has no such session or the session no such download.
+         */
+        delete: operations["deleteSessionDownload"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{sessionId}/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of the running session to drive. */
+                sessionId: components["parameters"]["SessionIdInputPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file into a session
+         * @description Puts a file into the running session's browser, for its pages' file inputs: an agent with no file system of its own uploads here, then gives the answered `path` to the browser. Over CDP that is `DOM.setFileInputFiles` with `files: [path]` (Puppeteer's `elementHandle.uploadFile(path)` sends it as it is; from Playwright, a `CDPSession`), which the browser reads from its own disk; Playwright's `setInputFiles(path)` and `fileChooser.setFiles(path)` read the path on the machine Playwright runs on, so they work with it only where Playwright shares the server's disk. The file name is the part's own, made safe: its last path segment, without control characters or leading dots, at most 200 bytes (`upload` when nothing is left); a second file of the same name replaces the first. The file stays until the session ends and goes with its browser. Limits: one file at most `MAX_UPLOAD_BYTES` (the request, 50 MiB by default) and a session's uploads together at most `SESSION_UPLOADS_MAX_BYTES` (default 500 MiB); past either, 413. 404 when the project has no such session; 409 when the session is not running.
+         */
+        post: operations["uploadSessionFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{sessionId}/mouse/click": {
         parameters: {
             query?: never;
@@ -2686,6 +2761,65 @@ export interface components {
                 /** @description Number of items. */
                 count: number;
                 items: components["schemas"]["Recording"][];
+            };
+        };
+        /** @description A file one of the session's pages downloaded, kept by the server. */
+        Download: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uri
+             * @description Where to fetch the file (`GET /v1/sessions/{session_id}/downloads/{download_id}`); it takes the API key.
+             */
+            file_link: string;
+            /**
+             * Format: uri
+             * @description The URL the file was downloaded from (a `blob:` URL for a file a script made). Absent when the server did not see the download start (one begun while the session was starting) or for a `data:` URL longer than 2,048 characters.
+             */
+            original_download_url?: string;
+            /**
+             * Format: uri
+             * @description The page the download started from, when it was a tab's page (not a frame in it).
+             */
+            origin_url?: string;
+            /** @description A name to save the file under: the original name made safe (no path separators or control characters), unique among the session's downloads (`report (1).csv` after `report.csv`). */
+            suggested_file_name: string;
+            /** @description The name the page gave the file (its `download` attribute or the server's Content-Disposition), as the browser named it. */
+            original_file_name: string;
+            /** @description Milliseconds from the download's start to its end (0 when its start was not seen). */
+            duration: number;
+            /** @description Size of the file in bytes. */
+            size: number;
+            /**
+             * Format: date-time
+             * @description When the finished file was kept.
+             */
+            created_at: string;
+        };
+        DownloadList: {
+            data: {
+                /** @description Number of items. */
+                count: number;
+                items: components["schemas"]["Download"][];
+            };
+        };
+        /** @description The multipart form of a file upload into a session. */
+        SessionUploadRequest: {
+            /** @description The file, with its name (the part's `filename`). */
+            file: string;
+        };
+        SessionUploadResponse: {
+            data: {
+                /** @enum {string} */
+                status: "uploaded";
+                /** @description What was done, for a person to read. */
+                message: string;
+                /** @description Where the file is in the browser's file system, for `DOM.setFileInputFiles` and file choosers. */
+                path: string;
+                /** @description The file's name there (the uploaded name made safe). */
+                name: string;
+                /** @description Size of the file in bytes. */
+                size: number;
             };
         };
         /**
@@ -5809,6 +5943,8 @@ export interface components {
         SessionIdInputPath: string;
         /** @description A recording id (uuid), or `primary` for the session's primary recording. */
         RecordingIdPath: string;
+        /** @description The id of one of the session's downloads. */
+        DownloadIdPath: string;
         /** @description The batch's id. */
         BatchIdPath: string;
         /** @description The session's CDP token, as contained in its `cdp_url`. Scoped to one session, never the API key, revoked when the session ends. */
@@ -6724,6 +6860,168 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["RecordingConflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listSessionDownloads: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's downloads. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "count": 1,
+                     *         "items": [
+                     *           {
+                     *             "id": "2b7c4e1a-9d3f-4a6b-8c5e-1f0a2b3c4d5e",
+                     *             "file_link": "http://localhost:8080/v1/sessions/7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70/downloads/2b7c4e1a-9d3f-4a6b-8c5e-1f0a2b3c4d5e",
+                     *             "original_download_url": "https://example.com/reports/2025-06.csv",
+                     *             "origin_url": "https://example.com/reports",
+                     *             "suggested_file_name": "2025-06.csv",
+                     *             "original_file_name": "2025-06.csv",
+                     *             "duration": 420,
+                     *             "size": 18231,
+                     *             "created_at": "2025-06-01T10:04:12Z"
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DownloadList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    fetchSessionDownload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+                /** @description The id of one of the session's downloads. */
+                download_id: components["parameters"]["DownloadIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    /** @description `attachment` with the file name (`filename` and, for names beyond ASCII, `filename*`). */
+                    "Content-Disposition": string;
+                    /** @description Size of the file in bytes. */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteSessionDownload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id. */
+                session_id: components["parameters"]["SessionIdPath"];
+                /** @description The id of one of the session's downloads. */
+                download_id: components["parameters"]["DownloadIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file was deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    uploadSessionFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of the running session to drive. */
+                sessionId: components["parameters"]["SessionIdInputPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["SessionUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The file is in the session's browser. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "uploaded",
+                     *         "message": "File uploaded to /tmp/cb-3f2a/s-9c1d7e/uploads/invoice.pdf",
+                     *         "path": "/tmp/cb-3f2a/s-9c1d7e/uploads/invoice.pdf",
+                     *         "name": "invoice.pdf",
+                     *         "size": 48213
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionUploadResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
         };
     };

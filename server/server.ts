@@ -20,6 +20,7 @@ import { extensions } from './extensions/index.js';
 import { profiles } from './profiles/index.js';
 import { liveView } from './liveview/index.js';
 import { recordings } from './recording/index.js';
+import { sessionFiles } from './session-files/index.js';
 import { input } from './input/index.js';
 import { tools } from './tools/index.js';
 import { batches } from './batches/index.js';
@@ -71,6 +72,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(profiles)
       .add(liveView)
       .add(recordings)
+      .add(sessionFiles)
       .add(input)
       .add(tools)
       .add(batches)

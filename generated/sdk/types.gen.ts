@@ -648,6 +648,87 @@ export type RecordingList = {
 };
 
 /**
+ * A file one of the session's pages downloaded, kept by the server.
+ */
+export type Download = {
+    id: string;
+    /**
+     * Where to fetch the file (`GET /v1/sessions/{session_id}/downloads/{download_id}`); it takes the API key.
+     */
+    file_link: string;
+    /**
+     * The URL the file was downloaded from (a `blob:` URL for a file a script made). Absent when the server did not see the download start (one begun while the session was starting) or for a `data:` URL longer than 2,048 characters.
+     */
+    original_download_url?: string;
+    /**
+     * The page the download started from, when it was a tab's page (not a frame in it).
+     */
+    origin_url?: string;
+    /**
+     * A name to save the file under: the original name made safe (no path separators or control characters), unique among the session's downloads (`report (1).csv` after `report.csv`).
+     */
+    suggested_file_name: string;
+    /**
+     * The name the page gave the file (its `download` attribute or the server's Content-Disposition), as the browser named it.
+     */
+    original_file_name: string;
+    /**
+     * Milliseconds from the download's start to its end (0 when its start was not seen).
+     */
+    duration: number;
+    /**
+     * Size of the file in bytes.
+     */
+    size: number;
+    /**
+     * When the finished file was kept.
+     */
+    created_at: string;
+};
+
+export type DownloadList = {
+    data: {
+        /**
+         * Number of items.
+         */
+        count: number;
+        items: Array<Download>;
+    };
+};
+
+/**
+ * The multipart form of a file upload into a session.
+ */
+export type SessionUploadRequest = {
+    /**
+     * The file, with its name (the part's `filename`).
+     */
+    file: Blob | File;
+};
+
+export type SessionUploadResponse = {
+    data: {
+        status: 'uploaded';
+        /**
+         * What was done, for a person to read.
+         */
+        message: string;
+        /**
+         * Where the file is in the browser's file system, for `DOM.setFileInputFiles` and file choosers.
+         */
+        path: string;
+        /**
+         * The file's name there (the uploaded name made safe).
+         */
+        name: string;
+        /**
+         * Size of the file in bytes.
+         */
+        size: number;
+    };
+};
+
+/**
  * Mouse button.
  */
 export type MouseButton = 'left' | 'middle' | 'right';
@@ -4019,6 +4100,11 @@ export type SessionIdInputPath = string;
 export type RecordingIdPath = string;
 
 /**
+ * The id of one of the session's downloads.
+ */
+export type DownloadIdPath = string;
+
+/**
  * The batch's id.
  */
 export type BatchIdPath = string;
@@ -5035,6 +5121,194 @@ export type DeleteSessionRecordingResponses = {
 };
 
 export type DeleteSessionRecordingResponse = DeleteSessionRecordingResponses[keyof DeleteSessionRecordingResponses];
+
+export type ListSessionDownloadsData = {
+    body?: never;
+    path: {
+        /**
+         * The session's id.
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/downloads';
+};
+
+export type ListSessionDownloadsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type ListSessionDownloadsError = ListSessionDownloadsErrors[keyof ListSessionDownloadsErrors];
+
+export type ListSessionDownloadsResponses = {
+    /**
+     * The session's downloads.
+     */
+    200: DownloadList;
+};
+
+export type ListSessionDownloadsResponse = ListSessionDownloadsResponses[keyof ListSessionDownloadsResponses];
+
+export type DeleteSessionDownloadData = {
+    body?: never;
+    path: {
+        /**
+         * The session's id.
+         */
+        session_id: string;
+        /**
+         * The id of one of the session's downloads.
+         */
+        download_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/downloads/{download_id}';
+};
+
+export type DeleteSessionDownloadErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type DeleteSessionDownloadError = DeleteSessionDownloadErrors[keyof DeleteSessionDownloadErrors];
+
+export type DeleteSessionDownloadResponses = {
+    /**
+     * The file was deleted.
+     */
+    200: StatusData;
+};
+
+export type DeleteSessionDownloadResponse = DeleteSessionDownloadResponses[keyof DeleteSessionDownloadResponses];
+
+export type FetchSessionDownloadData = {
+    body?: never;
+    path: {
+        /**
+         * The session's id.
+         */
+        session_id: string;
+        /**
+         * The id of one of the session's downloads.
+         */
+        download_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/downloads/{download_id}';
+};
+
+export type FetchSessionDownloadErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type FetchSessionDownloadError = FetchSessionDownloadErrors[keyof FetchSessionDownloadErrors];
+
+export type FetchSessionDownloadResponses = {
+    /**
+     * The file.
+     */
+    200: Blob | File;
+};
+
+export type FetchSessionDownloadResponse = FetchSessionDownloadResponses[keyof FetchSessionDownloadResponses];
+
+export type UploadSessionFileData = {
+    body: SessionUploadRequest;
+    path: {
+        /**
+         * The id of the running session to drive.
+         */
+        sessionId: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{sessionId}/uploads';
+};
+
+export type UploadSessionFileErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type UploadSessionFileError = UploadSessionFileErrors[keyof UploadSessionFileErrors];
+
+export type UploadSessionFileResponses = {
+    /**
+     * The file is in the session's browser.
+     */
+    200: SessionUploadResponse;
+};
+
+export type UploadSessionFileResponse = UploadSessionFileResponses[keyof UploadSessionFileResponses];
 
 export type MouseClickData = {
     body: MouseButtonRequest;

@@ -4,9 +4,12 @@
 // its project. It is the weaker form (an API key in a URL lands in proxies' and clients'
 // logs, and it opens every session of the project, not one), so cdp_url never uses it. Frames are passed through untouched (never parsed): the proxy
 // must work with every CDP client and protocol version, and cost as little as possible.
+// The one exception is a client's download behavior, pointed at the browser's own downloads
+// folder (download-path.ts): only the rare frames that could set one are parsed.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { pinDownloadPath } from './download-path.js';
 import type { Log } from './log.js';
 
 export interface CdpTarget {
@@ -17,6 +20,8 @@ export interface CdpTarget {
    * what clients send are the session's automation steps.
    */
   onMessage(from: 'client' | 'browser', data: RawData): void;
+  /** The browser's downloads folder: every download behavior a client sets is pointed there. */
+  downloadsDir?: string;
 }
 
 /** What opens a session: its own CDP token, or an API key of its project (the SDK's form). */
@@ -106,6 +111,11 @@ function refuse(socket: Duplex, status: number, message: string): void {
   socket.once('finish', () => socket.destroy());
 }
 
+function asBuffer(data: RawData): Buffer {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return data instanceof ArrayBuffer ? Buffer.from(data) : data;
+}
+
 export function byteLength(data: RawData): number {
   if (Array.isArray(data)) return data.reduce((n, b) => n + b.length, 0);
   return data instanceof ArrayBuffer ? data.byteLength : data.length;
@@ -153,8 +163,9 @@ export function createCdpProxy(options: CdpProxyOptions): CdpProxy {
       }
     };
 
-    client.on('message', (data, binary) => {
-      count('client', data);
+    client.on('message', (received, binary) => {
+      count('client', received);
+      const data = target.downloadsDir ? (pinDownloadPath(asBuffer(received), target.downloadsDir) ?? received) : received;
       if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary });
       else if (upstream.readyState === WebSocket.CONNECTING) pending.push({ data, binary });
     });

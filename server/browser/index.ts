@@ -8,6 +8,7 @@ export { sweepOrphans } from './sweep.js';
 export { within } from './procfs.js';
 export { BUILT_IN_EXTENSIONS } from './extensions.js';
 export { browsersDirFor, installationId } from './roots.js';
+export { downloadsDirOf } from './download-path.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
 export {
   createCdpProxy,

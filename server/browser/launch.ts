@@ -16,6 +16,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CdpClient } from './cdp-client.js';
+import { downloadsDirOf } from './download-path.js';
 import { chromiumArgs, geometry, type Geometry, type WindowInsets } from './flags.js';
 import { DEFAULT_LAUNCH_OPTIONS, type LaunchOptions } from './launch-options.js';
 import type { Log } from './log.js';
@@ -93,7 +94,7 @@ export interface RunningBrowser {
 export function rootPaths(rootDir: string): { userData: string; downloads: string; tmp: string; home: string } {
   return {
     userData: join(rootDir, 'user-data'),
-    downloads: join(rootDir, 'downloads'),
+    downloads: downloadsDirOf(rootDir),
     tmp: join(rootDir, 'tmp'),
     home: join(rootDir, 'home'),
   };

@@ -38,6 +38,10 @@ export interface Config {
   captchaServiceKey: string | undefined;
   maxBodyBytes: number;
   maxUploadBytes: number;
+  /** Most bytes of downloads one session keeps. */
+  sessionDownloadsMaxBytes: number;
+  /** Most bytes of uploaded files one session's browser holds at once. */
+  sessionUploadsMaxBytes: number;
   includedCredits: number;
   shutdownGraceSeconds: number;
   webhookMaxPerProject: number;
@@ -89,7 +93,9 @@ export const variables = {
   CAPTCHA_SERVICE_URL: 'Base URL of a captcha-solving service speaking the createTask/getTaskResult protocol; unset: only proof-of-work captchas are solved.',
   CAPTCHA_SERVICE_KEY: 'The clientKey for CAPTCHA_SERVICE_URL (never logged).',
   MAX_BODY_BYTES: 'Largest JSON request body (default 1048576).',
-  MAX_UPLOAD_BYTES: 'Largest multipart upload, such as an extension ZIP (default 52428800).',
+  MAX_UPLOAD_BYTES: 'Largest multipart upload, such as an extension ZIP or a file uploaded into a session (default 52428800).',
+  SESSION_DOWNLOADS_MAX_BYTES: "Most bytes of downloads one session keeps; a download that would pass it is cancelled and not kept (default 1073741824).",
+  SESSION_UPLOADS_MAX_BYTES: "Most bytes of files uploaded into one session's browser at once; past it an upload answers 413 (default 524288000).",
   INCLUDED_CREDITS: 'Credits each project gets per billing period (default 1000).',
   SHUTDOWN_GRACE_SECONDS: 'How long a graceful shutdown waits for requests and browsers (default 10).',
   WEBHOOK_MAX_PER_PROJECT: 'Most webhooks one project may register (default 20).',
@@ -214,6 +220,8 @@ export function loadConfig(env: Env = process.env): Config {
     captchaServiceKey: env.CAPTCHA_SERVICE_KEY || undefined,
     maxBodyBytes: int('MAX_BODY_BYTES', 1024 * 1024, 1024),
     maxUploadBytes: int('MAX_UPLOAD_BYTES', 50 * 1024 * 1024, 1024),
+    sessionDownloadsMaxBytes: int('SESSION_DOWNLOADS_MAX_BYTES', 1024 * 1024 * 1024, 0),
+    sessionUploadsMaxBytes: int('SESSION_UPLOADS_MAX_BYTES', 500 * 1024 * 1024, 0),
     includedCredits: num('INCLUDED_CREDITS', 1000, 0),
     shutdownGraceSeconds: int('SHUTDOWN_GRACE_SECONDS', 10, 0, 3600),
     webhookMaxPerProject: int('WEBHOOK_MAX_PER_PROJECT', 20, 1, 10_000),

@@ -24,6 +24,7 @@ import {
   browsersDirFor,
   closeMeteredBrowser,
   createCdpProxy,
+  downloadsDirOf,
   installationId,
   sweepOrphans,
   type CdpProxy,
@@ -122,6 +123,7 @@ export class SessionManager {
         }
         return {
           wsEndpoint: s.browser.wsEndpoint,
+          downloadsDir: downloadsDirOf(s.browser.rootDir),
           onMessage: (from, data) => {
             s.lastActivity = Date.now();
             if (from !== 'client') return;

@@ -2,7 +2,7 @@
 // a user switches by giving the SDK our base URL and the key in the service-api-key header
 // (README, "Coming from the hosted service"). Every SDK method the README claims is driven
 // here against the real server and real Chromium; the list grows as the families land.
-import Anchorbrowser from 'anchorbrowser';
+import Anchorbrowser, { toFile } from 'anchorbrowser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../sessions/test-support.js';
 import { smallFile } from '../../conformance/requests.js';
@@ -120,6 +120,27 @@ describe('the vendor SDK, unchanged, with our base URL', () => {
     await client.sessions.delete(withProfile.data!.id!);
     expect(await client.profiles.delete('sdk-profile')).toEqual({ data: { status: 'deleted' } });
     await expect(client.profiles.retrieve('sdk-profile')).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('sessions.uploadFile puts a file in the browser; sessions.retrieveDownloads lists what a page downloaded', async () => {
+    // Without the PDF viewer (an option the SDK's types do not have) a PDF is a download.
+    const created = await server.request('/v1/sessions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...HEADLESS, browser: { ...HEADLESS.browser, pdf_viewer: { active: false } } }),
+    });
+    const id = ((await created.json()) as { data: { id: string } }).data.id;
+    const up = await client.sessions.uploadFile(id, { file: await toFile(Buffer.from('from the SDK'), 'sdk.txt') });
+    expect(up.data).toMatchObject({ status: 'uploaded', message: expect.stringMatching(/\/uploads\/sdk\.txt$/) });
+    // The navigation itself ends in the download, without a page.
+    await client.sessions.goto(id, { url: pages.url('/doc.pdf') }).catch(() => {});
+    let listed = await client.sessions.retrieveDownloads(id);
+    for (let i = 0; i < 100 && listed.data?.count === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      listed = await client.sessions.retrieveDownloads(id);
+    }
+    expect(listed.data?.items?.map((d) => [d.suggested_file_name, d.original_download_url])).toEqual([['doc.pdf', pages.url('/doc.pdf')]]);
+    await client.sessions.delete(id);
   });
 
   it('tools.screenshotWebpage answers a PNG', async () => {

@@ -1,5 +1,6 @@
 // Main documents that are not pages: which responses the tool returns as they came rather
 // than rendered, which of those go out as a download, and the file name they go by.
+export { attachmentHeader } from '../http/attachment.js';
 
 /** A non-HTML resource, as the upstream served it. */
 export interface FileResult {
@@ -45,13 +46,6 @@ export function fileNameOf(disposition: string | undefined, url: string): string
     // fall through
   }
   return 'download';
-}
-
-/** `attachment; filename="…"`, with an RFC 5987 form for names outside ASCII. */
-export function attachmentHeader(name: string): string {
-  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  const header = `attachment; filename="${ascii}"`;
-  return ascii === name ? header : `${header}; filename*=UTF-8''${encodeURIComponent(name)}`;
 }
 
 export function isDownload(headers: Record<string, string>): boolean {
