@@ -51,8 +51,8 @@ export interface LaunchEnv {
 /** What a root's preparation adds to the launch. */
 export interface RootAddition extends Pick<LaunchOptions, 'extensionDirs'> {
   /**
-   * user-data/ was filled (a saved profile): another browser's lock files are removed, and
-   * the page is measured as in a headful window, since the profile may show a bookmarks bar.
+   * user-data/ was filled (a saved profile): another browser's lock files are removed (its
+   * bookmarks bar, which would take height from the page, is hidden like every browser's).
    */
   userData?: boolean;
 }
@@ -248,12 +248,11 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     log.info({ pid, display: xvfb?.display, rootDir, wsEndpoint }, 'chromium started');
 
     // The session is handed over with its first tab open: clients take pages()[0].
-    // Headful windows are placed by X and a profile may show a bookmarks bar, so there the
-    // page is measured and the window corrected until the page gets the viewport asked for
+    // Headful windows are placed by X, so there the page is measured and the window corrected until the page gets the viewport asked for
     // (see flags.ts geometry()). A headless window is exactly --window-size and its chrome
     // is the calibrated insets (launch.test.ts checks the viewport): measuring it again
     // would wait for the first tab's renderer: about 110 ms of every cold start, measured.
-    const fit = (!options.headless || added?.userData === true) && (insets.width !== 0 || insets.height !== 0 || options.fullscreen);
+    const fit = !options.headless && (insets.width !== 0 || insets.height !== 0 || options.fullscreen);
     const cdp = await CdpClient.connect(wsEndpoint);
     try {
       await (fit ? fitViewport(cdp, options.viewport, log) : firstPage(cdp));
@@ -392,6 +391,8 @@ async function writeProfilePreferences(userDataDir: string, downloads: string, p
   prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true };
   prefs.plugins = { ...prefs.plugins, always_open_pdf_externally: !pdfViewer };
   prefs.session = { ...prefs.session, restore_on_startup: 1 };
+  // A saved profile may have shown the bookmarks bar: it would take height from the page.
+  prefs.bookmark_bar = { ...prefs.bookmark_bar, show_on_all_tabs: false };
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(prefs));
 }

@@ -63,7 +63,7 @@ async function signIn(cdpUrl: string, extra?: string): Promise<void> {
 }
 
 /** What the fixture site finds of a sign-in in the session, and its open tabs. */
-async function stateOf(cdpUrl: string): Promise<SignedInState & { extra: string | null; tabs: number }> {
+async function stateOf(cdpUrl: string): Promise<SignedInState & { extra: string | null; tabs: number; viewport: number[] }> {
   const browser = await chromium.connectOverCDP(cdpUrl);
   try {
     const context = browser.contexts()[0]!;
@@ -71,7 +71,12 @@ async function stateOf(cdpUrl: string): Promise<SignedInState & { extra: string 
     const page = context.pages()[0]!;
     await page.goto(pages.url('/account'));
     await page.waitForFunction(() => (window as any).state !== undefined, undefined, { timeout: 10_000 });
-    return { ...(await page.evaluate(() => (window as any).state as SignedInState)), extra: await page.evaluate(() => localStorage.getItem('extra')), tabs };
+    return {
+      ...(await page.evaluate(() => (window as any).state as SignedInState)),
+      extra: await page.evaluate(() => localStorage.getItem('extra')),
+      tabs,
+      viewport: await page.evaluate(() => [innerWidth, innerHeight]),
+    };
   } finally {
     await browser.close();
   }
@@ -154,8 +159,9 @@ describe.each(backends)('profiles on %s', (backend) => {
     expect(readdirSync(browsersDirFor(server.dataDir)).filter((n) => n.startsWith('.profile-save-'))).toEqual([]);
 
     const second = await createSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'shop' } } });
-    // Signed in, and only the one tab: a profile restores state, not the tabs it was saved with.
-    expect(await stateOf(second.cdp_url)).toEqual({ ...SIGNED_IN, extra: null, tabs: 1 });
+    // Signed in, only the one tab (a profile restores state, not the tabs it was saved with),
+    // and the viewport asked for (the default).
+    expect(await stateOf(second.cdp_url)).toEqual({ ...SIGNED_IN, extra: null, tabs: 1, viewport: [1440, 900] });
 
     // Deleted while a session uses it: the session keeps its copy.
     expect(await call(server, 'DELETE', '/v1/profiles/shop')).toEqual({ status: 200, body: { data: { status: 'deleted' } } });
