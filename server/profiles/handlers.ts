@@ -9,6 +9,7 @@ import type { SessionManager } from '../sessions/index.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
 import * as store from './store.js';
+import type { UnpackedProfiles } from './unpacked.js';
 
 export type ProfileOperation = 'createProfile' | 'listProfiles' | 'getProfile' | 'deleteProfile';
 
@@ -29,7 +30,7 @@ export function resource(row: store.ProfileRow): components['schemas']['Profile'
   };
 }
 
-export function profileHandlers(d: { db: Db; storage: BlobStorage; sessions: SessionManager; hasServiceProxies: boolean }): Pick<AppHandlers, ProfileOperation> {
+export function profileHandlers(d: { db: Db; storage: BlobStorage; sessions: SessionManager; unpacked: UnpackedProfiles; hasServiceProxies: boolean }): Pick<AppHandlers, ProfileOperation> {
   return {
     async createProfile(req, ctx) {
       const body = req.body;
@@ -76,7 +77,10 @@ export function profileHandlers(d: { db: Db; storage: BlobStorage; sessions: Ses
       if (!row) return fail(404, NOT_FOUND);
       // Sessions that started with it hold their own copies; a save still to come finds
       // the row gone and removes what it wrote.
-      if (row.storage_key) await d.storage.delete(row.storage_key);
+      if (row.storage_key) {
+        d.unpacked.forget(row.storage_key);
+        await d.storage.delete(row.storage_key);
+      }
       return { status: 200, body: { data: { status: 'deleted' } } };
     },
   };

@@ -20,6 +20,7 @@ import type { BlobStorage } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
 import { pack, unpack } from './snapshot.js';
 import * as store from './store.js';
+import type { UnpackedProfiles } from './unpacked.js';
 
 /** How long a browser may take to close gracefully before its state is given up. */
 const CLOSE_WAIT_MS = 15_000;
@@ -40,11 +41,12 @@ export class ProfileKeeper implements SessionHooks {
   private readonly staged = new Map<string, Staged>();
 
   constructor(
-    private readonly d: { db: Db; log: Logger; storage: BlobStorage; browsersDir: string; nodeId: string },
+    private readonly d: { db: Db; log: Logger; storage: BlobStorage; unpacked: UnpackedProfiles; browsersDir: string; nodeId: string },
   ) {}
 
   /** A killed predecessor's staged folders go, and the profiles they were for fail. */
   async start(): Promise<void> {
+    await this.d.unpacked.reset();
     const entries = await readdir(this.d.browsersDir).catch(() => [] as string[]);
     for (const name of entries.filter((n) => n.startsWith(STAGED_PREFIX))) {
       await rm(join(this.d.browsersDir, name), { recursive: true, force: true });
@@ -76,13 +78,18 @@ export class ProfileKeeper implements SessionHooks {
     // A new name with persist: the profile is made when the session is running.
     if (!row && wanted.persist) return undefined;
     if (!row || row.status !== 'ready' || !row.storage_key) throw new Error(`profile ${wanted.name} is no longer ready`);
-    const { tmp, userData } = rootPaths(s.rootDir);
-    const file = join(tmp, 'profile.zip');
-    const stream = await this.d.storage.get(row.storage_key);
-    if (!stream) throw new Error(`the stored state of profile ${wanted.name} is missing`);
-    await pipeline(stream, createWriteStream(file));
-    await unpack({ path: file }, userData);
-    await rm(file, { force: true });
+    const key = row.storage_key;
+    await this.d.unpacked.copyTo(key, rootPaths(s.rootDir).userData, async (dir) => {
+      const file = `${dir}.zip`;
+      try {
+        const stream = await this.d.storage.get(key);
+        if (!stream) throw new Error(`the stored state of profile ${wanted.name} is missing`);
+        await pipeline(stream, createWriteStream(file));
+        await unpack({ path: file }, dir);
+      } finally {
+        await rm(file, { force: true });
+      }
+    });
     return { userData: true };
   }
 
@@ -156,7 +163,10 @@ export class ProfileKeeper implements SessionHooks {
         const saved = await store.markSaved(this.d.db, t.id, key, size);
         // Deleted while it was being saved: what was written goes too.
         if (!saved.found) await this.d.storage.delete(key);
-        else if (saved.replaced) await this.d.storage.delete(saved.replaced);
+        else if (saved.replaced) {
+          this.d.unpacked.forget(saved.replaced);
+          await this.d.storage.delete(saved.replaced);
+        }
       }
       log.info({ sizeBytes: size, saveMs: Date.now() - started }, 'profile saved');
     } catch (err) {

@@ -163,8 +163,13 @@ describe.each(backends)('profiles on %s', (backend) => {
     // and the viewport asked for (the default).
     expect(await stateOf(second.cdp_url)).toEqual({ ...SIGNED_IN, extra: null, tabs: 1, viewport: [1440, 900] });
 
-    // Deleted while a session uses it: the session keeps its copy.
+    // The node unpacked that version once, for the sessions to copy.
+    const cache = join(server.dataDir, 'profile-cache');
+    expect(readdirSync(cache)).toHaveLength(1);
+
+    // Deleted while a session uses it: the session keeps its copy; the node's unpacked one goes.
     expect(await call(server, 'DELETE', '/v1/profiles/shop')).toEqual({ status: 200, body: { data: { status: 'deleted' } } });
+    await eventually(() => readdirSync(cache).length === 0, 5_000, 'the unpacked copy to go');
     expect((await call(server, 'GET', '/v1/profiles/shop')).status).toBe(404);
     expect(await stateOf(second.cdp_url)).toMatchObject(SIGNED_IN);
     await endSession(server, second.id);
