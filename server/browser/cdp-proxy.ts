@@ -10,6 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { pinDownloadPath } from './download-path.js';
+import { refuseLocalFiles } from './local-files.js';
 import type { Log } from './log.js';
 
 export interface CdpTarget {
@@ -22,6 +23,8 @@ export interface CdpTarget {
   onMessage(from: 'client' | 'browser', data: RawData): void;
   /** The browser's downloads folder: every download behavior a client sets is pointed there. */
   downloadsDir?: string;
+  /** The session's uploads folder: the only files a client may give a file input (local-files.ts). */
+  uploadsDir?: string;
 }
 
 /** What opens a session: its own CDP token, or an API key of its project (the SDK's form). */
@@ -165,6 +168,12 @@ export function createCdpProxy(options: CdpProxyOptions): CdpProxy {
 
     client.on('message', (received, binary) => {
       count('client', received);
+      const refused = target.uploadsDir ? refuseLocalFiles(asBuffer(received), target.uploadsDir) : undefined;
+      if (refused) {
+        const { message, ...ids } = refused;
+        if (client.readyState === WebSocket.OPEN) client.send(JSON.stringify({ ...ids, error: { code: -32000, message } }));
+        return;
+      }
       const data = target.downloadsDir ? (pinDownloadPath(asBuffer(received), target.downloadsDir) ?? received) : received;
       if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary });
       else if (upstream.readyState === WebSocket.CONNECTING) pending.push({ data, binary });

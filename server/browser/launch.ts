@@ -9,6 +9,8 @@
 //   owner.json   who launched what (sweep.ts reads it after a server crash)
 //   user-data/   --user-data-dir (a saved profile is unpacked here by prepare)
 //   downloads/   the download directory (profile preference)
+//   uploads/     files given to the session (POST /v1/sessions/{id}/uploads), the only ones
+//                a CDP client may hand a file input (local-files.ts)
 //   tmp/         TMPDIR
 //   home/        HOME and XDG dirs: NSS databases, crash reports, caches stay inside
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -91,10 +93,11 @@ export interface RunningBrowser {
 }
 
 /** The folders of a root (see the layout above), for those that fill or read it. */
-export function rootPaths(rootDir: string): { userData: string; downloads: string; tmp: string; home: string } {
+export function rootPaths(rootDir: string): { userData: string; downloads: string; uploads: string; tmp: string; home: string } {
   return {
     userData: join(rootDir, 'user-data'),
     downloads: downloadsDirOf(rootDir),
+    uploads: join(rootDir, 'uploads'),
     tmp: join(rootDir, 'tmp'),
     home: join(rootDir, 'home'),
   };

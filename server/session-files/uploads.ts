@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { rootPaths } from '../browser/index.js';
 import type { RunningSession } from '../capability/index.js';
 import { safeFileName } from './file-names.js';
 
@@ -27,7 +28,7 @@ export class Uploads {
   }
 
   private async write(s: RunningSession, file: File): Promise<UploadResult> {
-    const dir = join(s.browser.rootDir, 'uploads');
+    const dir = rootPaths(s.browser.rootDir).uploads;
     const name = safeFileName(file.name, 'upload');
     await mkdir(dir, { recursive: true });
     let held = 0;

@@ -43,6 +43,32 @@ describe('CDP through cdp_url', () => {
     await pages?.close();
   });
 
+  it('a CDP client cannot open the server\'s own files: file: pages are refused, a file input takes only the session\'s uploads', async () => {
+    const { id, cdp_url } = await createSession(server, HEADLESS);
+    const browser = await chromium.connectOverCDP(cdp_url);
+    try {
+      const page = browser.contexts()[0]!.pages()[0]!;
+      await expect(page.goto('file:///etc/hostname')).rejects.toThrow(/local files \(file: URLs\) are not available/);
+      await expect(page.goto('view-source:file:///etc/hostname')).rejects.toThrow(/local files/);
+      const cdp = await browser.newBrowserCDPSession();
+      await expect(cdp.send('Target.createTarget', { url: 'FILE:///etc/hostname' })).rejects.toThrow(/local files/);
+      // The connection is still good, and web pages still load.
+      await page.goto(pages.url('/'));
+      expect(await page.title()).toBe('Home');
+      await page.setContent('<input type="file" id="f">');
+      const pageCdp = await browser.contexts()[0]!.newCDPSession(page);
+      const { root } = await pageCdp.send('DOM.getDocument');
+      const { nodeId } = await pageCdp.send('DOM.querySelector', { nodeId: root.nodeId, selector: '#f' });
+      await expect(pageCdp.send('DOM.setFileInputFiles', { nodeId, files: ['/etc/hostname'] })).rejects.toThrow(/is not a file of this session: upload it first/);
+      // Playwright over cdp_url reads a path on its own machine and gives the page the bytes.
+      await page.setInputFiles('#f', { name: 'a.txt', mimeType: 'text/plain', buffer: Buffer.from('bytes') });
+      expect(await page.evaluate(() => (document.getElementById('f') as HTMLInputElement).files![0]!.name)).toBe('a.txt');
+    } finally {
+      await browser.close();
+      await endSession(server, id);
+    }
+  });
+
   it('serves the /json/version document (webSocketDebuggerUrl = cdp_url), and Playwright connects through it and through cdp_url', async () => {
     const { id, cdp_url } = await createSession(server, HEADLESS);
     try {

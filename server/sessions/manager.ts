@@ -25,6 +25,7 @@ import {
   closeMeteredBrowser,
   createCdpProxy,
   downloadsDirOf,
+  rootPaths,
   installationId,
   sweepOrphans,
   type CdpProxy,
@@ -124,6 +125,7 @@ export class SessionManager {
         return {
           wsEndpoint: s.browser.wsEndpoint,
           downloadsDir: downloadsDirOf(s.browser.rootDir),
+          uploadsDir: rootPaths(s.browser.rootDir).uploads,
           onMessage: (from, data) => {
             s.lastActivity = Date.now();
             if (from !== 'client') return;
