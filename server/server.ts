@@ -22,6 +22,7 @@ import { liveView } from './liveview/index.js';
 import { recordings } from './recording/index.js';
 import { input } from './input/index.js';
 import { tools } from './tools/index.js';
+import { mcp } from './mcp/index.js';
 import { batches } from './batches/index.js';
 import { webhooks } from './events/index.js';
 import { billing } from './billing/index.js';
@@ -73,6 +74,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(recordings)
       .add(input)
       .add(tools)
+      .add(mcp)
       .add(batches)
       .add(webhooks)
       .add(billing)
