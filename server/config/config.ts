@@ -66,6 +66,8 @@ export interface Config {
   screencastQuality: number;
   /** Live-view viewers one session may have at once. */
   liveViewMaxViewers: number;
+  /** An MCP session with no request for this long is closed, and the browser sessions it started end with it. */
+  mcpIdleTimeoutSeconds: number;
   /** The operator's upstream proxies for service_proxy sessions (URLs may hold credentials: never log them); undefined when none is configured. */
   serviceProxyPool: ServiceProxyEntry[] | undefined;
 }
@@ -115,6 +117,7 @@ export const variables = {
   RECORDING_FPS: 'Most frames per second a session recording keeps, 1 to 60 (default 10).',
   SCREENCAST_QUALITY: 'JPEG quality of the screen frames the live view shows and recordings are made of, 1 to 100 (default 70).',
   LIVE_VIEW_MAX_VIEWERS: 'Live-view viewers one session may have at once (default 10).',
+  MCP_IDLE_TIMEOUT_SECONDS: 'An MCP session (at /mcp) with no request for this many seconds is closed and the browser sessions it started end, 1 to 86400 (default 600).',
   SERVICE_PROXY_POOL: 'Path of a JSON or YAML file listing the upstream proxies service_proxy sessions go through ({url, country_code, region?, city?} each; see Service proxies); unset: service proxies answer 400.',
 } as const;
 
@@ -241,6 +244,7 @@ export function loadConfig(env: Env = process.env): Config {
     recordingFps: int('RECORDING_FPS', 10, 1, 60),
     screencastQuality: int('SCREENCAST_QUALITY', 70, 1, 100),
     liveViewMaxViewers: int('LIVE_VIEW_MAX_VIEWERS', 10, 1, 1000),
+    mcpIdleTimeoutSeconds: int('MCP_IDLE_TIMEOUT_SECONDS', 600, 1, 86_400),
     serviceProxyPool,
   };
   if (problems.length > 0) throw new ConfigError(problems);

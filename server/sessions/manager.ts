@@ -335,6 +335,11 @@ export class SessionManager {
     return s && !s.ending ? s : undefined;
   }
 
+  /** The project's sessions running on this node, oldest first. */
+  runningOf(projectId: string): RunningSession[] {
+    return [...this.live.values()].filter((s) => s.projectId === projectId && !s.ending).sort((a, b) => a.createdAt - b.createdAt);
+  }
+
   /**
    * The project's session running here, for an operation on it; or why not, as the answer
    * the operation gives: 404 for a session the project does not have, 409 for one that is
@@ -355,12 +360,17 @@ export class SessionManager {
     return launchSessionBrowser(this.o, launch, rootDir, signal, id, prepare);
   }
 
-  /** Activity from input or a live-view viewer (CDP traffic is counted by the proxy). */
-  touch(id: string, kind: 'input' | 'liveview'): boolean {
+  /**
+   * Activity from input, a live-view viewer, or a server-side client of the browser (the MCP
+   * server's, which talks to the browser directly): CDP traffic through the proxy is counted
+   * there. A screenshot is a step that is billed as one.
+   */
+  touch(id: string, kind: 'input' | 'liveview' | 'screenshot'): boolean {
     const s = this.live.get(id);
     if (!s || s.ending) return false;
     s.lastActivity = Date.now();
-    if (kind === 'input') s.steps++;
+    if (kind !== 'liveview') s.steps++;
+    if (kind === 'screenshot') s.screenshots++;
     return true;
   }
 

@@ -235,6 +235,14 @@ const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void>
         read.then((cart) => { window.state = { cookies: document.getElementById('cookies').textContent, user: localStorage.getItem('user'), cart }; });
       </script>`,
     ),
+  // A form an agent fills in: a text box, a button, and the answer the button writes.
+  '/form': (_req, res) =>
+    html(
+      res,
+      `<title>Form</title><h1>Greeter</h1><label>Name <input id="name" type="text"></label>
+      <button id="greet" onclick="document.getElementById('out').textContent = 'Hello, ' + document.getElementById('name').value + '!'">Greet</button>
+      <p id="out" role="status"></p>`,
+    ),
   '/doc.pdf': (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/pdf' });
     res.end(MINIMAL_PDF);

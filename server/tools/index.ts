@@ -7,11 +7,21 @@ import type { SessionManager } from '../sessions/index.js';
 import { ToolService } from './fetch.js';
 import { toolHandlers, type ToolHandlers } from './handlers.js';
 
-export function tools(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof ToolHandlers> {
+export type { ToolHandlers } from './handlers.js';
+
+export function tools(d: {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  sessions: SessionManager;
+}): Capability<keyof ToolHandlers, { toolHandlers: ToolHandlers }> {
   const service = new ToolService({ config: d.config, log: d.log });
+  const handlers = toolHandlers({ db: d.db, config: d.config, log: d.log, tools: service, sessions: d.sessions });
   return {
     name: 'tools',
-    handlers: toolHandlers({ db: d.db, config: d.config, log: d.log, tools: service, sessions: d.sessions }),
+    handlers,
+    // The same handlers for the MCP server's tools: rate limits, charges and errors as over HTTP.
+    provides: { toolHandlers: handlers },
     start: () => service.start(),
     // Requests in flight end with the tool's browsers.
     drain: () => service.stop(),
