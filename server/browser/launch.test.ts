@@ -88,7 +88,7 @@ describe('launchBrowser', () => {
       expect(browser.wsEndpoint).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/devtools\/browser\/[\w-]+$/);
       expect(browser.display).toBeUndefined();
       expect(browser.rootDir).toBe(join(browsersDir, 'session-a'));
-      expect(listDir(browser.rootDir).sort()).toEqual(['downloads', 'home', 'owner.json', 'tmp', 'user-data']);
+      expect(listDir(browser.rootDir).sort()).toEqual(['downloads', 'home', 'owner.json', 'tmp', 'uploads', 'user-data']);
 
       const owner = ownerOf(browser.rootDir);
       expect(owner.pids).toEqual([browser.pid]);
