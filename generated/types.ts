@@ -2451,7 +2451,7 @@ export interface components {
                 /** @default true */
                 active?: boolean;
             };
-            /** @description Solve captchas automatically. Requires an active proxy (otherwise 400). */
+            /** @description Pass bot-detection challenges and captchas on the session's pages automatically, with no help from your script: after each load of a page's main document (every tab and browser context, those your own CDP client opens included) the page is looked at once, and a challenge page is passed where it stands, the way the web fetch tool passes it: interstitials that clear by themselves are waited through, proof-of-work widgets (ALTCHA, Friendly Captcha, Cap, mCaptcha) are run in the page, and reCAPTCHA, hCaptcha and Turnstile interstitials are solved through the captcha-solving service the operator configured (without one, only the first two kinds are passed). Your script navigates and waits for the real page's content. A challenge that cannot be passed is left as it is and not tried again in the session; the session goes on (the server logs it). Requires an active proxy (otherwise 400). */
             captcha_solver?: {
                 /** @default false */
                 active?: boolean;

@@ -18,6 +18,7 @@ import { fsBlobAreas } from './storage/blobs.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
 import { profiles } from './profiles/index.js';
+import { sessionCaptcha } from './session-captcha/index.js';
 import { liveView } from './liveview/index.js';
 import { recordings } from './recording/index.js';
 import { sessionFiles } from './session-files/index.js';
@@ -71,6 +72,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       // Before live view and recordings: its ending hook runs after theirs, and closes the
       // browser gracefully to save a profile.
       .add(profiles)
+      // After profiles: its watch stops before the browser is closed gracefully.
+      .add(sessionCaptcha)
       .add(liveView)
       .add(recordings)
       .add(sessionFiles)

@@ -127,3 +127,10 @@ export class CaptchaServiceClient implements CaptchaSolver {
     }
   }
 }
+
+/** The captcha-solving service the operator configured (CAPTCHA_SERVICE_URL and _KEY), or none. */
+export function configuredCaptchaService(config: { captchaServiceUrl: string | undefined; captchaServiceKey: string | undefined }): CaptchaSolver | undefined {
+  return config.captchaServiceUrl && config.captchaServiceKey
+    ? new CaptchaServiceClient({ url: config.captchaServiceUrl, clientKey: config.captchaServiceKey })
+    : undefined;
+}

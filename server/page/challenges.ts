@@ -11,6 +11,10 @@
 //  - 'captcha': reCAPTCHA, hCaptcha or Turnstile on an interstitial: solved by the
 //    configured captcha-solving service (captcha-adapter.ts), the token put where the widget
 //    would put it, then the widget's callback called or its form submitted.
+//
+// The pass works on a ChallengePage: a Playwright page (the tools' own browsers,
+// playwrightPage below) or a page of a session's browser followed over the server's own CDP
+// connection (session-captcha/), where a second Playwright client would disturb the user's.
 import type { Page } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { CaptchaKind, CaptchaSolver } from './captcha-adapter.js';
@@ -34,11 +38,16 @@ export class ChallengeError extends Error {
 
 /**
  * Runs in the page. `statusHint` is the HTTP status of the document: interstitials answer
- * 403, 429 or 503. Captcha widgets count as a challenge only on an interstitial-like page
- * (a hint status, a known vendor, or little else on the page), not in an ordinary form.
+ * 403, 429 or 503; below 0, the page's navigation timing says it. Captcha widgets count as a
+ * challenge only on an interstitial-like page (a hint status, a known vendor, or little else
+ * on the page), not in an ordinary form.
  */
 function detectInPage(statusHint: number): DetectedChallenge | null {
   const doc = document;
+  if (statusHint < 0) {
+    const nav = performance.getEntriesByType('navigation')[0] as (PerformanceEntry & { responseStatus?: number }) | undefined;
+    statusHint = nav?.responseStatus ?? 0;
+  }
   const title = (doc.title || '').trim();
   const html = doc.documentElement ? doc.documentElement.outerHTML.slice(0, 200_000) : '';
   const text = (doc.body ? doc.body.innerText || '' : '').trim();
@@ -216,24 +225,55 @@ function applyTokenInPage(kind: CaptchaKind, token: string): string {
   return 'set';
 }
 
+/** What passing a challenge needs of a page. */
+export interface ChallengePage {
+  isClosed(): boolean;
+  /** The main document's URL. */
+  url(): string;
+  /** Evaluates an expression (inPage) in the main frame; answers its value (a promise awaited). */
+  evaluate(expression: string): Promise<unknown>;
+  /** Resolves true when the main frame navigates within ms. */
+  waitForMainNavigation(ms: number): Promise<boolean>;
+  /** Waits, up to ms, for the main document's DOMContentLoaded (at once when it has fired). */
+  waitForDomContentLoaded(ms: number): Promise<void>;
+}
+
+/** A Playwright page as a ChallengePage. */
+export function playwrightPage(page: Page): ChallengePage {
+  return {
+    isClosed: () => page.isClosed(),
+    url: () => page.url(),
+    evaluate: (expression) => page.evaluate(expression),
+    waitForMainNavigation: (ms) =>
+      page
+        .waitForEvent('framenavigated', { predicate: (f) => f === page.mainFrame(), timeout: ms })
+        .then(() => true)
+        .catch(() => false),
+    waitForDomContentLoaded: (ms) => page.waitForLoadState('domcontentloaded', { timeout: ms }).catch(() => {}),
+  };
+}
+
 export interface PassOptions {
   deadline: number;
   /** Total time limit, for messages. */
   timeoutSeconds: number;
-  /** The HTTP status of the current main document, kept up to date by the caller. */
-  status: () => number;
+  /** The HTTP status of the current main document, kept up to date by the caller; left out, the page's navigation timing says. */
+  status?: () => number;
   solver?: CaptchaSolver;
   log: Logger;
   /** What a look at the page just made (challengeProbe) found; undefined: none was made. */
   first?: DetectedChallenge | null;
 }
 
-/** The detection as an in-page expression, for a caller that looks at the page in one go. */
-export function challengeProbe(status: number): string {
+/**
+ * The detection as an in-page expression, for a caller that looks at the page in one go.
+ * `status`: the document's HTTP status; left out, the page's navigation timing says.
+ */
+export function challengeProbe(status = -1): string {
   return inPage(detectInPage, status);
 }
 
-async function detectChallenge(page: Page, status: number): Promise<DetectedChallenge | null> {
+async function detectChallenge(page: ChallengePage, status: number): Promise<DetectedChallenge | null> {
   return (await page.evaluate(challengeProbe(status))) as DetectedChallenge | null;
 }
 
@@ -241,7 +281,7 @@ async function detectChallenge(page: Page, status: number): Promise<DetectedChal
  * Passes whatever challenge the page shows, until the page is not a challenge. Resolves with
  * the vendors passed (empty when there was none); throws ChallengeError when it cannot.
  */
-export async function passChallenges(page: Page, options: PassOptions): Promise<string[]> {
+export async function passChallenges(page: ChallengePage, options: PassOptions): Promise<string[]> {
   const passed: string[] = [];
   const solvedKeys = new Set<string>();
   let powStarted = false;
@@ -252,7 +292,7 @@ export async function passChallenges(page: Page, options: PassOptions): Promise<
     if (page.isClosed()) throw new ChallengeError(502, 'Upstream error: the page closed itself');
     let found: DetectedChallenge | null;
     try {
-      found = first !== undefined ? first : await detectChallenge(page, options.status());
+      found = first !== undefined ? first : await detectChallenge(page, options.status?.() ?? -1);
       first = undefined;
     } catch (err) {
       if (!isNavigationError(err)) throw err;
@@ -320,16 +360,11 @@ function captchaName(kind: CaptchaKind): string {
   return { recaptcha_v2: 'reCAPTCHA', recaptcha_v3: 'reCAPTCHA v3', hcaptcha: 'hCaptcha', turnstile: 'Turnstile' }[kind];
 }
 
-/** Resolves true when the main frame navigates within ms. */
-function waitForMainNavigation(page: Page, ms: number): Promise<boolean> {
-  if (ms <= 0) return Promise.resolve(false);
-  return page
-    .waitForEvent('framenavigated', { predicate: (f) => f === page.mainFrame(), timeout: ms })
-    .then(() => true)
-    .catch(() => false);
+function waitForMainNavigation(page: ChallengePage, ms: number): Promise<boolean> {
+  return ms <= 0 ? Promise.resolve(false) : page.waitForMainNavigation(ms);
 }
 
-async function settleNavigation(page: Page, deadline: number): Promise<void> {
+async function settleNavigation(page: ChallengePage, deadline: number): Promise<void> {
   const t = Math.min(30_000, deadline - Date.now());
-  if (t > 0) await page.waitForLoadState('domcontentloaded', { timeout: t }).catch(() => {});
+  if (t > 0) await page.waitForDomContentLoaded(t);
 }

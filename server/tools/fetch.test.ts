@@ -2,13 +2,13 @@
 // the local fixture site (fixtures/server.ts) for every page, file and challenge.
 import { browsersDirFor } from '../browser/index.js';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { Server as ProxyServer } from 'proxy-chain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCaptchaService } from '../../fixtures/captcha-service.js';
 import {
-  captchaTokenFor,
   FIXTURE_SITEKEY,
   fixtureBinary,
   fixtureJson,
@@ -370,30 +370,10 @@ function chromiumsUnder(marker: string): number {
 
 describe('captcha-solving service (createTask/getTaskResult)', () => {
   it('sends the captcha to the configured service and submits its token', async () => {
-    const key = 'stub-client-key-0123456789';
-    const tasks: { type: string; websiteURL: string; websiteKey: string }[] = [];
-    let polls = 0;
-    const stub: Server = createServer(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
-      res.setHeader('content-type', 'application/json');
-      if (body.clientKey !== key) return res.end(JSON.stringify({ errorId: 1, errorCode: 'ERROR_KEY_DOES_NOT_EXIST', errorDescription: 'Account authorization key not found' }));
-      if (req.url === '/createTask') {
-        tasks.push(body.task);
-        return res.end(JSON.stringify({ errorId: 0, taskId: 7001 }));
-      }
-      if (req.url === '/getTaskResult' && body.taskId === 7001) {
-        polls++;
-        const t = tasks[0];
-        return res.end(JSON.stringify({ errorId: 0, status: 'ready', solution: { gRecaptchaResponse: captchaTokenFor(t.websiteKey) } }));
-      }
-      res.end(JSON.stringify({ errorId: 16, errorCode: 'ERROR_NO_SUCH_CAPCHA_ID' }));
-    });
-    await new Promise<void>((r) => stub.listen(0, '127.0.0.1', () => r()));
+    const service = await startCaptchaService();
     const logs: string[] = [];
     const s = await startTestServer({
-      env: { FETCH_BROWSERS: '1', CAPTCHA_SERVICE_URL: `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, CAPTCHA_SERVICE_KEY: key, LOG_LEVEL: 'debug' },
+      env: { FETCH_BROWSERS: '1', CAPTCHA_SERVICE_URL: service.url, CAPTCHA_SERVICE_KEY: service.key, LOG_LEVEL: 'debug' },
       logs,
     });
     try {
@@ -402,12 +382,12 @@ describe('captcha-solving service (createTask/getTaskResult)', () => {
       const html = await res.text();
       expect(html).toContain('id="protected">Captcha accepted.');
       expect(html).not.toContain('g-recaptcha');
-      expect(tasks).toEqual([{ type: 'RecaptchaV2TaskProxyless', websiteURL: `${fx.url}/challenge/captcha`, websiteKey: FIXTURE_SITEKEY }]);
-      expect(polls).toBe(1);
-      expect(logs.join('\n')).not.toContain(key);
+      expect(service.tasks).toEqual([{ type: 'RecaptchaV2TaskProxyless', websiteURL: `${fx.url}/challenge/captcha`, websiteKey: FIXTURE_SITEKEY }]);
+      expect(service.polls).toBe(1);
+      expect(logs.join('\n')).not.toContain(service.key);
     } finally {
       await s.close();
-      await new Promise<void>((r) => stub.close(() => r()));
+      await service.close();
     }
   }, 90_000);
 });

@@ -15,7 +15,7 @@
 import { browsersDirFor } from '../browser/index.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import { CaptchaServiceClient, type CaptchaSolver } from '../page/captcha-adapter.js';
+import { configuredCaptchaService, type CaptchaSolver } from '../page/captcha-adapter.js';
 import { ChallengeError } from '../page/challenges.js';
 import { ConsentTracker } from '../page/consent.js';
 import { NetworkTracker } from '../page/readiness.js';
@@ -72,11 +72,7 @@ export class ToolService {
     });
     this.pipeline = {
       config,
-      solver:
-        o.solver ??
-        (config.captchaServiceUrl && config.captchaServiceKey
-          ? new CaptchaServiceClient({ url: config.captchaServiceUrl, clientKey: config.captchaServiceKey })
-          : undefined),
+      solver: o.solver ?? configuredCaptchaService(config),
     };
     this.timeoutMs = config.fetchTimeoutSeconds * 1000;
   }

@@ -4,7 +4,7 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { CaptchaSolver } from '../page/captcha-adapter.js';
-import { challengeProbe, passChallenges, type DetectedChallenge } from '../page/challenges.js';
+import { challengeProbe, passChallenges, playwrightPage, type DetectedChallenge } from '../page/challenges.js';
 import { CONSENT_SIGNS_PROBE, type ConsentTracker } from '../page/consent.js';
 import { inPageAll } from '../page/in-page.js';
 import { readyThenProbe, waitForAnimations, waitForReady, type NetworkTracker } from '../page/readiness.js';
@@ -63,7 +63,7 @@ export async function renderPage(v: Visit, waitMs = 0): Promise<FetchResult | Sp
     { deadline },
     inPageAll({ challenge: challengeProbe(hint), consent: CONSENT_SIGNS_PROBE }),
   );
-  const challenges = await passChallenges(page, {
+  const challenges = await passChallenges(playwrightPage(page), {
     deadline,
     timeoutSeconds: pipeline.config.fetchTimeoutSeconds,
     status,
@@ -113,7 +113,7 @@ export async function prepare(v: Visit, url: URL, waitUntil: WaitUntil): Promise
     }
     throw err;
   }
-  const challenges = await passChallenges(page, {
+  const challenges = await passChallenges(playwrightPage(page), {
     deadline,
     timeoutSeconds: pipeline.config.fetchTimeoutSeconds,
     status: () => main.last?.status ?? 200,
