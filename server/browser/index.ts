@@ -6,6 +6,7 @@ export { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from '.
 export { DISABLED_FEATURES, type Geometry, type Size } from './flags.js';
 export { sweepOrphans } from './sweep.js';
 export { BUILT_IN_EXTENSIONS } from './extensions.js';
+export { ADBLOCK, turnAdblockOff } from './adblock.js';
 export { browsersDirFor, installationId } from './roots.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
 export {

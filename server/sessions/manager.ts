@@ -25,6 +25,7 @@ import {
   createCdpProxy,
   installationId,
   sweepOrphans,
+  turnAdblockOff,
   type CdpProxy,
   type RunningBrowser,
 } from '../browser/index.js';
@@ -212,13 +213,14 @@ export class SessionManager {
         batchId: options.batchId,
       });
       abort.signal.throwIfAborted();
-      sb =
-        (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ??
-        (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
+      const warm = fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined;
+      sb = warm ?? (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
       if (session.proxy?.type === 'custom') {
         sb.traffic.setUpstream({ server: session.proxy.server, username: session.proxy.username, password: session.proxy.password });
       }
       cdp = await CdpClient.connect(sb.browser.wsEndpoint);
+      // Warm browsers carry the ad-block (a default); a session without it turns it off here.
+      if (warm && !launch.adblock) await turnAdblockOff(cdp);
       // Ended (DELETE) or the server stopping while the browser started: nothing of it may
       // outlive the session.
       abort.signal.throwIfAborted();
