@@ -2,7 +2,8 @@
 // routes that rule modules add (pages, downloads, webhook receivers). The server under test
 // reaches it at `url()`: http://127.0.0.1:PORT by default; with --fixtures-url the server
 // listens on that URL's port on every interface and hands out that URL, for a server under
-// test that runs elsewhere.
+// test that runs elsewhere. Given as a session's proxy, it also answers for other host names
+// (`proxied`): a browser asks its proxy for absolute URLs (`GET http://host/path`).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, normalize, sep } from 'node:path';
@@ -30,12 +31,21 @@ export class FixtureServer {
   private server?: Server;
   private starting?: Promise<string>;
   private routes = new Map<string, FixtureHandler>();
+  private proxiedHandler?: (req: IncomingMessage, res: ServerResponse) => boolean;
 
   constructor(private readonly options: { publicUrl?: string; dir?: string } = {}) {}
 
   /** Adds a route; `path` is matched exactly, without the query string. */
   route(method: string, path: string, handler: FixtureHandler): void {
     this.routes.set(`${method.toUpperCase()} ${path}`, handler);
+  }
+
+  /**
+   * Answers requests for other hosts, as the proxy of a session under test: absolute-form
+   * requests go to `handler` first (it answers true when it took the request).
+   */
+  proxied(handler: (req: IncomingMessage, res: ServerResponse) => boolean): void {
+    this.proxiedHandler = handler;
   }
 
   /** Removes a route added by `route`; the path then answers like any unknown path (404). */
@@ -73,6 +83,7 @@ export class FixtureServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
+      if (req.url?.startsWith('http://') && this.proxiedHandler?.(req, res)) return;
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const path = new URL(req.url ?? '/', 'http://fixtures').pathname;

@@ -2441,9 +2441,12 @@ export interface components {
         /** @description Browser-specific configuration. Options are objects with `active` unless noted otherwise. */
         BrowserOptions: {
             profile?: components["schemas"]["BrowserProfileOptions"];
-            /** @description Block ads. */
+            /** @description Ad-blocking, on by default: requests to ads and trackers (EasyList and EasyPrivacy, shipped with the server) are blocked in every page, frame and worker of the browser, including those your own CDP client opens and new browser contexts. `active: false` turns it off for the session. */
             adblock?: {
-                /** @default true */
+                /**
+                 * @description Block ads and trackers.
+                 * @default true
+                 */
                 active?: boolean;
             };
             /** @description Block pop-up windows. */

@@ -209,9 +209,12 @@ export type ProxyCustomOptions = {
 export type BrowserOptions = {
     profile?: BrowserProfileOptions;
     /**
-     * Block ads.
+     * Ad-blocking, on by default: requests to ads and trackers (EasyList and EasyPrivacy, shipped with the server) are blocked in every page, frame and worker of the browser, including those your own CDP client opens and new browser contexts. `active: false` turns it off for the session.
      */
     adblock?: {
+        /**
+         * Block ads and trackers.
+         */
         active?: boolean;
     };
     /**

@@ -90,5 +90,6 @@ describe('sameLaunchOptions', () => {
     expect(sameLaunchOptions(DEFAULT_LAUNCH_OPTIONS, { ...DEFAULT_LAUNCH_OPTIONS, extensionDirs: ['/x'] })).toBe(false);
     expect(sameLaunchOptions(DEFAULT_LAUNCH_OPTIONS, { ...DEFAULT_LAUNCH_OPTIONS, extensionDirs: [] })).toBe(true);
     expect(sameLaunchOptions(DEFAULT_LAUNCH_OPTIONS, { ...DEFAULT_LAUNCH_OPTIONS, proxy: { server: 'http://p:1' } })).toBe(false);
+    expect(sameLaunchOptions(DEFAULT_LAUNCH_OPTIONS, { ...DEFAULT_LAUNCH_OPTIONS, adblock: false })).toBe(false);
   });
 });

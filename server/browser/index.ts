@@ -7,6 +7,7 @@ export { DISABLED_FEATURES, type Geometry, type Size } from './flags.js';
 export { sweepOrphans } from './sweep.js';
 export { within } from './procfs.js';
 export { BUILT_IN_EXTENSIONS } from './extensions.js';
+export { ADBLOCK, turnAdblockOff } from './adblock.js';
 export { browsersDirFor, installationId } from './roots.js';
 export { downloadsDirOf } from './download-path.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';

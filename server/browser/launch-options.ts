@@ -11,6 +11,8 @@ export interface LaunchOptions {
   popupBlocker: boolean;
   /** PDFs open in the viewer; false downloads them (a profile preference). */
   pdfViewer: boolean;
+  /** EasyList and EasyPrivacy blocked in every page (adblock.ts). */
+  adblock: boolean;
   proxy?: { server: string; bypass?: string };
   /** Unpacked extension directories. */
   extensionDirs?: string[];
@@ -24,6 +26,7 @@ export const DEFAULT_LAUNCH_OPTIONS: Readonly<LaunchOptions> = Object.freeze({
   disableWebSecurity: false,
   popupBlocker: true,
   pdfViewer: true,
+  adblock: true,
 });
 
 /** Whether two option sets launch identical browsers (a pooled browser serves either). */
@@ -37,6 +40,7 @@ export function sameLaunchOptions(a: LaunchOptions, b: LaunchOptions): boolean {
     a.disableWebSecurity === b.disableWebSecurity &&
     a.popupBlocker === b.popupBlocker &&
     a.pdfViewer === b.pdfViewer &&
+    a.adblock === b.adblock &&
     (a.proxy?.server ?? '') === (b.proxy?.server ?? '') &&
     (a.proxy?.bypass ?? '') === (b.proxy?.bypass ?? '') &&
     dirs(a) === dirs(b)

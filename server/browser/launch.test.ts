@@ -88,7 +88,8 @@ describe('launchBrowser', () => {
       expect(browser.wsEndpoint).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/devtools\/browser\/[\w-]+$/);
       expect(browser.display).toBeUndefined();
       expect(browser.rootDir).toBe(join(browsersDir, 'session-a'));
-      expect(listDir(browser.rootDir).sort()).toEqual(['downloads', 'home', 'owner.json', 'tmp', 'uploads', 'user-data']);
+      // adblock/: the ad-block extension's own copy (on by default; Chromium indexes its rules in there).
+      expect(listDir(browser.rootDir).sort()).toEqual(['adblock', 'downloads', 'home', 'owner.json', 'tmp', 'uploads', 'user-data']);
 
       const owner = ownerOf(browser.rootDir);
       expect(owner.pids).toEqual([browser.pid]);

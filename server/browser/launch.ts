@@ -13,10 +13,12 @@
 //                a CDP client may hand a file input (local-files.ts)
 //   tmp/         TMPDIR
 //   home/        HOME and XDG dirs: NSS databases, crash reports, caches stay inside
+//   adblock/     the ad-block extension's own copy (adblock.ts), when the options ask for it
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { adblockPreferences, installAdblock } from './adblock.js';
 import { CdpClient } from './cdp-client.js';
 import { downloadsDirOf } from './download-path.js';
 import { chromiumArgs, geometry, type Geometry, type WindowInsets } from './flags.js';
@@ -188,7 +190,8 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     const added = await env.prepare?.(rootDir);
     if (added?.extensionDirs?.length) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), ...added.extensionDirs] };
     if (added?.userData) await removeLocks(paths.userData);
-    await writeProfilePreferences(paths.userData, paths.downloads, options.pdfViewer);
+    await writeProfilePreferences(paths.userData, paths.downloads, options);
+    if (options.adblock) options = { ...options, extensionDirs: [await installAdblock(rootDir), ...(options.extensionDirs ?? [])] };
 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);
@@ -372,7 +375,7 @@ async function removeLocks(userDataDir: string): Promise<void> {
  * CDP Browser.setDownloadBehavior: it holds for the browser's whole life, whatever CDP
  * clients come and go. The exit type is reset so that a saved profile does not offer to
  * restore the pages of a browser that was killed. Without the PDF viewer, a PDF is a
- * download like any other file.
+ * download like any other file. The ad-block runs in new browser contexts too.
  *
  * "Continue where you left off" (restore_on_startup 1) is what makes Chromium write session
  * cookies (those without an expiry) to its cookie database and read them back at the next
@@ -381,7 +384,7 @@ async function removeLocks(userDataDir: string): Promise<void> {
  * Chromium 156). It restores no tabs here: a fresh root has none to restore, and a saved
  * profile is kept without its Sessions folder.
  */
-async function writeProfilePreferences(userDataDir: string, downloads: string, pdfViewer: boolean): Promise<void> {
+async function writeProfilePreferences(userDataDir: string, downloads: string, options: Pick<LaunchOptions, 'pdfViewer' | 'adblock'>): Promise<void> {
   const file = join(userDataDir, 'Default', 'Preferences');
   let prefs: any = {};
   try {
@@ -392,10 +395,11 @@ async function writeProfilePreferences(userDataDir: string, downloads: string, p
   prefs.download = { ...prefs.download, default_directory: downloads, prompt_for_download: false, directory_upgrade: true };
   prefs.savefile = { ...prefs.savefile, default_directory: downloads };
   prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true };
-  prefs.plugins = { ...prefs.plugins, always_open_pdf_externally: !pdfViewer };
+  prefs.plugins = { ...prefs.plugins, always_open_pdf_externally: !options.pdfViewer };
   prefs.session = { ...prefs.session, restore_on_startup: 1 };
   // A saved profile may have shown the bookmarks bar: it would take height from the page.
   prefs.bookmark_bar = { ...prefs.bookmark_bar, show_on_all_tabs: false };
+  if (options.adblock) adblockPreferences(prefs);
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(prefs));
 }
@@ -442,7 +446,7 @@ async function calibrate(headless: boolean, env: LaunchEnv & { rootDir: string }
   const viewport = { width: 800, height: 600 };
   const rootDir = join(dirname(env.rootDir), `.calibrate-${randomBytes(6).toString('hex')}`);
   // With zero insets the window is exactly 800x600; what the page gets tells the insets.
-  const browser = await start({ ...DEFAULT_LAUNCH_OPTIONS, headless, viewport }, { ...env, rootDir, sessionId: null }, { width: 0, height: 0 });
+  const browser = await start({ ...DEFAULT_LAUNCH_OPTIONS, headless, viewport, adblock: false }, { ...env, rootDir, sessionId: null }, { width: 0, height: 0 });
   try {
     const cdp = await CdpClient.connect(browser.wsEndpoint);
     try {

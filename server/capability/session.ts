@@ -20,7 +20,6 @@ export interface SessionOptions {
   liveView: { readOnly: boolean; oneTimeUrl: boolean };
   proxy: SessionProxy | undefined;
   captchaSolver: boolean;
-  adblock: boolean;
   /** Uploaded extensions and a saved profile: they decide the launch too. */
   extensionIds: string[];
   profile: { name: string; persist: boolean } | undefined;

@@ -28,6 +28,7 @@ import {
   rootPaths,
   installationId,
   sweepOrphans,
+  turnAdblockOff,
   type CdpProxy,
   type RunningBrowser,
 } from '../browser/index.js';
@@ -223,11 +224,12 @@ export class SessionManager {
         serviceProxyId: up.serviceProxyId,
       });
       abort.signal.throwIfAborted();
-      sb =
-        (fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined) ??
-        (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
+      const warm = fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined;
+      sb = warm ?? (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
       if (up.upstream) sb.traffic.setUpstream(up.upstream);
       cdp = await CdpClient.connect(sb.browser.wsEndpoint);
+      // Warm browsers carry the ad-block (a default); a session without it turns it off here.
+      if (warm && !launch.adblock) await turnAdblockOff(cdp);
       // Ended (DELETE) or the server stopping while the browser started: nothing of it may
       // outlive the session.
       abort.signal.throwIfAborted();

@@ -28,6 +28,7 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
       disableWebSecurity: b.disable_web_security?.active ?? DEFAULT_LAUNCH_OPTIONS.disableWebSecurity,
       popupBlocker: b.popup_blocker?.active ?? DEFAULT_LAUNCH_OPTIONS.popupBlocker,
       pdfViewer: b.pdf_viewer?.active ?? DEFAULT_LAUNCH_OPTIONS.pdfViewer,
+      adblock: b.adblock?.active ?? DEFAULT_LAUNCH_OPTIONS.adblock,
       extensionDirs: [
         ...(b.disable_dialogs?.active ? [BUILT_IN_EXTENSIONS.noDialogs] : []),
         ...(b.force_popups_as_tabs?.active ? [BUILT_IN_EXTENSIONS.popupsAsTabs] : []),
@@ -46,16 +47,19 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
           ? { type: 'custom', server: s.proxy.server, username: s.proxy.username, password: s.proxy.password }
           : { type: 'service_proxy', country_code: s.proxy.country_code, region: s.proxy.region, city: s.proxy.city },
       captchaSolver: b.captcha_solver?.active ?? false,
-      adblock: b.adblock?.active ?? true,
       extensionIds: b.extensions ?? [],
       profile: b.profile ? { name: b.profile.name, persist: b.profile.persist ?? false } : undefined,
     },
   };
 }
 
-/** Whether a warm browser (launched with the defaults) serves this session as well. */
+/**
+ * Whether a warm browser (launched with the defaults) serves this session as well. Ad-block
+ * off is served too: the warm browser's rules are turned off when the session takes it
+ * (turnAdblockOff, ~80 ms), which is cheaper than a cold launch by about a second.
+ */
 export function fitsWarmPool(launch: LaunchOptions, session: SessionOptions): boolean {
-  return sameLaunchOptions(launch, DEFAULT_LAUNCH_OPTIONS) && session.extensionIds.length === 0 && !session.profile;
+  return sameLaunchOptions({ ...launch, adblock: DEFAULT_LAUNCH_OPTIONS.adblock }, DEFAULT_LAUNCH_OPTIONS) && session.extensionIds.length === 0 && !session.profile;
 }
 
 /** The configuration as stored and answered: the body as given, minus secrets. */

@@ -23,6 +23,7 @@ export async function launchSessionBrowser(
       disableWebSecurity: launch.disableWebSecurity,
       popupBlocker: launch.popupBlocker,
       pdfViewer: launch.pdfViewer,
+      adblock: launch.adblock,
       extensionDirs: launch.extensionDirs,
     },
     { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId, prepare },

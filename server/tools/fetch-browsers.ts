@@ -189,8 +189,11 @@ export class FetchBrowsers {
 
   private async launch(slot: Slot): Promise<Launched> {
     const { log } = this.o;
+    // No ad-block here: the tools answer what a page shows, and a page that detects a blocker
+    // may put a "disable your ad blocker" wall over its content; the tool requests have no
+    // option to turn it off (the vendor's has none), and their pages are read, not browsed.
     const metered = await launchMeteredBrowser(
-      { ...DEFAULT_LAUNCH_OPTIONS, headless: true },
+      { ...DEFAULT_LAUNCH_OPTIONS, headless: true, adblock: false },
       { chromiumPath: this.o.chromiumPath, rootDir: join(this.o.browsersDir, `t-${randomBytes(6).toString('hex')}`), log, sessionId: null },
       { allowPrivateNetworks: this.o.allowPrivateNetworks, upstream: this.o.proxyUrl ? { server: this.o.proxyUrl } : undefined, log },
     );

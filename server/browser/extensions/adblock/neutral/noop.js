@@ -1,0 +1,1 @@
+/* blocked by the ad-block of this browser */
