@@ -83,7 +83,9 @@ export class FixtureServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      if (req.url?.startsWith('http://') && this.proxiedHandler?.(req, res)) return;
+      // For other hosts only: requests for this server's own address, absolute-form too (a
+      // session whose proxy this is opens the suite's pages that way), are its own to answer.
+      if (req.url?.startsWith('http://') && !this.isOwn(req.url) && this.proxiedHandler?.(req, res)) return;
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const path = new URL(req.url ?? '/', 'http://fixtures').pathname;
@@ -99,6 +101,13 @@ export class FixtureServer {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
       res.end(String(err));
     }
+  }
+
+  private isOwn(url: string): boolean {
+    const host = new URL(url).host;
+    const own = this.server?.address();
+    if (own && typeof own === 'object' && (host === `127.0.0.1:${own.port}` || host === `localhost:${own.port}`)) return true;
+    return this.options.publicUrl !== undefined && host === new URL(this.options.publicUrl).host;
   }
 
   private file(path: string): string | undefined {
