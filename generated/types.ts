@@ -2477,7 +2477,7 @@ export interface components {
                 /** @default false */
                 active?: boolean;
             };
-            /** @description Apply additional fingerprint hardening against bot detection. */
+            /** @description Fingerprint hardening against bot detection in every page, frame and browser context of the session, the ones your CDP client opens included, before the page's own scripts: `navigator.webdriver` false, a window frame around the page, a desktop GPU's WebGL vendor and renderer instead of the software renderer's (the web fetch tool's own hardening). Every session already runs without Chromium's automation flag. A session with it starts cold (a small extension in its browser). */
             extra_stealth?: {
                 /** @default false */
                 active?: boolean;

@@ -52,7 +52,7 @@ interface Manifest {
 const manifest = JSON.parse(readFileSync(join(source, 'manifest.json'), 'utf8')) as Manifest;
 
 /** Chromium's id for an extension with a key: the first 128 bits of SHA-256(key), a–p for each hex digit. */
-function extensionId(key: string): string {
+export function extensionId(key: string): string {
   const hex = createHash('sha256').update(Buffer.from(key, 'base64')).digest('hex').slice(0, 32);
   return [...hex].map((c) => String.fromCharCode(97 + parseInt(c, 16))).join('');
 }

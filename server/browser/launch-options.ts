@@ -13,6 +13,8 @@ export interface LaunchOptions {
   pdfViewer: boolean;
   /** EasyList and EasyPrivacy blocked in every page (adblock.ts). */
   adblock: boolean;
+  /** Fingerprint hardening in every page (stealth-extension.ts). */
+  extraStealth: boolean;
   proxy?: { server: string; bypass?: string };
   /** Unpacked extension directories. */
   extensionDirs?: string[];
@@ -27,6 +29,7 @@ export const DEFAULT_LAUNCH_OPTIONS: Readonly<LaunchOptions> = Object.freeze({
   popupBlocker: true,
   pdfViewer: true,
   adblock: true,
+  extraStealth: false,
 });
 
 /** Whether two option sets launch identical browsers (a pooled browser serves either). */
@@ -41,6 +44,7 @@ export function sameLaunchOptions(a: LaunchOptions, b: LaunchOptions): boolean {
     a.popupBlocker === b.popupBlocker &&
     a.pdfViewer === b.pdfViewer &&
     a.adblock === b.adblock &&
+    a.extraStealth === b.extraStealth &&
     (a.proxy?.server ?? '') === (b.proxy?.server ?? '') &&
     (a.proxy?.bypass ?? '') === (b.proxy?.bypass ?? '') &&
     dirs(a) === dirs(b)

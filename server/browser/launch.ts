@@ -14,11 +14,13 @@
 //   tmp/         TMPDIR
 //   home/        HOME and XDG dirs: NSS databases, crash reports, caches stay inside
 //   adblock/     the ad-block extension's own copy (adblock.ts), when the options ask for it
+//   stealth/     the extra_stealth extension (stealth-extension.ts), when asked for
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { adblockPreferences, installAdblock } from './adblock.js';
+import { installStealth, stealthPreferences } from './stealth-extension.js';
 import { CdpClient } from './cdp-client.js';
 import { downloadsDirOf } from './download-path.js';
 import { chromiumArgs, geometry, type Geometry, type WindowInsets } from './flags.js';
@@ -192,6 +194,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     if (added?.userData) await removeLocks(paths.userData);
     await writeProfilePreferences(paths.userData, paths.downloads, options);
     if (options.adblock) options = { ...options, extensionDirs: [await installAdblock(rootDir), ...(options.extensionDirs ?? [])] };
+    if (options.extraStealth) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), await installStealth(rootDir)] };
 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);
@@ -384,7 +387,7 @@ async function removeLocks(userDataDir: string): Promise<void> {
  * Chromium 156). It restores no tabs here: a fresh root has none to restore, and a saved
  * profile is kept without its Sessions folder.
  */
-async function writeProfilePreferences(userDataDir: string, downloads: string, options: Pick<LaunchOptions, 'pdfViewer' | 'adblock'>): Promise<void> {
+async function writeProfilePreferences(userDataDir: string, downloads: string, options: Pick<LaunchOptions, 'pdfViewer' | 'adblock' | 'extraStealth'>): Promise<void> {
   const file = join(userDataDir, 'Default', 'Preferences');
   let prefs: any = {};
   try {
@@ -400,6 +403,7 @@ async function writeProfilePreferences(userDataDir: string, downloads: string, o
   // A saved profile may have shown the bookmarks bar: it would take height from the page.
   prefs.bookmark_bar = { ...prefs.bookmark_bar, show_on_all_tabs: false };
   if (options.adblock) adblockPreferences(prefs);
+  if (options.extraStealth) stealthPreferences(prefs);
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(prefs));
 }

@@ -283,7 +283,7 @@ describe('the screencast and its viewers, on their own', () => {
   beforeAll(async () => {
     fixtures = await startFixtureServer();
     browser = await launchBrowser(
-      { headless: true, viewport: { width: 640, height: 480 }, fullscreen: false, disableWebSecurity: false, popupBlocker: true, pdfViewer: true, adblock: false },
+      { headless: true, viewport: { width: 640, height: 480 }, fullscreen: false, disableWebSecurity: false, popupBlocker: true, pdfViewer: true, adblock: false, extraStealth: false },
       { chromiumPath, rootDir: join(tmpdir(), `cb-liveview-test-${randomBytes(4).toString('hex')}`), log },
     );
     cdp = await CdpClient.connect(browser.wsEndpoint);

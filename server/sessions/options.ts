@@ -29,6 +29,7 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
       popupBlocker: b.popup_blocker?.active ?? DEFAULT_LAUNCH_OPTIONS.popupBlocker,
       pdfViewer: b.pdf_viewer?.active ?? DEFAULT_LAUNCH_OPTIONS.pdfViewer,
       adblock: b.adblock?.active ?? DEFAULT_LAUNCH_OPTIONS.adblock,
+      extraStealth: b.extra_stealth?.active ?? DEFAULT_LAUNCH_OPTIONS.extraStealth,
       extensionDirs: [
         ...(b.disable_dialogs?.active ? [BUILT_IN_EXTENSIONS.noDialogs] : []),
         ...(b.force_popups_as_tabs?.active ? [BUILT_IN_EXTENSIONS.popupsAsTabs] : []),

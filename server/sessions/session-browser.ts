@@ -24,6 +24,7 @@ export async function launchSessionBrowser(
       popupBlocker: launch.popupBlocker,
       pdfViewer: launch.pdfViewer,
       adblock: launch.adblock,
+      extraStealth: launch.extraStealth,
       extensionDirs: launch.extensionDirs,
     },
     { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId, prepare },
