@@ -15,6 +15,7 @@ import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { compose } from './capability/index.js';
 import { fsBlobAreas } from './storage/blobs.js';
+import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
 import { profiles } from './profiles/index.js';
@@ -65,8 +66,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     const applied = await migrate(db);
     if (applied.length) log.info({ applied }, 'database migrated');
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
+    const secrets = await openSecrets(db, config);
 
-    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir) })
+    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets })
       .add(sessions)
       .add(extensions)
       // Before live view and recordings: its ending hook runs after theirs, and closes the

@@ -70,6 +70,8 @@ export interface Config {
   mcpIdleTimeoutSeconds: number;
   /** The operator's upstream proxies for service_proxy sessions (URLs may hold credentials: never log them); undefined when none is configured. */
   serviceProxyPool: ServiceProxyEntry[] | undefined;
+  /** SECRETS_KEY decoded (never log it); undefined means the key file in DATA_DIR. */
+  secretsKey: Buffer | undefined;
 }
 
 /** One entry per variable: the README's configuration table mirrors this list. */
@@ -117,6 +119,7 @@ export const variables = {
   RECORDING_FPS: 'Most frames per second a session recording keeps, 1 to 60 (default 10).',
   SCREENCAST_QUALITY: 'JPEG quality of the screen frames the live view shows and recordings are made of, 1 to 100 (default 70).',
   LIVE_VIEW_MAX_VIEWERS: 'Live-view viewers one session may have at once (default 10).',
+  SECRETS_KEY: 'The 32-byte key (64 hex digits or base64) that seals stored secrets: identity credentials, client certificate keys. Unset: a key file made once in DATA_DIR (secrets.key). Every node of one database must share it; never lose it.',
   MCP_IDLE_TIMEOUT_SECONDS: 'An MCP session (at /mcp) with no request for this many seconds is closed and the browser sessions it started end, 1 to 86400 (default 600).',
   SERVICE_PROXY_POOL: 'Path of a JSON or YAML file listing the upstream proxies service_proxy sessions go through ({url, country_code, region?, city?} each; see Service proxies); unset: service proxies answer 400.',
 } as const;
@@ -195,6 +198,9 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(...pool.problems.map((p) => `SERVICE_PROXY_POOL=${JSON.stringify(path)}: ${p}`));
     serviceProxyPool = pool.entries;
   }
+  const secretsKey = env.SECRETS_KEY ? decodeKey(env.SECRETS_KEY.trim()) : undefined;
+  // Never echo the value: it is the key.
+  if (env.SECRETS_KEY && !secretsKey) problems.push('SECRETS_KEY must be 32 bytes written as 64 hex digits or as base64 (openssl rand -base64 32)');
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -246,7 +252,18 @@ export function loadConfig(env: Env = process.env): Config {
     liveViewMaxViewers: int('LIVE_VIEW_MAX_VIEWERS', 10, 1, 1000),
     mcpIdleTimeoutSeconds: int('MCP_IDLE_TIMEOUT_SECONDS', 600, 1, 86_400),
     serviceProxyPool,
+    secretsKey,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** 32 bytes written as 64 hex digits or as base64 (or base64url); undefined when it is neither. */
+export function decodeKey(text: string): Buffer | undefined {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) {
+    const key = Buffer.from(text, /[-_]/.test(text) ? 'base64url' : 'base64');
+    if (key.length === 32) return key;
+  }
+  return undefined;
 }
