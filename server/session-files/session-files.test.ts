@@ -194,6 +194,25 @@ describe.each(backends)('session files on %s', (backend) => {
     expect((await list(s.id)).body.data.items.map((i) => [i.suggested_file_name, i.origin_url])).toEqual([['notes-copy.txt', site.url + '/site/files/downloads.html']]);
   });
 
+  it("keeps the downloads of a Puppeteer client's own browser context that allows them (Chromium denies them in a context made over CDP otherwise)", async () => {
+    const s = await createSession(server, HEADLESS);
+    const pp = await puppeteer.connect({ browserWSEndpoint: s.cdp_url, defaultViewport: null });
+    try {
+      // The folder the client names is its own machine's: the session's downloads folder is used.
+      const context = await pp.createBrowserContext({ downloadBehavior: { policy: 'allow', downloadPath: '/tmp/puppeteer-downloads' } });
+      const page = await context.newPage();
+      await page.goto(site.url + '/site/files/downloads.html');
+      await page.click('#attribute');
+      await eventually(async () => (await names(s.id)).includes('notes-copy.txt'), 15_000, 'the download of the Puppeteer context');
+      expect(existsSync('/tmp/puppeteer-downloads')).toBe(false);
+      await context.close();
+    } finally {
+      await pp.disconnect();
+    }
+    await endSession(server, s.id);
+    expect((await list(s.id)).body.data.items.map((i) => [i.suggested_file_name, i.size])).toEqual([['notes-copy.txt', expect.any(Number)]]);
+  });
+
   it(`keeps at most SESSION_DOWNLOADS_MAX_BYTES (${DOWNLOADS_LIMIT}) of one session: a download past it is cancelled and not kept`, async () => {
     const s = await createSession(server, HEADLESS);
     const browser = await chromium.connectOverCDP(s.cdp_url);
