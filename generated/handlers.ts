@@ -1042,9 +1042,12 @@ export type FetchSessionDownloadRequest = { params: operations["fetchSessionDown
 export type FetchSessionDownloadResponse =
   | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
   | { status: 200; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
+  | { status: 206; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string; "Content-Range": string } & ExtraHeaders }
+  | { status: 206; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string; "Content-Range": string } & ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 416; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][416]["content"]["application/json"]; headers: { "Content-Range": string } & ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteSessionDownloadRequest = { params: operations["deleteSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };

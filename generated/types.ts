@@ -367,7 +367,7 @@ export interface paths {
         };
         /**
          * Fetch a downloaded file
-         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download.
+         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download. A single byte range (`Range: bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`) answers 206 with that part, to resume a download; a range outside the file answers 416; a Range header that is not a single byte range is ignored and the whole file is sent.
          */
         get: operations["fetchSessionDownload"];
         put?: never;
@@ -5630,7 +5630,7 @@ export interface components {
             };
         };
         /** @description The requested range lies outside the file. */
-        RecordingRangeNotSatisfiable: {
+        RangeNotSatisfiable: {
             headers: {
                 /** @description The file size, as `bytes *\/SIZE`. */
                 "Content-Range": string;
@@ -5979,7 +5979,7 @@ export interface components {
         /** @description Only batches in this state. */
         BatchStatusQuery: components["schemas"]["BatchStatus"];
         /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
-        RecordingRangeHeader: string;
+        RangeHeader: string;
         /** @description The id of the running session to run the code in. */
         ExecuteCodeSessionIdQuery: string;
         /** @description A running session to work in; default a temporary session, ended afterwards. */
@@ -6714,7 +6714,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
-                Range?: components["parameters"]["RecordingRangeHeader"];
+                Range?: components["parameters"]["RangeHeader"];
             };
             path: {
                 /** @description The session's id. */
@@ -6755,7 +6755,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            416: components["responses"]["RecordingRangeNotSatisfiable"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -6916,7 +6916,10 @@ export interface operations {
     fetchSessionDownload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
+                Range?: components["parameters"]["RangeHeader"];
+            };
             path: {
                 /** @description The session's id. */
                 session_id: components["parameters"]["SessionIdPath"];
@@ -6932,7 +6935,27 @@ export interface operations {
                 headers: {
                     /** @description `attachment` with the file name (`filename` and, for names beyond ASCII, `filename*`). */
                     "Content-Disposition": string;
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: "bytes";
                     /** @description Size of the file in bytes. */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                    "*/*": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description `attachment` with the file name, as for the whole file. */
+                    "Content-Disposition": string;
+                    /** @description The range sent and the full size, as `bytes START-END/SIZE`. */
+                    "Content-Range": string;
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: "bytes";
+                    /** @description Length of the part in bytes. */
                     "Content-Length"?: number;
                     [name: string]: unknown;
                 };
@@ -6944,6 +6967,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };

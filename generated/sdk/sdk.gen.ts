@@ -220,7 +220,7 @@ export const deleteSessionDownload = <ThrowOnError extends boolean = false>(opti
 /**
  * Fetch a downloaded file
  *
- * The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download.
+ * The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download. A single byte range (`Range: bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`) answers 206 with that part, to resume a download; a range outside the file answers 416; a Range header that is not a single byte range is ignored and the whole file is sent.
  */
 export const fetchSessionDownload = <ThrowOnError extends boolean = false>(options: Options<FetchSessionDownloadData, ThrowOnError>) => (options.client ?? client).get<FetchSessionDownloadResponses, FetchSessionDownloadErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
