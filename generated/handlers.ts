@@ -324,14 +324,14 @@ export type ListSessionStatusesResponse =
 
 export type FetchWebpageRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["fetchWebpage"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageResponse =
-  | { status: 200; contentType: "text/html"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 200; contentType: "image/png"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "image/jpeg"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: string; body: BinaryBody; headers?: ExtraHeaders }
+  | { status: 200; contentType: "text/html"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][200]["content"]["application/json"]; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "image/png"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "image/jpeg"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: string; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 403; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][403]["content"]["application/json"]; headers?: ExtraHeaders }

@@ -842,7 +842,9 @@ export interface paths {
          *     The 200 body is the resource itself, not wrapped in JSON: rendered HTML for a page
          *     (`text/html`); the original bytes, content type and `Content-Disposition: attachment`
          *     for a PDF or other download; the upstream content type and bytes for any other resource.
-         *     An upstream 5xx answer or a failed connection answers 502.
+         *     An upstream 5xx answer or a failed connection answers 502. The headers `X-Upstream-Status`
+         *     and `X-Upstream-Url` say what the upstream answered and where the content came from after
+         *     redirects, so a 4xx page (a "not found" page rendered as this 200) is recognisable.
          *
          *     A request can take up to about 120 seconds when a challenge must be solved: configure
          *     client timeouts of at least 120 s. Billing: 0.005 credits per 200 response regardless of
@@ -7726,6 +7728,10 @@ export interface operations {
                 headers: {
                     /** @description `attachment` (with the file name when known) on PDF and other downloads; absent on rendered pages. */
                     "Content-Disposition"?: string;
+                    /** @description The HTTP status the upstream server answered for the page or file returned (after redirects and challenges): a 404 or 410 page is returned as this 200 with its own status here. */
+                    "X-Upstream-Status": string;
+                    /** @description The address the page or file was returned from, after redirects. */
+                    "X-Upstream-Url": string;
                     [name: string]: unknown;
                 };
                 content: {
