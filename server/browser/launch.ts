@@ -20,6 +20,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { adblockPreferences, installAdblock } from './adblock.js';
+import { autoSelectCertificatePreferences, type AutoSelectCertificate } from './auto-select-certificates.js';
 import { installStealth, stealthPreferences } from './stealth-extension.js';
 import { CdpClient } from './cdp-client.js';
 import { downloadsDirOf } from './download-path.js';
@@ -61,6 +62,8 @@ export interface RootAddition extends Pick<LaunchOptions, 'extensionDirs'> {
    * bookmarks bar, which would take height from the page, is hidden like every browser's).
    */
   userData?: boolean;
+  /** Client certificates the root's NSS database (home/.pki/nssdb) holds, and the origins each is presented to. */
+  autoSelectCertificates?: AutoSelectCertificate[];
 }
 
 export interface BrowserExit {
@@ -192,7 +195,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     const added = await env.prepare?.(rootDir);
     if (added?.extensionDirs?.length) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), ...added.extensionDirs] };
     if (added?.userData) await removeLocks(paths.userData);
-    await writeProfilePreferences(paths.userData, paths.downloads, options);
+    await writeProfilePreferences(paths.userData, paths.downloads, options, added?.autoSelectCertificates ?? []);
     if (options.adblock) options = { ...options, extensionDirs: [await installAdblock(rootDir), ...(options.extensionDirs ?? [])] };
     if (options.extraStealth) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), await installStealth(rootDir)] };
 
@@ -387,7 +390,12 @@ async function removeLocks(userDataDir: string): Promise<void> {
  * Chromium 156). It restores no tabs here: a fresh root has none to restore, and a saved
  * profile is kept without its Sessions folder.
  */
-async function writeProfilePreferences(userDataDir: string, downloads: string, options: Pick<LaunchOptions, 'pdfViewer' | 'adblock' | 'extraStealth'>): Promise<void> {
+async function writeProfilePreferences(
+  userDataDir: string,
+  downloads: string,
+  options: Pick<LaunchOptions, 'pdfViewer' | 'adblock' | 'extraStealth'>,
+  certificates: readonly AutoSelectCertificate[],
+): Promise<void> {
   const file = join(userDataDir, 'Default', 'Preferences');
   let prefs: any = {};
   try {
@@ -404,6 +412,8 @@ async function writeProfilePreferences(userDataDir: string, downloads: string, o
   prefs.bookmark_bar = { ...prefs.bookmark_bar, show_on_all_tabs: false };
   if (options.adblock) adblockPreferences(prefs);
   if (options.extraStealth) stealthPreferences(prefs);
+  // Always, even empty: a saved profile's rules name certificates this session may not hold.
+  autoSelectCertificatePreferences(prefs, certificates);
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(prefs));
 }
