@@ -93,8 +93,7 @@ export type ListClientCertificatesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadClientCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadClientCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadClientCertificateResponse =
@@ -103,8 +102,7 @@ export type UploadClientCertificateResponse =
   | { status: 401; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListExtensionsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type ListExtensionsResponse =
@@ -450,14 +448,21 @@ export type DeleteCaCertificateResponse =
   | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GetClientCertificateRequest = { params: operations["getClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetClientCertificateResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type DeleteClientCertificateRequest = { params: operations["deleteClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteClientCertificateResponse =
   | { status: 200; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetExtensionRequest = { params: operations["getExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetExtensionResponse =
@@ -1152,6 +1157,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   cancelBatchSessions(req: CancelBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<CancelBatchSessionsResponse>;
   connectCdp(req: ConnectCdpRequest, ctx: PublicCtx): MaybePromise<ConnectCdpResponse>;
   deleteCaCertificate(req: DeleteCaCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteCaCertificateResponse>;
+  getClientCertificate(req: GetClientCertificateRequest, ctx: AuthedCtx): MaybePromise<GetClientCertificateResponse>;
   deleteClientCertificate(req: DeleteClientCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteClientCertificateResponse>;
   getExtension(req: GetExtensionRequest, ctx: AuthedCtx): MaybePromise<GetExtensionResponse>;
   deleteExtension(req: DeleteExtensionRequest, ctx: AuthedCtx): MaybePromise<DeleteExtensionResponse>;
@@ -1225,4 +1231,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listIdentities" | "createIdentity" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listIdentities" | "createIdentity" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

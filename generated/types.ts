@@ -1945,7 +1945,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a client certificate
-         * @description Uploads a TLS client certificate with its private key, for one origin. 400 when the file cannot be read with the passphrase given.
+         * @description Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired. The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
          */
         post: operations["uploadClientCertificate"];
         delete?: never;
@@ -1964,12 +1964,16 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a client certificate
+         * @description The certificate's description; never its key or passphrase.
+         */
+        get: operations["getClientCertificate"];
         put?: never;
         post?: never;
         /**
          * Delete a client certificate
-         * @description Permanently removes the certificate and its key.
+         * @description Permanently removes the certificate and its key. Sessions already running keep it until they end; new sessions no longer present it.
          */
         delete: operations["deleteClientCertificate"];
         options?: never;
@@ -5318,6 +5322,22 @@ export interface components {
              * @enum {string}
              */
             format: "pkcs12" | "pem";
+            /** @description The certificate's subject distinguished name, its attributes in the certificate's order, comma-separated. */
+            subject: string;
+            /** @description The distinguished name of the certificate's issuer. */
+            issuer: string;
+            /**
+             * Format: date-time
+             * @description The start of the certificate's validity.
+             */
+            not_before: string;
+            /**
+             * Format: date-time
+             * @description The end of the certificate's validity.
+             */
+            not_after: string;
+            /** @description The SHA-256 fingerprint of the certificate, colon-separated hex. */
+            fingerprint_sha256: string;
             /** Format: date-time */
             created_at: string;
         };
@@ -11360,6 +11380,11 @@ export interface operations {
                      *           "name": "Partner portal client cert",
                      *           "origin": "https://portal.partner.example.com",
                      *           "format": "pkcs12",
+                     *           "subject": "CN=svc-agent,O=Acme",
+                     *           "issuer": "CN=Partner Client CA,O=Partner",
+                     *           "not_before": "2026-01-01T00:00:00Z",
+                     *           "not_after": "2027-01-01T00:00:00Z",
+                     *           "fingerprint_sha256": "7A:0C:5E:31:9B:44:D2:8F:16:AE:03:C9:71:5B:E2:60:8D:1F:94:37:C6:2A:B8:05:E9:73:4D:10:FA:6C:22:98",
                      *           "created_at": "2026-03-02T09:15:00Z"
                      *         }
                      *       ],
@@ -11377,7 +11402,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     uploadClientCertificate: {
@@ -11406,6 +11430,11 @@ export interface operations {
                      *         "name": "Partner portal client cert",
                      *         "origin": "https://portal.partner.example.com",
                      *         "format": "pkcs12",
+                     *         "subject": "CN=svc-agent,O=Acme",
+                     *         "issuer": "CN=Partner Client CA,O=Partner",
+                     *         "not_before": "2026-01-01T00:00:00Z",
+                     *         "not_after": "2027-01-01T00:00:00Z",
+                     *         "fingerprint_sha256": "7A:0C:5E:31:9B:44:D2:8F:16:AE:03:C9:71:5B:E2:60:8D:1F:94:37:C6:2A:B8:05:E9:73:4D:10:FA:6C:22:98",
                      *         "created_at": "2026-03-02T09:15:00Z"
                      *       }
                      *     }
@@ -11418,7 +11447,33 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getClientCertificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client certificate id. */
+                id: components["parameters"]["ClientCertificateIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The client certificate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientCertificateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
         };
     };
     deleteClientCertificate: {
@@ -11453,7 +11508,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listCaCertificates: {

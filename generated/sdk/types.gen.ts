@@ -3921,6 +3921,26 @@ export type ClientCertificate = {
      * The format of the uploaded file.
      */
     format: 'pkcs12' | 'pem';
+    /**
+     * The certificate's subject distinguished name, its attributes in the certificate's order, comma-separated.
+     */
+    subject: string;
+    /**
+     * The distinguished name of the certificate's issuer.
+     */
+    issuer: string;
+    /**
+     * The start of the certificate's validity.
+     */
+    not_before: string;
+    /**
+     * The end of the certificate's validity.
+     */
+    not_after: string;
+    /**
+     * The SHA-256 fingerprint of the certificate, colon-separated hex.
+     */
+    fingerprint_sha256: string;
     created_at: string;
 };
 
@@ -9687,10 +9707,6 @@ export type ListClientCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListClientCertificatesError = ListClientCertificatesErrors[keyof ListClientCertificatesErrors];
@@ -9732,10 +9748,6 @@ export type UploadClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UploadClientCertificateError = UploadClientCertificateErrors[keyof UploadClientCertificateErrors];
@@ -9778,10 +9790,6 @@ export type DeleteClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteClientCertificateError = DeleteClientCertificateErrors[keyof DeleteClientCertificateErrors];
@@ -9794,6 +9802,48 @@ export type DeleteClientCertificateResponses = {
 };
 
 export type DeleteClientCertificateResponse = DeleteClientCertificateResponses[keyof DeleteClientCertificateResponses];
+
+export type GetClientCertificateData = {
+    body?: never;
+    path: {
+        /**
+         * The client certificate id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/client-certificates/{id}';
+};
+
+export type GetClientCertificateErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type GetClientCertificateError = GetClientCertificateErrors[keyof GetClientCertificateErrors];
+
+export type GetClientCertificateResponses = {
+    /**
+     * The client certificate.
+     */
+    200: ClientCertificateResponse;
+};
+
+export type GetClientCertificateResponse = GetClientCertificateResponses[keyof GetClientCertificateResponses];
 
 export type ListCaCertificatesData = {
     body?: never;
