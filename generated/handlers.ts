@@ -886,8 +886,7 @@ export type PauseAgentResponse =
   | { status: 400; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListRequestedHumanInterventionsRequest = { params: operations["listRequestedHumanInterventions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListRequestedHumanInterventionsResponse =
@@ -895,8 +894,7 @@ export type ListRequestedHumanInterventionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RespondToHumanInterventionRequest = { params: operations["respondToHumanIntervention"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["respondToHumanIntervention"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RespondToHumanInterventionResponse =
@@ -906,8 +904,7 @@ export type RespondToHumanInterventionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ResumeAgentRequest = { params: operations["resumeAgent"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ResumeAgentResponse =
@@ -915,8 +912,7 @@ export type ResumeAgentResponse =
   | { status: 400; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PauseSessionRecordingRequest = { params: operations["pauseSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type PauseSessionRecordingResponse =
@@ -1231,4 +1227,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listIdentities" | "createIdentity" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listIdentities" | "createIdentity" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

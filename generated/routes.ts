@@ -1148,8 +1148,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "listRequestedHumanInterventions",
@@ -1159,8 +1159,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "respondToHumanIntervention",
@@ -1170,8 +1170,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,413,415,500],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "resumeAgent",
@@ -1181,8 +1181,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "pauseSessionRecording",

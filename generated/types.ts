@@ -743,7 +743,7 @@ export interface paths {
         };
         /**
          * List the agent's pending questions
-         * @description Lists the requests for a person that the session's agent is waiting on (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`. Each request also fires `intervention.requested`. 400 when the session is not running.
+         * @description Lists the requests for a person that code working in the session is waiting on: its agent (perform-web-task), a task run (`ctx.requestIntervention`) or an identity login (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`, or in the live view of its `live_view_url` (a takeover link that opens the live view with input even in a read-only session, while the session runs). Each request also fires `intervention.requested`. A request no one answers within its time-out (10 minutes unless the asker says otherwise) expires and leaves the list: the waiting code fails with that reason. 400 when the session is not running.
          */
         get: operations["listRequestedHumanInterventions"];
         put?: never;
@@ -768,7 +768,7 @@ export interface paths {
         put?: never;
         /**
          * Answer the agent's question
-         * @description Answers a pending request of the session's agent; the agent goes on with the answer and `intervention.resolved` fires (without the answer). 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running.
+         * @description Answers a pending request; the waiting code goes on with the answer and `intervention.resolved` fires (without the answer, which is kept sealed and only for the waiting code). `confirm` takes `yes` or `no`, `text` and `otp` a non-empty answer, `takeover` anything (`done`) once the person has acted in the live view. 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running or the answer does not fit the request.
          */
         post: operations["respondToHumanIntervention"];
         delete?: never;
@@ -7605,7 +7605,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     respondToHumanIntervention: {
@@ -7652,7 +7651,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     pauseAgent: {
@@ -7687,7 +7685,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     resumeAgent: {
@@ -7722,7 +7719,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     fetchWebpage: {

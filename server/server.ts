@@ -22,6 +22,7 @@ import { clientCertificates } from './client-certificates/index.js';
 import { profiles } from './profiles/index.js';
 import { sessionCaptcha } from './session-captcha/index.js';
 import { liveView } from './liveview/index.js';
+import { interventions, type Interventions } from './interventions/index.js';
 import { recordings } from './recording/index.js';
 import { sessionFiles } from './session-files/index.js';
 import { input } from './input/index.js';
@@ -43,6 +44,8 @@ export interface RunningServer {
   db: Db;
   /** Set when this start created the first API key (no BOOTSTRAP_API_KEY was given). */
   createdApiKey?: string;
+  /** Services of the capabilities that code beside the HTTP API may use (tests, an embedding program). */
+  services: { interventions: Interventions };
   /** Graceful: stops accepting, finishes requests, ends browsers, closes the database. */
   close(): Promise<void>;
 }
@@ -79,6 +82,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       // After profiles: its watch stops before the browser is closed gracefully.
       .add(sessionCaptcha)
       .add(liveView)
+      .add(interventions)
       .add(recordings)
       .add(sessionFiles)
       .add(input)
@@ -117,6 +121,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       config,
       db,
       createdApiKey: bootstrap.key,
+      services: { interventions: service.provided.interventions },
       close: () =>
         (closing ??= (async () => {
           // Stop taking requests while sessions end: their CDP sockets are upgraded

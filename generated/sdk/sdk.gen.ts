@@ -460,7 +460,7 @@ export const takeSessionScreenshot = <ThrowOnError extends boolean = false>(opti
 /**
  * List the agent's pending questions
  *
- * Lists the requests for a person that the session's agent is waiting on (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`. Each request also fires `intervention.requested`. 400 when the session is not running.
+ * Lists the requests for a person that code working in the session is waiting on: its agent (perform-web-task), a task run (`ctx.requestIntervention`) or an identity login (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`, or in the live view of its `live_view_url` (a takeover link that opens the live view with input even in a read-only session, while the session runs). Each request also fires `intervention.requested`. A request no one answers within its time-out (10 minutes unless the asker says otherwise) expires and leaves the list: the waiting code fails with that reason. 400 when the session is not running.
  */
 export const listRequestedHumanInterventions = <ThrowOnError extends boolean = false>(options: Options<ListRequestedHumanInterventionsData, ThrowOnError>) => (options.client ?? client).get<ListRequestedHumanInterventionsResponses, ListRequestedHumanInterventionsErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -471,7 +471,7 @@ export const listRequestedHumanInterventions = <ThrowOnError extends boolean = f
 /**
  * Answer the agent's question
  *
- * Answers a pending request of the session's agent; the agent goes on with the answer and `intervention.resolved` fires (without the answer). 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running.
+ * Answers a pending request; the waiting code goes on with the answer and `intervention.resolved` fires (without the answer, which is kept sealed and only for the waiting code). `confirm` takes `yes` or `no`, `text` and `otp` a non-empty answer, `takeover` anything (`done`) once the person has acted in the live view. 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running or the answer does not fit the request.
  */
 export const respondToHumanIntervention = <ThrowOnError extends boolean = false>(options: Options<RespondToHumanInterventionData, ThrowOnError>) => (options.client ?? client).post<RespondToHumanInterventionResponses, RespondToHumanInterventionErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

@@ -6162,10 +6162,6 @@ export type ListRequestedHumanInterventionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListRequestedHumanInterventionsError = ListRequestedHumanInterventionsErrors[keyof ListRequestedHumanInterventionsErrors];
@@ -6216,10 +6212,6 @@ export type RespondToHumanInterventionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type RespondToHumanInterventionError = RespondToHumanInterventionErrors[keyof RespondToHumanInterventionErrors];
@@ -6262,10 +6254,6 @@ export type PauseAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type PauseAgentError = PauseAgentErrors[keyof PauseAgentErrors];
@@ -6308,10 +6296,6 @@ export type ResumeAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ResumeAgentError = ResumeAgentErrors[keyof ResumeAgentErrors];
