@@ -224,8 +224,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,401,500,501],
-    errors: {"401":"general","500":"general","501":"general"},
+    statuses: [200,401,500],
+    errors: {"401":"general","500":"general"},
   },
   {
     operationId: "uploadCaCertificate",
@@ -235,8 +235,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
     arrayQuery: [],
-    statuses: [200,400,401,409,413,415,500,501],
-    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,409,413,415,500],
+    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "listClientCertificates",
@@ -631,8 +631,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "getClientCertificate",

@@ -1996,7 +1996,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a CA certificate
-         * @description Uploads a CA certificate (PEM or DER) for sessions to trust, so they reach services whose TLS certificates it signed. 400 when the file is not a certificate; 409 when the name is taken.
+         * @description Uploads a CA certificate (PEM or DER) for the project's sessions to trust, so they reach services whose TLS certificates it signed; sessions started after the upload trust it (they launch cold, with the certificate in their own NSS database). 400 when the file is not one certificate, not a CA certificate (basicConstraints CA:TRUE) or expired; 409 when the name is taken.
          */
         post: operations["uploadCaCertificate"];
         delete?: never;
@@ -11538,7 +11538,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     uploadCaCertificate: {
@@ -11595,7 +11594,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteCaCertificate: {
@@ -11630,7 +11628,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     taskCompletedEvent: {

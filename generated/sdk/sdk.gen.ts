@@ -1455,7 +1455,7 @@ export const listCaCertificates = <ThrowOnError extends boolean = false>(options
 /**
  * Upload a CA certificate
  *
- * Uploads a CA certificate (PEM or DER) for sessions to trust, so they reach services whose TLS certificates it signed. 400 when the file is not a certificate; 409 when the name is taken.
+ * Uploads a CA certificate (PEM or DER) for the project's sessions to trust, so they reach services whose TLS certificates it signed; sessions started after the upload trust it (they launch cold, with the certificate in their own NSS database). 400 when the file is not one certificate, not a CA certificate (basicConstraints CA:TRUE) or expired; 409 when the name is taken.
  */
 export const uploadCaCertificate = <ThrowOnError extends boolean = false>(options: Options<UploadCaCertificateData, ThrowOnError>) => (options.client ?? client).post<UploadCaCertificateResponses, UploadCaCertificateErrors, ThrowOnError>({
     ...formDataBodySerializer,

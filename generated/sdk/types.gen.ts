@@ -9845,10 +9845,6 @@ export type ListCaCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListCaCertificatesError = ListCaCertificatesErrors[keyof ListCaCertificatesErrors];
@@ -9894,10 +9890,6 @@ export type UploadCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UploadCaCertificateError = UploadCaCertificateErrors[keyof UploadCaCertificateErrors];
@@ -9940,10 +9932,6 @@ export type DeleteCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteCaCertificateError = DeleteCaCertificateErrors[keyof DeleteCaCertificateErrors];
