@@ -135,7 +135,7 @@ describe.each(backends)('client certificates on %s', (backend) => {
     expect((await (await server.request('/v1/client-certificates')).json()).pagination.total).toBe(0);
   });
 
-  it('sessions present the certificate to its origin without a prompt, headless and headful; other projects and deleted certificates do not', async () => {
+  it('sessions present the certificate to its origin without a prompt, headless and headful; other projects, expired and deleted certificates do not', async () => {
     const other = await createProject(server.db, { name: 'no certificates', source: 'bootstrap', key: `sk_test_nocert_${randomUUID().replaceAll('-', '')}` });
     const otherServer = { request: (path: string, init: RequestInit = {}) => server.request(path, { ...init, headers: { ...(init.headers as object), 'service-api-key': other.key } }) };
     // Without a certificate: the handshake is refused (a warm pooled browser serves it).
@@ -161,6 +161,13 @@ describe.each(backends)('client certificates on %s', (backend) => {
     // The page and what the browser asks for after it (a favicon): all with the certificate.
     expect(new Set(site.seen)).toEqual(new Set(['Test Client']));
     const served = site.seen.length;
+
+    // Expired since its upload: left out of new sessions (a site would refuse it anyway).
+    await server.db.query(`UPDATE client_certificates SET not_after = now() - interval '1 minute' WHERE id = $1`, [uploaded.body.data.id]);
+    const expired = await createSession(server, { browser: { headless: { active: true } }, session: { recording: { active: false } } });
+    expect(await visit(expired.cdp_url)).toBe('error: page.goto: net::ERR_BAD_SSL_CLIENT_AUTH_CERT');
+    await endSession(server, expired.id);
+    await server.db.query(`UPDATE client_certificates SET not_after = now() + interval '1 day' WHERE id = $1`, [uploaded.body.data.id]);
 
     await server.request(`/v1/client-certificates/${uploaded.body.data.id}`, { method: 'DELETE' });
     const after = await createSession(server, { browser: { headless: { active: true } }, session: { recording: { active: false } } });

@@ -23,7 +23,10 @@ export function clientCertificates(d: { db: Db; secrets: Secrets }): Capability<
     sessionHooks: {
       coldLaunch: (projectId) => hasClientCertificates(d.db, projectId),
       async launching(s) {
-        const rows = await projectClientCertificates(d.db, s.projectId);
+        // An expired certificate is refused by the sites anyway, and Chromium's rule cannot
+        // tell it from its renewal (same subject, same issuer): it is left out.
+        const now = Date.now();
+        const rows = (await projectClientCertificates(d.db, s.projectId)).filter((r) => r.not_after.getTime() > now);
         if (rows.length === 0) return undefined;
         const paths = rootPaths(s.rootDir);
         await importIntoNssDb(
