@@ -322,14 +322,14 @@ export type ListSessionStatusesResponse =
 
 export type FetchWebpageRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["fetchWebpage"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageResponse =
-  | { status: 200; contentType: "text/html"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 200; contentType: "image/png"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "image/jpeg"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: string; body: BinaryBody; headers?: ExtraHeaders }
+  | { status: 200; contentType: "text/html"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][200]["content"]["application/json"]; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "image/png"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "image/jpeg"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: string; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 403; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][403]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1047,9 +1047,12 @@ export type FetchSessionDownloadRequest = { params: operations["fetchSessionDown
 export type FetchSessionDownloadResponse =
   | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
   | { status: 200; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
+  | { status: 206; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string; "Content-Range": string } & ExtraHeaders }
+  | { status: 206; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string; "Content-Range": string } & ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 416; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][416]["content"]["application/json"]; headers: { "Content-Range": string } & ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteSessionDownloadRequest = { params: operations["deleteSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };

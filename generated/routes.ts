@@ -1324,8 +1324,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500],
-    errors: {"400":"general","401":"general","404":"general","500":"general"},
+    statuses: [200,206,400,401,404,416,500],
+    errors: {"400":"general","401":"general","404":"general","416":"general","500":"general"},
   },
   {
     operationId: "deleteSessionDownload",

@@ -367,7 +367,7 @@ export interface paths {
         };
         /**
          * Fetch a downloaded file
-         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download.
+         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download. A single byte range (`Range: bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`) answers 206 with that part, to resume a download; a range outside the file answers 416; a Range header that is not a single byte range is ignored and the whole file is sent.
          */
         get: operations["fetchSessionDownload"];
         put?: never;
@@ -842,7 +842,9 @@ export interface paths {
          *     The 200 body is the resource itself, not wrapped in JSON: rendered HTML for a page
          *     (`text/html`); the original bytes, content type and `Content-Disposition: attachment`
          *     for a PDF or other download; the upstream content type and bytes for any other resource.
-         *     An upstream 5xx answer or a failed connection answers 502.
+         *     An upstream 5xx answer or a failed connection answers 502. The headers `X-Upstream-Status`
+         *     and `X-Upstream-Url` say what the upstream answered and where the content came from after
+         *     redirects, so a 4xx page (a "not found" page rendered as this 200) is recognisable.
          *
          *     A request can take up to about 120 seconds when a challenge must be solved: configure
          *     client timeouts of at least 120 s. Billing: 0.005 credits per 200 response regardless of
@@ -5650,7 +5652,7 @@ export interface components {
             };
         };
         /** @description The requested range lies outside the file. */
-        RecordingRangeNotSatisfiable: {
+        RangeNotSatisfiable: {
             headers: {
                 /** @description The file size, as `bytes *\/SIZE`. */
                 "Content-Range": string;
@@ -5999,7 +6001,7 @@ export interface components {
         /** @description Only batches in this state. */
         BatchStatusQuery: components["schemas"]["BatchStatus"];
         /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
-        RecordingRangeHeader: string;
+        RangeHeader: string;
         /** @description The id of the running session to run the code in. */
         ExecuteCodeSessionIdQuery: string;
         /** @description A running session to work in; default a temporary session, ended afterwards. */
@@ -6734,7 +6736,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
-                Range?: components["parameters"]["RecordingRangeHeader"];
+                Range?: components["parameters"]["RangeHeader"];
             };
             path: {
                 /** @description The session's id. */
@@ -6775,7 +6777,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            416: components["responses"]["RecordingRangeNotSatisfiable"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -6936,7 +6938,10 @@ export interface operations {
     fetchSessionDownload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
+                Range?: components["parameters"]["RangeHeader"];
+            };
             path: {
                 /** @description The session's id. */
                 session_id: components["parameters"]["SessionIdPath"];
@@ -6952,7 +6957,27 @@ export interface operations {
                 headers: {
                     /** @description `attachment` with the file name (`filename` and, for names beyond ASCII, `filename*`). */
                     "Content-Disposition": string;
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: "bytes";
                     /** @description Size of the file in bytes. */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                    "*/*": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description `attachment` with the file name, as for the whole file. */
+                    "Content-Disposition": string;
+                    /** @description The range sent and the full size, as `bytes START-END/SIZE`. */
+                    "Content-Range": string;
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: "bytes";
+                    /** @description Length of the part in bytes. */
                     "Content-Length"?: number;
                     [name: string]: unknown;
                 };
@@ -6964,6 +6989,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -7722,6 +7748,10 @@ export interface operations {
                 headers: {
                     /** @description `attachment` (with the file name when known) on PDF and other downloads; absent on rendered pages. */
                     "Content-Disposition"?: string;
+                    /** @description The HTTP status the upstream server answered for the page or file returned (after redirects and challenges): a 404 or 410 page is returned as this 200 with its own status here. */
+                    "X-Upstream-Status": string;
+                    /** @description The address the page or file was returned from, after redirects. */
+                    "X-Upstream-Url": string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -220,7 +220,7 @@ export const deleteSessionDownload = <ThrowOnError extends boolean = false>(opti
 /**
  * Fetch a downloaded file
  *
- * The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download.
+ * The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download. A single byte range (`Range: bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`) answers 206 with that part, to resume a download; a range outside the file answers 416; a Range header that is not a single byte range is ignored and the whole file is sent.
  */
 export const fetchSessionDownload = <ThrowOnError extends boolean = false>(options: Options<FetchSessionDownloadData, ThrowOnError>) => (options.client ?? client).get<FetchSessionDownloadResponses, FetchSessionDownloadErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -516,7 +516,9 @@ export const resumeAgent = <ThrowOnError extends boolean = false>(options: Optio
  * The 200 body is the resource itself, not wrapped in JSON: rendered HTML for a page
  * (`text/html`); the original bytes, content type and `Content-Disposition: attachment`
  * for a PDF or other download; the upstream content type and bytes for any other resource.
- * An upstream 5xx answer or a failed connection answers 502.
+ * An upstream 5xx answer or a failed connection answers 502. The headers `X-Upstream-Status`
+ * and `X-Upstream-Url` say what the upstream answered and where the content came from after
+ * redirects, so a 4xx page (a "not found" page rendered as this 200) is recognisable.
  *
  * A request can take up to about 120 seconds when a challenge must be solved: configure
  * client timeouts of at least 120 s. Billing: 0.005 credits per 200 response regardless of

@@ -4205,7 +4205,7 @@ export type BatchStatusQuery = BatchStatus;
 /**
  * One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player.
  */
-export type RecordingRangeHeader = string;
+export type RangeHeader = string;
 
 /**
  * The id of the running session to run the code in.
@@ -5235,6 +5235,12 @@ export type DeleteSessionDownloadResponse = DeleteSessionDownloadResponses[keyof
 
 export type FetchSessionDownloadData = {
     body?: never;
+    headers?: {
+        /**
+         * One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player.
+         */
+        Range?: string;
+    };
     path: {
         /**
          * The session's id.
@@ -5263,6 +5269,10 @@ export type FetchSessionDownloadErrors = {
      */
     404: Error;
     /**
+     * The requested range lies outside the file.
+     */
+    416: Error;
+    /**
      * The server failed; the message names no internals.
      */
     500: Error;
@@ -5275,6 +5285,10 @@ export type FetchSessionDownloadResponses = {
      * The file.
      */
     200: Blob | File;
+    /**
+     * The requested byte range of the file.
+     */
+    206: Blob | File;
 };
 
 export type FetchSessionDownloadResponse = FetchSessionDownloadResponses[keyof FetchSessionDownloadResponses];
