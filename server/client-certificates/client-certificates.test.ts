@@ -41,15 +41,16 @@ describe.each(backends)('client certificates on %s', (backend) => {
     return { status: res.status, body: await res.json() };
   };
 
-  /** Opens the fixture site in the session's first tab: its heading, or the navigation's error. */
-  const visit = async (cdpUrl: string): Promise<string> => {
+  /** Opens the fixture site in the session's first tab (or a new context's): its heading, or the navigation's error. */
+  const visit = async (cdpUrl: string, where: 'first tab' | 'new context' = 'first tab'): Promise<string> => {
     const browser = await chromium.connectOverCDP(cdpUrl);
     try {
       // Trusting the fixture's server certificate is another family's work (CA certificates,
       // /v1/certificates): here it is waived for the test, the client certificate is not.
       const cdp = await browser.newBrowserCDPSession();
       await cdp.send('Security.setIgnoreCertificateErrors', { ignore: true });
-      const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+      const page =
+        where === 'new context' ? await (await browser.newContext()).newPage() : (browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage()));
       try {
         await page.goto(site.url, { timeout: 15_000 });
         return `page: ${await page.textContent('#who')}`;
@@ -147,7 +148,7 @@ describe.each(backends)('client certificates on %s', (backend) => {
     expect((await (await server.request('/v1/client-certificates')).json()).pagination.total).toBe(0);
   });
 
-  it('sessions present the certificate to its origin without a prompt, headless and headful; other projects, expired and deleted certificates do not', async () => {
+  it('sessions present the certificate to its origin without a prompt, headless (first tab and a new context) and headful; other projects, expired and deleted certificates do not', async () => {
     const other = await createProject(server.db, { name: 'no certificates', source: 'bootstrap', key: `sk_test_nocert_${randomUUID().replaceAll('-', '')}` });
     const otherServer = { request: (path: string, init: RequestInit = {}) => server.request(path, { ...init, headers: { ...(init.headers as object), 'service-api-key': other.key } }) };
     // Without a certificate: the handshake is refused (a warm pooled browser serves it).
@@ -164,6 +165,8 @@ describe.each(backends)('client certificates on %s', (backend) => {
         const nss = await runTool('certutil', ['-L', '-d', `sql:${join(rootOf(browsersDirFor(server.config.dataDir), s.id).dir, 'home', '.pki', 'nssdb')}`]);
         expect(nss.stdout.toString()).toContain(uploaded.body.data.id);
         expect(await visit(s.cdp_url)).toBe('page: Test Client');
+        // Playwright's newContext() (an off-the-record context) inherits the rule and the store.
+        if (headless) expect(await visit(s.cdp_url, 'new context')).toBe('page: Test Client');
       } finally {
         await endSession(server, s.id);
       }
