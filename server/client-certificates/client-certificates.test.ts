@@ -90,9 +90,13 @@ describe.each(backends)('client certificates on %s', (backend) => {
       fingerprint_sha256: expect.stringMatching(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/),
       created_at: expect.any(String),
     });
-    const pem = await upload({ name: 'partner pem', origin: 'https://portal.example.com:8443', file: Buffer.from(pki.client.cert + pki.client.key) });
+    const pem = await upload({ name: 'partner pem', origin: 'https://Portal.Example.com:8443', file: Buffer.from(pki.client.cert + pki.client.key) });
     expect(pem.status).toBe(200);
     expect(pem.body.data).toMatchObject({ format: 'pem', origin: 'https://portal.example.com:8443', fingerprint_sha256: p12.body.data.fingerprint_sha256 });
+    // The origin as browsers write it: a default port left out.
+    const defaultPort = await upload({ name: 'default port', origin: 'https://portal.example.com:443', file: Buffer.from(pki.client.cert + pki.client.key) });
+    expect(defaultPort.body.data?.origin).toBe('https://portal.example.com');
+    await server.request(`/v1/client-certificates/${defaultPort.body.data.id}`, { method: 'DELETE' });
 
     const list = await (await server.request('/v1/client-certificates?limit=1')).json();
     expect(list).toEqual({ data: [pem.body.data], pagination: { page: 1, limit: 1, total: 2, total_pages: 2 } });
