@@ -1945,7 +1945,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a client certificate
-         * @description Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired. The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
+         * @description Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired or is a CA certificate (browsers present only end-entity certificates). The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
          */
         post: operations["uploadClientCertificate"];
         delete?: never;

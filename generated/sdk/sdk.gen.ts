@@ -1406,7 +1406,7 @@ export const listClientCertificates = <ThrowOnError extends boolean = false>(opt
 /**
  * Upload a client certificate
  *
- * Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired. The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
+ * Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired or is a CA certificate (browsers present only end-entity certificates). The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
  */
 export const uploadClientCertificate = <ThrowOnError extends boolean = false>(options: Options<UploadClientCertificateData, ThrowOnError>) => (options.client ?? client).post<UploadClientCertificateResponses, UploadClientCertificateErrors, ThrowOnError>({
     ...formDataBodySerializer,
