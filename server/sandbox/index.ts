@@ -231,7 +231,8 @@ async function supervise(
   const onAbort = () => stop({ ok: false, error: { type: 'cancelled', message: 'the run was cancelled' } });
   req.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    await Promise.race([jailed.ready, jailed.exited]);
+    // A child that dies before it is ready is diagnosed below from what it wrote.
+    await Promise.race([jailed.ready.catch(() => {}), jailed.exited]);
     if (jailed.alive && !verdict) {
       await jailed.start(
         code.js,

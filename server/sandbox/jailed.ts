@@ -42,6 +42,8 @@ export interface Jailed {
   dispose(): Promise<void>;
 }
 
+/** The run's directory is made in the system's temporary directory, which the run's uid
+ * must be able to pass through (as it can /tmp) for bwrap to bind it. */
 export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed> {
   const runDir = await mkdtemp(join(tmpdir(), 'sbx-'));
   let relay: CdpRelay | undefined;
