@@ -24,7 +24,7 @@ import type { Logger } from 'pino';
 import type { ServiceConfig } from '../config/config.js';
 import { writeArtifact } from './artifacts.js';
 import { missingTools } from './jail.js';
-import { startJailed, type Jailed } from './jailed.js';
+import { startJailed, sweepStaleDirs, type Jailed } from './jailed.js';
 import type { ChildMessage } from './protocol.js';
 import { checkTypeScript, transpile } from './transpile.js';
 import type { SandboxArtifact, SandboxErrorType, SandboxLogLine, SandboxOutcome, SandboxRequest } from './types.js';
@@ -93,7 +93,9 @@ export function createSandbox(d: { config: ServiceConfig; log: Logger }): Sandbo
     clearTimeout(entry.idle);
     void entry.jailed.dispose();
   };
+  let swept: Promise<void> | undefined;
   const take = async (memoryMb: number): Promise<Jailed> => {
+    await (swept ??= sweepStaleDirs(log));
     if (memoryMb === DEFAULT_MEMORY_MB) {
       const entry = warm.find((e) => e.jailed.alive);
       if (entry) {
@@ -161,6 +163,7 @@ async function supervise(
   started: number,
 ): Promise<Verdict> {
   let verdict: Verdict | undefined;
+  let userStarted = false;
   let logBytes = 0;
   let stderrTail = '';
   const writes: Promise<void>[] = [];
@@ -180,6 +183,7 @@ async function supervise(
   const onMessage = (message: ChildMessage) => {
     switch (message.t) {
       case 'start':
+        userStarted = true;
         // The sandbox's own cost as this run sees it: from the run's start (a warm child
         // was spawned before) to the user's code starting, the browser connection included.
         onStart(Date.now() - Math.max(started, jailed.spawnedAt));
@@ -248,16 +252,17 @@ async function supervise(
     }
     const { code: exitCode, signal } = await jailed.exited;
     await Promise.all(writes);
-    return verdict ?? diagnose(exitCode, signal, stderrTail);
+    return verdict ?? diagnose(exitCode, signal, stderrTail, userStarted);
   } finally {
     clearTimeout(timer);
     req.signal?.removeEventListener('abort', onAbort);
   }
 }
 
-/** The child ended without a verdict: say why, as well as its last words allow. */
-function diagnose(code: number | null, signal: NodeJS.Signals | null, stderr: string): Verdict {
-  if (/heap out of memory|Reached heap limit|Cannot allocate memory|std::bad_alloc|Out of memory/i.test(stderr)) {
+/** The child ended without a verdict: say why, as well as its last words allow. Before the
+ * user's code started, whatever happened is the sandbox's. */
+function diagnose(code: number | null, signal: NodeJS.Signals | null, stderr: string, userStarted: boolean): Verdict {
+  if (userStarted && /heap out of memory|Reached heap limit|Cannot allocate memory|std::bad_alloc|Out of memory/i.test(stderr)) {
     return { ok: false, error: { type: 'automation_failure', message: 'the code ran out of memory and was stopped', rootCause: lastLine(stderr) } };
   }
   return {

@@ -2,7 +2,7 @@
 // socket in it, the process tree, the pipes. Started before its run is known (a warm
 // child: Playwright loaded, waiting on stdin); `dispose` leaves nothing of it behind.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chown, chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chown, chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -42,10 +42,37 @@ export interface Jailed {
   dispose(): Promise<void>;
 }
 
+/**
+ * A server killed mid-run leaves its runs' directories (its sandboxes die with it:
+ * --die-with-parent). The first run of a sandbox removes those whose server is gone; the
+ * directory's name carries the server's pid.
+ */
+export async function sweepStaleDirs(log: Logger): Promise<void> {
+  try {
+    const stale = (await readdir(tmpdir())).filter((name) => {
+      const pid = /^sbx-(\d+)-/.exec(name)?.[1];
+      return pid !== undefined && Number(pid) !== process.pid && !processExists(Number(pid));
+    });
+    await Promise.all(stale.map((name) => rm(join(tmpdir(), name), { recursive: true, force: true })));
+    if (stale.length) log.info({ count: stale.length }, 'removed directories of sandboxes whose server is gone');
+  } catch (err) {
+    log.warn({ err }, 'could not sweep old sandbox directories');
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** The run's directory is made in the system's temporary directory, which the run's uid
  * must be able to pass through (as it can /tmp) for bwrap to bind it. */
 export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed> {
-  const runDir = await mkdtemp(join(tmpdir(), 'sbx-'));
+  const runDir = await mkdtemp(join(tmpdir(), `sbx-${process.pid}-`));
   let relay: CdpRelay | undefined;
   let child: ChildProcess;
   const jail = jailCommand(runDir, { memoryMb });

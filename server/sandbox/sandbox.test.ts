@@ -2,10 +2,11 @@
 // Chromium through its cdp_url, and the hostile ones (endless loops, unbounded memory, fork
 // bombs, reading the server's files and environment, the network). After each run, nothing
 // of it is left: no process and no directory.
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
@@ -260,6 +261,7 @@ export default async function run() {
 
   it('reaches no network but its session: not the loopback of the host, not its other addresses, not the relay for anything else', async () => {
     const port = (target.address() as AddressInfo).port;
+    const hostAddress = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address ?? '10.255.255.1';
     const outcome = await run(`import { request } from 'node:http';
 export default async function run({ page }) {
   const attempt = async (url: string) => { try { const r = await fetch(url); return 'status ' + r.status; } catch (e: any) { return e.cause?.code ?? e.message; } };
@@ -270,15 +272,31 @@ export default async function run({ page }) {
   });
   return {
     loopback: await attempt('http://127.0.0.1:${port}/'),
+    host: await attempt('http://${hostAddress}:${port}/'),
     outside: await attempt('http://1.1.1.1/'),
     dns: await attempt('http://example.com/'),
     relay,
     browser: await page.evaluate(() => 1 + 1),
   };
 }`);
-    expect(outcome).toMatchObject({ ok: true, value: { loopback: 'ECONNREFUSED', outside: 'ENETUNREACH', relay: 'status 403', browser: 2 } });
+    expect(outcome).toMatchObject({ ok: true, value: { loopback: 'ECONNREFUSED', host: 'ENETUNREACH', outside: 'ENETUNREACH', relay: 'status 403', browser: 2 } });
     expect((outcome as { value: { dns: string } }).value.dns).not.toMatch(/^status/);
     expect(hits).toBe(0);
+  });
+});
+
+describe('directories of a server that is gone', () => {
+  it('are removed by the first run of a sandbox', async () => {
+    const gone = spawnSync('/bin/true');
+    const stale = join(runsRoot, `sbx-${gone.pid}-abcdef`);
+    mkdirSync(join(stale, 'code'), { recursive: true });
+    writeFileSync(join(stale, 'code', 'user.mjs'), 'export default () => 1;');
+    const alive = join(runsRoot, `sbx-${process.ppid}-abcdef`);
+    mkdirSync(alive);
+    const fresh = createSandbox({ config: { ...server.config, sandboxWarm: 0 }, log: createLogger('silent') });
+    expect(await fresh.run({ kind: 'snippet', code: 'return 1;', cdpUrl, timeoutMs: 20_000 })).toMatchObject({ ok: true, value: 1 });
+    expect(readdirSync(runsRoot)).toEqual([`sbx-${process.ppid}-abcdef`]);
+    rmSync(alive, { recursive: true });
   });
 });
 
