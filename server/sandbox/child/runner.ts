@@ -14,6 +14,7 @@ import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { INSIDE, type ChildConfig, type ChildMessage, type LogLevel } from '../protocol.js';
+import { rehearse } from './rehearsal.js';
 
 let config: ChildConfig;
 
@@ -183,6 +184,7 @@ function readConfig(): Promise<ChildConfig> {
 async function main(): Promise<void> {
   let page, context, browser;
   const port = await startRelay();
+  await rehearse(chromium);
   send({ t: 'ready' });
   config = await readConfig();
   try {
