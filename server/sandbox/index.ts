@@ -246,6 +246,7 @@ async function supervise(
         {
           kind: req.kind,
           input: req.input ?? null,
+          ...(req.pageTargetId ? { pageTargetId: req.pageTargetId } : {}),
           lineOffset: code.lineOffset,
           outputMaxBytes,
           artifacts: { enabled: req.artifactsDir !== undefined, maxBytes: ARTIFACTS_MAX_BYTES, maxCount: ARTIFACTS_MAX_COUNT },
