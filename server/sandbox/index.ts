@@ -144,6 +144,7 @@ async function runOnce(
   let jailed: Jailed | undefined;
   try {
     jailed = await d.take(memoryMb);
+    jailed.hold(true);
     const verdict = await supervise(jailed, req, code, outputMaxBytes, logs, artifacts, (ms) => (sandboxMs = ms), started);
     return end(verdict);
   } catch (err) {
