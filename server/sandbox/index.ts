@@ -72,12 +72,16 @@ export function createSandbox(d: { config: ServiceConfig; log: Logger }): Sandbo
           const entry = { jailed, idle: setTimeout(() => drop(entry), WARM_IDLE_MS) };
           entry.idle.unref();
           warm.push(entry);
-          // One that dies while waiting (killed from outside) is cleaned up and replaced.
+          let ready = false;
+          void jailed.ready.then(() => (ready = true), () => {});
+          // One that dies while waiting (killed from outside) is cleaned up and replaced;
+          // one that died before it was ready is not (no loop of failing starts): the next
+          // run starts its own and reports what went wrong.
           void jailed.exited.then(() => {
-            if (warm.includes(entry)) {
-              drop(entry);
-              refill();
-            }
+            if (!warm.includes(entry)) return;
+            drop(entry);
+            if (ready) refill();
+            else log.error('a warm sandbox ended before it was ready; the next run starts cold');
           });
         },
         (err: unknown) => {
