@@ -1,6 +1,6 @@
 // pnpm conformance --base-url URL [--api-key KEY] [--other-api-key KEY] [--only ID,ID]
 //   [--skip ID] [--junit FILE] [--json FILE] [--stateless] [--fixtures-url URL]
-//   [--timeout-ms N] [--spec FILE] [--list]
+//   [--timeout-ms N] [--fuzz N] [--seed S] [--spec FILE] [--list]
 import { parseArgs } from 'node:util';
 import { Contract } from './contract.js';
 import { SuiteContext } from './context.js';
@@ -25,6 +25,8 @@ const usage = `Usage: pnpm conformance --base-url URL [options]
                         it; the suite listens on that port (default: 127.0.0.1, any port)
   --timeout-ms N        time limit of one request (default 30000; requests that must be
                         refused at once wait at most 10000)
+  --fuzz N              G12's hostile cases an operation (default 2; more for a longer run)
+  --seed S              the seed that picks G12's cases (default 1; a failure names its seed)
   --spec FILE           the contract (default generated/openapi.json, else openapi.yaml)
   --list                print the checks and exit
 `;
@@ -49,6 +51,8 @@ function parse() {
       stateless: { type: 'boolean', default: false },
       'fixtures-url': { type: 'string' },
       'timeout-ms': { type: 'string' },
+      fuzz: { type: 'string' },
+      seed: { type: 'string' },
       spec: { type: 'string' },
       list: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -70,6 +74,10 @@ if (v.help) {
 const baseUrl = v['base-url'] ?? process.env.CONFORMANCE_BASE_URL;
 const timeoutMs = v['timeout-ms'] === undefined ? 30_000 : Number(v['timeout-ms']);
 if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) fail(`--timeout-ms must be a positive integer, not ${v['timeout-ms']}`);
+const fuzzCases = v.fuzz === undefined ? 2 : Number(v.fuzz);
+if (!Number.isInteger(fuzzCases) || fuzzCases < 0) fail(`--fuzz must be a whole number, not ${v.fuzz}`);
+const fuzzSeed = v.seed === undefined ? 1 : Number(v.seed);
+if (!Number.isInteger(fuzzSeed)) fail(`--seed must be an integer, not ${v.seed}`);
 for (const [name, value] of [['--base-url', baseUrl], ['--fixtures-url', v['fixtures-url']]] as const) {
   if (value !== undefined && !/^https?:\/\/[^/]+/.test(value)) fail(`${name} must be an http(s) URL, not ${value}`);
 }
@@ -104,6 +112,8 @@ try {
     stateless: v.stateless,
     fixturesUrl: v['fixtures-url'],
     timeoutMs,
+    fuzzCases,
+    fuzzSeed,
     specFile: v.spec,
     only: v.only,
     skip: v.skip,

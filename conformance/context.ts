@@ -26,6 +26,9 @@ export interface SuiteOptions {
   warn?: (line: string) => void;
   /** How long cleanup waits for a pending resource (a batch) to show what it spawned. */
   cleanupWaitMs?: number;
+  /** G12: hostile cases an operation (default 2), and the seed that picks them (default 1). */
+  fuzzCases?: number;
+  fuzzSeed?: number;
 }
 
 /** Which key a request carries: the run's key, none, a wrong one, or a given one. */

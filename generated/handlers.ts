@@ -138,6 +138,7 @@ export type CreateIdentityResponse =
 export type ListProfilesRequest = { params: NoFields; query: NonNullable<operations["listProfiles"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListProfilesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listProfiles"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["listProfiles"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listProfiles"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["listProfiles"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 

@@ -312,8 +312,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,401,500],
-    errors: {"401":"general","500":"general"},
+    statuses: [200,400,401,500],
+    errors: {"400":"general","401":"general","500":"general"},
   },
   {
     operationId: "createProfile",

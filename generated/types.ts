@@ -5958,7 +5958,7 @@ export interface components {
          * @example fetch-order-status
          */
         TaskNamePath: components["schemas"]["TaskName"];
-        /** @description Page number, from 1. */
+        /** @description Page number, from 1 (at most 1,000,000). */
         Page: number;
         /** @description Profiles per page. */
         ProfileLimit: number;
@@ -6097,7 +6097,7 @@ export interface operations {
     listSessions: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];
@@ -6270,7 +6270,7 @@ export interface operations {
                 granularity?: components["parameters"]["HistoryGranularityQuery"];
                 /** @description The metrics to answer, comma-separated (`metrics=session_count,credits_used`); the parameter may also be repeated. Default all six. */
                 metrics?: components["parameters"]["HistoryMetricsQuery"];
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];
@@ -8064,7 +8064,7 @@ export interface operations {
     listBatchSessions: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];
@@ -8356,7 +8356,7 @@ export interface operations {
     listTasks: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["TaskLimit"];
@@ -9113,7 +9113,7 @@ export interface operations {
     listTaskExecutions: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["TaskLimit"];
@@ -9553,7 +9553,7 @@ export interface operations {
     listProfiles: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Profiles per page. */
                 limit?: components["parameters"]["ProfileLimit"];
@@ -9594,6 +9594,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProfileListResponse"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
         };
@@ -10070,7 +10071,7 @@ export interface operations {
     listWebhooks: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];
@@ -10436,7 +10437,7 @@ export interface operations {
                 status?: components["parameters"]["WebhookDeliveryStatusQuery"];
                 /** @description Only deliveries of this event type. */
                 event_type?: components["parameters"]["WebhookDeliveryEventTypeQuery"];
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];
@@ -11352,7 +11353,7 @@ export interface operations {
     listClientCertificates: {
         parameters: {
             query?: {
-                /** @description Page number, from 1. */
+                /** @description Page number, from 1 (at most 1,000,000). */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page. */
                 limit?: components["parameters"]["Limit"];

@@ -4093,7 +4093,7 @@ export type ClientCertificateUploadRequestWritable = {
 export type TaskNamePath = TaskName;
 
 /**
- * Page number, from 1.
+ * Page number, from 1 (at most 1,000,000).
  */
 export type Page = number;
 
@@ -4364,7 +4364,7 @@ export type ListSessionsData = {
     path?: never;
     query?: {
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**
@@ -4495,7 +4495,7 @@ export type GetSessionHistoryData = {
          */
         metrics?: Array<HistoryMetric>;
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**
@@ -6735,7 +6735,7 @@ export type ListBatchSessionsData = {
     path?: never;
     query?: {
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**
@@ -6964,7 +6964,7 @@ export type ListTasksData = {
     path?: never;
     query?: {
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**
@@ -7587,7 +7587,7 @@ export type ListTaskExecutionsData = {
     };
     query?: {
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**
@@ -8015,7 +8015,7 @@ export type ListProfilesData = {
     path?: never;
     query?: {
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**
@@ -8027,6 +8027,10 @@ export type ListProfilesData = {
 };
 
 export type ListProfilesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
     /**
      * The API key is missing or invalid.
      */
@@ -8443,7 +8447,7 @@ export type ListWebhooksData = {
     path?: never;
     query?: {
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**
@@ -8769,7 +8773,7 @@ export type ListWebhookDeliveriesData = {
          */
         event_type?: EventType;
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**
@@ -9663,7 +9667,7 @@ export type ListClientCertificatesData = {
     path?: never;
     query?: {
         /**
-         * Page number, from 1.
+         * Page number, from 1 (at most 1,000,000).
          */
         page?: number;
         /**

@@ -85,6 +85,14 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
       expect(res.status).toBe(400);
       expect((await res.json()).error.message).toMatch(message);
     }
+    // A page number past its maximum (here one that is not even finite) is refused, not sent to the database.
+    const far = await send('/v1/webhooks?page=1e309');
+    expect(far.status).toBe(400);
+    expect((await far.json()).error.message).toBe('query/page must be a finite number');
+    const infinite = await send('/v1/batch-sessions', '{"count":1,"metadata":{"n":1e309}}');
+    expect((await infinite.json()).error.message).toBe('body/metadata/n must be a finite number');
+    // An undeclared query parameter is ignored, whatever it holds.
+    expect((await send('/v1/extensions?whatever=%00')).status).toBe(200);
     // Well-formed text beyond the Basic Multilingual Plane is fine.
     const emoji = await send('/v1/webhooks', '{"url":"https://x.example/h","subscribed_events":["session.completed"],"description":"\\ud83d\\ude00 ok"}');
     expect(emoji.status).not.toBe(400);

@@ -28,6 +28,8 @@ interface Validators {
   params?: ValidateFunction;
   query?: ValidateFunction;
   body?: ValidateFunction;
+  /** The query parameters the operation declares: others are ignored. */
+  queryNames: ReadonlySet<string>;
 }
 
 /** Per-operation validators, compiled once from the contract. */
@@ -49,7 +51,7 @@ function compileValidators(): Map<string, Validators> {
         required: list.filter((p) => p.required).map((p) => p.name),
       });
     };
-    const v: Validators = { params: objectOf('path'), query: objectOf('query') };
+    const v: Validators = { params: objectOf('path'), query: objectOf('query'), queryNames: new Set(params.filter((p) => p.in === 'query').map((p) => p.name as string)) };
     const content = op.requestBody ? deref(spec, op.requestBody).content ?? {} : {};
     const schema = content['application/json']?.schema ?? content['multipart/form-data']?.schema;
     if (schema) v.body = compileSchema(strict, schema);
@@ -89,9 +91,12 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       const params: Record<string, unknown> = { ...c.req.param() };
       refuseUnstorable(params, 'path');
       if (v.params && !v.params(params)) throw new RequestError(400, describeErrors(v.params.errors, 'path'));
-      const query = readQuery(c, route);
+      const query = readQuery(c, route, v.queryNames);
       refuseUnstorable(query, 'query');
       if (v.query && !v.query(query)) throw new RequestError(400, describeErrors(v.query.errors, 'query'));
+      // Again once coerced: "1e309" becomes Infinity, which Ajv's bounds let through.
+      refuseUnstorable(params, 'path');
+      refuseUnstorable(query, 'query');
       const body = await readBody(c, route, v, options);
 
       const clientIp = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
@@ -144,9 +149,11 @@ export function finishApp(app: Hono): Hono {
   return app;
 }
 
-function readQuery(c: Context, route: Route): Record<string, unknown> {
+/** The declared query parameters; an undeclared one is ignored, whatever it holds. */
+function readQuery(c: Context, route: Route, declared: ReadonlySet<string>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, values] of Object.entries(c.req.queries())) {
+    if (!declared.has(name)) continue;
     // Several values come either repeated (?m=a&m=b) or comma-separated (?m=a,b).
     out[name] = route.arrayQuery.includes(name) ? values.flatMap((v) => v.split(',')).filter(Boolean) : values[values.length - 1];
   }
@@ -205,8 +212,9 @@ export const MAX_DEPTH = 64;
 
 /**
  * Refuses (400) what no handler could keep: text with the NUL character or half of a
- * surrogate pair (PostgreSQL stores neither, in text or in jsonb), and JSON nested deeper than
- * MAX_DEPTH (jsonb and recursive code have stack limits). Every operation answers 400, so a
+ * surrogate pair (PostgreSQL stores neither, in text or in jsonb), numbers that are not finite
+ * (JSON's 1e309 parses to Infinity), and JSON nested deeper than MAX_DEPTH (jsonb and
+ * recursive code have stack limits). Every operation answers 400, so a
  * request the schema alone would accept never reaches the database to fail there as a 500.
  * Iterative: the input is what may be deep.
  */
@@ -219,6 +227,7 @@ function refuseUnstorable(value: unknown, where: 'path' | 'query' | 'body'): voi
       if (LONE_SURROGATE.test(v)) throw new RequestError(400, `${path} must be well-formed Unicode (it holds half of a surrogate pair)`);
       continue;
     }
+    if (typeof v === 'number' && !Number.isFinite(v)) throw new RequestError(400, `${path} must be a finite number`);
     if (v === null || typeof v !== 'object') continue;
     if (depth >= MAX_DEPTH) throw new RequestError(400, `${path} is nested deeper than ${MAX_DEPTH} levels`);
     for (const [k, child] of Object.entries(v)) {
