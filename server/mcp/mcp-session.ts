@@ -116,7 +116,7 @@ export class McpSession {
       open: async (id, kind) => {
         const s = await this.running(id);
         d.sessions.touch(s.id, kind);
-        return { session: s, driver: await d.drivers.get(s.id, s.browser) };
+        return { session: s, driver: await d.drivers.get(s.id, s.browser.wsEndpoint) };
       },
       liveViewUrl: async (id) => {
         const s = await this.running(id);
@@ -202,7 +202,7 @@ export class McpSession {
       s = await this.running(await this.autoStart);
     }
     this.d.sessions.touch(s.id, kind);
-    return { session: s, driver: await this.d.drivers.get(s.id, s.browser) };
+    return { session: s, driver: await this.d.drivers.get(s.id, s.browser.wsEndpoint) };
   }
 
   /** Ends the browser sessions it started and closes the transport. */
