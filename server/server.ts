@@ -31,6 +31,7 @@ import { webhooks } from './events/index.js';
 import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
+import { admin } from './admin/index.js';
 import { docs } from './docs/index.js';
 import { notImplemented } from './not-implemented/index.js';
 
@@ -87,6 +88,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(billing)
       .add(agentAccess)
       .add(health)
+      .add(admin)
       .add(docs)
       .add(notImplemented)
       .build();
@@ -103,6 +105,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       maxBodyBytes: config.maxBodyBytes,
       maxUploadBytes: config.maxUploadBytes,
       publicUrl: config.publicUrl,
+      adminToken: config.adminToken,
     });
     service.routes(api);
     finishApp(api);

@@ -10,6 +10,7 @@ import { routes, type Route } from '../../generated/routes.js';
 import type { Handlers } from '../../generated/handlers.js';
 import type { AuthedContext, PublicContext } from './context.js';
 import { errorBody } from './errors.js';
+import { sameToken } from '../auth/tokens.js';
 import { compileSchema, createAjv, deref, describeErrors, loadSpec, type JsonObject } from './spec.js';
 
 export type AppHandlers = Handlers<AuthedContext, PublicContext>;
@@ -22,7 +23,12 @@ export interface HttpAppOptions {
   maxBodyBytes: number;
   maxUploadBytes: number;
   publicUrl: string;
+  /** ADMIN_TOKEN: the bearer token of the admin API under /admin; undefined turns that API off (404). */
+  adminToken?: string;
 }
+
+/** An incoming X-Request-Id is kept when it is short and plain (it goes into logs and a header). */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 interface Validators {
   params?: ValidateFunction;
@@ -106,7 +112,8 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   };
 
   app.use('*', async (c, next) => {
-    const requestId = c.req.header('x-request-id')?.slice(0, 64) || randomUUID();
+    const incoming = c.req.header('x-request-id');
+    const requestId = incoming && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set('requestId' as never, requestId as never);
     const started = performance.now();
     await next();
@@ -117,6 +124,20 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       'request',
     );
   });
+
+  // The admin API, before any route: off (no ADMIN_TOKEN), everything under /admin is
+  // unknown, so a scan learns nothing; on, every request needs the token, checked before its
+  // body or parameters are looked at. The generator keeps admin operations under /admin.
+  const guardAdmin = async (c: Context, next: () => Promise<void>) => {
+    if (options.adminToken === undefined) return c.json({ error: { code: 404, message: `No route for ${c.req.method} ${c.req.path}` } }, 404);
+    const m = /^Bearer +(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
+    if (!m || !sameToken(m[1], options.adminToken)) {
+      return respondError(c, undefined, 401, 'Invalid or missing admin token: send Authorization: Bearer $ADMIN_TOKEN', { 'WWW-Authenticate': 'Bearer' });
+    }
+    await next();
+  };
+  app.use('/admin', guardAdmin);
+  app.use('/admin/*', guardAdmin);
 
   // Register path by path, in the table's order (literal segments first), each path's
   // methods followed by a 405 for the others, so a concrete path always wins over a

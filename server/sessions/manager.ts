@@ -212,7 +212,7 @@ export class SessionManager {
     let sb: SessionBrowser | undefined;
     let cdp: CdpClient | undefined;
     try {
-      await store.insertSession(this.o.db, {
+      const inserted = await store.insertSessionWithinCap(this.o.db, {
         id,
         projectId: owner.projectId,
         nodeId: this.nodeId,
@@ -223,6 +223,7 @@ export class SessionManager {
         batchId: options.batchId,
         serviceProxyId: up.serviceProxyId,
       });
+      if ('cap' in inserted) return { ok: false, status: 429, message: `The project's concurrent browser limit is reached (${inserted.cap})` };
       abort.signal.throwIfAborted();
       const warm = fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined;
       sb = warm ?? (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
