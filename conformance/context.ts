@@ -26,6 +26,8 @@ export interface SuiteOptions {
   warn?: (line: string) => void;
   /** How long cleanup waits for a pending resource (a batch) to show what it spawned. */
   cleanupWaitMs?: number;
+  /** The operator's ADMIN_TOKEN: without it the admin API's rules (AD*) are skipped. */
+  adminToken?: string;
 }
 
 /** Which key a request carries: the run's key, none, a wrong one, or a given one. */
