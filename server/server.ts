@@ -32,6 +32,7 @@ import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
 import { admin } from './admin/index.js';
+import { Metrics, metricsEndpoint } from './metrics/index.js';
 import { docs } from './docs/index.js';
 import { notImplemented } from './not-implemented/index.js';
 
@@ -69,7 +70,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
     const secrets = await openSecrets(db, config);
 
-    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets })
+    const metrics = new Metrics();
+    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets, metrics })
       .add(sessions)
       .add(extensions)
       // Before live view and recordings: its ending hook runs after theirs, and closes the
@@ -89,6 +91,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(agentAccess)
       .add(health)
       .add(admin)
+      // After what it reads: sessions, webhooks' delivery worker.
+      .add(metricsEndpoint)
       .add(docs)
       .add(notImplemented)
       .build();
@@ -106,6 +110,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       maxUploadBytes: config.maxUploadBytes,
       publicUrl: config.publicUrl,
       adminToken: config.adminToken,
+      observe: metrics.observeRequest,
     });
     service.routes(api);
     finishApp(api);

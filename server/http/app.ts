@@ -25,6 +25,8 @@ export interface HttpAppOptions {
   publicUrl: string;
   /** ADMIN_TOKEN: the bearer token of the admin API under /admin; undefined turns that API off (404). */
   adminToken?: string;
+  /** Told of every answered request (metrics); the contract's operationId when one served it. */
+  observe?(sample: { operationId: string | undefined; status: number; seconds: number }): void;
 }
 
 /** An incoming X-Request-Id is kept when it is short and plain (it goes into logs and a header). */
@@ -83,6 +85,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 
   const handle = (route: Route) => async (c: Context) => {
     const requestId = c.get('requestId' as never) as string;
+    c.set('operationId' as never, route.operationId as never);
     const reqLog = log.child({ requestId, operationId: route.operationId });
     try {
       let owner: { projectId: string; apiKeyId: string } | undefined;
@@ -118,11 +121,11 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     const started = performance.now();
     await next();
     c.header('x-request-id', requestId);
+    const ms = performance.now() - started;
+    const operationId = c.get('operationId' as never) as string | undefined;
     // Paths only: query strings can carry CDP and live-view tokens.
-    log.info(
-      { requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
-      'request',
-    );
+    log.info({ requestId, method: c.req.method, path: c.req.path, operationId, status: c.res.status, ms: Math.round(ms) }, 'request');
+    options.observe?.({ operationId, status: c.res.status, seconds: ms / 1000 });
   });
 
   // The admin API, before any route: off (no ADMIN_TOKEN), everything under /admin is

@@ -13,7 +13,12 @@ export interface Db {
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
   close(): Promise<void>;
   readonly kind: 'pglite' | 'postgres';
+  /** PostgreSQL's connection pool, for metrics; PGlite has one connection and no pool. */
+  poolStats?(): { max: number; total: number; idle: number; waiting: number };
 }
+
+/** Connections one node holds open to PostgreSQL at most. */
+const POOL_MAX = 10;
 
 // bigint and numeric arrive as strings by default; every number we store fits a double.
 const toNumber = (v: string) => Number(v);
@@ -66,7 +71,7 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
 async function openPostgres(url: string): Promise<Db> {
   const pool = new pg.Pool({
     connectionString: url,
-    max: 10,
+    max: POOL_MAX,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === 20 || oid === 1700 ? toNumber : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
@@ -99,6 +104,7 @@ async function openPostgres(url: string): Promise<Db> {
       }
     },
     close: () => pool.end(),
+    poolStats: () => ({ max: POOL_MAX, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
   };
   return db;
 }
