@@ -32,7 +32,9 @@ import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
 import { admin } from './admin/index.js';
-import { Metrics, metricsEndpoint } from './metrics/index.js';
+import { Metrics, metricsEndpoint, startTracing } from './metrics/index.js';
+import { installationId } from './browser/index.js';
+import { hostname } from 'node:os';
 import { docs } from './docs/index.js';
 import { notImplemented } from './not-implemented/index.js';
 
@@ -63,6 +65,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
   const cleanups: (() => Promise<void>)[] = [() => closeHttp(server, 0)];
   let db: Db;
   try {
+    // First in, last out: spans of the shutdown's own queries still go out.
+    const tracing = startTracing({ endpoint: config.otelEndpoint, node: `${hostname()}:${installationId(config.dataDir)}` });
+    cleanups.push(() => tracing.close());
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
     cleanups.push(() => db.close());
     const applied = await migrate(db);

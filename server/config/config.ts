@@ -76,6 +76,8 @@ export interface Config {
   adminToken: string | undefined;
   /** The bearer token GET /metrics asks for (never log it); undefined: /metrics is open. */
   metricsToken: string | undefined;
+  /** OTLP/HTTP base URL traces are sent to; undefined: no traces. */
+  otelEndpoint: string | undefined;
 }
 
 /** One entry per variable: the README's configuration table mirrors this list. */
@@ -128,6 +130,7 @@ export const variables = {
   SERVICE_PROXY_POOL: 'Path of a JSON or YAML file listing the upstream proxies service_proxy sessions go through ({url, country_code, region?, city?} each; see Service proxies); unset: service proxies answer 400.',
   ADMIN_TOKEN: 'Bearer token of the admin API under /admin/v1 (projects, limits, API keys; see Projects and API keys), at least 32 characters; unset: that API is off and answers 404.',
   METRICS_TOKEN: 'Bearer token GET /metrics asks for, at least 16 characters; unset: /metrics answers anyone who reaches the server.',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
 
 export type VariableName = keyof typeof variables;
@@ -216,6 +219,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsToken !== undefined && (metricsToken.length < 16 || /\s/.test(metricsToken))) {
     problems.push('METRICS_TOKEN must be at least 16 characters without spaces');
   }
+  const otelEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT ? env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '') : undefined;
+  if (otelEndpoint !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(otelEndpoint)) {
+    problems.push('OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, such as http://localhost:4318');
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -270,6 +277,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey,
     adminToken,
     metricsToken,
+    otelEndpoint,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
