@@ -3,7 +3,10 @@
 // (never shown again) and revoked (401 at once), per-project limits taking the place of the
 // configuration's (included credits, cost limit, concurrent browsers, on real Chromium),
 // and a project's deletion refused while a session runs.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ZipFile } from 'yazl';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 
@@ -16,6 +19,16 @@ const isProjects = schema('AdminProjectListResponse');
 const isKeyMade = schema('AdminKeyCreatedResponse');
 const isKeys = schema('AdminKeyListResponse');
 const isBilling = schema('BillingResponse');
+
+function zipOf(entries: Record<string, string>): Promise<Buffer> {
+  const zip = new ZipFile();
+  for (const [name, content] of Object.entries(entries)) zip.addBuffer(Buffer.from(content), name);
+  zip.end();
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+  });
+}
 
 function expectValid(validate: ReturnType<typeof schema>, body: unknown) {
   expect(validate(body), JSON.stringify(validate.errors)).toBe(true);
@@ -182,11 +195,22 @@ describe.each(backends)('admin API on %s', (backend) => {
     await send(t, 'PATCH', `/admin/v1/projects/${p.id}`, { body: { cost_limit: null } });
     expect((await send(t, 'GET', '/v1/billing', { token: null, key })).body.data).toMatchObject({ included_credits: 1000, cost_limit: null });
 
-    // Idle now: deleted, with its keys and sessions' history.
+    // A stored file of the project: an uploaded extension.
+    const form = new FormData();
+    form.set('name', 'kept');
+    const manifest = JSON.stringify({ manifest_version: 3, name: 'Kept', version: '1.0' });
+    form.set('file', new Blob([new Uint8Array(await zipOf({ 'manifest.json': manifest }))], { type: 'application/zip' }), 'kept.zip');
+    expect((await fetch(`${t.url}/v1/extensions`, { method: 'POST', headers: { 'service-api-key': key }, body: form })).status).toBe(200);
+    const [{ storage_key }] = await t.db.query<{ storage_key: string }>('SELECT storage_key FROM extensions WHERE project_id = $1', [p.id]);
+    const stored = join(t.dataDir, 'extensions', storage_key);
+    expect(existsSync(stored)).toBe(true);
+
+    // Idle now: deleted, with its keys, sessions' history and stored files.
     expect((await send(t, 'DELETE', `/admin/v1/projects/${p.id}`)).body).toEqual({ data: { status: 'deleted' } });
     expect((await send(t, 'GET', `/admin/v1/projects/${p.id}`)).status).toBe(404);
     expect((await send(t, 'GET', '/v1/billing', { token: null, key })).status).toBe(401);
     const [{ n }] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE project_id = $1', [p.id]);
     expect(n).toBe(0);
+    expect(existsSync(stored)).toBe(false);
   });
 });
