@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZipFile } from 'yazl';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { batchEnd, createBatch, getBatch, HEADLESS, until, type Requester } from '../batches/test-support.js';
 
 const ADMIN_TOKEN = 'adm_0123456789abcdef0123456789abcdef';
 const spec = loadSpec();
@@ -212,5 +213,22 @@ describe.each(backends)('admin API on %s', (backend) => {
     const [{ n }] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE project_id = $1', [p.id]);
     expect(n).toBe(0);
     expect(existsSync(stored)).toBe(false);
+  });
+
+  it("makes a batch's items past the project's cap wait for one of its browsers to end", async () => {
+    const p = (await send(t, 'POST', '/admin/v1/projects', { body: { name: 'batch-cap', max_concurrent_browsers: 1 } })).body.data;
+    const key = (await send(t, 'POST', `/admin/v1/projects/${p.id}/keys`)).body.data.key;
+    const as: Requester = { request: (path, init = {}) => fetch(t.url + path, { ...init, headers: { 'service-api-key': key, ...(init.headers as Record<string, string>) } }) };
+    const batchId = await createBatch(as, { count: 2, configuration: HEADLESS });
+    const made = (b: any) => b.sessions.filter((i: any) => i.session_id).map((i: any) => i.session_id as string);
+    const first = made(await until(() => getBatch(as, batchId), (b) => made(b).length === 1));
+    // The server has room (4); the project has not: the second item waits.
+    await new Promise((r) => setTimeout(r, 1500));
+    const waiting = await getBatch(as, batchId);
+    expect(waiting).toMatchObject({ status: 'pending', completed_requests: 1, failed_requests: 0, pending_requests: 1 });
+    expect((await send(t, 'DELETE', `/v1/sessions/${first[0]}`, { token: null, key })).status).toBe(200);
+    const done = await batchEnd(as, batchId);
+    expect(done).toMatchObject({ status: 'completed', completed_requests: 2, failed_requests: 0 });
+    for (const id of made(done)) await send(t, 'DELETE', `/v1/sessions/${id}`, { token: null, key });
   });
 });
