@@ -258,7 +258,8 @@ export class SessionManager {
       });
       if ('cap' in inserted) return { ok: false, status: 429, message: `The project's concurrent browser limit is reached (${inserted.cap})` };
       abort.signal.throwIfAborted();
-      const warm = fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined;
+      const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
+      const warm = fits ? this.pool?.take(id) : undefined;
       sb = warm ?? (await spanned('browser.launch', { 'session.id': id }, () => this.launchCold(id, owner.projectId, launch, session, abort.signal)));
       trace.getActiveSpan()?.setAttribute('browser.warm', warm !== undefined);
       if (up.upstream) sb.traffic.setUpstream(up.upstream);
