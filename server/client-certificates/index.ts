@@ -26,7 +26,11 @@ export function clientCertificates(d: { db: Db; secrets: Secrets }): Capability<
     sessionHooks: {
       coldLaunch: async (projectId) => (await hasClientCertificates(d.db, projectId)) || (await hasCaCertificates(d.db, projectId)),
       async launching(s) {
-        const [rows, authorities] = await Promise.all([projectClientCertificates(d.db, s.projectId), projectCaCertificates(d.db, s.projectId)]);
+        // An expired certificate is refused by the sites anyway, and Chromium's rule cannot
+        // tell it from its renewal (same subject, same issuer): it is left out.
+        const now = Date.now();
+        const [all, authorities] = await Promise.all([projectClientCertificates(d.db, s.projectId), projectCaCertificates(d.db, s.projectId)]);
+        const rows = all.filter((r) => r.not_after.getTime() > now);
         if (rows.length === 0 && authorities.length === 0) return undefined;
         const paths = rootPaths(s.rootDir);
         await importIntoNssDb(
