@@ -1,4 +1,4 @@
-// pnpm conformance --base-url URL [--api-key KEY] [--other-api-key KEY] [--only ID,ID]
+// pnpm conformance --base-url URL [--api-key KEY] [--other-api-key KEY] [--admin-token T] [--only ID,ID]
 //   [--skip ID] [--junit FILE] [--json FILE] [--stateless] [--fixtures-url URL]
 //   [--timeout-ms N] [--fuzz N] [--seed S] [--spec FILE] [--list]
 import { parseArgs } from 'node:util';
@@ -15,6 +15,9 @@ const usage = `Usage: pnpm conformance --base-url URL [options]
                         placeholder
   --other-api-key KEY   another project's key, for G11 (env CONFORMANCE_OTHER_API_KEY);
                         without one the suite asks agent access for one
+  --admin-token TOKEN   the server's ADMIN_TOKEN (env CONFORMANCE_ADMIN_TOKEN), for the
+                        admin API's rules (AD*); without it they are skipped: the admin
+                        API is the operator's, and answers 404 when it is off
   --only ID,ID          run only these rule IDs (G4, S1, or a family: G*)
   --skip ID             skip these rule IDs (repeatable, comma-separated)
   --junit FILE          write a JUnit XML report
@@ -44,6 +47,7 @@ function parse() {
       'base-url': { type: 'string' },
       'api-key': { type: 'string' },
       'other-api-key': { type: 'string' },
+      'admin-token': { type: 'string' },
       only: { type: 'string', multiple: true },
       skip: { type: 'string', multiple: true },
       junit: { type: 'string' },
@@ -109,6 +113,7 @@ try {
     baseUrl,
     apiKey: v['api-key'] ?? process.env.CONFORMANCE_API_KEY,
     otherApiKey: v['other-api-key'] ?? process.env.CONFORMANCE_OTHER_API_KEY,
+    adminToken: v['admin-token'] ?? process.env.CONFORMANCE_ADMIN_TOKEN,
     stateless: v.stateless,
     fixturesUrl: v['fixtures-url'],
     timeoutMs,

@@ -29,6 +29,8 @@ export interface SuiteOptions {
   /** G12: hostile cases an operation (default 2), and the seed that picks them (default 1). */
   fuzzCases?: number;
   fuzzSeed?: number;
+  /** The operator's ADMIN_TOKEN: without it the admin API's rules (AD*) are skipped. */
+  adminToken?: string;
 }
 
 /** Which key a request carries: the run's key, none, a wrong one, or a given one. */

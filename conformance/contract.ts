@@ -79,6 +79,9 @@ export function singular(word: string): string {
 /** Names too generic to say which collection an id belongs to. */
 const GENERIC_NAMES = new Set(['id', 'name', 'key', 'version', 'uuid']);
 
+/** The tag of the operator's admin API (`/admin/v1`). */
+export const ADMIN_TAG = 'Admin';
+
 export class Contract {
   readonly operations: Operation[] = [];
   readonly paths: string[];
@@ -87,16 +90,33 @@ export class Contract {
   private coercingAjv?: Ajv2020;
   private validators = new WeakMap<object, ValidateFunction>();
 
+  /**
+   * The operator's admin API (tag Admin): kept apart from `operations` and `paths`, which the
+   * generic rules judge with a project's key. Its own rules (rules/admin.ts) need the
+   * operator's token, and run only when the suite is given one.
+   */
+  readonly adminOperations: Operation[] = [];
+
   constructor(readonly spec: JsonObject) {
-    this.paths = Object.keys(spec.paths ?? {});
-    for (const path of this.paths) {
+    const paths: string[] = [];
+    for (const path of Object.keys(spec.paths ?? {})) {
       const item = this.deref(spec.paths[path]);
-      for (const method of METHODS) {
-        const raw = item[method.toLowerCase()];
-        if (raw) this.operations.push(this.readOperation(method, path, item, raw));
+      const ops = METHODS.filter((m) => item[m.toLowerCase()]).map((m) => this.readOperation(m, path, item, item[m.toLowerCase()]));
+      const admin = ops.length > 0 && ops.every((op) => (op.raw.tags ?? []).includes(ADMIN_TAG));
+      if (admin) this.adminOperations.push(...ops);
+      else {
+        paths.push(path);
+        this.operations.push(...ops);
       }
     }
+    this.paths = paths;
     this.readCollections();
+  }
+
+  adminOperation(id: string): Operation {
+    const op = this.adminOperations.find((o) => o.id === id);
+    if (!op) throw new Error(`the contract has no admin operation ${id}`);
+    return op;
   }
 
   static fromFile(file?: string): Contract {

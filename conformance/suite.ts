@@ -94,7 +94,8 @@ export async function runSuite(options: SuiteRunOptions): Promise<SuiteResult> {
     await ctx.init();
     out(
       `conformance: ${ctx.baseUrl}: ${contract.operations.length} operations, ${checks.length} of ${all.length} checks` +
-        `${ctx.stateless ? ', stateless' : ''}; key: ${ctx.mainKeySource}`,
+        `${ctx.stateless ? ', stateless' : ''}; key: ${ctx.mainKeySource}` +
+        `; admin API (${contract.adminOperations.length} operations): ${options.adminToken ? 'checked with --admin-token' : 'not checked, no --admin-token'}`,
     );
     report = await runChecks(checks, { stateless: ctx.stateless, concurrency: options.concurrency, out });
   } finally {

@@ -208,6 +208,23 @@ export type CreateWebhookResponse =
   | { status: 415; contentType?: "application/json"; body: operations["createWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["createWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type AdminListProjectsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type AdminListProjectsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type AdminCreateProjectRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["adminCreateProject"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type AdminCreateProjectResponse =
+  | { status: 201; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][201]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetAgentAccessChallengeRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type GetAgentAccessChallengeResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -338,6 +355,41 @@ export type FetchWebpageResponse =
   | { status: 502; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type AdminRevokeKeyRequest = { params: operations["adminRevokeKey"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type AdminRevokeKeyResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type AdminGetProjectRequest = { params: operations["adminGetProject"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type AdminGetProjectResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type AdminDeleteProjectRequest = { params: operations["adminDeleteProject"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type AdminDeleteProjectResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type AdminUpdateProjectRequest = { params: operations["adminUpdateProject"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["adminUpdateProject"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type AdminUpdateProjectResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type ExecuteTaskByNameRequest = { params: operations["executeTaskByName"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["executeTaskByName"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ExecuteTaskByNameResponse =
   | { status: 200; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -351,6 +403,24 @@ export type ExecuteTaskByNameResponse =
   | { status: 429; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type AdminListKeysRequest = { params: operations["adminListKeys"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type AdminListKeysResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type AdminCreateKeyRequest = { params: operations["adminCreateKey"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["adminCreateKey"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type AdminCreateKeyResponse =
+  | { status: 201; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][201]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetPerformWebTaskStatusRequest = { params: operations["getPerformWebTaskStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetPerformWebTaskStatusResponse =
@@ -1128,6 +1198,8 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   createTask(req: CreateTaskRequest, ctx: AuthedCtx): MaybePromise<CreateTaskResponse>;
   listWebhooks(req: ListWebhooksRequest, ctx: AuthedCtx): MaybePromise<ListWebhooksResponse>;
   createWebhook(req: CreateWebhookRequest, ctx: AuthedCtx): MaybePromise<CreateWebhookResponse>;
+  adminListProjects(req: AdminListProjectsRequest, ctx: PublicCtx): MaybePromise<AdminListProjectsResponse>;
+  adminCreateProject(req: AdminCreateProjectRequest, ctx: PublicCtx): MaybePromise<AdminCreateProjectResponse>;
   getAgentAccessChallenge(req: GetAgentAccessChallengeRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessChallengeResponse>;
   endAllSessions(req: EndAllSessionsRequest, ctx: AuthedCtx): MaybePromise<EndAllSessionsResponse>;
   getSessionHistory(req: GetSessionHistoryRequest, ctx: AuthedCtx): MaybePromise<GetSessionHistoryResponse>;
@@ -1139,7 +1211,13 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   takeScreenshot(req: TakeScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeScreenshotResponse>;
   listSessionStatuses(req: ListSessionStatusesRequest, ctx: AuthedCtx): MaybePromise<ListSessionStatusesResponse>;
   fetchWebpage(req: FetchWebpageRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageResponse>;
+  adminRevokeKey(req: AdminRevokeKeyRequest, ctx: PublicCtx): MaybePromise<AdminRevokeKeyResponse>;
+  adminGetProject(req: AdminGetProjectRequest, ctx: PublicCtx): MaybePromise<AdminGetProjectResponse>;
+  adminDeleteProject(req: AdminDeleteProjectRequest, ctx: PublicCtx): MaybePromise<AdminDeleteProjectResponse>;
+  adminUpdateProject(req: AdminUpdateProjectRequest, ctx: PublicCtx): MaybePromise<AdminUpdateProjectResponse>;
   executeTaskByName(req: ExecuteTaskByNameRequest, ctx: AuthedCtx): MaybePromise<ExecuteTaskByNameResponse>;
+  adminListKeys(req: AdminListKeysRequest, ctx: PublicCtx): MaybePromise<AdminListKeysResponse>;
+  adminCreateKey(req: AdminCreateKeyRequest, ctx: PublicCtx): MaybePromise<AdminCreateKeyResponse>;
   getPerformWebTaskStatus(req: GetPerformWebTaskStatusRequest, ctx: AuthedCtx): MaybePromise<GetPerformWebTaskStatusResponse>;
   cancelTaskRun(req: CancelTaskRunRequest, ctx: AuthedCtx): MaybePromise<CancelTaskRunResponse>;
   getTaskRunStatus(req: GetTaskRunStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskRunStatusResponse>;

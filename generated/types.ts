@@ -2030,6 +2030,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List projects
+         * @description Every project of the server, oldest first (not paginated).
+         */
+        get: operations["adminListProjects"];
+        put?: never;
+        /**
+         * Create a project
+         * @description Creates a project. Limits left out (or null) follow the server's configuration: `INCLUDED_CREDITS`, `COST_LIMIT`, and no per-project cap on concurrent browsers. The project has no API key yet: create one with `POST /admin/v1/projects/{project_id}/keys`.
+         */
+        post: operations["adminCreateProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/projects/{project_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project id. */
+                project_id: components["parameters"]["AdminProjectIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a project
+         * @description One project with its limits (null where the server's configuration applies).
+         */
+        get: operations["adminGetProject"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a project
+         * @description Deletes the project and everything it owns: keys (they answer 401 at once), session history, recordings' and downloads' records, profiles, extensions, webhooks, batches. Refused with 409 while one of its sessions is starting or running, or one of its batches still has items to start: end them first (`DELETE /v1/sessions` with one of the project's keys).
+         */
+        delete: operations["adminDeleteProject"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a project
+         * @description Changes the fields given; a limit set to null goes back to the server's configuration. New limits apply to the next session creation (sessions already running keep going).
+         */
+        patch: operations["adminUpdateProject"];
+        trace?: never;
+    };
+    "/admin/v1/projects/{project_id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project id. */
+                project_id: components["parameters"]["AdminProjectIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List API keys
+         * @description The project's keys, oldest first, revoked ones included: prefix, name, creation, last use (to the minute) and revocation; never the key.
+         */
+        get: operations["adminListKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Creates an API key of the project. The key itself is in this answer only: the server keeps its SHA-256 hash and its first characters (`prefix`).
+         */
+        post: operations["adminCreateKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The API key's id (`key_...`), not the key. */
+                key_id: components["parameters"]["AdminKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Revokes the key: from this answer on it answers 401 on every node (keys are looked up in the database on every request, never cached). Sessions it started keep running; their CDP and live-view URLs carry their own tokens. Revoking a revoked key answers 200 again.
+         */
+        delete: operations["adminRevokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "task.completed": {
@@ -5395,6 +5500,91 @@ export interface components {
             /** @description Every CA certificate of the project, newest first. */
             data: components["schemas"]["CaCertificate"][];
         };
+        /** @description A project as the operator sees it. A null limit means the server's configuration applies. */
+        AdminProject: {
+            /** @description The project id. */
+            id: string;
+            name: string;
+            /** @description `self-hosted` (the operator's projects) or `agent-access` (made through agent access); the tier decides the default included credits. */
+            tier: string;
+            /** @description Credits the project gets each billing period; null for the server's `INCLUDED_CREDITS` (none for tier `agent-access`). */
+            included_credits: number | null;
+            /** @description Credits the project may use per billing period before session creation answers 402; null for the server's `COST_LIMIT`. */
+            cost_limit: number | null;
+            /** @description Sessions the project may have starting or running at once, over every node; null for no per-project cap (each node's `MAX_CONCURRENT_BROWSERS` still applies). */
+            max_concurrent_browsers: number | null;
+            /** @description Credits granted once (agent access). */
+            gift_credits: number;
+            /** Format: date-time */
+            created_at: string;
+        };
+        AdminProjectCreateRequest: {
+            name: string;
+            /**
+             * @default self-hosted
+             * @enum {string}
+             */
+            tier?: "self-hosted" | "agent-access";
+            included_credits?: number | null;
+            cost_limit?: number | null;
+            max_concurrent_browsers?: number | null;
+        };
+        AdminProjectUpdateRequest: {
+            name?: string;
+            /** @enum {string} */
+            tier?: "self-hosted" | "agent-access";
+            included_credits?: number | null;
+            cost_limit?: number | null;
+            max_concurrent_browsers?: number | null;
+        };
+        AdminProjectResponse: {
+            data: components["schemas"]["AdminProject"];
+        };
+        AdminProjectListResponse: {
+            data: components["schemas"]["AdminProject"][];
+        };
+        /** @description An API key as listed; the key itself is never shown again. */
+        AdminKey: {
+            id: string;
+            name: string | null;
+            /** @description The key's first characters, to recognize it. */
+            prefix: string;
+            /** @description How it was made: `admin`, `bootstrap`, `first-start` or `agent-access`. */
+            source: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Its last use, to the minute.
+             */
+            last_used_at: string | null;
+            /** Format: date-time */
+            revoked_at: string | null;
+        };
+        AdminKeyCreateRequest: {
+            /** @description A label for the operator. */
+            name?: string;
+        };
+        AdminKeyCreatedResponse: {
+            data: {
+                id: string;
+                /** @description The key; shown in this answer only. */
+                key: string;
+                name: string | null;
+                prefix: string;
+                /** Format: date-time */
+                created_at: string;
+            };
+        };
+        AdminKeyListResponse: {
+            data: components["schemas"]["AdminKey"][];
+        };
+        AdminDeletedResponse: {
+            data: {
+                /** @enum {string} */
+                status: "deleted" | "revoked";
+            };
+        };
     };
     responses: {
         /** @description The request is invalid. */
@@ -5951,6 +6141,57 @@ export interface components {
                 "application/json": components["schemas"]["AgentAccessError"];
             };
         };
+        /** @description The admin token is missing or wrong. */
+        AdminUnauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 401,
+                 *         "message": "Invalid or missing admin token: send Authorization: Bearer $ADMIN_TOKEN"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The admin API is off (no `ADMIN_TOKEN` is configured). */
+        AdminOff: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 404,
+                 *         "message": "No route for GET /admin/v1/projects"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No such project or key, or the admin API is off (no `ADMIN_TOKEN` is configured). */
+        AdminNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 404,
+                 *         "message": "Not found"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /**
@@ -6087,6 +6328,10 @@ export interface components {
          * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
          */
         EventWebhookSignatureHeader: string;
+        /** @description The project id. */
+        AdminProjectIdPath: string;
+        /** @description The API key's id (`key_...`), not the key. */
+        AdminKeyIdPath: string;
     };
     requestBodies: never;
     headers: never;
@@ -11629,6 +11874,351 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminListProjects: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The projects. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "6b0e4c52-8a5e-4d0b-9c7e-0f5d2a1b3c4d",
+                     *           "name": "team-b",
+                     *           "tier": "self-hosted",
+                     *           "included_credits": null,
+                     *           "cost_limit": null,
+                     *           "max_concurrent_browsers": null,
+                     *           "gift_credits": 0,
+                     *           "created_at": "2026-03-02T09:15:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminProjectListResponse"];
+                };
+            };
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminOff"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminCreateProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "team-b",
+                 *       "included_credits": 500,
+                 *       "cost_limit": 400,
+                 *       "max_concurrent_browsers": 5
+                 *     }
+                 */
+                "application/json": components["schemas"]["AdminProjectCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The new project. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "6b0e4c52-8a5e-4d0b-9c7e-0f5d2a1b3c4d",
+                     *         "name": "team-b",
+                     *         "tier": "self-hosted",
+                     *         "included_credits": 500,
+                     *         "cost_limit": 400,
+                     *         "max_concurrent_browsers": 5,
+                     *         "gift_credits": 0,
+                     *         "created_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminProjectResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminOff"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminGetProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project id. */
+                project_id: components["parameters"]["AdminProjectIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "6b0e4c52-8a5e-4d0b-9c7e-0f5d2a1b3c4d",
+                     *         "name": "team-b",
+                     *         "tier": "self-hosted",
+                     *         "included_credits": 500,
+                     *         "cost_limit": null,
+                     *         "max_concurrent_browsers": 5,
+                     *         "gift_credits": 0,
+                     *         "created_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminProjectResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminDeleteProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project id. */
+                project_id: components["parameters"]["AdminProjectIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project is deleted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "deleted"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminDeletedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminUpdateProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project id. */
+                project_id: components["parameters"]["AdminProjectIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "max_concurrent_browsers": 10,
+                 *       "cost_limit": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["AdminProjectUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The project as updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "6b0e4c52-8a5e-4d0b-9c7e-0f5d2a1b3c4d",
+                     *         "name": "team-b",
+                     *         "tier": "self-hosted",
+                     *         "included_credits": 500,
+                     *         "cost_limit": null,
+                     *         "max_concurrent_browsers": 10,
+                     *         "gift_credits": 0,
+                     *         "created_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminProjectResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminListKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project id. */
+                project_id: components["parameters"]["AdminProjectIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "key_Qm9vdHN0cmFwS2V5SWQx",
+                     *           "name": "ci",
+                     *           "prefix": "sk_4kR9",
+                     *           "source": "admin",
+                     *           "created_at": "2026-03-02T09:15:00Z",
+                     *           "last_used_at": "2026-03-02T10:02:00Z",
+                     *           "revoked_at": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminKeyListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminCreateKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project id. */
+                project_id: components["parameters"]["AdminProjectIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "ci"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AdminKeyCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The new key, shown once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "key_Qm9vdHN0cmFwS2V5SWQx",
+                     *         "key": "sk_4kR9p2vXq7LmN3bT8wYc1ZfH6jD0sAeU5gIoK2rP9tE",
+                     *         "name": "ci",
+                     *         "prefix": "sk_4kR9",
+                     *         "created_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminKeyCreatedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminRevokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The API key's id (`key_...`), not the key. */
+                key_id: components["parameters"]["AdminKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key is revoked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "revoked"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminDeletedResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminNotFound"];
             500: components["responses"]["InternalError"];
         };
     };

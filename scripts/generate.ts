@@ -53,6 +53,7 @@ interface Op {
   method: (typeof methods)[number];
   path: string;
   secured: boolean;
+  admin: boolean;
   pathParams: string[];
   queryParams: Json[];
   body: { required: boolean; mediaTypes: string[]; binaryFields: string[] } | null;
@@ -78,7 +79,9 @@ for (const [path, item] of Object.entries<Json>(spec.paths ?? {})) {
       id: op.operationId,
       method,
       path,
-      secured: security.length > 0,
+      // Two schemes: the project's API key, and the operator's admin token (admin API only).
+      secured: security.some((r: Json) => 'ApiKeyAuth' in r),
+      admin: security.some((r: Json) => 'AdminToken' in r),
       pathParams: params.filter((p) => p.in === 'path').map((p) => p.name),
       queryParams: params.filter((p) => p.in === 'query'),
       body: rb ? { required: rb.required === true, mediaTypes, binaryFields } : null,
@@ -86,6 +89,10 @@ for (const [path, item] of Object.entries<Json>(spec.paths ?? {})) {
     });
   }
 }
+// The server guards /admin by path before routing (the admin API answers 404 when it is off),
+// so an admin operation elsewhere, or an unguarded one under /admin, would escape the guard.
+const misplaced = ops.filter((o) => o.admin !== o.path.startsWith('/admin/'));
+if (misplaced.length) throw new Error(`AdminToken operations must be exactly those under /admin/: ${misplaced.map((o) => `${o.method} ${o.path}`).join(', ')}`);
 const missing = ops.filter((o) => !o.id);
 if (missing.length) throw new Error(`operations without operationId: ${missing.map((o) => `${o.method} ${o.path}`).join(', ')}`);
 
@@ -108,6 +115,7 @@ function routesTs(): string {
     path: ${q(o.path)},
     honoPath: ${q(o.path.replace(/\{([^}]+)\}/g, ':$1'))},
     secured: ${o.secured},
+    admin: ${o.admin},
     body: ${o.body ? JSON.stringify({ required: o.body.required, mediaTypes: o.body.mediaTypes, binaryFields: o.body.binaryFields }) : 'null'},
     arrayQuery: ${JSON.stringify(arrays)},
     statuses: ${JSON.stringify(o.responses.map(([s]) => Number(s)))},
@@ -127,6 +135,8 @@ export interface Route {
   readonly honoPath: string;
   /** Whether the operation takes the service-api-key header. */
   readonly secured: boolean;
+  /** Whether the operation takes the operator's admin token (Authorization: Bearer). */
+  readonly admin: boolean;
   readonly body: { readonly required: boolean; readonly mediaTypes: readonly string[]; readonly binaryFields: readonly string[] } | null;
   /** Query parameters that take several values. */
   readonly arrayQuery: readonly string[];

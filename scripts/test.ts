@@ -45,6 +45,8 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
   const dataDir = mkdtempSync(join(tmpdir(), `cb-conformance-${label}-`));
   const port = await freePort();
   const apiKey = `sk_ci_${randomBytes(16).toString('hex')}`;
+  // The admin API's rules (AD*) run only with the operator's token.
+  const adminToken = `adm_ci_${randomBytes(24).toString('hex')}`;
   const base = `http://127.0.0.1:${port}`;
   const server = spawn(bin('tsx'), ['server/main.ts'], {
     cwd: root,
@@ -56,6 +58,7 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
       DATA_DIR: dataDir,
       DATABASE_URL: databaseUrl ?? '',
       BOOTSTRAP_API_KEY: apiKey,
+      ADMIN_TOKEN: adminToken,
       ALLOW_PRIVATE_NETWORKS: 'true',
       LOG_LEVEL: 'warn',
     },
@@ -68,7 +71,7 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
       await new Promise((r) => setTimeout(r, 500));
     }
     const report = join(dataDir, 'conformance.json');
-    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--json', report]);
+    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report]);
     const summary = JSON.parse(readFileSync(report, 'utf8')).summary as typeof totals;
     totals.passed += summary.passed;
     totals.failed += summary.failed;

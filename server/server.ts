@@ -34,6 +34,10 @@ import { webhooks } from './events/index.js';
 import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
+import { admin } from './admin/index.js';
+import { Metrics, metricsEndpoint, startTracing } from './metrics/index.js';
+import { installationId } from './browser/index.js';
+import { hostname } from 'node:os';
 import { docs } from './docs/index.js';
 import { notImplemented } from './not-implemented/index.js';
 
@@ -66,6 +70,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
   const cleanups: (() => Promise<void>)[] = [() => closeHttp(server, 0)];
   let db: Db;
   try {
+    // First in, last out: spans of the shutdown's own queries still go out.
+    const tracing = startTracing({ endpoint: config.otelEndpoint, node: `${hostname()}:${installationId(config.dataDir)}` });
+    cleanups.push(() => tracing.close());
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
     cleanups.push(() => db.close());
     const applied = await migrate(db);
@@ -73,7 +80,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
     const secrets = await openSecrets(db, config);
 
-    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets })
+    const metrics = new Metrics();
+    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets, metrics })
       .add(sessions)
       .add(extensions)
       .add(clientCertificates)
@@ -95,6 +103,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(billing)
       .add(agentAccess)
       .add(health)
+      .add(admin)
+      // After what it reads: sessions, webhooks' delivery worker.
+      .add(metricsEndpoint)
       .add(docs)
       .add(notImplemented)
       .build();
@@ -111,6 +122,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       maxBodyBytes: config.maxBodyBytes,
       maxUploadBytes: config.maxUploadBytes,
       publicUrl: config.publicUrl,
+      adminToken: config.adminToken,
+      observe: metrics.observeRequest,
     });
     service.routes(api);
     finishApp(api);

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import { type Client, formDataBodySerializer, type Options as Options2, type TDataShape } from './client/index.js';
-import type { CancelBatchSessionsData, CancelBatchSessionsErrors, CancelBatchSessionsResponses, CancelTaskRunData, CancelTaskRunErrors, CancelTaskRunResponses, ConnectCdpData, ConnectCdpErrors, ConnectCdpResponses, CopySelectionData, CopySelectionErrors, CopySelectionResponses, CreateApplicationAuthFlowData, CreateApplicationAuthFlowErrors, CreateApplicationAuthFlowResponses, CreateApplicationData, CreateApplicationErrors, CreateApplicationResponses, CreateBatchSessionsData, CreateBatchSessionsErrors, CreateBatchSessionsResponses, CreateIdentityData, CreateIdentityErrors, CreateIdentityResponses, CreateIdentityTokenData, CreateIdentityTokenErrors, CreateIdentityTokenResponses, CreateProfileData, CreateProfileErrors, CreateProfileResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteApplicationAuthFlowData, DeleteApplicationAuthFlowErrors, DeleteApplicationAuthFlowResponses, DeleteApplicationData, DeleteApplicationErrors, DeleteApplicationResponses, DeleteCaCertificateData, DeleteCaCertificateErrors, DeleteCaCertificateResponses, DeleteClientCertificateData, DeleteClientCertificateErrors, DeleteClientCertificateResponses, DeleteExtensionData, DeleteExtensionErrors, DeleteExtensionResponses, DeleteIdentityData, DeleteIdentityErrors, DeleteIdentityResponses, DeleteProfileData, DeleteProfileErrors, DeleteProfileResponses, DeleteSessionDownloadData, DeleteSessionDownloadErrors, DeleteSessionDownloadResponses, DeleteSessionRecordingData, DeleteSessionRecordingErrors, DeleteSessionRecordingResponses, DeleteTaskData, DeleteTaskErrors, DeleteTaskResponses, DeleteTaskVersionData, DeleteTaskVersionErrors, DeleteTaskVersionResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DeployTaskData, DeployTaskErrors, DeployTaskResponses, DragAndDropData, DragAndDropErrors, DragAndDropResponses, EndAllSessionsData, EndAllSessionsErrors, EndAllSessionsResponses, EndSessionData, EndSessionErrors, EndSessionResponses, ExecuteCodeData, ExecuteCodeErrors, ExecuteCodeResponses, ExecuteTaskByNameData, ExecuteTaskByNameErrors, ExecuteTaskByNameResponses, ExecuteTaskData, ExecuteTaskErrors, ExecuteTaskResponses, FetchPrimaryRecordingData, FetchPrimaryRecordingErrors, FetchPrimaryRecordingResponses, FetchSessionDownloadData, FetchSessionDownloadErrors, FetchSessionDownloadResponses, FetchWebpageContentData, FetchWebpageContentErrors, FetchWebpageContentResponses, FetchWebpageData, FetchWebpageErrors, FetchWebpageResponses, GetAgentAccessChallengeData, GetAgentAccessChallengeErrors, GetAgentAccessChallengeResponses, GetAgentAccessGuideData, GetAgentAccessGuideErrors, GetAgentAccessGuideResponses, GetApplicationData, GetApplicationErrors, GetApplicationResponses, GetBatchSessionsData, GetBatchSessionsErrors, GetBatchSessionsResponses, GetBillingData, GetBillingErrors, GetBillingResponses, GetCdpVersionData, GetCdpVersionErrors, GetCdpVersionResponses, GetClientCertificateData, GetClientCertificateErrors, GetClientCertificateResponses, GetClipboardData, GetClipboardErrors, GetClipboardResponses, GetExtensionData, GetExtensionErrors, GetExtensionResponses, GetIdentityCredentialsData, GetIdentityCredentialsErrors, GetIdentityCredentialsResponses, GetIdentityData, GetIdentityErrors, GetIdentityResponses, GetLatestTaskVersionData, GetLatestTaskVersionErrors, GetLatestTaskVersionResponses, GetPerformWebTaskStatusData, GetPerformWebTaskStatusErrors, GetPerformWebTaskStatusResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetSessionData, GetSessionErrors, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetSessionResponses, GetTaskData, GetTaskDraftData, GetTaskDraftErrors, GetTaskDraftResponses, GetTaskErrors, GetTaskExecutionData, GetTaskExecutionErrors, GetTaskExecutionResponses, GetTaskResponses, GetTaskRunStatusData, GetTaskRunStatusErrors, GetTaskRunStatusResponses, GetTaskVersionData, GetTaskVersionErrors, GetTaskVersionResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, GotoUrlData, GotoUrlErrors, GotoUrlResponses, KeyboardShortcutData, KeyboardShortcutErrors, KeyboardShortcutResponses, KeyboardTypeData, KeyboardTypeErrors, KeyboardTypeResponses, ListApplicationAuthFlowsData, ListApplicationAuthFlowsErrors, ListApplicationAuthFlowsResponses, ListApplicationIdentitiesData, ListApplicationIdentitiesErrors, ListApplicationIdentitiesResponses, ListApplicationsData, ListApplicationsErrors, ListApplicationsResponses, ListBatchSessionsData, ListBatchSessionsErrors, ListBatchSessionsResponses, ListCaCertificatesData, ListCaCertificatesErrors, ListCaCertificatesResponses, ListClientCertificatesData, ListClientCertificatesErrors, ListClientCertificatesResponses, ListExtensionsData, ListExtensionsErrors, ListExtensionsResponses, ListIdentitiesData, ListIdentitiesErrors, ListIdentitiesResponses, ListProfilesData, ListProfilesErrors, ListProfilesResponses, ListRequestedHumanInterventionsData, ListRequestedHumanInterventionsErrors, ListRequestedHumanInterventionsResponses, ListSessionDownloadsData, ListSessionDownloadsErrors, ListSessionDownloadsResponses, ListSessionPagesData, ListSessionPagesErrors, ListSessionPagesResponses, ListSessionRecordingsData, ListSessionRecordingsErrors, ListSessionRecordingsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionStatusesData, ListSessionStatusesErrors, ListSessionStatusesResponses, ListTaskExecutionsData, ListTaskExecutionsErrors, ListTaskExecutionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTaskVersionsData, ListTaskVersionsErrors, ListTaskVersionsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, MouseClickData, MouseClickErrors, MouseClickResponses, MouseDoubleClickData, MouseDoubleClickErrors, MouseDoubleClickResponses, MouseDownData, MouseDownErrors, MouseDownResponses, MouseMoveData, MouseMoveErrors, MouseMoveResponses, MouseUpData, MouseUpErrors, MouseUpResponses, PasteTextData, PasteTextErrors, PasteTextResponses, PauseAgentData, PauseAgentErrors, PauseAgentResponses, PauseSessionRecordingData, PauseSessionRecordingErrors, PauseSessionRecordingResponses, PerformWebTaskData, PerformWebTaskErrors, PerformWebTaskResponses, PublishTaskVersionData, PublishTaskVersionErrors, PublishTaskVersionResponses, RenderPagePdfData, RenderPagePdfErrors, RenderPagePdfResponses, ReplaceSessionTagsData, ReplaceSessionTagsErrors, ReplaceSessionTagsResponses, RespondToHumanInterventionData, RespondToHumanInterventionErrors, RespondToHumanInterventionResponses, ResumeAgentData, ResumeAgentErrors, ResumeAgentResponses, ResumeSessionRecordingData, ResumeSessionRecordingErrors, ResumeSessionRecordingResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, RunTaskData, RunTaskErrors, RunTaskResponses, SaveTaskDraftData, SaveTaskDraftErrors, SaveTaskDraftResponses, ScrollData, ScrollErrors, ScrollResponses, SetClipboardData, SetClipboardErrors, SetClipboardResponses, SubmitAgentAccessData, SubmitAgentAccessErrors, SubmitAgentAccessResponses, TakeScreenshotData, TakeScreenshotErrors, TakeScreenshotResponses, TakeSessionScreenshotData, TakeSessionScreenshotErrors, TakeSessionScreenshotResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UpdateApplicationAuthFlowData, UpdateApplicationAuthFlowErrors, UpdateApplicationAuthFlowResponses, UpdateApplicationData, UpdateApplicationErrors, UpdateApplicationResponses, UpdateIdentityData, UpdateIdentityErrors, UpdateIdentityResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadCaCertificateData, UploadCaCertificateErrors, UploadCaCertificateResponses, UploadClientCertificateData, UploadClientCertificateErrors, UploadClientCertificateResponses, UploadExtensionData, UploadExtensionErrors, UploadExtensionResponses, UploadSessionFileData, UploadSessionFileErrors, UploadSessionFileResponses } from './types.gen.js';
+import type { AdminCreateKeyData, AdminCreateKeyErrors, AdminCreateKeyResponses, AdminCreateProjectData, AdminCreateProjectErrors, AdminCreateProjectResponses, AdminDeleteProjectData, AdminDeleteProjectErrors, AdminDeleteProjectResponses, AdminGetProjectData, AdminGetProjectErrors, AdminGetProjectResponses, AdminListKeysData, AdminListKeysErrors, AdminListKeysResponses, AdminListProjectsData, AdminListProjectsErrors, AdminListProjectsResponses, AdminRevokeKeyData, AdminRevokeKeyErrors, AdminRevokeKeyResponses, AdminUpdateProjectData, AdminUpdateProjectErrors, AdminUpdateProjectResponses, CancelBatchSessionsData, CancelBatchSessionsErrors, CancelBatchSessionsResponses, CancelTaskRunData, CancelTaskRunErrors, CancelTaskRunResponses, ConnectCdpData, ConnectCdpErrors, ConnectCdpResponses, CopySelectionData, CopySelectionErrors, CopySelectionResponses, CreateApplicationAuthFlowData, CreateApplicationAuthFlowErrors, CreateApplicationAuthFlowResponses, CreateApplicationData, CreateApplicationErrors, CreateApplicationResponses, CreateBatchSessionsData, CreateBatchSessionsErrors, CreateBatchSessionsResponses, CreateIdentityData, CreateIdentityErrors, CreateIdentityResponses, CreateIdentityTokenData, CreateIdentityTokenErrors, CreateIdentityTokenResponses, CreateProfileData, CreateProfileErrors, CreateProfileResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, CreateTaskData, CreateTaskErrors, CreateTaskResponses, CreateWebhookData, CreateWebhookErrors, CreateWebhookResponses, DeleteApplicationAuthFlowData, DeleteApplicationAuthFlowErrors, DeleteApplicationAuthFlowResponses, DeleteApplicationData, DeleteApplicationErrors, DeleteApplicationResponses, DeleteCaCertificateData, DeleteCaCertificateErrors, DeleteCaCertificateResponses, DeleteClientCertificateData, DeleteClientCertificateErrors, DeleteClientCertificateResponses, DeleteExtensionData, DeleteExtensionErrors, DeleteExtensionResponses, DeleteIdentityData, DeleteIdentityErrors, DeleteIdentityResponses, DeleteProfileData, DeleteProfileErrors, DeleteProfileResponses, DeleteSessionDownloadData, DeleteSessionDownloadErrors, DeleteSessionDownloadResponses, DeleteSessionRecordingData, DeleteSessionRecordingErrors, DeleteSessionRecordingResponses, DeleteTaskData, DeleteTaskErrors, DeleteTaskResponses, DeleteTaskVersionData, DeleteTaskVersionErrors, DeleteTaskVersionResponses, DeleteWebhookData, DeleteWebhookErrors, DeleteWebhookResponses, DeployTaskData, DeployTaskErrors, DeployTaskResponses, DragAndDropData, DragAndDropErrors, DragAndDropResponses, EndAllSessionsData, EndAllSessionsErrors, EndAllSessionsResponses, EndSessionData, EndSessionErrors, EndSessionResponses, ExecuteCodeData, ExecuteCodeErrors, ExecuteCodeResponses, ExecuteTaskByNameData, ExecuteTaskByNameErrors, ExecuteTaskByNameResponses, ExecuteTaskData, ExecuteTaskErrors, ExecuteTaskResponses, FetchPrimaryRecordingData, FetchPrimaryRecordingErrors, FetchPrimaryRecordingResponses, FetchSessionDownloadData, FetchSessionDownloadErrors, FetchSessionDownloadResponses, FetchWebpageContentData, FetchWebpageContentErrors, FetchWebpageContentResponses, FetchWebpageData, FetchWebpageErrors, FetchWebpageResponses, GetAgentAccessChallengeData, GetAgentAccessChallengeErrors, GetAgentAccessChallengeResponses, GetAgentAccessGuideData, GetAgentAccessGuideErrors, GetAgentAccessGuideResponses, GetApplicationData, GetApplicationErrors, GetApplicationResponses, GetBatchSessionsData, GetBatchSessionsErrors, GetBatchSessionsResponses, GetBillingData, GetBillingErrors, GetBillingResponses, GetCdpVersionData, GetCdpVersionErrors, GetCdpVersionResponses, GetClientCertificateData, GetClientCertificateErrors, GetClientCertificateResponses, GetClipboardData, GetClipboardErrors, GetClipboardResponses, GetExtensionData, GetExtensionErrors, GetExtensionResponses, GetIdentityCredentialsData, GetIdentityCredentialsErrors, GetIdentityCredentialsResponses, GetIdentityData, GetIdentityErrors, GetIdentityResponses, GetLatestTaskVersionData, GetLatestTaskVersionErrors, GetLatestTaskVersionResponses, GetPerformWebTaskStatusData, GetPerformWebTaskStatusErrors, GetPerformWebTaskStatusResponses, GetProfileData, GetProfileErrors, GetProfileResponses, GetSessionData, GetSessionErrors, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetSessionResponses, GetTaskData, GetTaskDraftData, GetTaskDraftErrors, GetTaskDraftResponses, GetTaskErrors, GetTaskExecutionData, GetTaskExecutionErrors, GetTaskExecutionResponses, GetTaskResponses, GetTaskRunStatusData, GetTaskRunStatusErrors, GetTaskRunStatusResponses, GetTaskVersionData, GetTaskVersionErrors, GetTaskVersionResponses, GetWebhookData, GetWebhookErrors, GetWebhookResponses, GotoUrlData, GotoUrlErrors, GotoUrlResponses, KeyboardShortcutData, KeyboardShortcutErrors, KeyboardShortcutResponses, KeyboardTypeData, KeyboardTypeErrors, KeyboardTypeResponses, ListApplicationAuthFlowsData, ListApplicationAuthFlowsErrors, ListApplicationAuthFlowsResponses, ListApplicationIdentitiesData, ListApplicationIdentitiesErrors, ListApplicationIdentitiesResponses, ListApplicationsData, ListApplicationsErrors, ListApplicationsResponses, ListBatchSessionsData, ListBatchSessionsErrors, ListBatchSessionsResponses, ListCaCertificatesData, ListCaCertificatesErrors, ListCaCertificatesResponses, ListClientCertificatesData, ListClientCertificatesErrors, ListClientCertificatesResponses, ListExtensionsData, ListExtensionsErrors, ListExtensionsResponses, ListIdentitiesData, ListIdentitiesErrors, ListIdentitiesResponses, ListProfilesData, ListProfilesErrors, ListProfilesResponses, ListRequestedHumanInterventionsData, ListRequestedHumanInterventionsErrors, ListRequestedHumanInterventionsResponses, ListSessionDownloadsData, ListSessionDownloadsErrors, ListSessionDownloadsResponses, ListSessionPagesData, ListSessionPagesErrors, ListSessionPagesResponses, ListSessionRecordingsData, ListSessionRecordingsErrors, ListSessionRecordingsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListSessionStatusesData, ListSessionStatusesErrors, ListSessionStatusesResponses, ListTaskExecutionsData, ListTaskExecutionsErrors, ListTaskExecutionsResponses, ListTasksData, ListTasksErrors, ListTasksResponses, ListTaskVersionsData, ListTaskVersionsErrors, ListTaskVersionsResponses, ListWebhookDeliveriesData, ListWebhookDeliveriesErrors, ListWebhookDeliveriesResponses, ListWebhooksData, ListWebhooksErrors, ListWebhooksResponses, MouseClickData, MouseClickErrors, MouseClickResponses, MouseDoubleClickData, MouseDoubleClickErrors, MouseDoubleClickResponses, MouseDownData, MouseDownErrors, MouseDownResponses, MouseMoveData, MouseMoveErrors, MouseMoveResponses, MouseUpData, MouseUpErrors, MouseUpResponses, PasteTextData, PasteTextErrors, PasteTextResponses, PauseAgentData, PauseAgentErrors, PauseAgentResponses, PauseSessionRecordingData, PauseSessionRecordingErrors, PauseSessionRecordingResponses, PerformWebTaskData, PerformWebTaskErrors, PerformWebTaskResponses, PublishTaskVersionData, PublishTaskVersionErrors, PublishTaskVersionResponses, RenderPagePdfData, RenderPagePdfErrors, RenderPagePdfResponses, ReplaceSessionTagsData, ReplaceSessionTagsErrors, ReplaceSessionTagsResponses, RespondToHumanInterventionData, RespondToHumanInterventionErrors, RespondToHumanInterventionResponses, ResumeAgentData, ResumeAgentErrors, ResumeAgentResponses, ResumeSessionRecordingData, ResumeSessionRecordingErrors, ResumeSessionRecordingResponses, RotateWebhookSecretData, RotateWebhookSecretErrors, RotateWebhookSecretResponses, RunTaskData, RunTaskErrors, RunTaskResponses, SaveTaskDraftData, SaveTaskDraftErrors, SaveTaskDraftResponses, ScrollData, ScrollErrors, ScrollResponses, SetClipboardData, SetClipboardErrors, SetClipboardResponses, SubmitAgentAccessData, SubmitAgentAccessErrors, SubmitAgentAccessResponses, TakeScreenshotData, TakeScreenshotErrors, TakeScreenshotResponses, TakeSessionScreenshotData, TakeSessionScreenshotErrors, TakeSessionScreenshotResponses, TestWebhookData, TestWebhookErrors, TestWebhookResponses, UpdateApplicationAuthFlowData, UpdateApplicationAuthFlowErrors, UpdateApplicationAuthFlowResponses, UpdateApplicationData, UpdateApplicationErrors, UpdateApplicationResponses, UpdateIdentityData, UpdateIdentityErrors, UpdateIdentityResponses, UpdateTaskData, UpdateTaskErrors, UpdateTaskResponses, UpdateWebhookData, UpdateWebhookErrors, UpdateWebhookResponses, UploadCaCertificateData, UploadCaCertificateErrors, UploadCaCertificateResponses, UploadClientCertificateData, UploadClientCertificateErrors, UploadClientCertificateResponses, UploadExtensionData, UploadExtensionErrors, UploadExtensionResponses, UploadSessionFileData, UploadSessionFileErrors, UploadSessionFileResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -1478,5 +1478,105 @@ export const uploadCaCertificate = <ThrowOnError extends boolean = false>(option
 export const deleteCaCertificate = <ThrowOnError extends boolean = false>(options: Options<DeleteCaCertificateData, ThrowOnError>) => (options.client ?? client).delete<DeleteCaCertificateResponses, DeleteCaCertificateErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
     url: '/v1/certificates/{name}',
+    ...options
+});
+
+/**
+ * List projects
+ *
+ * Every project of the server, oldest first (not paginated).
+ */
+export const adminListProjects = <ThrowOnError extends boolean = false>(options?: Options<AdminListProjectsData, ThrowOnError>) => (options?.client ?? client).get<AdminListProjectsResponses, AdminListProjectsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/admin/v1/projects',
+    ...options
+});
+
+/**
+ * Create a project
+ *
+ * Creates a project. Limits left out (or null) follow the server's configuration: `INCLUDED_CREDITS`, `COST_LIMIT`, and no per-project cap on concurrent browsers. The project has no API key yet: create one with `POST /admin/v1/projects/{project_id}/keys`.
+ */
+export const adminCreateProject = <ThrowOnError extends boolean = false>(options: Options<AdminCreateProjectData, ThrowOnError>) => (options.client ?? client).post<AdminCreateProjectResponses, AdminCreateProjectErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/admin/v1/projects',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a project
+ *
+ * Deletes the project and everything it owns: keys (they answer 401 at once), session history, recordings' and downloads' records, profiles, extensions, webhooks, batches. Refused with 409 while one of its sessions is starting or running, or one of its batches still has items to start: end them first (`DELETE /v1/sessions` with one of the project's keys).
+ */
+export const adminDeleteProject = <ThrowOnError extends boolean = false>(options: Options<AdminDeleteProjectData, ThrowOnError>) => (options.client ?? client).delete<AdminDeleteProjectResponses, AdminDeleteProjectErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/admin/v1/projects/{project_id}',
+    ...options
+});
+
+/**
+ * Get a project
+ *
+ * One project with its limits (null where the server's configuration applies).
+ */
+export const adminGetProject = <ThrowOnError extends boolean = false>(options: Options<AdminGetProjectData, ThrowOnError>) => (options.client ?? client).get<AdminGetProjectResponses, AdminGetProjectErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/admin/v1/projects/{project_id}',
+    ...options
+});
+
+/**
+ * Update a project
+ *
+ * Changes the fields given; a limit set to null goes back to the server's configuration. New limits apply to the next session creation (sessions already running keep going).
+ */
+export const adminUpdateProject = <ThrowOnError extends boolean = false>(options: Options<AdminUpdateProjectData, ThrowOnError>) => (options.client ?? client).patch<AdminUpdateProjectResponses, AdminUpdateProjectErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/admin/v1/projects/{project_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * List API keys
+ *
+ * The project's keys, oldest first, revoked ones included: prefix, name, creation, last use (to the minute) and revocation; never the key.
+ */
+export const adminListKeys = <ThrowOnError extends boolean = false>(options: Options<AdminListKeysData, ThrowOnError>) => (options.client ?? client).get<AdminListKeysResponses, AdminListKeysErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/admin/v1/projects/{project_id}/keys',
+    ...options
+});
+
+/**
+ * Create an API key
+ *
+ * Creates an API key of the project. The key itself is in this answer only: the server keeps its SHA-256 hash and its first characters (`prefix`).
+ */
+export const adminCreateKey = <ThrowOnError extends boolean = false>(options: Options<AdminCreateKeyData, ThrowOnError>) => (options.client ?? client).post<AdminCreateKeyResponses, AdminCreateKeyErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/admin/v1/projects/{project_id}/keys',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Revoke an API key
+ *
+ * Revokes the key: from this answer on it answers 401 on every node (keys are looked up in the database on every request, never cached). Sessions it started keep running; their CDP and live-view URLs carry their own tokens. Revoking a revoked key answers 200 again.
+ */
+export const adminRevokeKey = <ThrowOnError extends boolean = false>(options: Options<AdminRevokeKeyData, ThrowOnError>) => (options.client ?? client).delete<AdminRevokeKeyResponses, AdminRevokeKeyErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/admin/v1/keys/{key_id}',
     ...options
 });

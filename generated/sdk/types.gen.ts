@@ -4025,6 +4025,114 @@ export type CaCertificateListResponse = {
 };
 
 /**
+ * A project as the operator sees it. A null limit means the server's configuration applies.
+ */
+export type AdminProject = {
+    /**
+     * The project id.
+     */
+    id: string;
+    name: string;
+    /**
+     * `self-hosted` (the operator's projects) or `agent-access` (made through agent access); the tier decides the default included credits.
+     */
+    tier: string;
+    /**
+     * Credits the project gets each billing period; null for the server's `INCLUDED_CREDITS` (none for tier `agent-access`).
+     */
+    included_credits: number | null;
+    /**
+     * Credits the project may use per billing period before session creation answers 402; null for the server's `COST_LIMIT`.
+     */
+    cost_limit: number | null;
+    /**
+     * Sessions the project may have starting or running at once, over every node; null for no per-project cap (each node's `MAX_CONCURRENT_BROWSERS` still applies).
+     */
+    max_concurrent_browsers: number | null;
+    /**
+     * Credits granted once (agent access).
+     */
+    gift_credits: number;
+    created_at: string;
+};
+
+export type AdminProjectCreateRequest = {
+    name: string;
+    tier?: 'self-hosted' | 'agent-access';
+    included_credits?: number | null;
+    cost_limit?: number | null;
+    max_concurrent_browsers?: number | null;
+};
+
+export type AdminProjectUpdateRequest = {
+    name?: string;
+    tier?: 'self-hosted' | 'agent-access';
+    included_credits?: number | null;
+    cost_limit?: number | null;
+    max_concurrent_browsers?: number | null;
+};
+
+export type AdminProjectResponse = {
+    data: AdminProject;
+};
+
+export type AdminProjectListResponse = {
+    data: Array<AdminProject>;
+};
+
+/**
+ * An API key as listed; the key itself is never shown again.
+ */
+export type AdminKey = {
+    id: string;
+    name: string | null;
+    /**
+     * The key's first characters, to recognize it.
+     */
+    prefix: string;
+    /**
+     * How it was made: `admin`, `bootstrap`, `first-start` or `agent-access`.
+     */
+    source: string;
+    created_at: string;
+    /**
+     * Its last use, to the minute.
+     */
+    last_used_at: string | null;
+    revoked_at: string | null;
+};
+
+export type AdminKeyCreateRequest = {
+    /**
+     * A label for the operator.
+     */
+    name?: string;
+};
+
+export type AdminKeyCreatedResponse = {
+    data: {
+        id: string;
+        /**
+         * The key; shown in this answer only.
+         */
+        key: string;
+        name: string | null;
+        prefix: string;
+        created_at: string;
+    };
+};
+
+export type AdminKeyListResponse = {
+    data: Array<AdminKey>;
+};
+
+export type AdminDeletedResponse = {
+    data: {
+        status: 'deleted' | 'revoked';
+    };
+};
+
+/**
  * The credentials, at most one of each type.
  */
 export type IdentityCredentialListWritable = Array<IdentityCredential>;
@@ -4358,6 +4466,16 @@ export type EventWebhookTimestampHeader = number;
  * Space-separated signatures `v1,<base64 HMAC-SHA256 of {webhook-id}.{webhook-timestamp}.{body}>`, one per valid secret (two during the 24-hour grace period after a rotation).
  */
 export type EventWebhookSignatureHeader = string;
+
+/**
+ * The project id.
+ */
+export type AdminProjectIdPath = string;
+
+/**
+ * The API key's id (`key_...`), not the key.
+ */
+export type AdminKeyIdPath = string;
 
 export type ListSessionsData = {
     body?: never;
@@ -9944,6 +10062,356 @@ export type DeleteCaCertificateResponses = {
 };
 
 export type DeleteCaCertificateResponse = DeleteCaCertificateResponses[keyof DeleteCaCertificateResponses];
+
+export type AdminListProjectsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/admin/v1/projects';
+};
+
+export type AdminListProjectsErrors = {
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * The admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type AdminListProjectsError = AdminListProjectsErrors[keyof AdminListProjectsErrors];
+
+export type AdminListProjectsResponses = {
+    /**
+     * The projects.
+     */
+    200: AdminProjectListResponse;
+};
+
+export type AdminListProjectsResponse = AdminListProjectsResponses[keyof AdminListProjectsResponses];
+
+export type AdminCreateProjectData = {
+    body: AdminProjectCreateRequest;
+    path?: never;
+    query?: never;
+    url: '/admin/v1/projects';
+};
+
+export type AdminCreateProjectErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * The admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type AdminCreateProjectError = AdminCreateProjectErrors[keyof AdminCreateProjectErrors];
+
+export type AdminCreateProjectResponses = {
+    /**
+     * The new project.
+     */
+    201: AdminProjectResponse;
+};
+
+export type AdminCreateProjectResponse = AdminCreateProjectResponses[keyof AdminCreateProjectResponses];
+
+export type AdminDeleteProjectData = {
+    body?: never;
+    path: {
+        /**
+         * The project id.
+         */
+        project_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/projects/{project_id}';
+};
+
+export type AdminDeleteProjectErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * No such project or key, or the admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type AdminDeleteProjectError = AdminDeleteProjectErrors[keyof AdminDeleteProjectErrors];
+
+export type AdminDeleteProjectResponses = {
+    /**
+     * The project is deleted.
+     */
+    200: AdminDeletedResponse;
+};
+
+export type AdminDeleteProjectResponse = AdminDeleteProjectResponses[keyof AdminDeleteProjectResponses];
+
+export type AdminGetProjectData = {
+    body?: never;
+    path: {
+        /**
+         * The project id.
+         */
+        project_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/projects/{project_id}';
+};
+
+export type AdminGetProjectErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * No such project or key, or the admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type AdminGetProjectError = AdminGetProjectErrors[keyof AdminGetProjectErrors];
+
+export type AdminGetProjectResponses = {
+    /**
+     * The project.
+     */
+    200: AdminProjectResponse;
+};
+
+export type AdminGetProjectResponse = AdminGetProjectResponses[keyof AdminGetProjectResponses];
+
+export type AdminUpdateProjectData = {
+    body: AdminProjectUpdateRequest;
+    path: {
+        /**
+         * The project id.
+         */
+        project_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/projects/{project_id}';
+};
+
+export type AdminUpdateProjectErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * No such project or key, or the admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type AdminUpdateProjectError = AdminUpdateProjectErrors[keyof AdminUpdateProjectErrors];
+
+export type AdminUpdateProjectResponses = {
+    /**
+     * The project as updated.
+     */
+    200: AdminProjectResponse;
+};
+
+export type AdminUpdateProjectResponse = AdminUpdateProjectResponses[keyof AdminUpdateProjectResponses];
+
+export type AdminListKeysData = {
+    body?: never;
+    path: {
+        /**
+         * The project id.
+         */
+        project_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/projects/{project_id}/keys';
+};
+
+export type AdminListKeysErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * No such project or key, or the admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type AdminListKeysError = AdminListKeysErrors[keyof AdminListKeysErrors];
+
+export type AdminListKeysResponses = {
+    /**
+     * The keys.
+     */
+    200: AdminKeyListResponse;
+};
+
+export type AdminListKeysResponse = AdminListKeysResponses[keyof AdminListKeysResponses];
+
+export type AdminCreateKeyData = {
+    body?: AdminKeyCreateRequest;
+    path: {
+        /**
+         * The project id.
+         */
+        project_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/projects/{project_id}/keys';
+};
+
+export type AdminCreateKeyErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * No such project or key, or the admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type AdminCreateKeyError = AdminCreateKeyErrors[keyof AdminCreateKeyErrors];
+
+export type AdminCreateKeyResponses = {
+    /**
+     * The new key, shown once.
+     */
+    201: AdminKeyCreatedResponse;
+};
+
+export type AdminCreateKeyResponse = AdminCreateKeyResponses[keyof AdminCreateKeyResponses];
+
+export type AdminRevokeKeyData = {
+    body?: never;
+    path: {
+        /**
+         * The API key's id (`key_...`), not the key.
+         */
+        key_id: string;
+    };
+    query?: never;
+    url: '/admin/v1/keys/{key_id}';
+};
+
+export type AdminRevokeKeyErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * No such project or key, or the admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type AdminRevokeKeyError = AdminRevokeKeyErrors[keyof AdminRevokeKeyErrors];
+
+export type AdminRevokeKeyResponses = {
+    /**
+     * The key is revoked.
+     */
+    200: AdminDeletedResponse;
+};
+
+export type AdminRevokeKeyResponse = AdminRevokeKeyResponses[keyof AdminRevokeKeyResponses];
 
 export type TaskCompletedEventWebhookPayload = EventTaskCompleted;
 

@@ -14,12 +14,24 @@ export interface KeyOwner {
   projectId: string;
 }
 
+/** How stale a key's recorded last use may get: authentication writes at most this often per key. */
+const LAST_USE_RESOLUTION_MS = 60_000;
+
+/**
+ * The key's owner, read from the database on every call: nothing is cached, so a revoked
+ * key is refused at once on every node sharing the database.
+ */
 export async function findKey(db: Db, key: string): Promise<KeyOwner | undefined> {
-  const rows = await db.query<{ id: string; project_id: string }>(
-    'SELECT id, project_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+  const rows = await db.query<{ id: string; project_id: string; last_used_at: Date | null }>(
+    'SELECT id, project_id, last_used_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
     [hashKey(key)],
   );
-  return rows[0] ? { apiKeyId: rows[0].id, projectId: rows[0].project_id } : undefined;
+  const row = rows[0];
+  if (!row) return undefined;
+  if (!row.last_used_at || Date.now() - new Date(row.last_used_at).getTime() >= LAST_USE_RESOLUTION_MS) {
+    await db.query('UPDATE api_keys SET last_used_at = now() WHERE id = $1', [row.id]);
+  }
+  return { apiKeyId: row.id, projectId: row.project_id };
 }
 
 /** Creates a project with one key; `key` is stored as given (bootstrap) or made here. */

@@ -6,7 +6,7 @@ export { closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from '
 export { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './launch-options.js';
 export { DISABLED_FEATURES, type Geometry, type Size } from './flags.js';
 export { sweepOrphans } from './sweep.js';
-export { within } from './procfs.js';
+export { groupUsage, within } from './procfs.js';
 export { BUILT_IN_EXTENSIONS } from './extensions.js';
 export { ADBLOCK, turnAdblockOff } from './adblock.js';
 export { browsersDirFor, installationId } from './roots.js';

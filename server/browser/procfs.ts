@@ -30,6 +30,10 @@ export interface ProcStat {
   pgid: number;
   /** Clock ticks after boot: with the pid, names one process across pid reuse. */
   startTime: number;
+  /** CPU time used so far, user and system, in clock ticks. */
+  cpuTicks: number;
+  /** Resident set size, in pages. */
+  rssPages: number;
 }
 
 export function readStat(pid: number): ProcStat | undefined {
@@ -50,7 +54,37 @@ export function readStat(pid: number): ProcStat | undefined {
     ppid: Number(fields[1]),
     pgid: Number(fields[2]),
     startTime: Number(fields[19]),
+    // utime and stime (fields 14 and 15), in clock ticks.
+    cpuTicks: Number(fields[11]) + Number(fields[12]),
+    // rss (field 24), in pages.
+    rssPages: Number(fields[21]),
   };
+}
+
+/** USER_HZ: Linux reports times in /proc in this unit on every architecture it runs on. */
+const TICKS_PER_SECOND = 100;
+
+/** Resident memory is counted in pages; the page size of the machines we run on (x86-64, arm64 with 4K pages). */
+const PAGE_BYTES = 4096;
+
+/**
+ * CPU time and resident memory of every live process in these process groups together (a
+ * browser's Chromium processes share its group). Memory shared between processes is counted
+ * in each, as `ps` does.
+ */
+export function groupUsage(pgids: ReadonlySet<number>): { cpuSeconds: number; rssBytes: number; processes: number } {
+  let ticks = 0;
+  let pages = 0;
+  let processes = 0;
+  if (pgids.size === 0) return { cpuSeconds: 0, rssBytes: 0, processes };
+  for (const pid of listPids()) {
+    const stat = readStat(pid);
+    if (!stat || !pgids.has(stat.pgid) || stat.state === 'Z' || stat.state === 'X') continue;
+    ticks += stat.cpuTicks;
+    pages += stat.rssPages;
+    processes++;
+  }
+  return { cpuSeconds: ticks / TICKS_PER_SECOND, rssBytes: pages * PAGE_BYTES, processes };
 }
 
 /**

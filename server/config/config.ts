@@ -74,6 +74,12 @@ export interface Config {
   serviceProxyPool: ServiceProxyEntry[] | undefined;
   /** SECRETS_KEY decoded (never log it); undefined means the key file in DATA_DIR. */
   secretsKey: Buffer | undefined;
+  /** The admin API's bearer token (never log it); undefined turns the admin API off. */
+  adminToken: string | undefined;
+  /** The bearer token GET /metrics asks for (never log it); undefined: /metrics is open. */
+  metricsToken: string | undefined;
+  /** OTLP/HTTP base URL traces are sent to; undefined: no traces. */
+  otelEndpoint: string | undefined;
 }
 
 /** One entry per variable: the README's configuration table mirrors this list. */
@@ -125,6 +131,9 @@ export const variables = {
   SECRETS_KEY: 'The 32-byte key (64 hex digits or base64) that seals stored secrets: identity credentials, client certificate keys. Unset: a key file made once in DATA_DIR (secrets.key). Every node of one database must share it; never lose it.',
   MCP_IDLE_TIMEOUT_SECONDS: 'An MCP session (at /mcp) with no request for this many seconds is closed and the browser sessions it started end, 1 to 86400 (default 600).',
   SERVICE_PROXY_POOL: 'Path of a JSON or YAML file listing the upstream proxies service_proxy sessions go through ({url, country_code, region?, city?} each; see Service proxies); unset: service proxies answer 400.',
+  ADMIN_TOKEN: 'Bearer token of the admin API under /admin/v1 (projects, limits, API keys; see Projects and API keys), at least 32 characters; unset: that API is off and answers 404.',
+  METRICS_TOKEN: 'Bearer token GET /metrics asks for, at least 16 characters; unset: /metrics answers anyone who reaches the server.',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
 
 export type VariableName = keyof typeof variables;
@@ -204,6 +213,19 @@ export function loadConfig(env: Env = process.env): Config {
   const secretsKey = env.SECRETS_KEY ? decodeKey(env.SECRETS_KEY.trim()) : undefined;
   // Never echo the value: it is the key.
   if (env.SECRETS_KEY && !secretsKey) problems.push('SECRETS_KEY must be 32 bytes written as 64 hex digits or as base64 (openssl rand -base64 32)');
+  // Never echo the tokens' values.
+  const adminToken = env.ADMIN_TOKEN || undefined;
+  if (adminToken !== undefined && (adminToken.length < 32 || /\s/.test(adminToken))) {
+    problems.push('ADMIN_TOKEN must be at least 32 characters without spaces (openssl rand -hex 32)');
+  }
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  if (metricsToken !== undefined && (metricsToken.length < 16 || /\s/.test(metricsToken))) {
+    problems.push('METRICS_TOKEN must be at least 16 characters without spaces');
+  }
+  const otelEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT ? env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '') : undefined;
+  if (otelEndpoint !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(otelEndpoint)) {
+    problems.push('OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, such as http://localhost:4318');
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -257,6 +279,9 @@ export function loadConfig(env: Env = process.env): Config {
     mcpIdleTimeoutSeconds: int('MCP_IDLE_TIMEOUT_SECONDS', 600, 1, 86_400),
     serviceProxyPool,
     secretsKey,
+    adminToken,
+    metricsToken,
+    otelEndpoint,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

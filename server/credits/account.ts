@@ -4,9 +4,11 @@
 //
 // Rules (README.md, Billing):
 // - The billing period is the calendar month in UTC.
-// - Included credits renew each period: INCLUDED_CREDITS for a project of tier
-//   'self-hosted' (every project the operator makes), none for tier 'agent-access' (a
-//   project made through the agent-access flow lives on its gift).
+// - Included credits renew each period: the project's own included_credits when the
+//   operator set one (admin API), else INCLUDED_CREDITS for a project of tier 'self-hosted'
+//   (every project the operator makes), none for tier 'agent-access' (a project made
+//   through the agent-access flow lives on its gift). The cost limit likewise: the
+//   project's cost_limit, else COST_LIMIT.
 // - Gift credits (projects.gift_credits) are granted once; a period's usage beyond its
 //   included credits spends them.
 // - Balance = included credits left this period + gift credits left. It can go below zero
@@ -46,14 +48,21 @@ export function billingPeriod(now: Date): BillingPeriod {
   return { start, end };
 }
 
-export function includedCreditsFor(tier: string, config: Pick<Config, 'includedCredits'>): number {
+export function includedCreditsFor(tier: string, config: Pick<Config, 'includedCredits'>, own: number | null = null): number {
+  if (own !== null) return own;
   return tier === AGENT_ACCESS_TIER ? 0 : config.includedCredits;
 }
 
 export async function account(db: Db, projectId: string, config: BillingConfig, now = new Date()): Promise<Account | undefined> {
-  const [project] = await db.query<{ tier: string; gift_credits: number }>('SELECT tier, gift_credits FROM projects WHERE id = $1', [projectId]);
+  const [project] = await db.query<{
+    tier: string;
+    gift_credits: number;
+    included_credits: number | null;
+    cost_limit: number | null;
+    max_concurrent_browsers: number | null;
+  }>('SELECT tier, gift_credits, included_credits, cost_limit, max_concurrent_browsers FROM projects WHERE id = $1', [projectId]);
   if (!project) return undefined;
-  const included = includedCreditsFor(project.tier, config);
+  const included = includedCreditsFor(project.tier, config, project.included_credits);
   const period = billingPeriod(now);
   let current = 0;
   let giftSpent = 0;
@@ -71,8 +80,9 @@ export async function account(db: Db, projectId: string, config: BillingConfig, 
     giftCredits: project.gift_credits,
     period,
     tier: project.tier,
-    maxConcurrentBrowsers: config.maxConcurrentBrowsers,
-    costLimit: config.costLimit,
+    // The project's own cap when set: it is the limit this project meets first.
+    maxConcurrentBrowsers: project.max_concurrent_browsers ?? config.maxConcurrentBrowsers,
+    costLimit: project.cost_limit ?? config.costLimit,
   };
 }
 

@@ -25,5 +25,7 @@ export function webhooks(d: { db: Db; config: ServiceConfig; log: Logger }): Cap
     }),
     // Waits for deliveries in flight up to the shutdown grace.
     workers: [{ start: () => worker.start(), stop: () => worker.stop(d.config.shutdownGraceSeconds * 1000) }],
+    // The worker's counters, for /metrics.
+    provides: { webhookDeliveries: { stats: () => worker.stats() } },
   };
 }

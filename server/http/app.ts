@@ -3,6 +3,7 @@
 // contract, call the operation's handler, and serialize the data it returns. Handlers
 // never touch Hono; everything a client can see of an error is built here or in errors.ts.
 import { randomUUID } from 'node:crypto';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv';
@@ -10,6 +11,7 @@ import { routes, type Route } from '../../generated/routes.js';
 import type { Handlers } from '../../generated/handlers.js';
 import type { AuthedContext, PublicContext } from './context.js';
 import { errorBody } from './errors.js';
+import { sameToken } from '../auth/tokens.js';
 import { compileSchema, createAjv, deref, describeErrors, loadSpec, type JsonObject } from './spec.js';
 
 export type AppHandlers = Handlers<AuthedContext, PublicContext>;
@@ -22,7 +24,20 @@ export interface HttpAppOptions {
   maxBodyBytes: number;
   maxUploadBytes: number;
   publicUrl: string;
+  /** ADMIN_TOKEN: the bearer token of the admin API under /admin; undefined turns that API off (404). */
+  adminToken?: string;
+  /** Told of every answered request (metrics); the contract's operationId when one served it. */
+  observe?(sample: { operationId: string | undefined; status: number; seconds: number }): void;
 }
+
+// Asked for at each use: a server started again in this process (tests) registers a new
+// provider, which tracers obtained earlier would not see.
+const tracer = () => trace.getTracer('cloud-browser');
+/** The contract's route that served the request, if one did. */
+const route = (c: Context) => c.get('route' as never) as Route | undefined;
+
+/** An incoming X-Request-Id is kept when it is short and plain (it goes into logs and a header). */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 interface Validators {
   params?: ValidateFunction;
@@ -79,6 +94,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 
   const handle = (route: Route) => async (c: Context) => {
     const requestId = c.get('requestId' as never) as string;
+    c.set('route' as never, route as never);
     const reqLog = log.child({ requestId, operationId: route.operationId });
     try {
       let owner: { projectId: string; apiKeyId: string } | undefined;
@@ -113,17 +129,44 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   };
 
   app.use('*', async (c, next) => {
-    const requestId = c.req.header('x-request-id')?.slice(0, 64) || randomUUID();
+    const incoming = c.req.header('x-request-id');
+    const requestId = incoming && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set('requestId' as never, requestId as never);
     const started = performance.now();
-    await next();
+    // A trace span for the request (a no-op unless tracing is on), continuing the caller's
+    // trace when it sent a traceparent; what the request does runs inside it.
+    const parent = propagation.extract(ROOT_CONTEXT, Object.fromEntries(c.req.raw.headers));
+    const span = tracer().startSpan(c.req.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': c.req.method, 'url.path': c.req.path, 'request.id': requestId } }, parent);
+    try {
+      await context.with(trace.setSpan(parent, span), next);
+    } finally {
+      const served = route(c);
+      if (served) span.updateName(`${c.req.method} ${served.path}`).setAttributes({ 'http.route': served.path, 'operation.id': served.operationId });
+      span.setAttribute('http.response.status_code', c.res.status);
+      if (c.res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    }
     c.header('x-request-id', requestId);
+    const ms = performance.now() - started;
+    const operationId = route(c)?.operationId;
     // Paths only: query strings can carry CDP and live-view tokens.
-    log.info(
-      { requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
-      'request',
-    );
+    log.info({ requestId, method: c.req.method, path: c.req.path, operationId, status: c.res.status, ms: Math.round(ms) }, 'request');
+    options.observe?.({ operationId, status: c.res.status, seconds: ms / 1000 });
   });
+
+  // The admin API, before any route: off (no ADMIN_TOKEN), everything under /admin is
+  // unknown, so a scan learns nothing; on, every request needs the token, checked before its
+  // body or parameters are looked at. The generator keeps admin operations under /admin.
+  const guardAdmin = async (c: Context, next: () => Promise<void>) => {
+    if (options.adminToken === undefined) return c.json({ error: { code: 404, message: `No route for ${c.req.method} ${c.req.path}` } }, 404);
+    const m = /^Bearer +(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
+    if (!m || !sameToken(m[1], options.adminToken)) {
+      return respondError(c, undefined, 401, 'Invalid or missing admin token: send Authorization: Bearer $ADMIN_TOKEN', { 'WWW-Authenticate': 'Bearer' });
+    }
+    await next();
+  };
+  app.use('/admin', guardAdmin);
+  app.use('/admin/*', guardAdmin);
 
   // Register path by path, in the table's order (literal segments first), each path's
   // methods followed by a 405 for the others, so a concrete path always wins over a

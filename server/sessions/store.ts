@@ -44,6 +44,26 @@ export interface NewSession {
   serviceProxyId?: string;
 }
 
+/**
+ * Inserts the session unless its project already has as many unfinished sessions as its
+ * own cap (projects.max_concurrent_browsers, set through the admin API): undefined then.
+ * The project's row is locked for the count and the insert, so creations racing on any
+ * node of one database never pass the cap together.
+ */
+export async function insertSessionWithinCap(db: Db, s: NewSession): Promise<{ row: SessionRow } | { cap: number }> {
+  return db.transaction(async (tx) => {
+    const [project] = await tx.query<{ cap: number | null }>('SELECT max_concurrent_browsers AS cap FROM projects WHERE id = $1 FOR UPDATE', [s.projectId]);
+    if (project?.cap != null) {
+      const [{ n }] = await tx.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM sessions WHERE project_id = $1 AND status IN ('starting', 'running')`,
+        [s.projectId],
+      );
+      if (n >= project.cap) return { cap: project.cap };
+    }
+    return { row: await insertSession(tx, s) };
+  });
+}
+
 export async function insertSession(db: Db, s: NewSession): Promise<SessionRow> {
   const [row] = await db.query<SessionRow>(
     `INSERT INTO sessions (id, project_id, status, node_id, configuration, tags, cdp_token, live_view_token, batch_id, service_proxy_id)

@@ -1,0 +1,11 @@
+// The operator's admin API: projects, their limits and their API keys (handlers.ts,
+// store.ts). Guarded by ADMIN_TOKEN in http/app.ts, so it holds no state of its own; the
+// limits it sets are read where they apply (credits/account.ts, sessions' creation).
+import type { Capability } from '../capability/index.js';
+import type { BlobAreas } from '../storage/blobs.js';
+import type { Db } from '../store/db.js';
+import { adminHandlers, type AdminOperation } from './handlers.js';
+
+export function admin(d: { db: Db; blobs: BlobAreas }): Capability<AdminOperation> {
+  return { name: 'admin', handlers: adminHandlers(d) };
+}
