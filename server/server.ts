@@ -19,6 +19,7 @@ import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
 import { profiles } from './profiles/index.js';
+import { identities } from './identities/index.js';
 import { sessionCaptcha } from './session-captcha/index.js';
 import { liveView } from './liveview/index.js';
 import { recordings } from './recording/index.js';
@@ -82,6 +83,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(input)
       .add(tools)
       .add(mcp)
+      // After profiles, whose service keeps an identity's signed-in state; its logins run
+      // after the other capabilities' started hooks (the recording sees them).
+      .add(identities)
       .add(batches)
       .add(webhooks)
       .add(billing)

@@ -50,6 +50,12 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
       captchaSolver: b.captcha_solver?.active ?? false,
       extensionIds: b.extensions ?? [],
       profile: b.profile ? { name: b.profile.name, persist: b.profile.persist ?? false } : undefined,
+      identities: {
+        // One login an identity, however often the body names it.
+        ids: [...new Set((body?.identities ?? []).map((i) => i.id))],
+        skipProfileValidation: body?.skip_profile_validation ?? body?.identity_skip_validation ?? true,
+        inBackground: body?.authenticate_in_background ?? false,
+      },
     },
   };
 }
@@ -60,7 +66,13 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
  * (turnAdblockOff, ~80 ms), which is cheaper than a cold launch by about a second.
  */
 export function fitsWarmPool(launch: LaunchOptions, session: SessionOptions): boolean {
-  return sameLaunchOptions({ ...launch, adblock: DEFAULT_LAUNCH_OPTIONS.adblock }, DEFAULT_LAUNCH_OPTIONS) && session.extensionIds.length === 0 && !session.profile;
+  // Identities may load a saved profile at launch: a cold browser.
+  return (
+    sameLaunchOptions({ ...launch, adblock: DEFAULT_LAUNCH_OPTIONS.adblock }, DEFAULT_LAUNCH_OPTIONS) &&
+    session.extensionIds.length === 0 &&
+    !session.profile &&
+    session.identities.ids.length === 0
+  );
 }
 
 /** The configuration as stored and answered: the body as given, minus secrets. */
