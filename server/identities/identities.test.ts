@@ -6,19 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 import type { Requester } from '../sessions/test-support.js';
+import { call } from './test-support.js';
 
 const PASSWORD = 'pw-Never-Shown-7c1e';
 const SEED = 'KRUGS4ZANFZSAYLOEBQXK5DIMVXHI2LDMF2G64RAONSWKZDT';
 const CUSTOM = 'custom-value-Never-Shown-44a0';
-
-export async function call(server: Requester, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; text: string }> {
-  const res = await server.request(path, {
-    method,
-    ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
-}
 
 describe.each(backends)('identities API on %s', (backend) => {
   let server: TestServer;

@@ -53,9 +53,8 @@ export function identityHandlers(d: IdentityHandlerDeps): Pick<AppHandlers, Iden
       const id = randomUUID();
       const credentials = await seal(id, b.credentials);
       if (typeof credentials === 'string') return fail(400, credentials);
-      const origin = new URL(b.source).origin;
       const app =
-        (await store.applicationForOrigin(d.db, ctx.projectId, origin)) ??
+        (await store.applicationForSource(d.db, ctx.projectId, b.source)) ??
         (await store.insertApplication(d.db, {
           id: randomUUID(),
           projectId: ctx.projectId,

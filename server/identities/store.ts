@@ -100,10 +100,14 @@ export async function listApplications(db: Db, projectId: string, search: string
   return { total: Number(count?.n ?? 0), items };
 }
 
-/** The project's application whose login page has this origin (the oldest), for an identity created by `source`. */
-export async function applicationForOrigin(db: Db, projectId: string, origin: string): Promise<ApplicationRow | undefined> {
+/**
+ * The project's application of an identity's login page `source`: the one with that very
+ * login page, else the oldest of that origin (one web app, several login pages).
+ */
+export async function applicationForSource(db: Db, projectId: string, source: string): Promise<ApplicationRow | undefined> {
   const rows = await db.query<ApplicationRow>('SELECT * FROM applications WHERE project_id = $1 ORDER BY created_at, id', [projectId]);
-  return rows.find((r) => new URL(r.url).origin === origin);
+  const origin = new URL(source).origin;
+  return rows.find((r) => r.url === source) ?? rows.find((r) => new URL(r.url).origin === origin);
 }
 
 export async function updateApplication(

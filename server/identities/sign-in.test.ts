@@ -1,0 +1,248 @@
+// Sessions that arrive signed in, end to end: real Chromium, the fixture login apps over
+// real HTTP, Playwright over cdp_url to see what the user sees. A pending identity signs in
+// before the answer; its state is saved as its profile when the session ends, and the next
+// session reuses it (and, when asked to validate, signs in again once the site has ended
+// the sign-in). Two pages with a TOTP code, a custom step list, a wrong password, a login
+// that needs a human, the background mode, validateAsync=false; the events against their
+// schemas; nothing of a browser left behind.
+import { chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
+import { LOGIN_USERS } from '../../fixtures/login-app.js';
+import { loadEventSchemas } from '../events/schema.js';
+import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browsersDirFor, createSession, endSession, eventually, getSession, HEADLESS, processesUnder, type Created } from '../sessions/test-support.js';
+import { call } from './test-support.js';
+
+const schemas = loadEventSchemas();
+
+/** What the session's first tab shows at /app/home: the signed-in user, or null. */
+async function signedInAs(site: FixtureServer, s: Created): Promise<string | null> {
+  const browser = await chromium.connectOverCDP(s.cdp_url);
+  try {
+    const page = browser.contexts()[0]!.pages()[0]!;
+    await page.goto(`${site.url}/app/home`);
+    const heading = page.locator('#signed-in');
+    return (await heading.count()) ? (await heading.innerText()).replace('Welcome, ', '') : null;
+  } finally {
+    await browser.close();
+  }
+}
+
+describe.each(backends)('sessions with identities on %s', (backend) => {
+  let server: TestServer;
+  let site: FixtureServer;
+  const logs: string[] = [];
+  const api = (method: string, path: string, body?: unknown) => call(server, method, path, body);
+
+  const identityEvents = async (identityId: string) => {
+    const rows = await server.db.query<{ id: string; type: string; created: Date | string; project_id: string; text: string; data: any }>(
+      `SELECT * FROM events WHERE type LIKE 'identity.%' AND data->>'identity_id' = $1 ORDER BY created`,
+      [identityId],
+    );
+    for (const r of rows) {
+      const envelope = { id: r.id, type: r.type, created: new Date(r.created).toISOString(), project_id: r.project_id, text: r.text, data: r.data };
+      const validate = schemas.validator(r.type)!;
+      expect(validate(envelope), JSON.stringify(validate.errors)).toBe(true);
+    }
+    return rows;
+  };
+
+  const sessionWith = (identityId: string, extra: object = {}) => createSession(server, { ...HEADLESS, identities: [{ id: identityId }], ...extra });
+  const progressOf = async (sessionId: string) => (await getSession(server, sessionId)).body.data.identities;
+
+  beforeAll(async () => {
+    site = await startFixtureServer();
+    server = await startTestServer({ backend, logs, env: { LOG_LEVEL: 'debug' } });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await site?.close();
+  });
+
+  it('a pending identity signs in before the answer; its saved state signs the next session in; validation signs in again once the site ended it', { timeout: 240_000 }, async () => {
+    const alice = await api('POST', '/v1/identities', {
+      name: 'Alice',
+      source: `${site.url}/login/one-page`,
+      credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }],
+    });
+    expect(alice.status).toBe(201);
+    const id = alice.body.id;
+
+    const first = await sessionWith(id, { session: { recording: { active: false }, initial_url: `${site.url}/app/home` } });
+    // Answered signed in, on the page it asked for.
+    expect(await signedInAs(site, first)).toBe('alice');
+    const [progress] = await progressOf(first.id);
+    expect(progress).toEqual({ id, status: 'authenticated', execution_id: expect.any(String) });
+    expect((await api('GET', `/v1/identities/${id}`)).body.status).toBe('active');
+    const [event] = await identityEvents(id);
+    expect(event).toMatchObject({
+      type: 'identity.authenticated',
+      data: { identity_id: id, application_id: alice.body.application_id, session_id: first.id, execution_id: progress.execution_id },
+    });
+
+    // Its end saves the state as the identity's profile.
+    await endSession(server, first.id);
+    const saved = await eventually(async () => {
+      const p = (await api('GET', `/v1/profiles/identity-${id}`)).body?.data;
+      return p?.status === 'ready' ? p : undefined;
+    }, 30_000, 'the identity profile to be saved');
+    expect(saved.session_id).toBe(first.id);
+
+    // Reused: no login, signed in all the same.
+    const second = await sessionWith(id);
+    expect(await progressOf(second.id)).toEqual([{ id, status: 'reused' }]);
+    expect(await signedInAs(site, second)).toBe('alice');
+    await endSession(server, second.id);
+    // Validated while still signed in: reused.
+    const checked = await sessionWith(id, { skip_profile_validation: false });
+    expect(await progressOf(checked.id)).toEqual([{ id, status: 'reused' }]);
+    await endSession(server, checked.id);
+
+    // The site ends alice's sign-ins: a reused profile is signed out. Validation notices,
+    // and signs in again.
+    await fetch(`${site.url}/app/expire?user=alice`);
+    const third = await sessionWith(id, { skip_profile_validation: false });
+    expect(await progressOf(third.id)).toEqual([{ id, status: 'authenticated', execution_id: expect.any(String) }]);
+    expect(await signedInAs(site, third)).toBe('alice');
+    await endSession(server, third.id);
+    expect((await identityEvents(id)).map((e) => e.type)).toEqual(['identity.authenticated', 'identity.authenticated']);
+
+    // Deleting the identity deletes its profile.
+    expect((await api('DELETE', `/v1/identities/${id}`)).status).toBe(200);
+    expect((await api('GET', `/v1/profiles/identity-${id}`)).status).toBe(404);
+  });
+
+  it('two pages and a TOTP code, by the ready-made kind and by a custom step list', { timeout: 180_000 }, async () => {
+    const app = await api('POST', '/v1/applications', { source: `${site.url}/login/two-page`, name: 'Two pages' });
+    const flow = await api('POST', `/v1/applications/${app.body.id}/auth-flows`, {
+      name: 'Password then code',
+      methods: ['username_password', 'authenticator'],
+      is_recommended: true,
+      login: { kind: 'two_pages', success: { selector: '#signed-in' } },
+    });
+    expect(flow.status).toBe(201);
+    const bob = await api('POST', '/v1/identities', {
+      source: `${site.url}/login/two-page`,
+      credentials: [
+        { type: 'username_password', username: 'bob', password: LOGIN_USERS.bob.password },
+        { type: 'authenticator', secret: LOGIN_USERS.bob.totpSecret },
+      ],
+    });
+    expect(bob.body.application_id).toBe(app.body.id);
+    const s = await sessionWith(bob.body.id);
+    expect(await progressOf(s.id)).toEqual([{ id: bob.body.id, status: 'authenticated', execution_id: expect.any(String) }]);
+    expect(await signedInAs(site, s)).toBe('bob');
+    await endSession(server, s.id);
+
+    // The same login written out step by step.
+    const custom = await api('PATCH', `/v1/applications/${app.body.id}/auth-flows/${flow.body.id}`, {
+      login: {
+        kind: 'custom',
+        steps: [
+          { action: 'wait_for_selector', selector: 'input[name=login]' },
+          { action: 'fill', selector: 'input[name=login]', value: '{{username}}' },
+          { action: 'click', selector: 'text=Next' },
+          { action: 'wait_for_url', url_contains: '/password' },
+          { action: 'fill', selector: 'input[name=pw]', value: '{{password}}' },
+          { action: 'click', selector: 'button[type=submit]' },
+          { action: 'totp', selector: 'input[name=code]' },
+          { action: 'click', selector: 'text=Verify' },
+        ],
+        success: { url_contains: '/app/home', text: 'You are signed in' },
+      },
+    });
+    expect(custom.status).toBe(200);
+    await api('PUT', `/v1/identities/${bob.body.id}`, {
+      credentials: [
+        { type: 'username_password', username: 'bob', password: LOGIN_USERS.bob.password },
+        { type: 'authenticator', secret: LOGIN_USERS.bob.totpSecret },
+      ],
+    });
+    expect((await api('GET', `/v1/identities/${bob.body.id}`)).body.status).toBe('pending');
+    const again = await sessionWith(bob.body.id);
+    expect(await progressOf(again.id)).toMatchObject([{ status: 'authenticated' }]);
+    expect(await signedInAs(site, again)).toBe('bob');
+    await endSession(server, again.id);
+  });
+
+  it('a wrong password fails as invalid_credentials, a login that needs a human as automation_failure; the session is answered, not signed in', { timeout: 180_000 }, async () => {
+    const wrong = await api('POST', '/v1/identities', {
+      source: `${site.url}/login/one-page`,
+      credentials: [{ type: 'username_password', username: 'alice', password: 'not-her-password' }],
+    });
+    const s = await sessionWith(wrong.body.id);
+    const [p] = await progressOf(s.id);
+    expect(p).toEqual({ id: wrong.body.id, status: 'failed', execution_id: expect.any(String), failure_type: 'invalid_credentials', error_message: expect.stringMatching(/refused the credentials.*Invalid username or password/) });
+    expect(await signedInAs(site, s)).toBeNull();
+    expect((await api('GET', `/v1/identities/${wrong.body.id}`)).body.status).toBe('failed');
+    const [event] = await identityEvents(wrong.body.id);
+    expect(event).toMatchObject({
+      type: 'identity.authentication_failed',
+      data: { identity_id: wrong.body.id, execution_id: p.execution_id, failure_type: 'invalid_credentials', error_message: p.error_message },
+    });
+    await endSession(server, s.id);
+
+    // A captcha on the login page: a human is needed.
+    const app = await api('POST', '/v1/applications', { source: `${site.url}/login/captcha` });
+    await api('POST', `/v1/applications/${app.body.id}/auth-flows`, { name: 'Captcha', methods: ['username_password'], login: { timeout_seconds: 3 } });
+    const captcha = await api('POST', '/v1/identities', { source: `${site.url}/login/captcha`, credentials: [{ type: 'username_password', username: 'alice', password: 'x' }] });
+    const c = await sessionWith(captcha.body.id);
+    expect((await progressOf(c.id))[0]).toMatchObject({ status: 'failed', failure_type: 'automation_failure', error_message: expect.stringMatching(/captcha and needs a human; interventions are not available/) });
+    await endSession(server, c.id);
+
+    // A code is asked for and the identity has no authenticator secret.
+    const twoPage = await api('POST', '/v1/identities', { source: `${site.url}/login/two-page`, credentials: [{ type: 'username_password', username: 'bob', password: LOGIN_USERS.bob.password }] });
+    const t = await sessionWith(twoPage.body.id);
+    expect((await progressOf(t.id))[0]).toMatchObject({ status: 'failed', failure_type: 'automation_failure', error_message: expect.stringMatching(/one-time code and the identity has no authenticator secret: it needs a human/) });
+    expect((await identityEvents(twoPage.body.id))[0]).toMatchObject({ type: 'identity.authentication_failed', data: { failure_type: 'automation_failure' } });
+    await endSession(server, t.id);
+  });
+
+  it('authenticate_in_background answers at once and shows the progress on the session record; validateAsync=false signs in before the answer', { timeout: 180_000 }, async () => {
+    const alice = await api('POST', '/v1/identities', {
+      source: `${site.url}/login/one-page`,
+      credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }],
+    });
+    const s = await sessionWith(alice.body.id, { authenticate_in_background: true });
+    const done = await eventually(async () => {
+      const [p] = await progressOf(s.id);
+      return p.status === 'authenticating' ? undefined : p;
+    }, 60_000, 'the background login');
+    expect(done).toMatchObject({ status: 'authenticated' });
+    expect(await signedInAs(site, s)).toBe('alice');
+    await endSession(server, s.id);
+
+    const validated = await api('POST', '/v1/identities?validateAsync=false', {
+      source: `${site.url}/login/one-page`,
+      credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }],
+    });
+    expect(validated).toMatchObject({ status: 201, body: { status: 'active' } });
+    const refused = await api('POST', '/v1/identities?validateAsync=false', {
+      source: `${site.url}/login/one-page`,
+      credentials: [{ type: 'username_password', username: 'alice', password: 'wrong' }],
+    });
+    expect(refused).toMatchObject({ status: 201, body: { status: 'failed' } });
+    // Its saved state is there for the next session.
+    const profile = await eventually(async () => {
+      const p = (await api('GET', `/v1/profiles/identity-${validated.body.id}`)).body?.data;
+      return p?.status === 'ready' ? p : undefined;
+    }, 30_000, 'the validated identity profile');
+    expect(profile.status).toBe('ready');
+  });
+
+  it('refuses unknown identities and identities with browser.profile; no secret in any log; no browser left', async () => {
+    const unknown = await call(server, 'POST', '/v1/sessions', { ...HEADLESS, identities: [{ id: '00000000-0000-4000-8000-000000000000' }] });
+    expect(unknown).toMatchObject({ status: 400, body: { error: { message: 'Unknown identity: 00000000-0000-4000-8000-000000000000' } } });
+    const alice = await api('POST', '/v1/identities', { source: `${site.url}/login/one-page` });
+    const both = await call(server, 'POST', '/v1/sessions', { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'x', persist: true } }, identities: [{ id: alice.body.id }] });
+    expect(both.status).toBe(400);
+    expect(both.body.error.message).toMatch(/browser.profile cannot be combined with identities/);
+
+    expect(logs.some((l) => l.includes('identity signed in'))).toBe(true);
+    for (const line of logs) {
+      for (const secret of [LOGIN_USERS.alice.password, LOGIN_USERS.bob.password, LOGIN_USERS.bob.totpSecret]) expect(line).not.toContain(secret);
+    }
+    await eventually(() => processesUnder(browsersDirFor(server.dataDir)).length === 0, 20_000, 'no browser process left');
+  });
+});
