@@ -20,7 +20,13 @@ export function identities(d: {
   sessions: SessionManager;
   profiles: ProfileService;
 }): Capability<ApplicationOperation | IdentityOperation> {
-  const signIn = new IdentitySignIn({ db: d.db, secrets: d.secrets, profiles: d.profiles, log: d.log });
+  const signIn = new IdentitySignIn({
+    db: d.db,
+    secrets: d.secrets,
+    profiles: d.profiles,
+    log: d.log,
+    running: (sessionId) => d.sessions.get(sessionId) !== undefined,
+  });
   return {
     name: 'identities',
     handlers: {
@@ -40,6 +46,6 @@ export function identities(d: {
       }),
     },
     sessionHooks: signIn,
-    drain: () => signIn.drain(),
+    close: () => signIn.close(),
   };
 }

@@ -113,7 +113,7 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
     expect((await api('GET', `/v1/profiles/identity-${id}`)).status).toBe(404);
   });
 
-  it('two pages and a TOTP code, by the ready-made kind and by a custom step list', { timeout: 180_000 }, async () => {
+  it('two pages and a TOTP code, by the ready-made kind and by a custom step list; an account chooser', { timeout: 180_000 }, async () => {
     const app = await api('POST', '/v1/applications', { source: `${site.url}/login/two-page`, name: 'Two pages' });
     const flow = await api('POST', `/v1/applications/${app.body.id}/auth-flows`, {
       name: 'Password then code',
@@ -164,6 +164,31 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
     expect(await progressOf(again.id)).toMatchObject([{ status: 'authenticated' }]);
     expect(await signedInAs(site, again)).toBe('bob');
     await endSession(server, again.id);
+
+    // An account chooser first, then the password of the chosen account.
+    const chooser = await api('POST', '/v1/applications', { source: `${site.url}/login/choose`, name: 'Chooser' });
+    await api('POST', `/v1/applications/${chooser.body.id}/auth-flows`, {
+      name: 'Choose, then password',
+      methods: ['username_password'],
+      login: {
+        kind: 'custom',
+        steps: [
+          { action: 'choose_account', selector: 'ul.accounts' },
+          { action: 'fill', selector: 'input[type=password]', value: '{{password}}' },
+          { action: 'click', selector: 'button[type=submit]' },
+        ],
+        success: { selector: '#signed-in' },
+      },
+    });
+    const chosen = await api('POST', '/v1/identities', {
+      source: `${site.url}/login/choose`,
+      credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }],
+    });
+    expect(chosen.body.application_id).toBe(chooser.body.id);
+    const c = await sessionWith(chosen.body.id);
+    expect(await progressOf(c.id)).toMatchObject([{ status: 'authenticated' }]);
+    expect(await signedInAs(site, c)).toBe('alice');
+    await endSession(server, c.id);
   });
 
   it('a wrong password fails as invalid_credentials, a login that needs a human as automation_failure; the session is answered, not signed in', { timeout: 180_000 }, async () => {

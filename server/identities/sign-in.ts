@@ -27,7 +27,16 @@ export class IdentitySignIn implements SessionHooks {
   /** Logins running after their session was answered: shutdown waits for them. */
   private readonly background = new Set<Promise<void>>();
 
-  constructor(private readonly d: { db: Db; secrets: Secrets; profiles: ProfileService; log: Logger }) {}
+  constructor(
+    private readonly d: {
+      db: Db;
+      secrets: Secrets;
+      profiles: ProfileService;
+      log: Logger;
+      /** Whether the session is still running (not ending): only then can its state still be kept. */
+      running(sessionId: string): boolean;
+    },
+  ) {}
 
   async check(projectId: string, options: SessionOptions): Promise<string | undefined> {
     const ids = options.identities.ids;
@@ -66,8 +75,11 @@ export class IdentitySignIn implements SessionHooks {
     this.loaded.delete(s.id);
   }
 
-  /** Shutdown: the background logins end with their sessions; wait for what they record. */
-  async drain(): Promise<void> {
+  /**
+   * Shutdown, after every session has ended (so a background login still running fails at
+   * once, its browser gone): wait for what it records.
+   */
+  async close(): Promise<void> {
     await Promise.all(this.background);
   }
 
@@ -79,7 +91,10 @@ export class IdentitySignIn implements SessionHooks {
   private async signInAll(s: RunningSession): Promise<void> {
     const loadedId = this.loaded.get(s.id);
     const rows = await this.rowsInOrder(s.projectId, s.options.identities.ids);
-    const progress: store.SessionIdentityProgress[] = s.options.identities.ids.map((id) => ({ id, status: 'authenticating' }));
+    // Deleted since the session's check: nothing to sign in with.
+    const progress: store.SessionIdentityProgress[] = s.options.identities.ids.map((id) =>
+      rows.some((r) => r.id === id) ? { id, status: 'authenticating' } : { id, status: 'failed', failure_type: 'automation_failure', error_message: 'The identity was deleted' },
+    );
     const show = () => store.setSessionProgress(this.d.db, s.id, progress);
     const mark = (id: string, p: Omit<store.SessionIdentityProgress, 'id'>) => {
       const i = progress.findIndex((x) => x.id === id);
@@ -93,10 +108,12 @@ export class IdentitySignIn implements SessionHooks {
       browser = await chromium.connectOverCDP(s.browser.wsEndpoint, { timeout: 15_000 });
       const context = browser.contexts()[0] ?? (await browser.newContext());
       const page = context.pages()[0] ?? (await context.newPage());
-      let loggedIn = false;
+      /** The page moved: a login ran, or a saved profile was checked. */
+      let moved = false;
       for (const row of rows) {
         const plan = await this.plan(row);
         if (row.id === loadedId) {
+          if (!s.options.identities.skipProfileValidation) moved = true;
           if (s.options.identities.skipProfileValidation || (await stillSignedIn(page, plan))) {
             await mark(row.id, { status: 'reused' });
             continue;
@@ -107,10 +124,11 @@ export class IdentitySignIn implements SessionHooks {
         const outcome = await this.login(page, plan, row);
         await this.record(s, row, executionId, outcome);
         await mark(row.id, outcome.ok ? { status: 'authenticated', execution_id: executionId } : { status: 'failed', execution_id: executionId, failure_type: outcome.failureType, error_message: outcome.message });
-        loggedIn ||= outcome.ok;
+        moved = true;
       }
-      // Signed in: the page the session was asked to open, now as a signed-in user.
-      if (loggedIn && s.options.initialUrl) await page.goto(s.options.initialUrl).catch(() => {});
+      // The page the session was asked to open, now signed in; without one, the page the
+      // login ended on.
+      if (moved && s.options.initialUrl) await page.goto(s.options.initialUrl).catch(() => {});
     } catch (err) {
       // The browser went away (the session ended) or Playwright could not attach: what had
       // not finished fails.
@@ -146,7 +164,8 @@ export class IdentitySignIn implements SessionHooks {
 
   /** The outcome on the identity and its event, together; a success also keeps the session's state as the identity's profile. */
   private async record(s: RunningSession, row: store.IdentityRow, executionId: string, outcome: LoginOutcome): Promise<void> {
-    if (outcome.ok) await this.d.profiles.keepAtEnd(s, profileNameOf(row.id));
+    // A session that began to end meanwhile has had its state saved (or not) already.
+    if (outcome.ok && this.d.running(s.id)) await this.d.profiles.keepAtEnd(s, profileNameOf(row.id));
     await this.d.db.transaction(async (tx) => {
       if (outcome.ok) {
         if (!(await store.setOutcome(tx, row.id, { status: 'active' }))) return;
