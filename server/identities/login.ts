@@ -154,8 +154,9 @@ async function refused(page: Page, failure: Condition | undefined): Promise<bool
 
 async function refusalText(page: Page, failure: Condition | undefined): Promise<string> {
   if (failure?.text) return `the page says "${failure.text}"`;
-  const match = DEFAULT_REFUSAL.exec(await bodyText(page));
-  return match ? `the page says "${match[0]}"` : 'the flow\'s failure condition holds';
+  // The line that says so, as the site words it (sign-in.ts takes out what was typed).
+  const line = (await bodyText(page)).split('\n').find((l) => DEFAULT_REFUSAL.test(l));
+  return line ? `the page says "${line.trim().slice(0, 200)}"` : 'the flow\'s failure condition holds';
 }
 
 async function bodyText(page: Page): Promise<string> {

@@ -208,6 +208,16 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
     });
     await endSession(server, s.id);
 
+    // A site that repeats the password in its error: the record does not.
+    const echoApp = await api('POST', '/v1/applications', { source: `${site.url}/login/echo` });
+    const echo = await api('POST', '/v1/identities', { source: `${site.url}/login/echo`, credentials: [{ type: 'username_password', username: 'someone', password: 'echoed-Secret-9f2' }] });
+    expect(echo.body.application_id).toBe(echoApp.body.id);
+    const e = await sessionWith(echo.body.id);
+    const [echoed] = await progressOf(e.id);
+    expect(echoed).toMatchObject({ status: 'failed', failure_type: 'invalid_credentials', error_message: expect.stringContaining('Wrong password [redacted]') });
+    expect(JSON.stringify(await identityEvents(echo.body.id))).not.toContain('echoed-Secret-9f2');
+    await endSession(server, e.id);
+
     // A captcha on the login page: a human is needed.
     const app = await api('POST', '/v1/applications', { source: `${site.url}/login/captcha` });
     await api('POST', `/v1/applications/${app.body.id}/auth-flows`, { name: 'Captcha', methods: ['username_password'], login: { timeout_seconds: 3 } });
@@ -230,6 +240,8 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
       credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }],
     });
     const s = await sessionWith(alice.body.id, { authenticate_in_background: true });
+    // Answered before the login finished.
+    expect(await progressOf(s.id)).toEqual([{ id: alice.body.id, status: 'authenticating' }]);
     const done = await eventually(async () => {
       const [p] = await progressOf(s.id);
       return p.status === 'authenticating' ? undefined : p;
@@ -266,7 +278,7 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
 
     expect(logs.some((l) => l.includes('identity signed in'))).toBe(true);
     for (const line of logs) {
-      for (const secret of [LOGIN_USERS.alice.password, LOGIN_USERS.bob.password, LOGIN_USERS.bob.totpSecret]) expect(line).not.toContain(secret);
+      for (const secret of [LOGIN_USERS.alice.password, LOGIN_USERS.bob.password, LOGIN_USERS.bob.totpSecret, 'echoed-Secret-9f2']) expect(line).not.toContain(secret);
     }
     await eventually(() => processesUnder(browsersDirFor(server.dataDir)).length === 0, 20_000, 'no browser process left');
   });

@@ -159,7 +159,14 @@ export class IdentitySignIn implements SessionHooks {
     } catch {
       return { ok: false, failureType: 'automation_failure', message: 'The identity\'s credentials could not be opened (sealed under another key?)' };
     }
-    return runLogin(page, plan, creds);
+    const outcome = await runLogin(page, plan, creds);
+    if (outcome.ok) return outcome;
+    // A site may echo what was typed into its error text: never into a record, event or log.
+    let message = outcome.message;
+    for (const secret of [creds.username, creds.password, creds.totpSecret, ...Object.values(creds.custom)]) {
+      if (secret && secret.length >= 3) message = message.split(secret).join('[redacted]');
+    }
+    return { ...outcome, message };
   }
 
   /** The outcome on the identity and its event, together; a success also keeps the session's state as the identity's profile. */
