@@ -189,6 +189,30 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
     expect(await progressOf(c.id)).toMatchObject([{ status: 'authenticated' }]);
     expect(await signedInAs(site, c)).toBe('alice');
     await endSession(server, c.id);
+
+    // Two identities of two web apps (two hosts) in one session: both sign in, and the
+    // session's end saves the state into both identities' profiles.
+    const local = site.url.replace('127.0.0.1', 'localhost');
+    const localApp = await api('POST', '/v1/applications', { source: `${local}/login/two-page` });
+    await api('POST', `/v1/applications/${localApp.body.id}/auth-flows`, { name: 'Two pages', methods: ['username_password', 'authenticator'], login: { kind: 'two_pages' } });
+    const bobThere = await api('POST', '/v1/identities', {
+      source: `${local}/login/two-page`,
+      credentials: [
+        { type: 'username_password', username: 'bob', password: LOGIN_USERS.bob.password },
+        { type: 'authenticator', secret: LOGIN_USERS.bob.totpSecret },
+      ],
+    });
+    // Its own application (an identity otherwise joins the oldest one of its origin).
+    await api('POST', '/v1/applications', { source: `${site.url}/login/one-page` });
+    const aliceHere = await api('POST', '/v1/identities', { source: `${site.url}/login/one-page`, credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }] });
+    const both = await createSession(server, { ...HEADLESS, identities: [{ id: aliceHere.body.id }, { id: bobThere.body.id }] });
+    expect((await progressOf(both.id)).map((p: any) => p.status)).toEqual(['authenticated', 'authenticated']);
+    expect(await signedInAs(site, both)).toBe('alice');
+    expect(await signedInAs({ ...site, url: local }, both)).toBe('bob');
+    await endSession(server, both.id);
+    for (const id of [aliceHere.body.id, bobThere.body.id]) {
+      await eventually(async () => (await api('GET', `/v1/profiles/identity-${id}`)).body?.data?.status === 'ready', 30_000, `the profile of ${id}`);
+    }
   });
 
   it('a wrong password fails as invalid_credentials, a login that needs a human as automation_failure; the session is answered, not signed in', { timeout: 180_000 }, async () => {
