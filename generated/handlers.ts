@@ -91,8 +91,7 @@ export type ListClientCertificatesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadClientCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadClientCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadClientCertificateResponse =
@@ -101,8 +100,7 @@ export type UploadClientCertificateResponse =
   | { status: 401; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListExtensionsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type ListExtensionsResponse =
@@ -320,14 +318,14 @@ export type ListSessionStatusesResponse =
 
 export type FetchWebpageRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["fetchWebpage"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageResponse =
-  | { status: 200; contentType: "text/html"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 200; contentType: "image/png"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "image/jpeg"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: string; body: BinaryBody; headers?: ExtraHeaders }
+  | { status: 200; contentType: "text/html"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][200]["content"]["application/json"]; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "image/png"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "image/jpeg"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: string; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 403; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][403]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -443,14 +441,21 @@ export type DeleteCaCertificateResponse =
   | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 501; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GetClientCertificateRequest = { params: operations["getClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetClientCertificateResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type DeleteClientCertificateRequest = { params: operations["deleteClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteClientCertificateResponse =
   | { status: 200; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetExtensionRequest = { params: operations["getExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetExtensionResponse =
@@ -1026,9 +1031,12 @@ export type FetchSessionDownloadRequest = { params: operations["fetchSessionDown
 export type FetchSessionDownloadResponse =
   | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
   | { status: 200; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
+  | { status: 206; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string; "Content-Range": string } & ExtraHeaders }
+  | { status: 206; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string; "Content-Range": string } & ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 416; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][416]["content"]["application/json"]; headers: { "Content-Range": string } & ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteSessionDownloadRequest = { params: operations["deleteSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
@@ -1133,6 +1141,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   cancelBatchSessions(req: CancelBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<CancelBatchSessionsResponse>;
   connectCdp(req: ConnectCdpRequest, ctx: PublicCtx): MaybePromise<ConnectCdpResponse>;
   deleteCaCertificate(req: DeleteCaCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteCaCertificateResponse>;
+  getClientCertificate(req: GetClientCertificateRequest, ctx: AuthedCtx): MaybePromise<GetClientCertificateResponse>;
   deleteClientCertificate(req: DeleteClientCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteClientCertificateResponse>;
   getExtension(req: GetExtensionRequest, ctx: AuthedCtx): MaybePromise<GetExtensionResponse>;
   deleteExtension(req: DeleteExtensionRequest, ctx: AuthedCtx): MaybePromise<DeleteExtensionResponse>;
@@ -1206,4 +1215,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "deleteCaCertificate" | "deleteClientCertificate" | "getTask" | "updateTask" | "deleteTask" | "createIdentityToken" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listCaCertificates" | "uploadCaCertificate" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "deleteCaCertificate" | "getTask" | "updateTask" | "deleteTask" | "createIdentityToken" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

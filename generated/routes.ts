@@ -67,6 +67,7 @@ export type OperationId =
   | "cancelBatchSessions"
   | "connectCdp"
   | "deleteCaCertificate"
+  | "getClientCertificate"
   | "deleteClientCertificate"
   | "getExtension"
   | "deleteExtension"
@@ -245,8 +246,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,500,501],
-    errors: {"400":"general","401":"general","500":"general","501":"general"},
+    statuses: [200,400,401,500],
+    errors: {"400":"general","401":"general","500":"general"},
   },
   {
     operationId: "uploadClientCertificate",
@@ -256,8 +257,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
     arrayQuery: [],
-    statuses: [200,400,401,413,415,500,501],
-    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,413,415,500],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "listExtensions",
@@ -634,6 +635,17 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
   },
   {
+    operationId: "getClientCertificate",
+    method: "GET",
+    path: "/v1/client-certificates/{id}",
+    honoPath: "/v1/client-certificates/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
+  },
+  {
     operationId: "deleteClientCertificate",
     method: "DELETE",
     path: "/v1/client-certificates/{id}",
@@ -641,8 +653,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "getExtension",
@@ -1312,8 +1324,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500],
-    errors: {"400":"general","401":"general","404":"general","500":"general"},
+    statuses: [200,206,400,401,404,416,500],
+    errors: {"400":"general","401":"general","404":"general","416":"general","500":"general"},
   },
   {
     operationId: "deleteSessionDownload",

@@ -367,7 +367,7 @@ export interface paths {
         };
         /**
          * Fetch a downloaded file
-         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download.
+         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download. A single byte range (`Range: bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`) answers 206 with that part, to resume a download; a range outside the file answers 416; a Range header that is not a single byte range is ignored and the whole file is sent.
          */
         get: operations["fetchSessionDownload"];
         put?: never;
@@ -842,7 +842,9 @@ export interface paths {
          *     The 200 body is the resource itself, not wrapped in JSON: rendered HTML for a page
          *     (`text/html`); the original bytes, content type and `Content-Disposition: attachment`
          *     for a PDF or other download; the upstream content type and bytes for any other resource.
-         *     An upstream 5xx answer or a failed connection answers 502.
+         *     An upstream 5xx answer or a failed connection answers 502. The headers `X-Upstream-Status`
+         *     and `X-Upstream-Url` say what the upstream answered and where the content came from after
+         *     redirects, so a 4xx page (a "not found" page rendered as this 200) is recognisable.
          *
          *     A request can take up to about 120 seconds when a challenge must be solved: configure
          *     client timeouts of at least 120 s. Billing: 0.005 credits per 200 response regardless of
@@ -1943,7 +1945,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a client certificate
-         * @description Uploads a TLS client certificate with its private key, for one origin. 400 when the file cannot be read with the passphrase given.
+         * @description Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired. The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
          */
         post: operations["uploadClientCertificate"];
         delete?: never;
@@ -1962,12 +1964,16 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a client certificate
+         * @description The certificate's description; never its key or passphrase.
+         */
+        get: operations["getClientCertificate"];
         put?: never;
         post?: never;
         /**
          * Delete a client certificate
-         * @description Permanently removes the certificate and its key.
+         * @description Permanently removes the certificate and its key. Sessions already running keep it until they end; new sessions no longer present it.
          */
         delete: operations["deleteClientCertificate"];
         options?: never;
@@ -5387,6 +5393,22 @@ export interface components {
              * @enum {string}
              */
             format: "pkcs12" | "pem";
+            /** @description The certificate's subject distinguished name, its attributes in the certificate's order, comma-separated. */
+            subject: string;
+            /** @description The distinguished name of the certificate's issuer. */
+            issuer: string;
+            /**
+             * Format: date-time
+             * @description The start of the certificate's validity.
+             */
+            not_before: string;
+            /**
+             * Format: date-time
+             * @description The end of the certificate's validity.
+             */
+            not_after: string;
+            /** @description The SHA-256 fingerprint of the certificate, colon-separated hex. */
+            fingerprint_sha256: string;
             /** Format: date-time */
             created_at: string;
         };
@@ -5701,7 +5723,7 @@ export interface components {
             };
         };
         /** @description The requested range lies outside the file. */
-        RecordingRangeNotSatisfiable: {
+        RangeNotSatisfiable: {
             headers: {
                 /** @description The file size, as `bytes *\/SIZE`. */
                 "Content-Range": string;
@@ -6052,7 +6074,7 @@ export interface components {
         /** @description Only batches in this state. */
         BatchStatusQuery: components["schemas"]["BatchStatus"];
         /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
-        RecordingRangeHeader: string;
+        RangeHeader: string;
         /** @description The id of the running session to run the code in. */
         ExecuteCodeSessionIdQuery: string;
         /** @description A running session to work in; default a temporary session, ended afterwards. */
@@ -6787,7 +6809,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
-                Range?: components["parameters"]["RecordingRangeHeader"];
+                Range?: components["parameters"]["RangeHeader"];
             };
             path: {
                 /** @description The session's id. */
@@ -6828,7 +6850,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            416: components["responses"]["RecordingRangeNotSatisfiable"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -6989,7 +7011,10 @@ export interface operations {
     fetchSessionDownload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
+                Range?: components["parameters"]["RangeHeader"];
+            };
             path: {
                 /** @description The session's id. */
                 session_id: components["parameters"]["SessionIdPath"];
@@ -7005,7 +7030,27 @@ export interface operations {
                 headers: {
                     /** @description `attachment` with the file name (`filename` and, for names beyond ASCII, `filename*`). */
                     "Content-Disposition": string;
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: "bytes";
                     /** @description Size of the file in bytes. */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                    "*/*": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description `attachment` with the file name, as for the whole file. */
+                    "Content-Disposition": string;
+                    /** @description The range sent and the full size, as `bytes START-END/SIZE`. */
+                    "Content-Range": string;
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: "bytes";
+                    /** @description Length of the part in bytes. */
                     "Content-Length"?: number;
                     [name: string]: unknown;
                 };
@@ -7017,6 +7062,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -7775,6 +7821,10 @@ export interface operations {
                 headers: {
                     /** @description `attachment` (with the file name when known) on PDF and other downloads; absent on rendered pages. */
                     "Content-Disposition"?: string;
+                    /** @description The HTTP status the upstream server answered for the page or file returned (after redirects and challenges): a 404 or 410 page is returned as this 200 with its own status here. */
+                    "X-Upstream-Status": string;
+                    /** @description The address the page or file was returned from, after redirects. */
+                    "X-Upstream-Url": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11415,6 +11465,11 @@ export interface operations {
                      *           "name": "Partner portal client cert",
                      *           "origin": "https://portal.partner.example.com",
                      *           "format": "pkcs12",
+                     *           "subject": "CN=svc-agent,O=Acme",
+                     *           "issuer": "CN=Partner Client CA,O=Partner",
+                     *           "not_before": "2026-01-01T00:00:00Z",
+                     *           "not_after": "2027-01-01T00:00:00Z",
+                     *           "fingerprint_sha256": "7A:0C:5E:31:9B:44:D2:8F:16:AE:03:C9:71:5B:E2:60:8D:1F:94:37:C6:2A:B8:05:E9:73:4D:10:FA:6C:22:98",
                      *           "created_at": "2026-03-02T09:15:00Z"
                      *         }
                      *       ],
@@ -11432,7 +11487,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     uploadClientCertificate: {
@@ -11461,6 +11515,11 @@ export interface operations {
                      *         "name": "Partner portal client cert",
                      *         "origin": "https://portal.partner.example.com",
                      *         "format": "pkcs12",
+                     *         "subject": "CN=svc-agent,O=Acme",
+                     *         "issuer": "CN=Partner Client CA,O=Partner",
+                     *         "not_before": "2026-01-01T00:00:00Z",
+                     *         "not_after": "2027-01-01T00:00:00Z",
+                     *         "fingerprint_sha256": "7A:0C:5E:31:9B:44:D2:8F:16:AE:03:C9:71:5B:E2:60:8D:1F:94:37:C6:2A:B8:05:E9:73:4D:10:FA:6C:22:98",
                      *         "created_at": "2026-03-02T09:15:00Z"
                      *       }
                      *     }
@@ -11473,7 +11532,33 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getClientCertificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client certificate id. */
+                id: components["parameters"]["ClientCertificateIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The client certificate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientCertificateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
         };
     };
     deleteClientCertificate: {
@@ -11508,7 +11593,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listCaCertificates: {

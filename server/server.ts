@@ -18,6 +18,7 @@ import { fsBlobAreas } from './storage/blobs.js';
 import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
+import { clientCertificates } from './client-certificates/index.js';
 import { profiles } from './profiles/index.js';
 import { identities } from './identities/index.js';
 import { sessionCaptcha } from './session-captcha/index.js';
@@ -72,6 +73,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets })
       .add(sessions)
       .add(extensions)
+      .add(clientCertificates)
       // Before live view and recordings: its ending hook runs after theirs, and closes the
       // browser gracefully to save a profile.
       .add(profiles)

@@ -142,13 +142,20 @@ class HookList implements SessionHooks {
 
   async launching(s: LaunchingSession): Promise<LaunchAddition> {
     const extensionDirs: string[] = [];
+    const autoSelectCertificates: NonNullable<LaunchAddition['autoSelectCertificates']> = [];
     let userData = false;
     for (const { hooks } of this.list) {
       const added = await hooks.launching?.(s);
       extensionDirs.push(...(added?.extensionDirs ?? []));
+      autoSelectCertificates.push(...(added?.autoSelectCertificates ?? []));
       userData ||= added?.userData === true;
     }
-    return { extensionDirs, userData };
+    return { extensionDirs, userData, autoSelectCertificates };
+  }
+
+  async coldLaunch(projectId: string, options: SessionOptions): Promise<boolean> {
+    for (const { hooks } of this.list) if (await hooks.coldLaunch?.(projectId, options)) return true;
+    return false;
   }
 
   async started(s: RunningSession): Promise<void> {

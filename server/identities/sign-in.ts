@@ -49,6 +49,14 @@ export class IdentitySignIn implements SessionHooks {
     return unknown ? `Unknown identity: ${unknown}` : undefined;
   }
 
+  /** An active identity with a saved state loads it at launch: a browser of its own. A pending one signs in in a warm browser. */
+  async coldLaunch(projectId: string, options: SessionOptions): Promise<boolean> {
+    for (const row of await store.findIdentities(this.d.db, projectId, options.identities.ids)) {
+      if (row.status === 'active' && (await this.d.profiles.isReady(projectId, profileNameOf(row.id)))) return true;
+    }
+    return false;
+  }
+
   async launching(s: LaunchingSession): Promise<LaunchAddition | undefined> {
     const rows = await this.rowsInOrder(s.projectId, s.options.identities.ids);
     // One user-data directory a browser: the first active identity with a saved state

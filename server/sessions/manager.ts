@@ -224,7 +224,8 @@ export class SessionManager {
         serviceProxyId: up.serviceProxyId,
       });
       abort.signal.throwIfAborted();
-      const warm = fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined;
+      const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
+      const warm = fits ? this.pool?.take(id) : undefined;
       sb = warm ?? (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
       if (up.upstream) sb.traffic.setUpstream(up.upstream);
       cdp = await CdpClient.connect(sb.browser.wsEndpoint);

@@ -66,13 +66,7 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
  * (turnAdblockOff, ~80 ms), which is cheaper than a cold launch by about a second.
  */
 export function fitsWarmPool(launch: LaunchOptions, session: SessionOptions): boolean {
-  // Identities may load a saved profile at launch: a cold browser.
-  return (
-    sameLaunchOptions({ ...launch, adblock: DEFAULT_LAUNCH_OPTIONS.adblock }, DEFAULT_LAUNCH_OPTIONS) &&
-    session.extensionIds.length === 0 &&
-    !session.profile &&
-    session.identities.ids.length === 0
-  );
+  return sameLaunchOptions({ ...launch, adblock: DEFAULT_LAUNCH_OPTIONS.adblock }, DEFAULT_LAUNCH_OPTIONS) && session.extensionIds.length === 0 && !session.profile;
 }
 
 /** The configuration as stored and answered: the body as given, minus secrets. */
