@@ -12,6 +12,7 @@ import type { Db } from '../store/db.js';
 import { applicationHandlers, type ApplicationOperation } from './application-handlers.js';
 import { identityHandlers, type IdentityOperation } from './identity-handlers.js';
 import { IdentitySignIn, profileNameOf } from './sign-in.js';
+import { failInterrupted } from './store.js';
 
 export function identities(d: {
   db: Db;
@@ -46,6 +47,10 @@ export function identities(d: {
       }),
     },
     sessionHooks: signIn,
+    async start() {
+      const corrected = await failInterrupted(d.db);
+      if (corrected > 0) d.log.warn({ sessions: corrected }, 'logins interrupted by a previous run marked failed');
+    },
     close: () => signIn.close(),
   };
 }

@@ -12,6 +12,7 @@ import { LOGIN_USERS } from '../../fixtures/login-app.js';
 import { loadEventSchemas } from '../events/schema.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, createSession, endSession, eventually, getSession, HEADLESS, processesUnder, type Created } from '../sessions/test-support.js';
+import { failInterrupted } from './store.js';
 import { call } from './test-support.js';
 
 const schemas = loadEventSchemas();
@@ -292,13 +293,23 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
     expect(profile.status).toBe('ready');
   });
 
-  it('refuses unknown identities and identities with browser.profile; no secret in any log; no browser left', async () => {
+  it('refuses unknown identities and identities with browser.profile; a login a killed server left unfinished is failed; no secret in any log; no browser left', async () => {
     const unknown = await call(server, 'POST', '/v1/sessions', { ...HEADLESS, identities: [{ id: '00000000-0000-4000-8000-000000000000' }] });
     expect(unknown).toMatchObject({ status: 400, body: { error: { message: 'Unknown identity: 00000000-0000-4000-8000-000000000000' } } });
     const alice = await api('POST', '/v1/identities', { source: `${site.url}/login/one-page` });
     const both = await call(server, 'POST', '/v1/sessions', { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'x', persist: true } }, identities: [{ id: alice.body.id }] });
     expect(both.status).toBe(400);
     expect(both.body.error.message).toMatch(/browser.profile cannot be combined with identities/);
+
+    // A login a killed server left unfinished on an ended session: failed at the next start.
+    const [ended] = await server.db.query<{ id: string }>(`SELECT id FROM sessions WHERE identities IS NOT NULL AND status = 'completed' LIMIT 1`);
+    await server.db.query(`UPDATE sessions SET identities = $2::jsonb WHERE id = $1`, [ended!.id, JSON.stringify([{ id: alice.body.id, status: 'authenticating' }])]);
+    expect(await failInterrupted(server.db)).toBe(1);
+    const [after] = await server.db.query<{ identities: unknown }>('SELECT identities FROM sessions WHERE id = $1', [ended!.id]);
+    expect(after!.identities).toEqual([
+      { id: alice.body.id, status: 'failed', failure_type: 'automation_failure', error_message: 'The server stopped before the login finished' },
+    ]);
+    expect(await failInterrupted(server.db)).toBe(0);
 
     expect(logs.some((l) => l.includes('identity signed in'))).toBe(true);
     for (const line of logs) {

@@ -285,3 +285,21 @@ export async function setOutcome(db: Db, id: string, outcome: { status: 'active'
 export async function setSessionProgress(db: Db, sessionId: string, progress: SessionIdentityProgress[]): Promise<void> {
   await db.query('UPDATE sessions SET identities = $2::jsonb WHERE id = $1', [sessionId, JSON.stringify(progress)]);
 }
+
+/**
+ * Logins a killed server left `authenticating` on sessions that have ended since: they
+ * failed. Answers how many sessions were corrected.
+ */
+export async function failInterrupted(db: Db): Promise<number> {
+  const rows = await db.query<{ id: string; identities: SessionIdentityProgress[] }>(
+    `SELECT id, identities FROM sessions
+      WHERE identities IS NOT NULL AND status IN ('completed', 'failed') AND identities::text LIKE '%"authenticating"%'`,
+  );
+  for (const row of rows) {
+    const progress = row.identities.map((p): SessionIdentityProgress =>
+      p.status === 'authenticating' ? { ...p, status: 'failed', failure_type: 'automation_failure', error_message: 'The server stopped before the login finished' } : p,
+    );
+    await setSessionProgress(db, row.id, progress);
+  }
+  return rows.length;
+}
