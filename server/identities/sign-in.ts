@@ -22,7 +22,7 @@ import * as store from './store.js';
 export const profileNameOf = (identityId: string) => `identity-${identityId}`;
 
 export class IdentitySignIn implements SessionHooks {
-  /** The identity whose saved profile a launching session got, by session id. */
+  /** The identity whose saved profile a launching session got, by session id, until its logins start. */
   private readonly loaded = new Map<string, string>();
   /** Logins running after their session was answered: shutdown waits for them. */
   private readonly background = new Set<Promise<void>>();
@@ -79,10 +79,6 @@ export class IdentitySignIn implements SessionHooks {
     void work.finally(() => this.background.delete(work));
   }
 
-  async ending(s: RunningSession): Promise<void> {
-    this.loaded.delete(s.id);
-  }
-
   /**
    * Shutdown, after every session has ended (so a background login still running fails at
    * once, its browser gone): wait for what it records.
@@ -98,6 +94,7 @@ export class IdentitySignIn implements SessionHooks {
 
   private async signInAll(s: RunningSession): Promise<void> {
     const loadedId = this.loaded.get(s.id);
+    this.loaded.delete(s.id);
     const rows = await this.rowsInOrder(s.projectId, s.options.identities.ids);
     // Deleted since the session's check: nothing to sign in with.
     const progress: store.SessionIdentityProgress[] = s.options.identities.ids.map((id) =>
