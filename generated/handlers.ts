@@ -72,8 +72,7 @@ export type ListCaCertificatesRequest = { params: NoFields; query: NoFields; bod
 export type ListCaCertificatesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadCaCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadCaCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadCaCertificateResponse =
@@ -83,8 +82,7 @@ export type UploadCaCertificateResponse =
   | { status: 409; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListClientCertificatesRequest = { params: NoFields; query: NonNullable<operations["listClientCertificates"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListClientCertificatesResponse =
@@ -249,8 +247,7 @@ export type ExecuteCodeResponse =
   | { status: 413; contentType?: "application/json"; body: operations["executeCode"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["executeCode"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["executeCode"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["executeCode"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchWebpageContentRequest = { params: NoFields; query: NonNullable<operations["fetchWebpageContent"]["parameters"]["query"]>; body: NonNullable<operations["fetchWebpageContent"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageContentResponse =
@@ -438,8 +435,7 @@ export type DeleteCaCertificateResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetClientCertificateRequest = { params: operations["getClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetClientCertificateResponse =
@@ -872,8 +868,7 @@ export type PauseAgentResponse =
   | { status: 400; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListRequestedHumanInterventionsRequest = { params: operations["listRequestedHumanInterventions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListRequestedHumanInterventionsResponse =
@@ -881,8 +876,7 @@ export type ListRequestedHumanInterventionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RespondToHumanInterventionRequest = { params: operations["respondToHumanIntervention"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["respondToHumanIntervention"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RespondToHumanInterventionResponse =
@@ -892,8 +886,7 @@ export type RespondToHumanInterventionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ResumeAgentRequest = { params: operations["resumeAgent"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ResumeAgentResponse =
@@ -901,8 +894,7 @@ export type ResumeAgentResponse =
   | { status: 400; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PauseSessionRecordingRequest = { params: operations["pauseSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type PauseSessionRecordingResponse =
@@ -1215,4 +1207,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listCaCertificates" | "uploadCaCertificate" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "deleteCaCertificate" | "getTask" | "updateTask" | "deleteTask" | "createIdentityToken" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listTasks" | "createTask" | "executeTask" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getTask" | "updateTask" | "deleteTask" | "createIdentityToken" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

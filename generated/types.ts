@@ -743,7 +743,7 @@ export interface paths {
         };
         /**
          * List the agent's pending questions
-         * @description Lists the requests for a person that the session's agent is waiting on (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`. Each request also fires `intervention.requested`. 400 when the session is not running.
+         * @description Lists the requests for a person that code working in the session is waiting on: its agent (perform-web-task), a task run (`ctx.requestIntervention`) or an identity login (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`, or in the live view of its `live_view_url` (a takeover link that opens the live view with input even in a read-only session, while the session runs). Each request also fires `intervention.requested`. A request no one answers within its time-out (10 minutes unless the asker says otherwise) expires and leaves the list: the waiting code fails with that reason. 400 when the session is not running.
          */
         get: operations["listRequestedHumanInterventions"];
         put?: never;
@@ -768,7 +768,7 @@ export interface paths {
         put?: never;
         /**
          * Answer the agent's question
-         * @description Answers a pending request of the session's agent; the agent goes on with the answer and `intervention.resolved` fires (without the answer). 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running.
+         * @description Answers a pending request; the waiting code goes on with the answer and `intervention.resolved` fires (without the answer, which is kept sealed and only for the waiting code). `confirm` takes `yes` or `no`, `text` and `otp` a non-empty answer, `takeover` anything (`done`) once the person has acted in the live view. 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running or the answer does not fit the request.
          */
         post: operations["respondToHumanIntervention"];
         delete?: never;
@@ -943,7 +943,9 @@ export interface paths {
         put?: never;
         /**
          * Run code in a session
-         * @description Runs `code` as the body of an async TypeScript function given `page` (the active page), `context` and `browser` (Playwright objects connected to the session) and answers its JSON-serializable return value and console output. Code that throws answers 400 with the error's message; code still running after 60 s is stopped and answers 408. 409 when the session is not running.
+         * @description Runs `code` as the body of an async TypeScript function given `page` (the active page), `context` and `browser` (Playwright objects connected to the session) and answers its JSON-serializable return value and console output. The code runs outside the server, in a sandbox whose only reach is this session's browser: no files of the server, no environment, no network but the session's CDP endpoint (what the browser loads is the browser's).
+         *
+         *     A syntax error answers 400 naming the line (`Syntax error at line 3: ...`), before anything runs. Code that throws, returns something that is not JSON, or exceeds the sandbox's memory (512 MB) or output (1 MiB of result, 1 MiB of console output) answers 400 with the error's message and its line in `code` when known (`Error at line 2: ...`). Code still running after 60 s is stopped and answers 408. 404 when the session is not the project's, 409 when it is not running (or ends during the run), 429 when this server already runs its maximum of code runs at once, 500 when the sandbox itself fails.
          */
         post: operations["executeCode"];
         delete?: never;
@@ -1945,7 +1947,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a client certificate
-         * @description Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired. The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
+         * @description Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired or is a CA certificate (browsers present only end-entity certificates). The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
          */
         post: operations["uploadClientCertificate"];
         delete?: never;
@@ -1996,7 +1998,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a CA certificate
-         * @description Uploads a CA certificate (PEM or DER) for sessions to trust, so they reach services whose TLS certificates it signed. 400 when the file is not a certificate; 409 when the name is taken.
+         * @description Uploads a CA certificate (PEM or DER) for the project's sessions to trust, so they reach services whose TLS certificates it signed; sessions started after the upload trust it (they launch cold, with the certificate in their own NSS database). 400 when the file is not one certificate, not a CA certificate (basicConstraints CA:TRUE) or expired; 409 when the name is taken.
          */
         post: operations["uploadCaCertificate"];
         delete?: never;
@@ -7678,7 +7680,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     respondToHumanIntervention: {
@@ -7725,7 +7726,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     pauseAgent: {
@@ -7760,7 +7760,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     resumeAgent: {
@@ -7795,7 +7794,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     fetchWebpage: {
@@ -8046,7 +8044,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     performWebTask: {
@@ -11627,7 +11624,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     uploadCaCertificate: {
@@ -11684,7 +11680,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteCaCertificate: {
@@ -11719,7 +11714,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     taskCompletedEvent: {

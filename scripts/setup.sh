@@ -15,6 +15,8 @@ command -v xclip >/dev/null || need+=(xclip)
 # session's NSS database.
 command -v openssl >/dev/null || need+=(openssl)
 command -v pk12util >/dev/null || need+=(libnss3-tools)
+# Tasks and execute-code: user code runs inside bubblewrap.
+command -v bwrap >/dev/null || need+=(bubblewrap)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need[*]} from Debian's packages"

@@ -23,10 +23,12 @@ import { profiles } from './profiles/index.js';
 import { identities } from './identities/index.js';
 import { sessionCaptcha } from './session-captcha/index.js';
 import { liveView } from './liveview/index.js';
+import { interventions, type Interventions } from './interventions/index.js';
 import { recordings } from './recording/index.js';
 import { sessionFiles } from './session-files/index.js';
 import { input } from './input/index.js';
 import { tools } from './tools/index.js';
+import { executeCode } from './execute-code/index.js';
 import { mcp } from './mcp/index.js';
 import { batches } from './batches/index.js';
 import { webhooks } from './events/index.js';
@@ -44,6 +46,8 @@ export interface RunningServer {
   db: Db;
   /** Set when this start created the first API key (no BOOTSTRAP_API_KEY was given). */
   createdApiKey?: string;
+  /** Services of the capabilities that code beside the HTTP API may use (tests, an embedding program). */
+  services: { interventions: Interventions };
   /** Graceful: stops accepting, finishes requests, ends browsers, closes the database. */
   close(): Promise<void>;
 }
@@ -80,10 +84,12 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       // After profiles: its watch stops before the browser is closed gracefully.
       .add(sessionCaptcha)
       .add(liveView)
+      .add(interventions)
       .add(recordings)
       .add(sessionFiles)
       .add(input)
       .add(tools)
+      .add(executeCode)
       .add(mcp)
       // After profiles, whose service keeps an identity's signed-in state; its logins run
       // after the other capabilities' started hooks (the recording sees them).
@@ -121,6 +127,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       config,
       db,
       createdApiKey: bootstrap.key,
+      services: { interventions: service.provided.interventions },
       close: () =>
         (closing ??= (async () => {
           // Stop taking requests while sessions end: their CDP sockets are upgraded

@@ -1,34 +1,61 @@
 // Client certificates: G9 for the family (upload → get → delete → get answers 404), the
-// description answered without the key or the passphrase (CC1), and the refusals of what is not
-// a usable client certificate (CC2). CC1 leaves one certificate alive for G11, which runs
-// after the rule modules; the suite's cleanup deletes it.
+// description answered without the key or the passphrase (CC1), the refusals of what is not
+// a usable client certificate (CC2), and a session presenting it, without a prompt, to an
+// HTTPS page of the suite's own that requires it (CC3). CC1 leaves one certificate alive for
+// G11, which runs after the rule modules; the suite's cleanup deletes it.
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { chromium } from 'playwright-core';
 import type { Exchange, SuiteContext } from '../context.js';
 import { describe as line, type HttpResponse } from '../http.js';
-import type { FilePart } from '../requests.js';
+import { buildRequest, type FilePart } from '../requests.js';
 import { bodyVerdict } from '../responses.js';
 import { check, defineRules, type T } from '../runner.js';
 
-// A throwaway self-signed client certificate (EC P-256, valid until 2126) and its key, made
-// for this suite with openssl: public test material, it opens nothing.
+// A throwaway self-signed client certificate (EC P-256, valid until 2126, not a CA: Chromium
+// presents no CA certificate as a client's) and its key, made for this suite with openssl:
+// public test material, it opens nothing.
 const CERTIFICATE = `-----BEGIN CERTIFICATE-----
-MIIB3jCCAYSgAwIBAgIUdS9nYUwn2d3POQpUKoPn0rPAvmAwCgYIKoZIzj0EAwIw
+MIIB2jCCAYGgAwIBAgIUVE9KwjdFFlRHlTny0sUSf5z1hjwwCgYIKoZIzj0EAwIw
 OTEbMBkGA1UEAwwSQ29uZm9ybWFuY2UgQ2xpZW50MRowGAYDVQQKDBFDb25mb3Jt
-YW5jZSBTdWl0ZTAgFw0yNjExMjUxNDM1MDJaGA8yMTI2MTEwMTE0MzUwMlowOTEb
+YW5jZSBTdWl0ZTAgFw0yNjExMjUxNTAzMjhaGA8yMTI2MTEwMTE1MDMyOFowOTEb
 MBkGA1UEAwwSQ29uZm9ybWFuY2UgQ2xpZW50MRowGAYDVQQKDBFDb25mb3JtYW5j
-ZSBTdWl0ZTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABGQcnbhnALoSzbjpiMCQ
-F69o7A08iWXsE0hdVMTHl75+cPFX07rOxr+aSBHRwM1XHArWo2age4Y6TIgN6Ivx
-8jSjaDBmMB0GA1UdDgQWBBRKaWFqBXg/HZnV7Sj9p9XAFDHmFjAfBgNVHSMEGDAW
-gBRKaWFqBXg/HZnV7Sj9p9XAFDHmFjAPBgNVHRMBAf8EBTADAQH/MBMGA1UdJQQM
-MAoGCCsGAQUFBwMCMAoGCCqGSM49BAMCA0gAMEUCIQCVj75FiNHf51C1PsV//IM8
-O5a8AuPxGQm48kESN4YGRgIgdqSxyMkSL8dFgQt9/bIG2FPv7lHEtAJp0ZIetwa/
-f5Y=
+ZSBTdWl0ZTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABPdAr8ogtUF6kBDguR+D
+m27t4M53n6pWOPWoKz4JAU8t4Utu0+0Jw7wy1SLpRkv9/TmTvn+nApEfR0Y2mQfE
+PTijZTBjMB0GA1UdDgQWBBTxjnjGqzltuO5vbDB7gTsi/kP+VDAfBgNVHSMEGDAW
+gBTxjnjGqzltuO5vbDB7gTsi/kP+VDAMBgNVHRMBAf8EAjAAMBMGA1UdJQQMMAoG
+CCsGAQUFBwMCMAoGCCqGSM49BAMCA0cAMEQCIDUKt9feLf2IOP3GSVqjM1prt+Cu
+LYoF7SWlcuPE/8EEAiBlQhB5woldCm5NbGqeHEJBuruxVT97e+AiRCcZFGMKCw==
 -----END CERTIFICATE-----
 `;
 const KEY = `-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgkDt07LlSEuEc/Tb8
-bKjnDwAQuI0n/CZbxs4/tp6mPQGhRANCAARkHJ24ZwC6Es246YjAkBevaOwNPIll
-7BNIXVTEx5e+fnDxV9O6zsa/mkgR0cDNVxwK1qNmoHuGOkyIDeiL8fI0
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgi46gclJWuBZEUQsX
+YbennOo78g95VrdrlfDB+UFrcSGhRANCAAT3QK/KILVBepAQ4Lkfg5tu7eDOd5+q
+Vjj1qCs+CQFPLeFLbtPtCcO8MtUi6UZL/f05k75/pwKRH0dGNpkHxD04
+-----END PRIVATE KEY-----
+`;
+// The page of CC3: its own self-signed certificate (localhost, 127.0.0.1), whose errors the
+// check waives.
+const SERVER_CERTIFICATE = `-----BEGIN CERTIFICATE-----
+MIIB5TCCAYygAwIBAgIUCyQpFTWW/k1GlmJYz5EmAPybjBYwCgYIKoZIzj0EAwIw
+MDESMBAGA1UEAwwJbG9jYWxob3N0MRowGAYDVQQKDBFDb25mb3JtYW5jZSBTdWl0
+ZTAgFw0yNjExMjUxNTAzMjhaGA8yMTI2MTEwMTE1MDMyOFowMDESMBAGA1UEAwwJ
+bG9jYWxob3N0MRowGAYDVQQKDBFDb25mb3JtYW5jZSBTdWl0ZTBZMBMGByqGSM49
+AgEGCCqGSM49AwEHA0IABHCVZt1hMgnDquZKRgdT8hJFYaLmLbNY50dm+FFZKaE6
+2ptc2aQDmswZHxQQ9/6SPfMhGbU2cbxqaPHjNR8pmi6jgYEwfzAdBgNVHQ4EFgQU
+2nDXMBwLbrTeRTdml8ecHdER3WQwHwYDVR0jBBgwFoAU2nDXMBwLbrTeRTdml8ec
+HdER3WQwDAYDVR0TAQH/BAIwADAaBgNVHREEEzARgglsb2NhbGhvc3SHBH8AAAEw
+EwYDVR0lBAwwCgYIKwYBBQUHAwEwCgYIKoZIzj0EAwIDRwAwRAIgWjBHEB7FSKng
+iyuOxV8+eNcj8uMqGtp1XTmEgD8GC7YCIEKfUBSvioURIJz63skAg/NeHO+9fNo6
+BvjyTa1Datck
+-----END CERTIFICATE-----
+`;
+const SERVER_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQggWBRseyTQECCXjh6
+Xe+OKZyUginZicn8rAGcHukhXUShRANCAARwlWbdYTIJw6rmSkYHU/ISRWGi5i2z
+WOdHZvhRWSmhOtqbXNmkA5rMGR8UEPf+kj3zIRm1NnG8amjx4zUfKZou
 -----END PRIVATE KEY-----
 `;
 // A key that belongs to no certificate here.
@@ -40,6 +67,8 @@ Wp3mkbYg8uEAR8i0Tpd1dttM1dQIgLPjHIudBEv3e2ESSOpjTSGVAFiV
 `;
 
 const ORIGIN = 'https://client-cert.conformance.example';
+/** Cheap sessions: no window, no recording, and ended by the server if a check cannot end them. */
+const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false }, timeout: { idle_timeout: 2, max_duration: 5 } } };
 
 function answer(t: T, ex: Exchange): HttpResponse {
   if (!ex.response) t.fail(`no answer: ${ex.error ?? 'unknown error'}`);
@@ -71,7 +100,62 @@ export default defineRules((ctx: SuiteContext) => {
     return { id, ex };
   };
 
+  const createSessionOp = ctx.contract.operation('createSession');
+  const endSessionOp = ctx.contract.operation('endSession');
+
   return [
+    check('CC3 a session presents the project\'s client certificate, without a prompt, to the origin it was uploaded for: a page that requires it loads over cdp_url', async (t: T) => {
+      // Beside the fixture server, which the server under test reaches (--fixtures-url), with a
+      // certificate of its own (its errors are waived below: trusting a server's CA is not this
+      // family's); the suite's client certificate is the only one it accepts.
+      const fixtures = new URL(await ctx.fixtures.url('/'));
+      const local = fixtures.hostname === '127.0.0.1' || fixtures.hostname === 'localhost';
+      const seen: string[] = [];
+      const site = createServer({ key: SERVER_KEY, cert: SERVER_CERTIFICATE, ca: CERTIFICATE, requestCert: true, rejectUnauthorized: true }, (req, res) => {
+        const cn = String((req.socket as TLSSocket).getPeerCertificate().subject?.CN ?? '');
+        seen.push(cn);
+        res.setHeader('content-type', 'text/html');
+        res.end(`<!doctype html><title>CC3</title><h1 id="who">${cn}</h1>`);
+      });
+      site.on('tlsClientError', () => {});
+      await new Promise<void>((r) => site.listen(0, local ? '127.0.0.1' : '0.0.0.0', r));
+      const origin = `https://${fixtures.hostname}:${(site.address() as AddressInfo).port}`;
+      let sessionId: string | undefined;
+      try {
+        const up = await upload({ name: name('cc3'), origin, file: pem(CERTIFICATE + KEY) });
+        const made = answer(t, up);
+        if (made.status === 501) t.skip('client certificates are not implemented by this server (501)');
+        t.assert(made.status === 200, line(up.request, made, 300));
+        const sx = await ctx.call(await ctx.build(createSessionOp), { bodyValue: HEADLESS });
+        const sres = answer(t, sx);
+        t.assert(sres.status === 200, `POST /v1/sessions answered ${line(sx.request, sres, 300)}`);
+        const session = (sres.json as { data: { id: string; cdp_url: string } }).data;
+        sessionId = session.id;
+        const browser = await chromium.connectOverCDP(session.cdp_url, { timeout: 30_000 });
+        try {
+          const cdp = await browser.newBrowserCDPSession();
+          await cdp.send('Security.setIgnoreCertificateErrors', { ignore: true });
+          const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+          let outcome: string;
+          try {
+            await page.goto(origin, { timeout: 20_000 });
+            outcome = `page: ${await page.textContent('#who')}`;
+          } catch (err) {
+            outcome = `error: ${(err as Error).message.split('\n')[0]}`;
+          }
+          t.equal(outcome, 'page: Conformance Client', `the page at ${origin} (it answers only to the certificate)`);
+        } finally {
+          await browser.close().catch(() => {});
+        }
+        t.assert(seen.length > 0 && seen.every((cn) => cn === 'Conformance Client'), `the page saw ${JSON.stringify(seen)}`);
+        t.note(`${origin}: ${seen.length} request(s) with the certificate`);
+      } finally {
+        if (sessionId) await ctx.call(buildRequest(ctx.contract, endSessionOp, { pathParams: { session_id: sessionId } }));
+        site.closeAllConnections();
+        await new Promise<void>((r) => site.close(() => r()));
+      }
+    }),
+
     check('G9 client certificates: create → get → delete → get answers 404', async (t: T) => {
       const { id } = await created(t, 'g9');
       const got = await get(id);

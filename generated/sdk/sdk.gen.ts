@@ -460,7 +460,7 @@ export const takeSessionScreenshot = <ThrowOnError extends boolean = false>(opti
 /**
  * List the agent's pending questions
  *
- * Lists the requests for a person that the session's agent is waiting on (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`. Each request also fires `intervention.requested`. 400 when the session is not running.
+ * Lists the requests for a person that code working in the session is waiting on: its agent (perform-web-task), a task run (`ctx.requestIntervention`) or an identity login (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`, or in the live view of its `live_view_url` (a takeover link that opens the live view with input even in a read-only session, while the session runs). Each request also fires `intervention.requested`. A request no one answers within its time-out (10 minutes unless the asker says otherwise) expires and leaves the list: the waiting code fails with that reason. 400 when the session is not running.
  */
 export const listRequestedHumanInterventions = <ThrowOnError extends boolean = false>(options: Options<ListRequestedHumanInterventionsData, ThrowOnError>) => (options.client ?? client).get<ListRequestedHumanInterventionsResponses, ListRequestedHumanInterventionsErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -471,7 +471,7 @@ export const listRequestedHumanInterventions = <ThrowOnError extends boolean = f
 /**
  * Answer the agent's question
  *
- * Answers a pending request of the session's agent; the agent goes on with the answer and `intervention.resolved` fires (without the answer). 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running.
+ * Answers a pending request; the waiting code goes on with the answer and `intervention.resolved` fires (without the answer, which is kept sealed and only for the waiting code). `confirm` takes `yes` or `no`, `text` and `otp` a non-empty answer, `takeover` anything (`done`) once the person has acted in the live view. 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running or the answer does not fit the request.
  */
 export const respondToHumanIntervention = <ThrowOnError extends boolean = false>(options: Options<RespondToHumanInterventionData, ThrowOnError>) => (options.client ?? client).post<RespondToHumanInterventionResponses, RespondToHumanInterventionErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -599,7 +599,9 @@ export const renderPagePdf = <ThrowOnError extends boolean = false>(options: Opt
 /**
  * Run code in a session
  *
- * Runs `code` as the body of an async TypeScript function given `page` (the active page), `context` and `browser` (Playwright objects connected to the session) and answers its JSON-serializable return value and console output. Code that throws answers 400 with the error's message; code still running after 60 s is stopped and answers 408. 409 when the session is not running.
+ * Runs `code` as the body of an async TypeScript function given `page` (the active page), `context` and `browser` (Playwright objects connected to the session) and answers its JSON-serializable return value and console output. The code runs outside the server, in a sandbox whose only reach is this session's browser: no files of the server, no environment, no network but the session's CDP endpoint (what the browser loads is the browser's).
+ *
+ * A syntax error answers 400 naming the line (`Syntax error at line 3: ...`), before anything runs. Code that throws, returns something that is not JSON, or exceeds the sandbox's memory (512 MB) or output (1 MiB of result, 1 MiB of console output) answers 400 with the error's message and its line in `code` when known (`Error at line 2: ...`). Code still running after 60 s is stopped and answers 408. 404 when the session is not the project's, 409 when it is not running (or ends during the run), 429 when this server already runs its maximum of code runs at once, 500 when the sandbox itself fails.
  */
 export const executeCode = <ThrowOnError extends boolean = false>(options: Options<ExecuteCodeData, ThrowOnError>) => (options.client ?? client).post<ExecuteCodeResponses, ExecuteCodeErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1406,7 +1408,7 @@ export const listClientCertificates = <ThrowOnError extends boolean = false>(opt
 /**
  * Upload a client certificate
  *
- * Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired. The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
+ * Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired or is a CA certificate (browsers present only end-entity certificates). The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
  */
 export const uploadClientCertificate = <ThrowOnError extends boolean = false>(options: Options<UploadClientCertificateData, ThrowOnError>) => (options.client ?? client).post<UploadClientCertificateResponses, UploadClientCertificateErrors, ThrowOnError>({
     ...formDataBodySerializer,
@@ -1455,7 +1457,7 @@ export const listCaCertificates = <ThrowOnError extends boolean = false>(options
 /**
  * Upload a CA certificate
  *
- * Uploads a CA certificate (PEM or DER) for sessions to trust, so they reach services whose TLS certificates it signed. 400 when the file is not a certificate; 409 when the name is taken.
+ * Uploads a CA certificate (PEM or DER) for the project's sessions to trust, so they reach services whose TLS certificates it signed; sessions started after the upload trust it (they launch cold, with the certificate in their own NSS database). 400 when the file is not one certificate, not a CA certificate (basicConstraints CA:TRUE) or expired; 409 when the name is taken.
  */
 export const uploadCaCertificate = <ThrowOnError extends boolean = false>(options: Options<UploadCaCertificateData, ThrowOnError>) => (options.client ?? client).post<UploadCaCertificateResponses, UploadCaCertificateErrors, ThrowOnError>({
     ...formDataBodySerializer,

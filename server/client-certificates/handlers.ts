@@ -86,7 +86,7 @@ export function httpsOrigin(value: string): string | undefined {
     return undefined;
   }
   if (u.protocol !== 'https:' || !u.hostname || u.hostname.includes('*') || u.username || u.password) return undefined;
-  // Only an origin: "https://host/" is accepted as the same, anything longer is not.
-  if (value.replace(/\/$/, '') !== u.origin && value.replace(/\/$/, '').toLowerCase() !== u.origin) return undefined;
+  // Only an origin; its host in lower case (or punycode), a default port left out.
+  if (u.pathname !== '/' || u.search || u.hash || /^https:\/\/[^/]*\/./.test(value)) return undefined;
   return u.origin;
 }

@@ -1,35 +1,43 @@
-// Client certificates: TLS client certificates a project uploads (handlers.ts), each for one
-// origin, presented without a prompt by the project's sessions when that origin asks for
-// one. At every launch of a session of a project that has some, the launching hook imports
-// them into the session's own NSS database (nssdb.ts) and names, for each origin, the
-// certificate to present (browser/auto-select-certificates.ts says why a profile rule and
-// not the machine-wide policy). Chromium reads both only when it starts, so those sessions
-// never take a warm pooled browser.
+// Certificates in sessions. Client certificates: TLS client certificates a project uploads
+// (handlers.ts), each for one origin, presented without a prompt by the project's sessions
+// when that origin asks for one. CA certificates (ca-handlers.ts): private CAs the project's
+// sessions trust. At every launch of a session of a project that has either, the launching
+// hook imports them into the session's own NSS database (nssdb.ts) and names, for each
+// origin, the client certificate to present (browser/auto-select-certificates.ts says why a
+// profile rule and not the machine-wide policy). Chromium reads both only when it starts, so
+// those sessions never take a warm pooled browser.
 import { X509Certificate } from 'node:crypto';
 import { rootPaths, type AutoSelectCertificate, type CertificateNameFilter } from '../browser/index.js';
 import type { Capability } from '../capability/index.js';
 import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
+import { hasCaCertificates, projectCaCertificates } from './ca-store.js';
+import { caCertificateHandlers, type CaCertificateOperation } from './ca-handlers.js';
 import { clientCertificateHandlers, type ClientCertificateOperation } from './handlers.js';
 import { importIntoNssDb } from './nssdb.js';
 import { nameAttributes } from './parse.js';
 import { openBundle } from './sealed.js';
 import { hasClientCertificates, projectClientCertificates } from './store.js';
 
-export function clientCertificates(d: { db: Db; secrets: Secrets }): Capability<ClientCertificateOperation> {
+export function clientCertificates(d: { db: Db; secrets: Secrets }): Capability<ClientCertificateOperation | CaCertificateOperation> {
   return {
     name: 'client-certificates',
-    handlers: clientCertificateHandlers(d),
+    handlers: { ...clientCertificateHandlers(d), ...caCertificateHandlers(d) },
     sessionHooks: {
-      coldLaunch: (projectId) => hasClientCertificates(d.db, projectId),
+      coldLaunch: async (projectId) => (await hasClientCertificates(d.db, projectId)) || (await hasCaCertificates(d.db, projectId)),
       async launching(s) {
-        const rows = await projectClientCertificates(d.db, s.projectId);
-        if (rows.length === 0) return undefined;
+        // An expired certificate is refused by the sites anyway, and Chromium's rule cannot
+        // tell it from its renewal (same subject, same issuer): it is left out.
+        const now = Date.now();
+        const [all, authorities] = await Promise.all([projectClientCertificates(d.db, s.projectId), projectCaCertificates(d.db, s.projectId)]);
+        const rows = all.filter((r) => r.not_after.getTime() > now);
+        if (rows.length === 0 && authorities.length === 0) return undefined;
         const paths = rootPaths(s.rootDir);
         await importIntoNssDb(
           paths.home,
           paths.tmp,
           rows.map((r) => openBundle(d.secrets, r.id, r.sealed_bundle)),
+          authorities.map((a) => ({ name: a.name, pem: a.certificate_pem })),
         );
         return { autoSelectCertificates: rows.map((r) => ({ origin: r.origin, filters: [filterFor(r.certificate_pem)] })) };
       },

@@ -11,8 +11,18 @@ export interface NssImport {
   password: string;
 }
 
-/** Creates the database (no password: Chromium opens it unattended) and imports each bundle. */
-export async function importIntoNssDb(homeDir: string, scratchDir: string, bundles: readonly NssImport[]): Promise<void> {
+/** A CA certificate the browser trusts to sign servers' certificates. */
+export interface NssAuthority {
+  name: string;
+  pem: string;
+}
+
+/**
+ * Creates the database (no password: Chromium opens it unattended), imports each bundle, and
+ * each CA certificate as trusted for servers (`C,,`): on Linux, Chromium's verifier takes the
+ * roots its user added to NSS besides its own root store.
+ */
+export async function importIntoNssDb(homeDir: string, scratchDir: string, bundles: readonly NssImport[], authorities: readonly NssAuthority[] = []): Promise<void> {
   const dir = join(homeDir, '.pki', 'nssdb');
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const db = `sql:${dir}`;
@@ -30,6 +40,15 @@ export async function importIntoNssDb(homeDir: string, scratchDir: string, bundl
     } finally {
       await rm(file, { force: true });
       await rm(pwFile, { force: true });
+    }
+  }
+  for (const [i, ca] of authorities.entries()) {
+    const file = join(scratchDir, `ca-certificate-${i}.pem`);
+    try {
+      await writeFile(file, ca.pem);
+      check('certutil', await runTool('certutil', ['-A', '-d', db, '-n', `ca-${ca.name}`, '-t', 'C,,', '-a', '-i', file]));
+    } finally {
+      await rm(file, { force: true });
     }
   }
 }

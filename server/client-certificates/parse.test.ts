@@ -54,6 +54,9 @@ describe('reading a client certificate upload', () => {
     expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.strayKey), undefined, 'n'))).toBe('The private key does not match the certificate');
     expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.encryptedKey('k')), undefined, 'n'))).toBe('The private key is encrypted: give its passphrase');
     expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.encryptedKey('k')), 'not k', 'n'))).toBe('The private key cannot be decrypted with the passphrase given');
+    expect(await refusal(readClientCertificate(Buffer.from(pki.ca.cert + pki.ca.key), undefined, 'n'))).toBe(
+      'The certificate is a CA certificate (basicConstraints CA:TRUE): browsers present only end-entity certificates as client certificates',
+    );
     const garbled = pki.client.cert.replace(/\n[A-Za-z0-9+/]{20}/, '\nAAAAAAAAAAAAAAAAAAAA');
     expect(await refusal(readClientCertificate(Buffer.from(garbled + pki.client.key), undefined, 'n'))).toBe('A CERTIFICATE block of the file is not a valid X.509 certificate');
     const expiry = new Date(new X509Certificate(pki.client.cert).validTo);

@@ -39,6 +39,9 @@ export async function readClientCertificate(file: Buffer, passphrase: string | u
   const key = parseKey(keys[0]!.text, passphrase);
   const leaf = certs.find((c) => c.checkPrivateKey(key));
   if (!leaf) throw new CertificateError('The private key does not match the certificate');
+  // Measured: Chromium (NSS) offers no CA certificate as a client's, so one would be kept and
+  // never presented.
+  if (leaf.ca) throw new CertificateError('The certificate is a CA certificate (basicConstraints CA:TRUE): browsers present only end-entity certificates as client certificates');
   if (new Date(leaf.validTo).getTime() <= now.getTime()) throw new CertificateError(`The certificate expired on ${new Date(leaf.validTo).toISOString()}`);
   const ordered = [leaf, ...certs.filter((c) => c !== leaf)];
   const certificatePem = ordered.map((c) => c.toString()).join('');

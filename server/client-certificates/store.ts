@@ -41,8 +41,9 @@ export async function projectClientCertificates(db: Db, projectId: string): Prom
   return db.query<ClientCertificateRow>('SELECT * FROM client_certificates WHERE project_id = $1 ORDER BY created_at DESC, id', [projectId]);
 }
 
+/** Whether the project has a certificate a session would present (one not expired). */
 export async function hasClientCertificates(db: Db, projectId: string): Promise<boolean> {
-  const rows = await db.query<{ one: number }>('SELECT 1 AS one FROM client_certificates WHERE project_id = $1 LIMIT 1', [projectId]);
+  const rows = await db.query<{ one: number }>('SELECT 1 AS one FROM client_certificates WHERE project_id = $1 AND not_after > now() LIMIT 1', [projectId]);
   return rows.length > 0;
 }
 

@@ -20,6 +20,8 @@ export interface TestPki {
   encryptedKey(passphrase: string): string;
   /** A key that belongs to no certificate here. */
   strayKey: string;
+  /** The CA's certificate and key: a CA certificate, not a client's. */
+  ca: { cert: string; key: string };
   remove(): void;
 }
 
@@ -46,6 +48,7 @@ export function makeTestPki(clientSubject = '/CN=Test Client/O=Acme'): TestPki {
       run(['pkcs12', '-export', '-inkey', 'client.key', '-in', 'client.crt', '-certfile', 'ca.crt', '-passout', `pass:${passphrase}`, ...(legacy ? ['-legacy'] : [])]),
     encryptedKey: (passphrase) => run(['pkcs8', '-topk8', '-in', 'client.key', '-passout', `pass:${passphrase}`, '-v2', 'aes-256-cbc']).toString('utf8'),
     strayKey: read('stray.key'),
+    ca: { cert: read('ca.crt'), key: read('ca.key') },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
