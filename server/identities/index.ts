@@ -5,6 +5,7 @@
 // whose signed-in state is kept as the identity's profile through the profiles capability.
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
+import type { Interventions } from '../interventions/index.js';
 import type { ProfileService } from '../profiles/index.js';
 import type { Secrets } from '../secrets/index.js';
 import type { SessionManager } from '../sessions/index.js';
@@ -20,11 +21,13 @@ export function identities(d: {
   secrets: Secrets;
   sessions: SessionManager;
   profiles: ProfileService;
+  interventions: Interventions;
 }): Capability<ApplicationOperation | IdentityOperation> {
   const signIn = new IdentitySignIn({
     db: d.db,
     secrets: d.secrets,
     profiles: d.profiles,
+    interventions: d.interventions,
     log: d.log,
     running: (sessionId) => d.sessions.get(sessionId) !== undefined,
   });

@@ -1,14 +1,17 @@
 // Runs a login in a page of the session's browser (Playwright over the browser's own CDP
 // endpoint), and tells how it ended: signed in, the site refused the credentials (the
-// flow's failure condition), or anything else, including a login that needs a human (a
-// captcha, a one-time code without a secret), which fails with a message saying so until
-// interventions exist. Also checks whether a page is still signed in.
+// flow's failure condition), or anything else. A login that needs a human (a captcha, a
+// one-time code without a secret) asks one through an intervention, and fails when no one
+// answers. Also checks whether a page is still signed in.
 import type { Page } from 'playwright-core';
 import { totp, type PlainCredentials } from './credentials.js';
 import { DEFAULT_SELECTORS, type Condition, type LoginPlan, type Step } from './flows.js';
 import type { FailureType } from './store.js';
 
 export type LoginOutcome = { ok: true } | { ok: false; failureType: FailureType; message: string };
+
+/** Asks a person (an intervention): the one-time code, or `done` after taking over the page; throws when no one answers. */
+export type AskHuman = (message: string, inputType: 'otp' | 'takeover') => Promise<string>;
 
 /** Failure happened in a way worth naming; everything else is reported as automation_failure. */
 class LoginFailure extends Error {
@@ -21,20 +24,21 @@ class LoginFailure extends Error {
 }
 
 const POLL_MS = 200;
-const HUMAN = 'interventions are not available on this server yet, so the login fails';
 /** A refused password, when the flow does not say how its site words it. */
 const DEFAULT_REFUSAL =
   /\b(invalid|incorrect|wrong|bad|unknown)\b[^.\n]{0,40}\b(password|credentials|user ?name|e-?mail|login|code)\b|\b(password|credentials|user ?name|code)\b[^.\n]{0,40}\b(is )?(invalid|incorrect|wrong|not (correct|recognized|valid))\b/i;
 const CAPTCHA = 'iframe[src*="recaptcha"], iframe[src*="hcaptcha"], iframe[src*="challenges.cloudflare.com"], .g-recaptcha, .h-captcha, .cf-turnstile';
 
-export async function runLogin(page: Page, plan: LoginPlan, creds: PlainCredentials): Promise<LoginOutcome> {
+export async function runLogin(page: Page, plan: LoginPlan, creds: PlainCredentials, ask: AskHuman): Promise<LoginOutcome> {
   page.setDefaultTimeout(plan.timeoutMs);
-  try {
-    for (const step of plan.steps) await perform(page, step, plan, creds);
-    await until(page, plan.timeoutMs, 'the success condition', async () => {
+  const finished = () =>
+    until(page, plan.timeoutMs, 'the success condition', async () => {
       if (await refused(page, plan.failure)) throw new LoginFailure('invalid_credentials', `The site refused the credentials (${await refusalText(page, plan.failure)})`);
       return met(page, plan, plan.success);
     });
+  try {
+    for (const step of plan.steps) await perform(page, step, plan, creds, ask);
+    await finished();
     return { ok: true };
   } catch (err) {
     if (err instanceof LoginFailure) return { ok: false, failureType: err.failureType, message: err.message };
@@ -43,7 +47,15 @@ export async function runLogin(page: Page, plan: LoginPlan, creds: PlainCredenti
       return { ok: false, failureType: 'invalid_credentials', message: `The site refused the credentials (${await refusalText(page, plan.failure).catch(() => '')})` };
     }
     if (await page.locator(CAPTCHA).count().catch(() => 0)) {
-      return { ok: false, failureType: 'automation_failure', message: `The login shows a captcha and needs a human; ${HUMAN}` };
+      // A person takes over the page, solves it and signs in; then the flow's success condition decides.
+      try {
+        await ask('The login shows a captcha: take over the page, complete the sign-in, then press Done', 'takeover');
+        await finished();
+        return { ok: true };
+      } catch (asked) {
+        if (asked instanceof LoginFailure) return { ok: false, failureType: asked.failureType, message: asked.message };
+        return { ok: false, failureType: 'automation_failure', message: `The login shows a captcha and needs a human: ${firstLine(asked)}` };
+      }
     }
     const where = page.isClosed() ? '' : ` at ${page.url()}`;
     return { ok: false, failureType: 'automation_failure', message: `The login did not complete${where}: ${firstLine(err)}` };
@@ -65,7 +77,7 @@ export async function stillSignedIn(page: Page, plan: LoginPlan): Promise<boolea
   }
 }
 
-async function perform(page: Page, step: Step, plan: LoginPlan, creds: PlainCredentials): Promise<void> {
+async function perform(page: Page, step: Step, plan: LoginPlan, creds: PlainCredentials, ask: AskHuman): Promise<void> {
   switch (step.action) {
     case 'goto':
       await page.goto(step.url!, { timeout: plan.timeoutMs });
@@ -88,13 +100,19 @@ async function perform(page: Page, step: Step, plan: LoginPlan, creds: PlainCred
       await field(page, step.selector!).waitFor({ state: 'visible' });
       return;
     case 'totp': {
-      if (!creds.totpSecret) {
-        throw new LoginFailure('automation_failure', `The login asks for a one-time code and the identity has no authenticator secret: it needs a human; ${HUMAN}`);
-      }
       const input = field(page, step.selector!);
       await input.waitFor({ state: 'visible' });
       assertAllowedHost(page, plan);
-      await input.fill(await totp(creds.totpSecret));
+      let code: string;
+      if (creds.totpSecret) code = await totp(creds.totpSecret);
+      else {
+        try {
+          code = (await ask('The login asks for a one-time code and the identity has no authenticator secret: enter the code', 'otp')).trim();
+        } catch (err) {
+          throw new LoginFailure('automation_failure', `The login asks for a one-time code and the identity has no authenticator secret: it needs a human: ${firstLine(err)}`);
+        }
+      }
+      await input.fill(code);
       return;
     }
     case 'choose_account': {

@@ -5,6 +5,7 @@
 // the sign-in). Two pages with a TOTP code, a custom step list, a wrong password, a login
 // that needs a human, the background mode, validateAsync=false; the events against their
 // schemas; nothing of a browser left behind.
+import { createGuardrails, generate } from 'otplib';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
@@ -216,7 +217,7 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
     }
   });
 
-  it('a wrong password fails as invalid_credentials, a login that needs a human as automation_failure; the session is answered, not signed in', { timeout: 180_000 }, async () => {
+  it('a wrong password fails as invalid_credentials; a login that needs a human asks one (an intervention), and fails as automation_failure when no one answers; the session is answered, not signed in', { timeout: 180_000 }, async () => {
     const wrong = await api('POST', '/v1/identities', {
       source: `${site.url}/login/one-page`,
       credentials: [{ type: 'username_password', username: 'alice', password: 'not-her-password' }],
@@ -248,14 +249,25 @@ describe.each(backends)('sessions with identities on %s', (backend) => {
     await api('POST', `/v1/applications/${app.body.id}/auth-flows`, { name: 'Captcha', methods: ['username_password'], login: { timeout_seconds: 3 } });
     const captcha = await api('POST', '/v1/identities', { source: `${site.url}/login/captcha`, credentials: [{ type: 'username_password', username: 'alice', password: 'x' }] });
     const c = await sessionWith(captcha.body.id);
-    expect((await progressOf(c.id))[0]).toMatchObject({ status: 'failed', failure_type: 'automation_failure', error_message: expect.stringMatching(/captcha and needs a human; interventions are not available/) });
+    expect((await progressOf(c.id))[0]).toMatchObject({ status: 'failed', failure_type: 'automation_failure', error_message: expect.stringMatching(/captcha and needs a human: No one answered the request for a person within 3 s/) });
     await endSession(server, c.id);
 
-    // A code is asked for and the identity has no authenticator secret.
-    const twoPage = await api('POST', '/v1/identities', { source: `${site.url}/login/two-page`, credentials: [{ type: 'username_password', username: 'bob', password: LOGIN_USERS.bob.password }] });
-    const t = await sessionWith(twoPage.body.id);
-    expect((await progressOf(t.id))[0]).toMatchObject({ status: 'failed', failure_type: 'automation_failure', error_message: expect.stringMatching(/one-time code and the identity has no authenticator secret: it needs a human/) });
-    expect((await identityEvents(twoPage.body.id))[0]).toMatchObject({ type: 'identity.authentication_failed', data: { failure_type: 'automation_failure' } });
+    // A code is asked for and the identity has no authenticator secret: a person is asked
+    // (an intervention, answered here through the API with the code of bob's authenticator).
+    const codeApp = await api('POST', '/v1/applications', { source: `${site.url}/login/two-page?code-by-hand` });
+    await api('POST', `/v1/applications/${codeApp.body.id}/auth-flows`, { name: 'Two pages', methods: ['username_password', 'authenticator'], login: { kind: 'two_pages' } });
+    const twoPage = await api('POST', '/v1/identities', { source: `${site.url}/login/two-page?code-by-hand`, credentials: [{ type: 'username_password', username: 'bob', password: LOGIN_USERS.bob.password }] });
+    const t = await sessionWith(twoPage.body.id, { authenticate_in_background: true });
+    const asked = await eventually(async () => (await api('GET', `/v1/sessions/${t.id}/agent/requested-human-intervention`)).body?.data?.requests?.[0], 60_000, 'the request for the code');
+    expect(asked).toMatchObject({ input_type: 'otp', message: expect.stringMatching(/one-time code and the identity has no authenticator secret/) });
+    const code = await generate({ secret: LOGIN_USERS.bob.totpSecret, guardrails: createGuardrails({ MIN_SECRET_BYTES: 1 }) });
+    expect((await api('POST', `/v1/sessions/${t.id}/agent/respond-to-human-intervention`, { requestId: asked.request_id, response: code })).status).toBe(200);
+    const answered = await eventually(async () => {
+      const [p] = await progressOf(t.id);
+      return p.status === 'authenticating' ? undefined : p;
+    }, 60_000, 'the login after the answer');
+    expect(answered).toMatchObject({ status: 'authenticated' });
+    expect(await signedInAs(site, t)).toBe('bob');
     await endSession(server, t.id);
   });
 

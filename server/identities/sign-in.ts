@@ -10,13 +10,17 @@ import type { Logger } from 'pino';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { LaunchAddition, LaunchingSession, RunningSession, SessionHooks, SessionOptions } from '../capability/index.js';
 import { emitEvent } from '../outbox/emit.js';
+import type { Interventions } from '../interventions/index.js';
 import type { ProfileService } from '../profiles/index.js';
 import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
 import { openCredentials, type SealedCredentials } from './credentials.js';
 import { planLogin, type LoginPlan } from './flows.js';
-import { runLogin, stillSignedIn, type LoginOutcome } from './login.js';
+import { runLogin, stillSignedIn, type AskHuman, type LoginOutcome } from './login.js';
 import * as store from './store.js';
+
+/** How long a person may take to answer a background login's intervention. */
+const HUMAN_WAIT_MS = 10 * 60_000;
 
 /** The profile that keeps an identity's signed-in state. */
 export const profileNameOf = (identityId: string) => `identity-${identityId}`;
@@ -32,6 +36,7 @@ export class IdentitySignIn implements SessionHooks {
       db: Db;
       secrets: Secrets;
       profiles: ProfileService;
+      interventions: Interventions;
       log: Logger;
       /** Whether the session is still running (not ending): only then can its state still be kept. */
       running(sessionId: string): boolean;
@@ -126,7 +131,7 @@ export class IdentitySignIn implements SessionHooks {
           this.d.log.info({ sessionId: s.id, identityId: row.id }, 'saved identity profile is signed out: signing in again');
         }
         const executionId = randomUUID();
-        const outcome = await this.login(page, plan, row);
+        const outcome = await this.login(s, page, plan, row);
         await this.record(s, row, executionId, outcome);
         await mark(row.id, outcome.ok ? { status: 'authenticated', execution_id: executionId } : { status: 'failed', execution_id: executionId, failure_type: outcome.failureType, error_message: outcome.message });
         moved = true;
@@ -157,14 +162,18 @@ export class IdentitySignIn implements SessionHooks {
     return planLogin(app, flow, methodsOf(row.credentials));
   }
 
-  private async login(page: Page, plan: LoginPlan, row: store.IdentityRow): Promise<LoginOutcome> {
+  private async login(s: RunningSession, page: Page, plan: LoginPlan, row: store.IdentityRow): Promise<LoginOutcome> {
     let creds;
     try {
       creds = openCredentials(this.d.secrets, row.id, row.credentials);
     } catch {
       return { ok: false, failureType: 'automation_failure', message: 'The identity\'s credentials could not be opened (sealed under another key?)' };
     }
-    const outcome = await runLogin(page, plan, creds);
+    // A person gets the flow's own time while the session's answer waits, ten minutes once it
+    // has been answered (the login runs in the background).
+    const ask: AskHuman = (message, inputType) =>
+      this.d.interventions.ask(s, { message, inputType, timeoutMs: s.options.identities.inBackground ? HUMAN_WAIT_MS : plan.timeoutMs });
+    const outcome = await runLogin(page, plan, creds, ask);
     if (outcome.ok) return outcome;
     // A site may echo what was typed into its error text: never into a record, event or log.
     let message = outcome.message;
