@@ -32,8 +32,7 @@ export type ListApplicationsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listApplications"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listApplications"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listApplications"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listApplications"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listApplications"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listApplications"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateApplicationRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createApplication"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateApplicationResponse =
@@ -42,8 +41,7 @@ export type CreateApplicationResponse =
   | { status: 401; contentType?: "application/json"; body: operations["createApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createApplication"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createApplication"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListBatchSessionsRequest = { params: NoFields; query: NonNullable<operations["listBatchSessions"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListBatchSessionsResponse =
@@ -122,8 +120,7 @@ export type ListIdentitiesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listIdentities"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listIdentities"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listIdentities"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listIdentities"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateIdentityRequest = { params: NoFields; query: NonNullable<operations["createIdentity"]["parameters"]["query"]>; body: NonNullable<operations["createIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateIdentityResponse =
@@ -132,8 +129,7 @@ export type CreateIdentityResponse =
   | { status: 401; contentType?: "application/json"; body: operations["createIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createIdentity"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createIdentity"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListProfilesRequest = { params: NoFields; query: NonNullable<operations["listProfiles"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListProfilesResponse =
@@ -456,8 +452,7 @@ export type GetApplicationResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateApplicationRequest = { params: operations["updateApplication"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateApplication"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateApplicationResponse =
@@ -467,8 +462,7 @@ export type UpdateApplicationResponse =
   | { status: 404; contentType?: "application/json"; body: operations["updateApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateApplication"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateApplication"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["updateApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteApplicationRequest = { params: operations["deleteApplication"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteApplicationResponse =
@@ -477,8 +471,7 @@ export type DeleteApplicationResponse =
   | { status: 401; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetBatchSessionsRequest = { params: operations["getBatchSessions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetBatchSessionsResponse =
@@ -553,8 +546,7 @@ export type GetIdentityResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateIdentityRequest = { params: operations["updateIdentity"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateIdentityResponse =
@@ -564,8 +556,7 @@ export type UpdateIdentityResponse =
   | { status: 404; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteIdentityRequest = { params: operations["deleteIdentity"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteIdentityResponse =
@@ -573,8 +564,7 @@ export type DeleteIdentityResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetProfileRequest = { params: operations["getProfile"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetProfileResponse =
@@ -670,8 +660,7 @@ export type ListApplicationAuthFlowsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateApplicationAuthFlowRequest = { params: operations["createApplicationAuthFlow"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["createApplicationAuthFlow"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateApplicationAuthFlowResponse =
@@ -681,8 +670,7 @@ export type CreateApplicationAuthFlowResponse =
   | { status: 404; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListApplicationIdentitiesRequest = { params: operations["listApplicationIdentities"]["parameters"]["path"]; query: NonNullable<operations["listApplicationIdentities"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListApplicationIdentitiesResponse =
@@ -690,8 +678,7 @@ export type ListApplicationIdentitiesResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateIdentityTokenRequest = { params: operations["createIdentityToken"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["createIdentityToken"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateIdentityTokenResponse =
@@ -710,8 +697,7 @@ export type GetIdentityCredentialsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionDownloadsRequest = { params: operations["listSessionDownloads"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionDownloadsResponse =
@@ -1092,8 +1078,7 @@ export type DeleteApplicationAuthFlowResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateApplicationAuthFlowRequest = { params: operations["updateApplicationAuthFlow"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateApplicationAuthFlow"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateApplicationAuthFlowResponse =
@@ -1103,8 +1088,7 @@ export type UpdateApplicationAuthFlowResponse =
   | { status: 404; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchSessionDownloadRequest = { params: operations["fetchSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type FetchSessionDownloadResponse =
@@ -1302,4 +1286,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listIdentities" | "createIdentity" | "listTasks" | "createTask" | "executeTask" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listTasks" | "createTask" | "executeTask" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getTask" | "updateTask" | "deleteTask" | "createIdentityToken" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

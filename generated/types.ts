@@ -1712,13 +1712,13 @@ export interface paths {
         };
         /**
          * List identities
-         * @description Lists every identity of the project, newest first (not paginated), optionally only those of one application, in one status or whose name contains `search`.
+         * @description Lists the identities of the project, newest first, optionally only those of one application, in one status or whose name contains `search`; every one unless `page` or `limit` asks for a page.
          */
         get: operations["listIdentities"];
         put?: never;
         /**
          * Create an identity
-         * @description Creates an identity for the login page `source`, in the application of that page (created when the project has none, named `applicationName`). Credentials are optional and write-only. By default the identity is `pending` and is validated in the background; with `validateAsync=false` it signs in before the answer, which then says `active` or `failed`.
+         * @description Creates an identity for the login page `source`, in the application of that page (created when the project has none, named `applicationName`). Credentials are optional and write-only. By default the identity is `pending` and signs in in the first session that uses it; with `validateAsync=false` it signs in before the answer, in a session of its own (billed as one), and the answer says `active` or `failed`.
          */
         post: operations["createIdentity"];
         delete?: never;
@@ -1790,7 +1790,7 @@ export interface paths {
         };
         /**
          * List applications
-         * @description Lists every application of the project, newest first (not paginated), optionally only those whose name contains `search`.
+         * @description Lists the applications of the project, newest first, optionally only those whose name contains `search`; every one unless `page` or `limit` asks for a page.
          */
         get: operations["listApplications"];
         put?: never;
@@ -2752,6 +2752,8 @@ export interface components {
             live_view_url: string;
             /** @description Why the session ended, a machine-readable category such as `api`, `idle_timeout`, `max_duration`, `browser_unreachable` or `browser_pod_not_found`; null while it runs. */
             end_reason: string | null;
+            /** @description Present for a session created with `identities`; how each signed in. */
+            identities?: components["schemas"]["SessionIdentityProgress"][];
         };
         SessionResponse: {
             data: components["schemas"]["Session"];
@@ -5084,11 +5086,8 @@ export interface components {
         };
         /** @description A user name (or e-mail address) and password. */
         IdentityUsernamePasswordCredential: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "IdentityUsernamePasswordCredential";
+            /** @enum {string} */
+            type: "username_password";
             /** @description The user name or e-mail address. */
             username: string;
             /** @description The password. */
@@ -5096,11 +5095,8 @@ export interface components {
         };
         /** @description An authenticator app's TOTP secret, for TOTP-based 2FA. */
         IdentityAuthenticatorCredential: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "IdentityAuthenticatorCredential";
+            /** @enum {string} */
+            type: "authenticator";
             /** @description The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed). */
             secret: string;
             /** @description A current one-time code from the authenticator, to check the secret. */
@@ -5108,11 +5104,8 @@ export interface components {
         };
         /** @description Named values a login form asks for beyond a user name and password. */
         IdentityCustomCredential: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "IdentityCustomCredential";
+            /** @enum {string} */
+            type: "custom";
             fields: {
                 /** @description The field name, as in the application's authentication flow. */
                 name: string;
@@ -5120,7 +5113,7 @@ export interface components {
                 value: string;
             }[];
         };
-        /** @description One credential of an identity. Write-only: stored encrypted (AES-256-GCM) and never answered. */
+        /** @description One credential of an identity, told apart by `type`. Write-only: stored encrypted (AES-256-GCM) and never answered. */
         IdentityCredential: components["schemas"]["IdentityUsernamePasswordCredential"] | components["schemas"]["IdentityAuthenticatorCredential"] | components["schemas"]["IdentityCustomCredential"];
         /** @description The credentials, at most one of each type. */
         IdentityCredentialList: components["schemas"]["IdentityCredential"][];
@@ -5214,6 +5207,8 @@ export interface components {
         };
         /** @description Identities of the project, newest first. */
         IdentityListResponse: {
+            /** @description How many match in all (the page holds some of them). */
+            total: number;
             identities: components["schemas"]["Identity"][];
         };
         /** @description The credentials an identity holds, by type and field name. Write-only secrets: no value is ever answered. */
@@ -5310,6 +5305,8 @@ export interface components {
         };
         /** @description Applications of the project, newest first. */
         ApplicationListResponse: {
+            /** @description How many match in all (the page holds some of them). */
+            total: number;
             applications: components["schemas"]["Application"][];
         };
         /** @description An identity as the application lists it. */
@@ -5355,6 +5352,7 @@ export interface components {
             methods: components["schemas"]["CredentialMethod"][];
             /** @description The custom fields the flow asks for (with the `custom` method). */
             custom_fields: components["schemas"]["AuthFlowCustomField"][];
+            login: components["schemas"]["AuthFlowLogin"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -5375,6 +5373,7 @@ export interface components {
             methods: components["schemas"]["CredentialMethod"][];
             /** @description The custom fields the flow asks for (with the `custom` method). */
             custom_fields?: components["schemas"]["AuthFlowCustomField"][];
+            login?: components["schemas"]["AuthFlowLogin"];
         };
         /** @description The fields to change; omitted fields keep their value and an empty object changes nothing. */
         AuthFlowUpdateRequest: {
@@ -5388,6 +5387,78 @@ export interface components {
             methods?: components["schemas"]["CredentialMethod"][];
             /** @description The custom fields the flow asks for; replaces the list. */
             custom_fields?: components["schemas"]["AuthFlowCustomField"][];
+            login?: components["schemas"]["AuthFlowLogin"];
+        };
+        /** @description How the server signs an identity in (an extension of the hosted vendor's flows): where the login starts, its steps, and how success and a wrong password show. `kind` picks ready-made steps: `one_page` fills the user name and password on one page and submits; `two_pages` fills the user name, submits, then the password and submits; both then enter a TOTP code when the flow's `methods` include `authenticator`. `custom` runs `steps` in order. Selectors are CSS (Playwright selectors work too); the ready-made kinds find the usual fields when `selectors` leaves them out. */
+        AuthFlowLogin: {
+            /**
+             * @description The shape of the login.
+             * @default one_page
+             * @enum {string}
+             */
+            kind?: "one_page" | "two_pages" | "custom";
+            /**
+             * Format: uri
+             * @description Where the login starts; null means the application's `url`.
+             */
+            login_url?: string | null;
+            selectors?: components["schemas"]["AuthFlowSelectors"];
+            /** @description With `kind: custom`, the steps in order (required then, refused otherwise). */
+            steps?: components["schemas"]["AuthFlowStep"][];
+            success?: components["schemas"]["AuthFlowCondition"];
+            failure?: components["schemas"]["AuthFlowCondition"];
+            /**
+             * @description How long a step may wait (for an element, a URL, the success or failure condition).
+             * @default 30
+             */
+            timeout_seconds?: number;
+        };
+        /** @description Selectors of the ready-made kinds' fields and buttons; an omitted one is found by the usual attributes (autocomplete, type, name). */
+        AuthFlowSelectors: {
+            username?: string;
+            password?: string;
+            /** @description Submits the password (and the user name on one page). */
+            submit?: string;
+            /** @description Submits the user name (`two_pages`). */
+            next?: string;
+            /** @description The one-time code field. */
+            totp?: string;
+            /** @description Submits the one-time code. */
+            totp_submit?: string;
+        };
+        /** @description A condition on the page, met when every part given holds: the URL contains `url_contains`, an element matches `selector`, the page's text contains `text`. `success` defaults to: the page left the login URL and shows no password field. `failure` (the site refused the credentials) defaults to a text such as "invalid password" or "incorrect username or password". */
+        AuthFlowCondition: {
+            url_contains?: string;
+            selector?: string;
+            text?: string;
+        };
+        /** @description One step of a custom login. `goto` opens `url`; `fill` types `value` into `selector`; `click` clicks `selector`; `wait_for_url` waits until the URL contains `url_contains`; `wait_for_selector` waits for `selector`; `totp` fills the current one-time code into `selector`; `choose_account` clicks the element that shows the user name (within `selector` when given). A `value` may hold `{{username}}`, `{{password}}` or `{{custom.<name>}}`. */
+        AuthFlowStep: {
+            /** @enum {string} */
+            action: "goto" | "fill" | "click" | "wait_for_url" | "wait_for_selector" | "totp" | "choose_account";
+            selector?: string;
+            value?: string;
+            /** Format: uri */
+            url?: string;
+            url_contains?: string;
+        };
+        /** @description How an identity of the session signed in: `authenticating` while its login runs, `authenticated` when it ran and succeeded, `reused` when its saved profile was loaded, `failed` when the login failed (the session runs on, not signed in). */
+        SessionIdentityProgress: {
+            /**
+             * Format: uuid
+             * @description The identity.
+             */
+            id: string;
+            /** @enum {string} */
+            status: "authenticating" | "authenticated" | "reused" | "failed";
+            /**
+             * Format: uuid
+             * @description The login run, as in the identity events.
+             */
+            execution_id?: string;
+            /** @enum {string} */
+            failure_type?: "invalid_credentials" | "automation_failure";
+            error_message?: string;
         };
         /** @description Authentication flows of the application. */
         AuthFlowListResponse: {
@@ -6201,6 +6272,8 @@ export interface components {
         TaskNamePath: components["schemas"]["TaskName"];
         /** @description Page number, from 1 (at most 1,000,000). */
         Page: number;
+        /** @description Items per page; without it (and without `page`) every item is listed, as the hosted vendor does. */
+        ListLimit: number;
         /** @description Profiles per page. */
         ProfileLimit: number;
         /** @description Items per page. */
@@ -6301,7 +6374,7 @@ export interface components {
         IdentityMetadataQuery: {
             [key: string]: string;
         };
-        /** @description `true`: answer at once with status `pending` and validate the credentials in the background; `false`: sign in first and answer `active` or `failed`. */
+        /** @description `true`: answer at once with status `pending`; the identity signs in in the first session that uses it. `false`: sign in first, in a session of its own, and answer `active` or `failed`. */
         IdentityValidateAsyncQuery: boolean;
         /** @description The application id. */
         ApplicationIdPath: string;
@@ -10757,6 +10830,10 @@ export interface operations {
                 status?: components["parameters"]["IdentityStatusQuery"];
                 /** @description Only identities whose name contains this text (case-insensitive). */
                 search?: components["parameters"]["IdentitySearchQuery"];
+                /** @description Page number, from 1 (at most 1,000,000). */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; without it (and without `page`) every item is listed, as the hosted vendor does. */
+                limit?: components["parameters"]["ListLimit"];
             };
             header?: never;
             path?: never;
@@ -10772,6 +10849,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "total": 1,
                      *       "identities": [
                      *         {
                      *           "id": "b3a2c1d0-e9f8-4a7b-9c6d-5e4f3a2b1c0d",
@@ -10794,13 +10872,12 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createIdentity: {
         parameters: {
             query?: {
-                /** @description `true`: answer at once with status `pending` and validate the credentials in the background; `false`: sign in first and answer `active` or `failed`. */
+                /** @description `true`: answer at once with status `pending`; the identity signs in in the first session that uses it. `false`: sign in first, in a session of its own, and answer `active` or `failed`. */
                 validateAsync?: components["parameters"]["IdentityValidateAsyncQuery"];
             };
             header?: never;
@@ -10859,7 +10936,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getIdentity: {
@@ -10901,7 +10977,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateIdentity: {
@@ -10956,7 +11031,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteIdentity: {
@@ -10989,7 +11063,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getIdentityCredentials: {
@@ -11039,7 +11112,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listApplications: {
@@ -11047,6 +11119,10 @@ export interface operations {
             query?: {
                 /** @description Only applications whose name contains this text (case-insensitive). */
                 search?: components["parameters"]["ApplicationSearchQuery"];
+                /** @description Page number, from 1 (at most 1,000,000). */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; without it (and without `page`) every item is listed, as the hosted vendor does. */
+                limit?: components["parameters"]["ListLimit"];
             };
             header?: never;
             path?: never;
@@ -11062,6 +11138,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
+                     *       "total": 1,
                      *       "applications": [
                      *         {
                      *           "id": "e4d3c2b1-a0f9-4e8d-b7c6-a5b4c3d2e1f0",
@@ -11088,7 +11165,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createApplication: {
@@ -11134,7 +11210,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getApplication: {
@@ -11180,7 +11255,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateApplication: {
@@ -11241,7 +11315,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteApplication: {
@@ -11283,7 +11356,6 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listApplicationIdentities: {
@@ -11330,7 +11402,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listApplicationAuthFlows: {
@@ -11364,6 +11435,12 @@ export interface operations {
                      *             "authenticator"
                      *           ],
                      *           "custom_fields": [],
+                     *           "login": {
+                     *             "kind": "one_page",
+                     *             "success": {
+                     *               "url_contains": "/orders"
+                     *             }
+                     *           },
                      *           "created_at": "2026-03-02T09:15:00Z",
                      *           "updated_at": "2026-03-02T09:15:00Z"
                      *         }
@@ -11377,7 +11454,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createApplicationAuthFlow: {
@@ -11425,6 +11501,12 @@ export interface operations {
                      *         "authenticator"
                      *       ],
                      *       "custom_fields": [],
+                     *       "login": {
+                     *         "kind": "one_page",
+                     *         "success": {
+                     *           "url_contains": "/orders"
+                     *         }
+                     *       },
                      *       "created_at": "2026-03-02T09:15:00Z",
                      *       "updated_at": "2026-03-02T09:15:00Z"
                      *     }
@@ -11438,7 +11520,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteApplicationAuthFlow: {
@@ -11473,7 +11554,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateApplicationAuthFlow: {
@@ -11531,6 +11611,12 @@ export interface operations {
                      *           "name": "customer_number"
                      *         }
                      *       ],
+                     *       "login": {
+                     *         "kind": "one_page",
+                     *         "success": {
+                     *           "url_contains": "/orders"
+                     *         }
+                     *       },
                      *       "created_at": "2026-03-02T09:15:00Z",
                      *       "updated_at": "2026-03-02T09:25:00Z"
                      *     }
@@ -11544,7 +11630,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createIdentityToken: {

@@ -20,6 +20,7 @@ import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
 import { clientCertificates } from './client-certificates/index.js';
 import { profiles } from './profiles/index.js';
+import { identities } from './identities/index.js';
 import { sessionCaptcha } from './session-captcha/index.js';
 import { liveView } from './liveview/index.js';
 import { interventions, type Interventions } from './interventions/index.js';
@@ -98,6 +99,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(tools)
       .add(executeCode)
       .add(mcp)
+      // After profiles, whose service keeps an identity's signed-in state; its logins run
+      // after the other capabilities' started hooks (the recording sees them).
+      .add(identities)
       .add(batches)
       .add(webhooks)
       .add(billing)

@@ -1186,7 +1186,7 @@ export const listWebhookDeliveries = <ThrowOnError extends boolean = false>(opti
 /**
  * List identities
  *
- * Lists every identity of the project, newest first (not paginated), optionally only those of one application, in one status or whose name contains `search`.
+ * Lists the identities of the project, newest first, optionally only those of one application, in one status or whose name contains `search`; every one unless `page` or `limit` asks for a page.
  */
 export const listIdentities = <ThrowOnError extends boolean = false>(options?: Options<ListIdentitiesData, ThrowOnError>) => (options?.client ?? client).get<ListIdentitiesResponses, ListIdentitiesErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1197,7 +1197,7 @@ export const listIdentities = <ThrowOnError extends boolean = false>(options?: O
 /**
  * Create an identity
  *
- * Creates an identity for the login page `source`, in the application of that page (created when the project has none, named `applicationName`). Credentials are optional and write-only. By default the identity is `pending` and is validated in the background; with `validateAsync=false` it signs in before the answer, which then says `active` or `failed`.
+ * Creates an identity for the login page `source`, in the application of that page (created when the project has none, named `applicationName`). Credentials are optional and write-only. By default the identity is `pending` and signs in in the first session that uses it; with `validateAsync=false` it signs in before the answer, in a session of its own (billed as one), and the answer says `active` or `failed`.
  */
 export const createIdentity = <ThrowOnError extends boolean = false>(options: Options<CreateIdentityData, ThrowOnError>) => (options.client ?? client).post<CreateIdentityResponses, CreateIdentityErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -1260,7 +1260,7 @@ export const getIdentityCredentials = <ThrowOnError extends boolean = false>(opt
 /**
  * List applications
  *
- * Lists every application of the project, newest first (not paginated), optionally only those whose name contains `search`.
+ * Lists the applications of the project, newest first, optionally only those whose name contains `search`; every one unless `page` or `limit` asks for a page.
  */
 export const listApplications = <ThrowOnError extends boolean = false>(options?: Options<ListApplicationsData, ThrowOnError>) => (options?.client ?? client).get<ListApplicationsResponses, ListApplicationsErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

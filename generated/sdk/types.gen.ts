@@ -447,6 +447,10 @@ export type Session = {
      * Why the session ended, a machine-readable category such as `api`, `idle_timeout`, `max_duration`, `browser_unreachable` or `browser_pod_not_found`; null while it runs.
      */
     end_reason: string | null;
+    /**
+     * Present for a session created with `identities`; how each signed in.
+     */
+    identities?: Array<SessionIdentityProgress>;
 };
 
 export type SessionResponse = {
@@ -3483,15 +3487,9 @@ export type IdentityCustomCredential = {
 };
 
 /**
- * One credential of an identity. Write-only: stored encrypted (AES-256-GCM) and never answered.
+ * One credential of an identity, told apart by `type`. Write-only: stored encrypted (AES-256-GCM) and never answered.
  */
-export type IdentityCredential = ({
-    type: 'IdentityUsernamePasswordCredential';
-} & IdentityUsernamePasswordCredential) | ({
-    type: 'IdentityAuthenticatorCredential';
-} & IdentityAuthenticatorCredential) | ({
-    type: 'IdentityCustomCredential';
-} & IdentityCustomCredential);
+export type IdentityCredential = IdentityUsernamePasswordCredential | IdentityAuthenticatorCredential | IdentityCustomCredential;
 
 /**
  * The credentials, at most one of each type.
@@ -3608,6 +3606,10 @@ export type IdentityDeleted = {
  * Identities of the project, newest first.
  */
 export type IdentityListResponse = {
+    /**
+     * How many match in all (the page holds some of them).
+     */
+    total: number;
     identities: Array<Identity>;
 };
 
@@ -3745,6 +3747,10 @@ export type ApplicationUpdateRequest = {
  * Applications of the project, newest first.
  */
 export type ApplicationListResponse = {
+    /**
+     * How many match in all (the page holds some of them).
+     */
+    total: number;
     applications: Array<Application>;
 };
 
@@ -3814,6 +3820,7 @@ export type AuthFlow = {
      * The custom fields the flow asks for (with the `custom` method).
      */
     custom_fields: Array<AuthFlowCustomField>;
+    login: AuthFlowLogin;
     created_at: string;
     updated_at: string;
 };
@@ -3842,6 +3849,7 @@ export type AuthFlowCreateRequest = {
      * The custom fields the flow asks for (with the `custom` method).
      */
     custom_fields?: Array<AuthFlowCustomField>;
+    login?: AuthFlowLogin;
 };
 
 /**
@@ -3868,6 +3876,93 @@ export type AuthFlowUpdateRequest = {
      * The custom fields the flow asks for; replaces the list.
      */
     custom_fields?: Array<AuthFlowCustomField>;
+    login?: AuthFlowLogin;
+};
+
+/**
+ * How the server signs an identity in (an extension of the hosted vendor's flows): where the login starts, its steps, and how success and a wrong password show. `kind` picks ready-made steps: `one_page` fills the user name and password on one page and submits; `two_pages` fills the user name, submits, then the password and submits; both then enter a TOTP code when the flow's `methods` include `authenticator`. `custom` runs `steps` in order. Selectors are CSS (Playwright selectors work too); the ready-made kinds find the usual fields when `selectors` leaves them out.
+ */
+export type AuthFlowLogin = {
+    /**
+     * The shape of the login.
+     */
+    kind?: 'one_page' | 'two_pages' | 'custom';
+    /**
+     * Where the login starts; null means the application's `url`.
+     */
+    login_url?: string | null;
+    selectors?: AuthFlowSelectors;
+    /**
+     * With `kind: custom`, the steps in order (required then, refused otherwise).
+     */
+    steps?: Array<AuthFlowStep>;
+    success?: AuthFlowCondition;
+    failure?: AuthFlowCondition;
+    /**
+     * How long a step may wait (for an element, a URL, the success or failure condition).
+     */
+    timeout_seconds?: number;
+};
+
+/**
+ * Selectors of the ready-made kinds' fields and buttons; an omitted one is found by the usual attributes (autocomplete, type, name).
+ */
+export type AuthFlowSelectors = {
+    username?: string;
+    password?: string;
+    /**
+     * Submits the password (and the user name on one page).
+     */
+    submit?: string;
+    /**
+     * Submits the user name (`two_pages`).
+     */
+    next?: string;
+    /**
+     * The one-time code field.
+     */
+    totp?: string;
+    /**
+     * Submits the one-time code.
+     */
+    totp_submit?: string;
+};
+
+/**
+ * A condition on the page, met when every part given holds: the URL contains `url_contains`, an element matches `selector`, the page's text contains `text`. `success` defaults to: the page left the login URL and shows no password field. `failure` (the site refused the credentials) defaults to a text such as "invalid password" or "incorrect username or password".
+ */
+export type AuthFlowCondition = {
+    url_contains?: string;
+    selector?: string;
+    text?: string;
+};
+
+/**
+ * One step of a custom login. `goto` opens `url`; `fill` types `value` into `selector`; `click` clicks `selector`; `wait_for_url` waits until the URL contains `url_contains`; `wait_for_selector` waits for `selector`; `totp` fills the current one-time code into `selector`; `choose_account` clicks the element that shows the user name (within `selector` when given). A `value` may hold `{{username}}`, `{{password}}` or `{{custom.<name>}}`.
+ */
+export type AuthFlowStep = {
+    action: 'goto' | 'fill' | 'click' | 'wait_for_url' | 'wait_for_selector' | 'totp' | 'choose_account';
+    selector?: string;
+    value?: string;
+    url?: string;
+    url_contains?: string;
+};
+
+/**
+ * How an identity of the session signed in: `authenticating` while its login runs, `authenticated` when it ran and succeeded, `reused` when its saved profile was loaded, `failed` when the login failed (the session runs on, not signed in).
+ */
+export type SessionIdentityProgress = {
+    /**
+     * The identity.
+     */
+    id: string;
+    status: 'authenticating' | 'authenticated' | 'reused' | 'failed';
+    /**
+     * The login run, as in the identity events.
+     */
+    execution_id?: string;
+    failure_type?: 'invalid_credentials' | 'automation_failure';
+    error_message?: string;
 };
 
 /**
@@ -4206,6 +4301,11 @@ export type TaskNamePath = TaskName;
 export type Page = number;
 
 /**
+ * Items per page; without it (and without `page`) every item is listed, as the hosted vendor does.
+ */
+export type ListLimit = number;
+
+/**
  * Profiles per page.
  */
 export type ProfileLimit = number;
@@ -4423,7 +4523,7 @@ export type IdentityMetadataQuery = {
 };
 
 /**
- * `true`: answer at once with status `pending` and validate the credentials in the background; `false`: sign in first and answer `active` or `failed`.
+ * `true`: answer at once with status `pending`; the identity signs in in the first session that uses it. `false`: sign in first, in a session of its own, and answer `active` or `failed`.
  */
 export type IdentityValidateAsyncQuery = boolean;
 
@@ -8948,6 +9048,14 @@ export type ListIdentitiesData = {
          * Only identities whose name contains this text (case-insensitive).
          */
         search?: string;
+        /**
+         * Page number, from 1 (at most 1,000,000).
+         */
+        page?: number;
+        /**
+         * Items per page; without it (and without `page`) every item is listed, as the hosted vendor does.
+         */
+        limit?: number;
     };
     url: '/v1/identities';
 };
@@ -8965,10 +9073,6 @@ export type ListIdentitiesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListIdentitiesError = ListIdentitiesErrors[keyof ListIdentitiesErrors];
@@ -8987,7 +9091,7 @@ export type CreateIdentityData = {
     path?: never;
     query?: {
         /**
-         * `true`: answer at once with status `pending` and validate the credentials in the background; `false`: sign in first and answer `active` or `failed`.
+         * `true`: answer at once with status `pending`; the identity signs in in the first session that uses it. `false`: sign in first, in a session of its own, and answer `active` or `failed`.
          */
         validateAsync?: boolean;
     };
@@ -9015,10 +9119,6 @@ export type CreateIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateIdentityError = CreateIdentityErrors[keyof CreateIdentityErrors];
@@ -9061,10 +9161,6 @@ export type DeleteIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteIdentityError = DeleteIdentityErrors[keyof DeleteIdentityErrors];
@@ -9107,10 +9203,6 @@ export type GetIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetIdentityError = GetIdentityErrors[keyof GetIdentityErrors];
@@ -9161,10 +9253,6 @@ export type UpdateIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UpdateIdentityError = UpdateIdentityErrors[keyof UpdateIdentityErrors];
@@ -9207,10 +9295,6 @@ export type GetIdentityCredentialsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetIdentityCredentialsError = GetIdentityCredentialsErrors[keyof GetIdentityCredentialsErrors];
@@ -9232,6 +9316,14 @@ export type ListApplicationsData = {
          * Only applications whose name contains this text (case-insensitive).
          */
         search?: string;
+        /**
+         * Page number, from 1 (at most 1,000,000).
+         */
+        page?: number;
+        /**
+         * Items per page; without it (and without `page`) every item is listed, as the hosted vendor does.
+         */
+        limit?: number;
     };
     url: '/v1/applications';
 };
@@ -9249,10 +9341,6 @@ export type ListApplicationsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListApplicationsError = ListApplicationsErrors[keyof ListApplicationsErrors];
@@ -9294,10 +9382,6 @@ export type CreateApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateApplicationError = CreateApplicationErrors[keyof CreateApplicationErrors];
@@ -9344,10 +9428,6 @@ export type DeleteApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteApplicationError = DeleteApplicationErrors[keyof DeleteApplicationErrors];
@@ -9390,10 +9470,6 @@ export type GetApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetApplicationError = GetApplicationErrors[keyof GetApplicationErrors];
@@ -9444,10 +9520,6 @@ export type UpdateApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UpdateApplicationError = UpdateApplicationErrors[keyof UpdateApplicationErrors];
@@ -9501,10 +9573,6 @@ export type ListApplicationIdentitiesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListApplicationIdentitiesError = ListApplicationIdentitiesErrors[keyof ListApplicationIdentitiesErrors];
@@ -9547,10 +9615,6 @@ export type ListApplicationAuthFlowsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListApplicationAuthFlowsError = ListApplicationAuthFlowsErrors[keyof ListApplicationAuthFlowsErrors];
@@ -9601,10 +9665,6 @@ export type CreateApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateApplicationAuthFlowError = CreateApplicationAuthFlowErrors[keyof CreateApplicationAuthFlowErrors];
@@ -9651,10 +9711,6 @@ export type DeleteApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteApplicationAuthFlowError = DeleteApplicationAuthFlowErrors[keyof DeleteApplicationAuthFlowErrors];
@@ -9709,10 +9765,6 @@ export type UpdateApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UpdateApplicationAuthFlowError = UpdateApplicationAuthFlowErrors[keyof UpdateApplicationAuthFlowErrors];

@@ -23,6 +23,14 @@ export interface SessionOptions {
   /** Uploaded extensions and a saved profile: they decide the launch too. */
   extensionIds: string[];
   profile: { name: string; persist: boolean } | undefined;
+  /** Identities the session signs in with (the identities capability runs their logins). */
+  identities: {
+    ids: string[];
+    /** false: an active identity's saved profile is checked, and the login runs again when it is signed out. */
+    skipProfileValidation: boolean;
+    /** true: the session is answered at once and the logins run in it after. */
+    inBackground: boolean;
+  };
 }
 
 export interface RunningSession {

@@ -35,8 +35,8 @@ interface Target {
 type Staged = { targets: Target[]; dir: string } | { targets: Target[]; failure: string };
 
 export class ProfileKeeper implements SessionHooks {
-  /** Sessions that persist into an existing profile, by session id. */
-  private readonly persisting = new Map<string, Target>();
+  /** Existing profiles a session's state is saved into, by session id. */
+  private readonly persisting = new Map<string, Target[]>();
   /** What `ending` left for `ended`, by session id. */
   private readonly staged = new Map<string, Staged>();
 
@@ -77,20 +77,39 @@ export class ProfileKeeper implements SessionHooks {
     const row = await store.getProfile(this.d.db, s.projectId, wanted.name);
     // A new name with persist: the profile is made when the session is running.
     if (!row && wanted.persist) return undefined;
-    if (!row || row.status !== 'ready' || !row.storage_key) throw new Error(`profile ${wanted.name} is no longer ready`);
+    if (!(await this.load(s, wanted.name))) throw new Error(`profile ${wanted.name} is no longer ready`);
+    return { userData: true };
+  }
+
+  /** Unpacks the project's ready profile `name` into a launching session's user-data; false when it is not ready. */
+  async load(s: LaunchingSession, name: string): Promise<boolean> {
+    const row = await store.getProfile(this.d.db, s.projectId, name);
+    if (!row || row.status !== 'ready' || !row.storage_key) return false;
     const key = row.storage_key;
     await this.d.unpacked.copyTo(key, rootPaths(s.rootDir).userData, async (dir) => {
       const file = `${dir}.zip`;
       try {
         const stream = await this.d.storage.get(key);
-        if (!stream) throw new Error(`the stored state of profile ${wanted.name} is missing`);
+        if (!stream) throw new Error(`the stored state of profile ${name} is missing`);
         await pipeline(stream, createWriteStream(file));
         await unpack({ path: file }, dir);
       } finally {
         await rm(file, { force: true });
       }
     });
-    return { userData: true };
+    return true;
+  }
+
+  /**
+   * The running session's state goes into the project's profile `name` when the session
+   * ends: a new profile is pending until then; an existing one keeps its state until the
+   * save replaces it.
+   */
+  async keepAtEnd(s: RunningSession, name: string): Promise<void> {
+    const made = await store.insertPending(this.d.db, { id: randomUUID(), projectId: s.projectId, name, sessionId: s.id, dedicatedStickyIp: false });
+    if (made) return;
+    const row = await store.getProfile(this.d.db, s.projectId, name);
+    if (row) this.persisting.set(s.id, [...(this.persisting.get(s.id) ?? []).filter((t) => t.id !== row.id), { id: row.id, name: row.name }]);
   }
 
   async started(s: RunningSession): Promise<void> {
@@ -102,25 +121,15 @@ export class ProfileKeeper implements SessionHooks {
       const row = await store.getProfile(this.d.db, s.projectId, wanted.name);
       if (row?.dedicated_sticky_ip && row.sticky_proxy_id !== s.serviceProxyId) await store.setStickyProxy(this.d.db, row.id, s.serviceProxyId);
     }
-    if (!wanted.persist) return;
-    const made = await store.insertPending(this.d.db, {
-      id: randomUUID(),
-      projectId: s.projectId,
-      name: wanted.name,
-      sessionId: s.id,
-      dedicatedStickyIp: false,
-    });
-    if (made) return;
-    // The profile it started from (or one made meanwhile under the name): saved into.
-    const row = await store.getProfile(this.d.db, s.projectId, wanted.name);
-    if (row) this.persisting.set(s.id, { id: row.id, name: row.name });
+    // Persisting into the profile it started from (or one made meanwhile under the name).
+    if (wanted.persist) await this.keepAtEnd(s, wanted.name);
   }
 
   async ending(s: RunningSession): Promise<void> {
-    const persisted = this.persisting.get(s.id);
+    const persisted = this.persisting.get(s.id) ?? [];
     this.persisting.delete(s.id);
     const targets: Target[] = (await store.pendingFor(this.d.db, s.id)).map((r) => ({ id: r.id, name: r.name }));
-    if (persisted && !targets.some((t) => t.id === persisted.id)) targets.push(persisted);
+    for (const p of persisted) if (!targets.some((t) => t.id === p.id)) targets.push(p);
     if (targets.length === 0) return;
 
     const exit = await closeGracefully(s);

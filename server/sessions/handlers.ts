@@ -51,6 +51,7 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
     cdp_url: sessions.cdpUrl(row.id, row.cdp_token),
     live_view_url: sessions.liveViewUrl(row.id, row.live_view_token),
     end_reason: row.end_reason,
+    ...(row.identities ? { identities: row.identities } : {}),
   });
 
   /** Ends a session and removes it from the API, whatever state it is in; answers its final status. */

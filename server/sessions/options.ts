@@ -50,6 +50,12 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
       captchaSolver: b.captcha_solver?.active ?? false,
       extensionIds: b.extensions ?? [],
       profile: b.profile ? { name: b.profile.name, persist: b.profile.persist ?? false } : undefined,
+      identities: {
+        // One login an identity, however often the body names it.
+        ids: [...new Set((body?.identities ?? []).map((i) => i.id))],
+        skipProfileValidation: body?.skip_profile_validation ?? body?.identity_skip_validation ?? true,
+        inBackground: body?.authenticate_in_background ?? false,
+      },
     },
   };
 }

@@ -42,7 +42,6 @@ export async function refusal(
       return `session.proxy: ${(err as Error).message}`;
     }
   }
-  if (body?.identities?.length) return `Unknown identity: ${body.identities[0].id}`;
   if (body?.integrations?.length) return `Unknown integration: ${body.integrations[0].id}`;
   if (session.initialUrl) {
     try {

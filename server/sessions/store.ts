@@ -30,6 +30,8 @@ export interface SessionRow {
   deleted_at: Date | null;
   /** The service proxy pool entry the session went through. */
   service_proxy_id: string | null;
+  /** How its identities signed in (the identities capability writes it); null without identities. */
+  identities: Session['identities'] | null;
 }
 
 export interface NewSession {

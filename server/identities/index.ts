@@ -1,0 +1,59 @@
+// Identities: managed authentication into third-party web apps. Applications and their
+// authentication flows (application-handlers.ts), identities with sealed credentials
+// (identity-handlers.ts, credentials.ts), what a login is (flows.ts) and how it runs in a
+// session's browser (login.ts), and the sessions created with identities (sign-in.ts),
+// whose signed-in state is kept as the identity's profile through the profiles capability.
+import type { Logger } from 'pino';
+import type { Capability } from '../capability/index.js';
+import type { Interventions } from '../interventions/index.js';
+import type { ProfileService } from '../profiles/index.js';
+import type { Secrets } from '../secrets/index.js';
+import type { SessionManager } from '../sessions/index.js';
+import type { Db } from '../store/db.js';
+import { applicationHandlers, type ApplicationOperation } from './application-handlers.js';
+import { identityHandlers, type IdentityOperation } from './identity-handlers.js';
+import { IdentitySignIn, profileNameOf } from './sign-in.js';
+import { failInterrupted } from './store.js';
+
+export function identities(d: {
+  db: Db;
+  log: Logger;
+  secrets: Secrets;
+  sessions: SessionManager;
+  profiles: ProfileService;
+  interventions: Interventions;
+}): Capability<ApplicationOperation | IdentityOperation> {
+  const signIn = new IdentitySignIn({
+    db: d.db,
+    secrets: d.secrets,
+    profiles: d.profiles,
+    interventions: d.interventions,
+    log: d.log,
+    running: (sessionId) => d.sessions.get(sessionId) !== undefined,
+  });
+  return {
+    name: 'identities',
+    handlers: {
+      ...applicationHandlers({ db: d.db }),
+      ...identityHandlers({
+        db: d.db,
+        secrets: d.secrets,
+        async signInNow(owner, identityId) {
+          // A session of its own, not recorded on video, ended once the login ran: its end
+          // saves the signed-in state as the identity's profile.
+          const made = await d.sessions.create(owner, { identities: [{ id: identityId }], session: { recording: { active: false } } }, { internal: true });
+          if (!made.ok) return made.message;
+          await d.sessions.end(made.id, 'completed', 'api');
+          return undefined;
+        },
+        forgetState: (projectId, identityId) => d.profiles.remove(projectId, profileNameOf(identityId)),
+      }),
+    },
+    sessionHooks: signIn,
+    async start() {
+      const corrected = await failInterrupted(d.db);
+      if (corrected > 0) d.log.warn({ sessions: corrected }, 'logins interrupted by a previous run marked failed');
+    },
+    close: () => signIn.close(),
+  };
+}
