@@ -27,6 +27,7 @@ import { input } from './input/index.js';
 import { tools } from './tools/index.js';
 import { mcp } from './mcp/index.js';
 import { batches } from './batches/index.js';
+import { tasks } from './tasks/index.js';
 import { webhooks } from './events/index.js';
 import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
@@ -83,6 +84,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(tools)
       .add(mcp)
       .add(batches)
+      .add(tasks)
       .add(webhooks)
       .add(billing)
       .add(agentAccess)

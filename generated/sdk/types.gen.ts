@@ -6974,10 +6974,6 @@ export type ListTasksErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListTasksError = ListTasksErrors[keyof ListTasksErrors];
@@ -7023,10 +7019,6 @@ export type CreateTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateTaskError = CreateTaskErrors[keyof CreateTaskErrors];
@@ -7084,10 +7076,6 @@ export type ExecuteTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ExecuteTaskError = ExecuteTaskErrors[keyof ExecuteTaskErrors];
@@ -7150,10 +7138,6 @@ export type ExecuteTaskByNameErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ExecuteTaskByNameError = ExecuteTaskByNameErrors[keyof ExecuteTaskByNameErrors];
@@ -7196,10 +7180,6 @@ export type DeleteTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteTaskError = DeleteTaskErrors[keyof DeleteTaskErrors];
@@ -7242,10 +7222,6 @@ export type GetTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskError = GetTaskErrors[keyof GetTaskErrors];
@@ -7300,10 +7276,6 @@ export type UpdateTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UpdateTaskError = UpdateTaskErrors[keyof UpdateTaskErrors];
@@ -7346,10 +7318,6 @@ export type GetTaskDraftErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskDraftError = GetTaskDraftErrors[keyof GetTaskDraftErrors];
@@ -7400,10 +7368,6 @@ export type SaveTaskDraftErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type SaveTaskDraftError = SaveTaskDraftErrors[keyof SaveTaskDraftErrors];
@@ -7454,10 +7418,6 @@ export type DeployTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeployTaskError = DeployTaskErrors[keyof DeployTaskErrors];
@@ -7500,10 +7460,6 @@ export type ListTaskVersionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListTaskVersionsError = ListTaskVersionsErrors[keyof ListTaskVersionsErrors];
@@ -7546,10 +7502,6 @@ export type GetLatestTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetLatestTaskVersionError = GetLatestTaskVersionErrors[keyof GetLatestTaskVersionErrors];
@@ -7609,10 +7561,6 @@ export type ListTaskExecutionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListTaskExecutionsError = ListTaskExecutionsErrors[keyof ListTaskExecutionsErrors];
@@ -7659,10 +7607,6 @@ export type GetTaskExecutionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskExecutionError = GetTaskExecutionErrors[keyof GetTaskExecutionErrors];
@@ -7709,10 +7653,6 @@ export type DeleteTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteTaskVersionError = DeleteTaskVersionErrors[keyof DeleteTaskVersionErrors];
@@ -7759,10 +7699,6 @@ export type GetTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskVersionError = GetTaskVersionErrors[keyof GetTaskVersionErrors];
@@ -7817,10 +7753,6 @@ export type PublishTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type PublishTaskVersionError = PublishTaskVersionErrors[keyof PublishTaskVersionErrors];
@@ -7883,10 +7815,6 @@ export type RunTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type RunTaskError = RunTaskErrors[keyof RunTaskErrors];
@@ -7929,10 +7857,6 @@ export type GetTaskRunStatusErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskRunStatusError = GetTaskRunStatusErrors[keyof GetTaskRunStatusErrors];
@@ -7979,10 +7903,6 @@ export type CancelTaskRunErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CancelTaskRunError = CancelTaskRunErrors[keyof CancelTaskRunErrors];

@@ -10,6 +10,13 @@ import type { SessionManager } from '../sessions/index.js';
 import { Recorder } from './recorder.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import { RecordingLinks, recordingHandlers, recordingLinkRoute, type RecordingHandlers } from './handlers.js';
+import { findRecording } from './store.js';
+
+/** Signed links to stored recordings, for what reports on a session (task events). */
+export interface RecordingLinkService {
+  /** The signed file link of the session's primary recording, once it is stored; undefined before (or without one). */
+  primaryLink(projectId: string, sessionId: string): Promise<string | undefined>;
+}
 
 export function recordings(d: {
   db: Db;
@@ -18,7 +25,7 @@ export function recordings(d: {
   log: Logger;
   sessions: SessionManager;
   screencasts: Screencasts;
-}): Capability<keyof RecordingHandlers> {
+}): Capability<keyof RecordingHandlers, { recordingLinks: RecordingLinkService }> {
   const storage = d.blobs('recordings');
   const recorder = new Recorder({
     db: d.db,
@@ -38,6 +45,14 @@ export function recordings(d: {
     // GET /files/recordings/{id}.mp4, the signed file_link.
     routes: (app) => recordingLinkRoute(app, deps, links),
     sessionHooks: recorder,
+    provides: {
+      recordingLinks: {
+        async primaryLink(projectId, sessionId) {
+          const row = await findRecording(d.db, projectId, sessionId, 'primary');
+          return row ? links.url(row.id) : undefined;
+        },
+      },
+    },
     // Encodes what a killed predecessor left (in the background).
     start: () => recorder.start(),
     // After the sessions' end, so their encodes finish first.
