@@ -11,6 +11,7 @@ command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v Xvfb >/dev/null || need+=(xvfb)
 command -v xdotool >/dev/null || need+=(xdotool)
 command -v xclip >/dev/null || need+=(xclip)
+command -v bwrap >/dev/null || need+=(bubblewrap)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need[*]} from Debian's packages"

@@ -1,0 +1,34 @@
+// What the runner inside the sandbox and the server say to each other: one JSON object a
+// line on the child's fd 3, and the run's settings in a file the child reads at start.
+// Types only, shared by both sides (the child's bundle inlines nothing from here).
+
+/** Where things are inside the sandbox (bind targets). */
+export const INSIDE = {
+  root: '/run/sbx',
+  config: '/run/sbx/config.json',
+  runner: '/run/sbx/runner.cjs',
+  code: '/run/sbx/code/user.mjs',
+  socket: '/run/sbx/cdp.sock',
+  nodeModules: '/run/node_modules',
+} as const;
+
+export interface ChildConfig {
+  kind: 'task' | 'snippet';
+  /** Path and query of the session's CDP endpoint, as the relay outside expects them. */
+  cdpPath: string;
+  input: unknown;
+  /** Lines of wrapper before the user's first line (snippets): subtracted from stack lines. */
+  lineOffset: number;
+  outputMaxBytes: number;
+  artifacts: { enabled: boolean; maxBytes: number; maxCount: number };
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export type ChildMessage =
+  /** The bootstrap is done (relay up, Playwright connected): user code starts now. */
+  | { t: 'start' }
+  | { t: 'log'; level: LogLevel; message: string }
+  | { t: 'artifact'; name: string; contentType: string; data: string /* base64 */ }
+  | { t: 'result'; value: unknown }
+  | { t: 'error'; type: 'automation_failure' | 'system_error'; message: string; line?: number; rootCause?: string };
