@@ -167,7 +167,7 @@ describe.each(backends)('task runs on %s', (backend) => {
     expect(legacy.body.data.results[0].errorMessage).toMatch(/no order status/);
   });
 
-  it('hostile code finds neither the server's environment nor its files; the server keeps serving', { timeout: 120_000 }, async () => {
+  it("hostile code finds neither the server's environment nor its files; the server keeps serving", { timeout: 120_000 }, async () => {
     const source = `export default async function run(ctx: any) {
   const fs = await import('node:fs');
   const found: string[] = [];
@@ -175,12 +175,11 @@ describe.each(backends)('task runs on %s', (backend) => {
     try { fs.readdirSync(p); found.push(p); } catch {}
     try { fs.readFileSync(p); found.push(p); } catch {}
   }
-  return { found, env: process.env };
+  return { found, env: { ...process.env } };
 }
 `;
     const taskId = await deployedTask(t, source, NO_RECORDING);
     const res = await run(taskId, { sync: true });
-    // Either the sandbox refuses the module outright, or the code finds nothing.
     expect(res.status, JSON.stringify(res)).toBe('success');
     expect(res.result.found).toEqual([]);
     // The sandbox's environment is its own: not one variable of the server's.
