@@ -3446,7 +3446,7 @@ export interface components {
                 one_time_url?: boolean;
             };
             /**
-             * @description Let the browser pay HTTP 402 (x402) payment requests.
+             * @description Let the browser pay HTTP 402 (x402) payment requests. This server has no wallet to pay with; `true` answers 400.
              * @default false
              */
             x402?: boolean;
@@ -3670,7 +3670,7 @@ export interface components {
          * @enum {string}
          */
         TaskExecutionStatus: "success" | "failure" | "timeout" | "cancelled" | "queued" | "running";
-        /** @description Why a task execution failed. */
+        /** @description Why a task execution failed. `automation_failure`: the task code threw (the message names its line), returned something that is not JSON, or its run's session could not be created with the configuration; `timeout`: the run was still going at the version's `timeout.max_duration`; `system_error`: the sandbox or the server failed (a server stopped or killed during the run marks it so at its next start); `invalid_credentials`: the identity's login failed; `agent_error`: an agent tool used by the task failed. */
         TaskExecutionError: {
             /**
              * @description The failure category.

@@ -1484,7 +1484,7 @@ export type TaskBrowserConfiguration = {
         one_time_url?: boolean;
     };
     /**
-     * Let the browser pay HTTP 402 (x402) payment requests.
+     * Let the browser pay HTTP 402 (x402) payment requests. This server has no wallet to pay with; `true` answers 400.
      */
     x402?: boolean;
 };
@@ -1780,7 +1780,7 @@ export type TaskDeployRequest = {
 export type TaskExecutionStatus = 'success' | 'failure' | 'timeout' | 'cancelled' | 'queued' | 'running';
 
 /**
- * Why a task execution failed.
+ * Why a task execution failed. `automation_failure`: the task code threw (the message names its line), returned something that is not JSON, or its run's session could not be created with the configuration; `timeout`: the run was still going at the version's `timeout.max_duration`; `system_error`: the sandbox or the server failed (a server stopped or killed during the run marks it so at its next start); `invalid_credentials`: the identity's login failed; `agent_error`: an agent tool used by the task failed.
  */
 export type TaskExecutionError = {
     /**
