@@ -3,6 +3,7 @@
 // queue goes on (a run queued behind it runs). The server runs as a child process, so the
 // kill is a real one.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -81,6 +82,8 @@ async function scenario(databaseUrl: string | undefined) {
   const [event] = ofRun(a.run_id);
   expect(event).toMatchObject({ type: 'task.failed', data: { run_id: a.run_id, session_id: failed.session_id, error: { type: 'system_error' } } });
   await until(async () => ofRun(b.run_id), (l) => l.length > 0, 30_000);
+  // Nothing of the killed run is left in the DATA_DIR.
+  expect(await readdir(join(dataDir, 'task-runs')).catch(() => [])).toEqual([]);
 
   // A third start finds nothing more to fail: still exactly one event for the killed run.
   second.child.kill('SIGTERM');

@@ -43,9 +43,14 @@ const MAX_LOG_LINES = 1_000;
 
 type Failure = { type: queue.ErrorType; message: string; rootCause: string };
 
+/** Where a run's artifacts wait until the run ends (in DATA_DIR, so storing them is a rename). */
+export function runDir(config: Pick<ServiceConfig, 'dataDir'>, executionId: string): string {
+  return join(config.dataDir, 'task-runs', executionId);
+}
+
 export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: AbortSignal): Promise<'ended' | 'requeued'> {
   const started = Date.now();
-  const workDir = join(d.config.dataDir, 'task-runs', row.id);
+  const workDir = runDir(d.config, row.id);
   let sessionId: string | null = row.own_session ? null : row.session_id;
   let outcome: queue.Outcome;
   let logs: queue.LogLine[] = [];

@@ -7,11 +7,12 @@
 // Restart: the runs this node was running when it was killed fail with system_error, each
 // with its task.failed, before anything new is claimed (recover).
 // Shutdown: runs in flight are stopped and fail with system_error.
+import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import * as queue from './queue-store.js';
-import { executeRun, type RunDeps, type StopReason } from './run.js';
+import { executeRun, runDir, type RunDeps, type StopReason } from './run.js';
 import { taskEvent } from './events.js';
 
 const BUSY_TICK_MS = 200;
@@ -55,6 +56,8 @@ export class TaskWorker {
         (r) => taskEvent(r, { artifacts: [] }, config.publicUrl),
       );
       if (done) log.warn({ executionId: row.id }, 'failed a task run a previous run of this server left running');
+      // What the killed run had saved and not yet stored.
+      await rm(runDir(config, row.id), { recursive: true, force: true });
     }
   }
 
