@@ -94,8 +94,7 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
       // The run's own session: ended now unless it is to be kept; its settled credits are
       // the run's cost. A kept session is charged when it ends; the run's share is its time.
       if (row.cleanup_sessions) {
-        const ended = await d.sessions.end(sessionId, 'completed', 'api');
-        costCredits = Number(ended?.credits_used ?? (await queue.sessionFacts(d.db, sessionId))?.credits_used ?? 0);
+        costCredits = await endSession(d, sessionId);
         const recording = row.browser_configuration.recording?.active ?? true;
         if (recording) recordingUrl = await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0);
       } else {
@@ -172,6 +171,27 @@ export function asOutput(value: unknown): Record<string, unknown> {
   if (value === undefined || value === null) return value === null ? { result: null } : {};
   if (typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
   return { result: value };
+}
+
+/**
+ * Ends the run's session and answers its settled credits. The end is recorded (credits
+ * settled) before the browser's teardown finishes; the outcome need not wait for the
+ * teardown, which goes on (the server's shutdown waits for it as for any session's end).
+ */
+async function endSession(d: RunDeps, sessionId: string): Promise<number> {
+  const ending = d.sessions.end(sessionId, 'completed', 'api');
+  ending.catch((err: unknown) => d.log.error({ err, sessionId }, 'task run: its session did not end cleanly'));
+  const ended = ending.then(
+    () => true,
+    () => true,
+  );
+  for (;;) {
+    const done = await Promise.race([ended, new Promise<false>((r) => setTimeout(() => r(false), 25))]);
+    const facts = await queue.sessionFacts(d.db, sessionId);
+    if (!facts) return 0;
+    if (facts.status !== 'running' && facts.status !== 'starting') return Number(facts.credits_used ?? 0);
+    if (done) return 0;
+  }
 }
 
 async function primaryRecording(d: RunDeps, projectId: string, sessionId: string, waitMs: number): Promise<string | undefined> {
