@@ -127,6 +127,7 @@ try {
   console.log(`service minus the sandbox alone (queue, session, end, event, delivery): p50 ${ms(p(times.service, 50) - p(times.sandbox, 50))}`);
 } finally {
   await raw.close().catch(() => {});
+  await sandbox.close();
   browserProcess.kill('SIGKILL');
   await server.stop();
   local.close();

@@ -252,8 +252,7 @@ export type ExecuteCodeResponse =
   | { status: 413; contentType?: "application/json"; body: operations["executeCode"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["executeCode"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["executeCode"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["executeCode"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchWebpageContentRequest = { params: NoFields; query: NonNullable<operations["fetchWebpageContent"]["parameters"]["query"]>; body: NonNullable<operations["fetchWebpageContent"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageContentResponse =
@@ -1202,4 +1201,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listIdentities" | "createIdentity" | "executeCode" | "performWebTask" | "getPerformWebTaskStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listIdentities" | "createIdentity" | "performWebTask" | "getPerformWebTaskStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow";

@@ -443,8 +443,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,408,409,413,415,429,500,501],
-    errors: {"400":"general","401":"general","404":"general","408":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,408,409,413,415,429,500],
+    errors: {"400":"general","401":"general","404":"general","408":"general","409":"general","413":"general","415":"general","429":"general","500":"general"},
   },
   {
     operationId: "fetchWebpageContent",

@@ -941,7 +941,9 @@ export interface paths {
         put?: never;
         /**
          * Run code in a session
-         * @description Runs `code` as the body of an async TypeScript function given `page` (the active page), `context` and `browser` (Playwright objects connected to the session) and answers its JSON-serializable return value and console output. Code that throws answers 400 with the error's message; code still running after 60 s is stopped and answers 408. 409 when the session is not running.
+         * @description Runs `code` as the body of an async TypeScript function given `page` (the active page), `context` and `browser` (Playwright objects connected to the session) and answers its JSON-serializable return value and console output. The code runs outside the server, in a sandbox whose only reach is this session's browser: no files of the server, no environment, no network but the session's CDP endpoint (what the browser loads is the browser's).
+         *
+         *     A syntax error answers 400 naming the line (`Syntax error at line 3: ...`), before anything runs. Code that throws, returns something that is not JSON, or exceeds the sandbox's memory (512 MB) or output (1 MiB of result, 1 MiB of console output) answers 400 with the error's message and its line in `code` when known (`Error at line 2: ...`). Code still running after 60 s is stopped and answers 408. 404 when the session is not the project's, 409 when it is not running (or ends during the run), 429 when this server already runs its maximum of code runs at once, 500 when the sandbox itself fails.
          */
         post: operations["executeCode"];
         delete?: never;
@@ -7923,7 +7925,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     performWebTask: {

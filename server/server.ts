@@ -25,6 +25,7 @@ import { recordings } from './recording/index.js';
 import { sessionFiles } from './session-files/index.js';
 import { input } from './input/index.js';
 import { tools } from './tools/index.js';
+import { executeCode } from './execute-code/index.js';
 import { mcp } from './mcp/index.js';
 import { batches } from './batches/index.js';
 import { tasks } from './tasks/index.js';
@@ -82,6 +83,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(sessionFiles)
       .add(input)
       .add(tools)
+      .add(executeCode)
       .add(mcp)
       .add(batches)
       .add(tasks)

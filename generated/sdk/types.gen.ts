@@ -6579,10 +6579,6 @@ export type ExecuteCodeErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ExecuteCodeError = ExecuteCodeErrors[keyof ExecuteCodeErrors];

@@ -55,11 +55,13 @@ export interface JailLimits {
   memoryMb: number;
 }
 
-/** Node's heap takes memoryMb; the address space must also hold code, stacks, the
- * isolate's reservations and Playwright: measured at about 1.2 GB of mappings for an idle
- * connected child, so the OS limit adds a fixed allowance above the heap. */
-const ADDRESS_SPACE_ALLOWANCE_MB = 2048;
-/** Node's own threads (about 11) and a few children; a fork bomb stops here. */
+/** Node's heap takes memoryMb (--max-old-space-size: a clean "heap out of memory" first);
+ * RLIMIT_AS bounds everything else (Buffers, wasm, native). Measured on Node 20 with
+ * Playwright connected and a screenshot taken: 2.07 GB of address space mapped (code
+ * space, stacks, reservations) for about 100 MB resident, whatever the heap limit; so the
+ * OS limit is memoryMb above a base a little over that measure. */
+const ADDRESS_SPACE_BASE_MB = 2300;
+/** Node's own threads (11 measured) and a few children; a fork bomb stops here. */
 const MAX_PROCESSES = 64;
 const MAX_FILE_BYTES = 64 * 1024 * 1024;
 const TMP_BYTES = 64 * 1024 * 1024;
@@ -125,7 +127,7 @@ export function jailCommand(runDir: string, limits: JailLimits): { file: string;
     uid,
     file: PRLIMIT,
     args: [
-      `--as=${(limits.memoryMb + ADDRESS_SPACE_ALLOWANCE_MB) * 1024 * 1024}`,
+      `--as=${(limits.memoryMb + ADDRESS_SPACE_BASE_MB) * 1024 * 1024}`,
       `--nproc=${MAX_PROCESSES}`,
       `--fsize=${MAX_FILE_BYTES}`,
       '--core=0',

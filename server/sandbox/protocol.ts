@@ -1,11 +1,10 @@
 // What the runner inside the sandbox and the server say to each other: one JSON object a
-// line on the child's fd 3, and the run's settings in a file the child reads at start.
+// line on the child's fd 3; the run's settings, one JSON line on the child's stdin.
 // Types only, shared by both sides (the child's bundle inlines nothing from here).
 
 /** Where things are inside the sandbox (bind targets). */
 export const INSIDE = {
   root: '/run/sbx',
-  config: '/run/sbx/config.json',
   runner: '/run/sbx/runner.cjs',
   code: '/run/sbx/code/user.mjs',
   socket: '/run/sbx/cdp.sock',
@@ -26,6 +25,8 @@ export interface ChildConfig {
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export type ChildMessage =
+  /** Playwright is loaded and the relay listens: the child waits for its run on stdin. */
+  | { t: 'ready' }
   /** The bootstrap is done (relay up, Playwright connected): user code starts now. */
   | { t: 'start' }
   | { t: 'log'; level: LogLevel; message: string }

@@ -9,18 +9,29 @@ import { connect as connectTls } from 'node:tls';
 import type { Duplex } from 'node:stream';
 
 export interface CdpRelay {
-  /** Path and query the child must ask for. */
-  readonly path: string;
+  /** Points the relay at the run's endpoint (a relay is made before its run is known):
+   * answers the path and query the child must ask for. */
+  target(cdpUrl: string): string;
   close(): Promise<void>;
 }
 
-export async function startCdpRelay(socketPath: string, cdpUrl: string): Promise<CdpRelay> {
-  const target = new URL(cdpUrl);
-  if (target.protocol !== 'ws:' && target.protocol !== 'wss:') throw new Error(`the CDP URL must be ws:// or wss://, not ${target.protocol}`);
-  const path = `${target.pathname}${target.search}`;
-  const secure = target.protocol === 'wss:';
-  const port = Number(target.port || (secure ? 443 : 80));
-  const host = target.hostname.replace(/^\[|\]$/g, '');
+interface Target {
+  url: URL;
+  path: string;
+  secure: boolean;
+  host: string;
+  port: number;
+}
+
+function parseTarget(cdpUrl: string): Target {
+  const url = new URL(cdpUrl);
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new Error(`the CDP URL must be ws:// or wss://, not ${url.protocol}`);
+  const secure = url.protocol === 'wss:';
+  return { url, path: `${url.pathname}${url.search}`, secure, host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || (secure ? 443 : 80)) };
+}
+
+export async function startCdpRelay(socketPath: string): Promise<CdpRelay> {
+  let target: Target | undefined;
   const open = new Set<Duplex>();
 
   const server = createServer((_req, res) => {
@@ -30,10 +41,11 @@ export async function startCdpRelay(socketPath: string, cdpUrl: string): Promise
     open.add(client);
     client.on('close', () => open.delete(client));
     client.on('error', () => client.destroy());
-    if (req.url !== path) {
+    if (!target || req.url !== target.path) {
       client.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
       return;
     }
+    const { secure, host, port, path, url } = target;
     const upstream: Socket = secure ? connectTls({ host, port, servername: host }) : connectTcp({ host, port });
     open.add(upstream);
     upstream.on('close', () => {
@@ -47,7 +59,7 @@ export async function startCdpRelay(socketPath: string, cdpUrl: string): Promise
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
       if (req.rawHeaders[i].toLowerCase() !== 'host') lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
     }
-    lines.push(`Host: ${target.host}`);
+    lines.push(`Host: ${url.host}`);
     upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
     if (head.length) upstream.write(head);
     client.pipe(upstream).pipe(client);
@@ -61,7 +73,10 @@ export async function startCdpRelay(socketPath: string, cdpUrl: string): Promise
     server.listen(socketPath, () => resolve());
   });
   return {
-    path,
+    target(cdpUrl) {
+      target = parseTarget(cdpUrl);
+      return target.path;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of open) socket.destroy();

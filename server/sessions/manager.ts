@@ -392,6 +392,13 @@ export class SessionManager {
     return { wsEndpoint: s.browser.wsEndpoint, cdpUrl: this.cdpUrl(id, s.cdpToken) };
   }
 
+  /** The cdp_url of a session running here, for the server's runners of user code (the
+   * sandbox), which reach the browser like any client: through the CDP proxy. */
+  cdpUrlOf(id: string): string | undefined {
+    const s = this.live.get(id);
+    return s && !s.ending ? this.cdpUrl(id, s.cdpToken) : undefined;
+  }
+
   cdpUrl(id: string, token: string): string {
     return `${this.o.config.publicUrl.replace(/^http/, 'ws')}/v1/cdp/${id}?token=${token}`;
   }

@@ -8,7 +8,7 @@ import type { Db } from '../store/db.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { BlobAreas } from '../storage/blobs.js';
-import { createSandbox } from '../sandbox/index.js';
+import type { Sandbox } from '../sandbox/index.js';
 import { ArtifactLinks } from './artifact-links.js';
 import { taskHandlers, type TaskOperation } from './handlers.js';
 import { TaskWorker } from './worker.js';
@@ -20,10 +20,11 @@ export function tasks(d: {
   blobs: BlobAreas;
   sessions: SessionManager;
   recordingLinks: RecordingLinkService;
+  /** The server's one sandbox (execute-code makes it, with its warm children). */
+  sandbox: Sandbox;
 }): Capability<TaskOperation> {
   const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl);
-  const sandbox = createSandbox({ config: d.config, log: d.log });
-  const worker = new TaskWorker({ ...d, sandbox, artifacts });
+  const worker = new TaskWorker({ ...d, artifacts });
   return {
     name: 'tasks',
     handlers: taskHandlers({ db: d.db, config: d.config, sessions: d.sessions, worker }),

@@ -2,18 +2,20 @@
 // bundled once by the server (esbuild) into one CommonJS file; playwright-core stays
 // external and is resolved from the read-only bind at /run/node_modules.
 //
-// It starts the in-sandbox end of the CDP relay (the network namespace has only its own
+// It is started ahead of its run (a warm child): it loads Playwright (the bulk of a cold
+// start, some 300 ms to 1 s) and starts the in-sandbox end of the CDP relay (the network namespace has only its own
 // loopback: 127.0.0.1:<port> here is forwarded to the Unix socket the server listens on),
 // connects Playwright over CDP, hands the user's default export a context, and reports
-// logs, artifacts and the result as JSON lines on fd 3.
-import { writeSync, readFileSync } from 'node:fs';
+// logs, artifacts and the result as JSON lines on fd 3. The run's settings arrive as one
+// JSON line on stdin once the server has a run for it.
+import { writeSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { INSIDE, type ChildConfig, type ChildMessage, type LogLevel } from '../protocol.js';
 
-const config = JSON.parse(readFileSync(INSIDE.config, 'utf8')) as ChildConfig;
+let config: ChildConfig;
 
 function send(message: ChildMessage): void {
   const line = Buffer.from(`${JSON.stringify(message)}\n`);
@@ -152,10 +154,38 @@ function startRelay(): Promise<number> {
   });
 }
 
+/** The run's settings: the first line on stdin. */
+function readConfig(): Promise<ChildConfig> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let got = false;
+    const onData = (chunk: Buffer) => {
+      const nl = chunk.indexOf(10);
+      if (nl === -1) return void chunks.push(chunk);
+      got = true;
+      chunks.push(chunk.subarray(0, nl));
+      process.stdin.off('data', onData);
+      process.stdin.destroy();
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChildConfig);
+      } catch (err) {
+        reject(err as Error);
+      }
+    };
+    process.stdin.on('data', onData);
+    // The server closed stdin without a run: a warm child no longer wanted.
+    process.stdin.on('end', () => {
+      if (!got) process.exit(0);
+    });
+  });
+}
+
 async function main(): Promise<void> {
   let page, context, browser;
+  const port = await startRelay();
+  send({ t: 'ready' });
+  config = await readConfig();
   try {
-    const port = await startRelay();
     browser = await chromium.connectOverCDP(`ws://127.0.0.1:${port}${config.cdpPath}`, { timeout: 15_000 });
     context = browser.contexts()[0] ?? (await browser.newContext());
     page = context.pages()[0] ?? (await context.newPage());
