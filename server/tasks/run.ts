@@ -73,7 +73,7 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
           code: session.code,
           cdpUrl: session.cdpUrl,
           input: row.input,
-          timeoutMs: runTimeoutMs(row.browser_configuration, RUN_CEILING_MS),
+          timeoutMs: timeLeft(row, session.createdAt),
           artifactsDir: join(workDir, 'artifacts'),
           signal,
         });
@@ -115,7 +115,8 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
   return 'ended';
 }
 
-type OpenedSession = { id: string; cdpUrl: string; code: string } | { failure: Failure; id?: undefined };
+/** createdAt: when the run's own session was asked for (undefined for a session it was given). */
+type OpenedSession = { id: string; cdpUrl: string; code: string; createdAt: number | undefined } | { failure: Failure; id?: undefined };
 
 async function openSession(d: RunDeps, row: queue.ExecutionRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
   const [version] = await d.db.query<{ code: string }>('SELECT code FROM task_versions WHERE id = $1', [row.task_version_id]);
@@ -126,9 +127,10 @@ async function openSession(d: RunDeps, row: queue.ExecutionRow, signal: AbortSig
     if (!s || s.status !== 'running') {
       return { failure: { type: 'automation_failure', message: 'The session given to the run is not running', rootCause: `Session ${row.session_id} ended before the run started` } };
     }
-    return { id: row.session_id!, cdpUrl: d.sessions.cdpUrl(row.session_id!, s.cdp_token), code };
+    return { id: row.session_id!, cdpUrl: d.sessions.cdpUrl(row.session_id!, s.cdp_token), code, createdAt: undefined };
   }
   const identity = row.identity_id ? { id: row.identity_id, skipValidation: row.identity_skip_validation } : undefined;
+  const createdAt = Date.now();
   const created = await d.sessions.create({ projectId: row.project_id, apiKeyId: row.api_key_id }, sessionBody(row.browser_configuration, identity), { internal: true });
   if (!created.ok) {
     // No free browser after all: the run waits in the queue for one.
@@ -140,7 +142,18 @@ async function openSession(d: RunDeps, row: queue.ExecutionRow, signal: AbortSig
     return { failure: { type: created.status === 400 ? 'automation_failure' : 'system_error', message, rootCause: created.message } };
   }
   await queue.setSession(d.db, row.id, created.id);
-  return { id: created.id, cdpUrl: created.cdpUrl, code };
+  return { id: created.id, cdpUrl: created.cdpUrl, code, createdAt };
+}
+
+/**
+ * The run's time limit: the configuration's max_duration. The run's own session has the
+ * same maximum duration, counted from its creation: the code is stopped a second before the
+ * session would be, so that running out of time reads as a timeout, not as a browser gone.
+ */
+function timeLeft(row: queue.ExecutionRow, sessionCreatedAt: number | undefined): number {
+  const limit = runTimeoutMs(row.browser_configuration, RUN_CEILING_MS);
+  if (sessionCreatedAt === undefined) return limit;
+  return Math.max(1_000, limit - (Date.now() - sessionCreatedAt) - 1_000);
 }
 
 function stopped(signal: AbortSignal): queue.Outcome {

@@ -4,7 +4,8 @@
 // credits, artifacts as signed links that download, the recording's link, failures with
 // their type and line, cancel (running and queued), runs in an existing session and
 // cleanup_sessions, the session built from the browserConfiguration, the queue within
-// TASK_CONCURRENCY, hostile code that finds nothing of the server's (the sandbox's own tests
+// TASK_CONCURRENCY, code that loops forever stopped at max_duration (timeout), hostile code
+// that finds nothing of the server's (the sandbox's own tests
 // cover loops, memory and forks).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
@@ -165,6 +166,25 @@ describe.each(backends)('task runs on %s', (backend) => {
     expect(session.status).toBe('completed');
     const legacy = await call(t, 'GET', `/v1/task/${taskId}/executions?status=failure`);
     expect(legacy.body.data.results[0].errorMessage).toMatch(/no order status/);
+  });
+
+  it('timeout: code that loops forever is stopped at max_duration and reported as timeout, before its session would end', { timeout: 150_000 }, async () => {
+    const source = `export default async function run(ctx: any) {
+  await ctx.page.goto(ctx.input.url);
+  for (;;) {}
+}
+`;
+    const taskId = await deployedTask(t, source, { ...NO_RECORDING, timeout: { max_duration: 1, idle_timeout: 2 } });
+    const started = await run(taskId, { input_params: { url: `${fixtures.url}/site/form.html` } });
+    const done = await until(() => status(started.run_id), (s) => !['queued', 'running'].includes(s.status), 120_000, 1_000);
+    expect(done.status).toBe('timeout');
+    const event = await eventOfRun(started.run_id);
+    expect(event.type).toBe('task.failed');
+    expectSchema(event);
+    expect(event.data.error.type).toBe('timeout');
+    expect(event.data.duration_ms).toBeGreaterThan(50_000);
+    expect(event.data.duration_ms).toBeLessThan(62_000);
+    expect((await call(t, 'GET', '/healthz')).status).toBe(200);
   });
 
   it("hostile code finds neither the server's environment nor its files; the server keeps serving", { timeout: 120_000 }, async () => {
