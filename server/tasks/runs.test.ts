@@ -5,8 +5,7 @@
 // their type and line, cancel (running and queued), runs in an existing session and
 // cleanup_sessions, the session built from the browserConfiguration, the queue within
 // TASK_CONCURRENCY, code that loops forever stopped at max_duration (timeout), hostile code
-// that finds nothing of the server's (the sandbox's own tests
-// cover loops, memory and forks).
+// that finds nothing of the server's (the sandbox's own tests cover memory and forks).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 import { loadEventSchemas } from '../events/schema.js';
