@@ -3528,7 +3528,7 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        /** @description Creates a task. When `code` is given it becomes the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`. */
+        /** @description Creates a task. When `code` is given it becomes the draft, with `browserConfiguration`; nothing is deployed until `POST /v1/task/{taskId}/deploy`. A `browserConfiguration` without `code` answers 400 (it is kept with a version, and there is none). */
         TaskCreateRequest: {
             name: components["schemas"]["TaskName"];
             /** @description A description, at most 1000 characters. */

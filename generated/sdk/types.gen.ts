@@ -1585,7 +1585,7 @@ export type TaskMetadata = {
 };
 
 /**
- * Creates a task. When `code` is given it becomes the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`.
+ * Creates a task. When `code` is given it becomes the draft, with `browserConfiguration`; nothing is deployed until `POST /v1/task/{taskId}/deploy`. A `browserConfiguration` without `code` answers 400 (it is kept with a version, and there is none).
  */
 export type TaskCreateRequest = {
     name: TaskName;

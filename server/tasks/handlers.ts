@@ -248,13 +248,13 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
         if ('refused' in checked) return fail(400, checked.refused!);
         draft = checked.fields;
       } else if (b.browserConfiguration) {
-        const refused = await checkConfiguration(ctx.projectId, b.browserConfiguration);
-        if (refused) return fail(400, refused);
+        // The configuration belongs to a version; without code there is none to keep it in.
+        return fail(400, 'browserConfiguration needs code: it is saved with the draft, which code makes');
       }
       const task = await store.createTask(db, { projectId: ctx.projectId, name: b.name, description: b.description ?? null, draft });
       if (task === 'name_taken') return fail(409, `A task named ${b.name} already exists`);
       const shown = await store.getVersion(db, task, 'draft');
-      return { status: 200, body: { data: { ...taskView(task, shown), ...(shown ? {} : { browserConfiguration: b.browserConfiguration ?? {} }) } } };
+      return { status: 200, body: { data: taskView(task, shown) } };
     },
 
     async listTasks(req, ctx) {

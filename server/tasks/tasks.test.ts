@@ -45,6 +45,10 @@ describe.each(backends)('tasks on %s', (backend) => {
 
     expect((await call(t, 'POST', '/v1/task', { name: 'order-status', language: 'typescript' })).status).toBe(409);
     expect((await call(t, 'POST', '/v1/task', { name: 'has space', language: 'typescript' })).status).toBe(400);
+    // A configuration is kept with a version: without code there is none to keep it in.
+    const noCode = await call(t, 'POST', '/v1/task', { name: 'no-code', language: 'typescript', browserConfiguration: { tags: ['a'] } });
+    expect(noCode.status).toBe(400);
+    expect(noCode.body.error.message).toMatch(/needs code/);
 
     const got = await call(t, 'GET', `/v1/task/${task.id}`);
     expect(got.status).toBe(200);
