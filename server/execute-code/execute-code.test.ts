@@ -60,6 +60,19 @@ describe.each(backends)('POST /v1/tools/execute-code (%s)', (backend) => {
     expect((await execute('return;')).body.output).toBeNull();
   });
 
+  it('gives the code the page on screen as `page`', async () => {
+    const browser = await chromium.connectOverCDP(cdpUrl);
+    try {
+      const second = await browser.contexts()[0]!.newPage();
+      await second.goto(pages.url('/second'));
+      await second.bringToFront();
+      expect((await execute('return [page.url(), await page.title()];')).body.output).toEqual([pages.url('/second'), 'Second']);
+      await second.close();
+    } finally {
+      await browser.close();
+    }
+  });
+
   it('answers 400 for a syntax error naming the line, and for thrown errors with their line', async () => {
     const syntax = await execute('const a = 1;\nreturn a +;');
     expect(syntax).toEqual({ status: 400, body: { error: { code: 400, message: expect.stringMatching(/^Syntax error at line 2: /) } } });

@@ -18,7 +18,7 @@ export const EXECUTE_CODE_TIMEOUT_MS = 60_000;
 /** Sandboxed children at once for this operation: each is a node process of up to 512 MB. */
 export const EXECUTE_CODE_CONCURRENCY = 4;
 
-export function executeCodeHandlers(d: { sandbox: Sandbox; sessions: Pick<SessionManager, 'lookup' | 'cdpUrlOf' | 'touch'>; log: Logger }) {
+export function executeCodeHandlers(d: { sandbox: Sandbox; sessions: Pick<SessionManager, 'lookup' | 'cdpUrlOf' | 'touch' | 'pages'>; log: Logger }) {
   const running = new Map<string, { sessionId: string; abort: AbortController }>();
   const endedSessions = new Set<AbortController>();
 
@@ -43,7 +43,16 @@ export function executeCodeHandlers(d: { sandbox: Sandbox; sessions: Pick<Sessio
       running.set(id, { sessionId: s.id, abort });
       let outcome;
       try {
-        outcome = await d.sandbox.run({ kind: 'snippet', code, cdpUrl, timeoutMs: EXECUTE_CODE_TIMEOUT_MS, signal: abort.signal });
+        // `page` is the page on screen, as the contract says (the most recently focused).
+        const onScreen = (await d.sessions.pages(s.id).catch(() => undefined))?.find((p) => p.active)?.targetId;
+        outcome = await d.sandbox.run({
+          kind: 'snippet',
+          code,
+          cdpUrl,
+          timeoutMs: EXECUTE_CODE_TIMEOUT_MS,
+          signal: abort.signal,
+          ...(onScreen ? { pageTargetId: onScreen } : {}),
+        });
       } finally {
         running.delete(id);
       }

@@ -12,7 +12,7 @@
 // RLIMIT_NPROC (processes and threads: a fork bomb meets EAGAIN) and RLIMIT_FSIZE. When the
 // server runs as root, setpriv moves the child to a uid of its own per run: RLIMIT_NPROC
 // counts per uid, and root is exempt from it; an unprivileged uid also owns no file.
-import { accessSync, constants, lstatSync, realpathSync } from 'node:fs';
+import { accessSync, constants, lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { INSIDE } from './protocol.js';
@@ -49,6 +49,21 @@ let nextUid = Math.floor(Math.random() * UID_SPAN);
 function runUid(): number {
   nextUid = (nextUid + 1) % UID_SPAN;
   return UID_BASE + nextUid;
+}
+
+/** Threads of a user's processes: what RLIMIT_NPROC counts. */
+function tasksOfUser(uid: number): number {
+  let count = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid) count += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return count;
 }
 
 export interface JailLimits {
@@ -122,13 +137,16 @@ export function jailCommand(runDir: string, limits: JailLimits): { file: string;
     INSIDE.runner,
   ];
   const uid = process.getuid?.() === 0 ? runUid() : undefined;
+  // Without a uid of its own the child shares the server's count of processes (Chromium's
+  // included), so its limit is what the server's user runs now plus the run's allowance.
+  const nproc = uid === undefined ? tasksOfUser(process.getuid?.() ?? -1) + MAX_PROCESSES : MAX_PROCESSES;
   const drop = uid === undefined ? [] : [SETPRIV, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--'];
   return {
     uid,
     file: PRLIMIT,
     args: [
       `--as=${(limits.memoryMb + ADDRESS_SPACE_BASE_MB) * 1024 * 1024}`,
-      `--nproc=${MAX_PROCESSES}`,
+      `--nproc=${nproc}`,
       `--fsize=${MAX_FILE_BYTES}`,
       '--core=0',
       '--',

@@ -38,6 +38,9 @@ export interface Jailed {
   /** Hands the child its run: the user's module and the settings. */
   start(js: string, config: Omit<ChildConfig, 'cdpPath'>, cdpUrl: string): Promise<void>;
   kill(): void;
+  /** Whether the child keeps the server's process alive: not while it waits unused (a
+   * script that forgets `close()` still exits, and the child dies with it), yes in a run. */
+  hold(on: boolean): void;
   /** Kills it if it runs, waits until it is gone, removes its directory. */
   dispose(): Promise<void>;
 }
@@ -183,7 +186,7 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
   child.stderr!.setEncoding('utf8').on('data', (text: string) => deliver((l) => l.output('stderr', text)));
 
   let disposed: Promise<void> | undefined;
-  return {
+  const jailed: Jailed = {
     memoryMb,
     spawnedAt,
     ready,
@@ -201,6 +204,11 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
       child.stdin!.end(`${JSON.stringify({ ...config, cdpPath } satisfies ChildConfig)}\n`);
     },
     kill,
+    hold(on) {
+      const handles = [child, child.stdin, child.stdout, child.stderr, child.stdio[3]] as ({ ref?(): void; unref?(): void } | null)[];
+      for (const handle of handles) (on ? handle?.ref : handle?.unref)?.call(handle);
+      relay!.hold(on);
+    },
     dispose: () =>
       (disposed ??= (async () => {
         kill();
@@ -209,4 +217,6 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
         await rm(runDir, { recursive: true, force: true }).catch((err: unknown) => log.warn({ err, runDir }, 'sandbox directory not removed'));
       })()),
   };
+  jailed.hold(false);
+  return jailed;
 }

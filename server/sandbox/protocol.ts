@@ -16,6 +16,8 @@ export interface ChildConfig {
   /** Path and query of the session's CDP endpoint, as the relay outside expects them. */
   cdpPath: string;
   input: unknown;
+  /** The page to hand the code, by CDP target id; undefined: the first page. */
+  pageTargetId?: string;
   /** Lines of wrapper before the user's first line (snippets): subtracted from stack lines. */
   lineOffset: number;
   outputMaxBytes: number;

@@ -12,6 +12,8 @@ export interface CdpRelay {
   /** Points the relay at the run's endpoint (a relay is made before its run is known):
    * answers the path and query the child must ask for. */
   target(cdpUrl: string): string;
+  /** Whether the listening socket keeps the process alive (not while its child waits). */
+  hold(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,10 @@ export async function startCdpRelay(socketPath: string): Promise<CdpRelay> {
     target(cdpUrl) {
       target = parseTarget(cdpUrl);
       return target.path;
+    },
+    hold(on) {
+      if (on) server.ref();
+      else server.unref();
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -20,6 +20,8 @@ export interface SandboxRequest {
   code: string;
   /** The session's cdp_url (ws://...?token=...), reached by the child and nothing else. */
   cdpUrl: string;
+  /** The CDP target id of the page ctx.page is (execute-code: the page on screen); default the context's first page. */
+  pageTargetId?: string;
   /** JSON, ctx.input. */
   input?: unknown;
   timeoutMs: number;

@@ -12,8 +12,9 @@ import { writeSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { INSIDE, type ChildConfig, type ChildMessage, type LogLevel } from '../protocol.js';
+import { rehearse } from './rehearsal.js';
 
 let config: ChildConfig;
 
@@ -140,6 +141,20 @@ const artifacts = {
   },
 };
 
+/** The page whose CDP target id this is, if the context has it. */
+async function pageByTarget(context: BrowserContext, targetId: string): Promise<Page | undefined> {
+  for (const page of context.pages()) {
+    const cdp = await context.newCDPSession(page);
+    try {
+      const { targetInfo } = (await cdp.send('Target.getTargetInfo')) as { targetInfo: { targetId: string } };
+      if (targetInfo.targetId === targetId) return page;
+    } finally {
+      await cdp.detach().catch(() => {});
+    }
+  }
+  return undefined;
+}
+
 /** The in-sandbox end of the relay: loopback TCP to the server's Unix socket. */
 function startRelay(): Promise<number> {
   const server = createServer((client) => {
@@ -183,12 +198,13 @@ function readConfig(): Promise<ChildConfig> {
 async function main(): Promise<void> {
   let page, context, browser;
   const port = await startRelay();
+  await rehearse(chromium);
   send({ t: 'ready' });
   config = await readConfig();
   try {
     browser = await chromium.connectOverCDP(`ws://127.0.0.1:${port}${config.cdpPath}`, { timeout: 15_000 });
     context = browser.contexts()[0] ?? (await browser.newContext());
-    page = context.pages()[0] ?? (await context.newPage());
+    page = (config.pageTargetId ? await pageByTarget(context, config.pageTargetId) : undefined) ?? context.pages()[0] ?? (await context.newPage());
   } catch (err) {
     finish({ t: 'error', type: 'system_error', message: `could not connect to the session's browser: ${describe(err).message}` });
   }
