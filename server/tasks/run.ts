@@ -107,10 +107,11 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
     d.log.error({ err, executionId: row.id, sessionId }, 'task run: could not end its session');
   }
   const artifacts = await d.artifacts.list(row.id);
+  // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
+  await rm(workDir, { recursive: true, force: true }).catch(() => {});
   await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
     taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
   );
-  await rm(workDir, { recursive: true, force: true }).catch(() => {});
   d.log.info({ executionId: row.id, status: outcome.status, durationMs }, 'task run ended');
   return 'ended';
 }

@@ -146,10 +146,25 @@ export class TaskWorker {
     for (const row of rows) {
       const abort = new AbortController();
       const done = executeRun(this.o, row, abort.signal)
-        .then((result) => {
-          if (result === 'requeued') return;
+        .then(() => undefined)
+        .catch(async (err: unknown) => {
+          this.o.log.error({ err, executionId: row.id }, 'task run failed unexpectedly');
+          // Not left running until the next start: failed now, with its event, if it can be.
+          await queue
+            .finish(
+              this.o.db,
+              row.id,
+              {
+                outcome: { status: 'failure', error: { type: 'system_error', message: 'The server could not finish the run', rootCause: (err as Error)?.message ?? String(err) } },
+                durationMs: row.started_at ? Date.now() - new Date(row.started_at).getTime() : 0,
+                costCredits: 0,
+                logs: [],
+                sessionId: null,
+              },
+              (r) => taskEvent(r, { artifacts: [] }, this.o.config.publicUrl),
+            )
+            .catch((again: unknown) => this.o.log.error({ err: again, executionId: row.id }, 'could not record the failed run; the next start will'));
         })
-        .catch((err: unknown) => this.o.log.error({ err, executionId: row.id }, 'task run failed unexpectedly'))
         .finally(() => {
           this.inflight.delete(row.id);
           this.ended(row.id);
