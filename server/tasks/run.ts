@@ -37,7 +37,7 @@ export type StopReason = 'cancel' | 'shutdown';
 /** A run with no time limit (max_duration -1) still ends: the server's ceiling. */
 const RUN_CEILING_MS = 24 * 3_600_000;
 /** How long a completed run waits for its session's recording to be stored, for recording_url. */
-const RECORDING_WAIT_MS = 15_000;
+const RECORDING_WAIT_MS = 30_000;
 /** Lines of the task's log kept on the execution. */
 const MAX_LOG_LINES = 1_000;
 
