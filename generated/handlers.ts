@@ -173,8 +173,7 @@ export type ListTasksResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listTasks"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listTasks"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listTasks"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listTasks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listTasks"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listTasks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateTaskRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateTaskResponse =
@@ -184,8 +183,7 @@ export type CreateTaskResponse =
   | { status: 409; contentType?: "application/json"; body: operations["createTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListWebhooksRequest = { params: NoFields; query: NonNullable<operations["listWebhooks"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListWebhooksResponse =
@@ -251,8 +249,7 @@ export type ExecuteTaskResponse =
   | { status: 413; contentType?: "application/json"; body: operations["executeTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["executeTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["executeTask"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["executeTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["executeTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["executeTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ExecuteCodeRequest = { params: NoFields; query: NonNullable<operations["executeCode"]["parameters"]["query"]>; body: NonNullable<operations["executeCode"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ExecuteCodeResponse =
@@ -397,8 +394,7 @@ export type ExecuteTaskByNameResponse =
   | { status: 413; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminListKeysRequest = { params: operations["adminListKeys"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type AdminListKeysResponse =
@@ -434,8 +430,7 @@ export type CancelTaskRunResponse =
   | { status: 401; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskRunStatusRequest = { params: operations["getTaskRunStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskRunStatusResponse =
@@ -443,8 +438,7 @@ export type GetTaskRunStatusResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetApplicationRequest = { params: operations["getApplication"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetApplicationResponse =
@@ -604,8 +598,7 @@ export type GetTaskResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateTaskRequest = { params: operations["updateTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateTaskResponse =
@@ -616,8 +609,7 @@ export type UpdateTaskResponse =
   | { status: 409; contentType?: "application/json"; body: operations["updateTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["updateTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteTaskRequest = { params: operations["deleteTask"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteTaskResponse =
@@ -625,8 +617,7 @@ export type DeleteTaskResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetWebhookRequest = { params: operations["getWebhook"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetWebhookResponse =
@@ -835,8 +826,7 @@ export type DeployTaskResponse =
   | { status: 404; contentType?: "application/json"; body: operations["deployTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["deployTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["deployTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deployTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deployTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deployTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskDraftRequest = { params: operations["getTaskDraft"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskDraftResponse =
@@ -844,8 +834,7 @@ export type GetTaskDraftResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type SaveTaskDraftRequest = { params: operations["saveTaskDraft"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["saveTaskDraft"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type SaveTaskDraftResponse =
@@ -855,8 +844,7 @@ export type SaveTaskDraftResponse =
   | { status: 404; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListTaskExecutionsRequest = { params: operations["listTaskExecutions"]["parameters"]["path"]; query: NonNullable<operations["listTaskExecutions"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListTaskExecutionsResponse =
@@ -864,8 +852,7 @@ export type ListTaskExecutionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetLatestTaskVersionRequest = { params: operations["getLatestTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetLatestTaskVersionResponse =
@@ -873,8 +860,7 @@ export type GetLatestTaskVersionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListTaskVersionsRequest = { params: operations["listTaskVersions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListTaskVersionsResponse =
@@ -882,8 +868,7 @@ export type ListTaskVersionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListWebhookDeliveriesRequest = { params: operations["listWebhookDeliveries"]["parameters"]["path"]; query: NonNullable<operations["listWebhookDeliveries"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListWebhookDeliveriesResponse =
@@ -922,8 +907,7 @@ export type RunTaskResponse =
   | { status: 413; contentType?: "application/json"; body: operations["runTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["runTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["runTask"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["runTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["runTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["runTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetCdpVersionRequest = { params: operations["getCdpVersion"]["parameters"]["path"]; query: NonNullable<operations["getCdpVersion"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetCdpVersionResponse =
@@ -1125,8 +1109,7 @@ export type GetTaskExecutionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskVersionRequest = { params: operations["getTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskVersionResponse =
@@ -1134,8 +1117,7 @@ export type GetTaskVersionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PublishTaskVersionRequest = { params: operations["publishTaskVersion"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["publishTaskVersion"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type PublishTaskVersionResponse =
@@ -1145,8 +1127,7 @@ export type PublishTaskVersionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteTaskVersionRequest = { params: operations["deleteTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteTaskVersionResponse =
@@ -1154,8 +1135,7 @@ export type DeleteTaskVersionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 /** One function per operation. AuthedCtx serves operations behind service-api-key. */
 export interface Handlers<AuthedCtx, PublicCtx> {
@@ -1286,4 +1266,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listTasks" | "createTask" | "executeTask" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getTask" | "updateTask" | "deleteTask" | "createIdentityToken" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "performWebTask" | "getPerformWebTaskStatus" | "createIdentityToken";

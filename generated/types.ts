@@ -3561,7 +3561,7 @@ export interface components {
                 one_time_url?: boolean;
             };
             /**
-             * @description Let the browser pay HTTP 402 (x402) payment requests.
+             * @description Let the browser pay HTTP 402 (x402) payment requests. This server has no wallet to pay with; `true` answers 400.
              * @default false
              */
             x402?: boolean;
@@ -3641,7 +3641,7 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        /** @description Creates a task. When `code` is given it becomes the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`. */
+        /** @description Creates a task. When `code` is given it becomes the draft, with `browserConfiguration`; nothing is deployed until `POST /v1/task/{taskId}/deploy`. A `browserConfiguration` without `code` answers 400 (it is kept with a version, and there is none). */
         TaskCreateRequest: {
             name: components["schemas"]["TaskName"];
             /** @description A description, at most 1000 characters. */
@@ -3785,7 +3785,7 @@ export interface components {
          * @enum {string}
          */
         TaskExecutionStatus: "success" | "failure" | "timeout" | "cancelled" | "queued" | "running";
-        /** @description Why a task execution failed. */
+        /** @description Why a task execution failed. `automation_failure`: the task code threw (the message names its line), returned something that is not JSON, or its run's session could not be created with the configuration; `timeout`: the run was still going at the version's `timeout.max_duration`; `system_error`: the sandbox or the server failed (a server stopped or killed during the run marks it so at its next start); `invalid_credentials`: the identity's login failed; `agent_error`: an agent tool used by the task failed. */
         TaskExecutionError: {
             /**
              * @description The failure category.
@@ -8720,7 +8720,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     createTask: {
@@ -8787,7 +8786,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     executeTask: {
@@ -8844,7 +8842,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     executeTaskByName: {
@@ -8903,7 +8900,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getTask: {
@@ -8945,7 +8941,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     updateTask: {
@@ -8999,7 +8994,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteTask: {
@@ -9035,7 +9029,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getTaskDraft: {
@@ -9097,7 +9090,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     saveTaskDraft: {
@@ -9191,7 +9183,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deployTask: {
@@ -9307,7 +9298,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listTaskVersions: {
@@ -9356,7 +9346,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getLatestTaskVersion: {
@@ -9425,7 +9414,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listTaskExecutions: {
@@ -9486,7 +9474,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getTaskExecution: {
@@ -9530,7 +9517,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getTaskVersion: {
@@ -9604,7 +9590,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     publishTaskVersion: {
@@ -9697,7 +9682,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteTaskVersion: {
@@ -9738,7 +9722,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     runTask: {
@@ -9785,7 +9768,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     getTaskRunStatus: {
@@ -9813,7 +9795,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     cancelTaskRun: {
@@ -9865,7 +9846,6 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listProfiles: {

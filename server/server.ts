@@ -31,6 +31,7 @@ import { tools } from './tools/index.js';
 import { executeCode } from './execute-code/index.js';
 import { mcp } from './mcp/index.js';
 import { batches } from './batches/index.js';
+import { tasks } from './tasks/index.js';
 import { webhooks } from './events/index.js';
 import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
@@ -103,6 +104,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       // after the other capabilities' started hooks (the recording sees them).
       .add(identities)
       .add(batches)
+      .add(tasks)
       .add(webhooks)
       .add(billing)
       .add(agentAccess)

@@ -1488,7 +1488,7 @@ export type TaskBrowserConfiguration = {
         one_time_url?: boolean;
     };
     /**
-     * Let the browser pay HTTP 402 (x402) payment requests.
+     * Let the browser pay HTTP 402 (x402) payment requests. This server has no wallet to pay with; `true` answers 400.
      */
     x402?: boolean;
 };
@@ -1589,7 +1589,7 @@ export type TaskMetadata = {
 };
 
 /**
- * Creates a task. When `code` is given it becomes the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`.
+ * Creates a task. When `code` is given it becomes the draft, with `browserConfiguration`; nothing is deployed until `POST /v1/task/{taskId}/deploy`. A `browserConfiguration` without `code` answers 400 (it is kept with a version, and there is none).
  */
 export type TaskCreateRequest = {
     name: TaskName;
@@ -1784,7 +1784,7 @@ export type TaskDeployRequest = {
 export type TaskExecutionStatus = 'success' | 'failure' | 'timeout' | 'cancelled' | 'queued' | 'running';
 
 /**
- * Why a task execution failed.
+ * Why a task execution failed. `automation_failure`: the task code threw (the message names its line), returned something that is not JSON, or its run's session could not be created with the configuration; `timeout`: the run was still going at the version's `timeout.max_duration`; `system_error`: the sandbox or the server failed (a server stopped or killed during the run marks it so at its next start); `invalid_credentials`: the identity's login failed; `agent_error`: an agent tool used by the task failed.
  */
 export type TaskExecutionError = {
     /**
@@ -7206,10 +7206,6 @@ export type ListTasksErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListTasksError = ListTasksErrors[keyof ListTasksErrors];
@@ -7255,10 +7251,6 @@ export type CreateTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateTaskError = CreateTaskErrors[keyof CreateTaskErrors];
@@ -7316,10 +7308,6 @@ export type ExecuteTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ExecuteTaskError = ExecuteTaskErrors[keyof ExecuteTaskErrors];
@@ -7382,10 +7370,6 @@ export type ExecuteTaskByNameErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ExecuteTaskByNameError = ExecuteTaskByNameErrors[keyof ExecuteTaskByNameErrors];
@@ -7428,10 +7412,6 @@ export type DeleteTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteTaskError = DeleteTaskErrors[keyof DeleteTaskErrors];
@@ -7474,10 +7454,6 @@ export type GetTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskError = GetTaskErrors[keyof GetTaskErrors];
@@ -7532,10 +7508,6 @@ export type UpdateTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UpdateTaskError = UpdateTaskErrors[keyof UpdateTaskErrors];
@@ -7578,10 +7550,6 @@ export type GetTaskDraftErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskDraftError = GetTaskDraftErrors[keyof GetTaskDraftErrors];
@@ -7632,10 +7600,6 @@ export type SaveTaskDraftErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type SaveTaskDraftError = SaveTaskDraftErrors[keyof SaveTaskDraftErrors];
@@ -7686,10 +7650,6 @@ export type DeployTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeployTaskError = DeployTaskErrors[keyof DeployTaskErrors];
@@ -7732,10 +7692,6 @@ export type ListTaskVersionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListTaskVersionsError = ListTaskVersionsErrors[keyof ListTaskVersionsErrors];
@@ -7778,10 +7734,6 @@ export type GetLatestTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetLatestTaskVersionError = GetLatestTaskVersionErrors[keyof GetLatestTaskVersionErrors];
@@ -7841,10 +7793,6 @@ export type ListTaskExecutionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListTaskExecutionsError = ListTaskExecutionsErrors[keyof ListTaskExecutionsErrors];
@@ -7891,10 +7839,6 @@ export type GetTaskExecutionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskExecutionError = GetTaskExecutionErrors[keyof GetTaskExecutionErrors];
@@ -7941,10 +7885,6 @@ export type DeleteTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteTaskVersionError = DeleteTaskVersionErrors[keyof DeleteTaskVersionErrors];
@@ -7991,10 +7931,6 @@ export type GetTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskVersionError = GetTaskVersionErrors[keyof GetTaskVersionErrors];
@@ -8049,10 +7985,6 @@ export type PublishTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type PublishTaskVersionError = PublishTaskVersionErrors[keyof PublishTaskVersionErrors];
@@ -8115,10 +8047,6 @@ export type RunTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type RunTaskError = RunTaskErrors[keyof RunTaskErrors];
@@ -8161,10 +8089,6 @@ export type GetTaskRunStatusErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetTaskRunStatusError = GetTaskRunStatusErrors[keyof GetTaskRunStatusErrors];
@@ -8211,10 +8135,6 @@ export type CancelTaskRunErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CancelTaskRunError = CancelTaskRunErrors[keyof CancelTaskRunErrors];

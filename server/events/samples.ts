@@ -20,7 +20,7 @@ export function sampleEventData<T extends EventType>(type: T, ctx: SampleContext
     execution_id: executionId,
     session_id: sessionId,
     duration_ms: 12_345,
-    cost: { amount: 0.05, currency: 'USD' },
+    cost: { amount: 0.05, currency: 'credits' },
     artifacts: [] as EventDataMap['task.completed']['artifacts'],
     session_dashboard_url: dashboard,
   };

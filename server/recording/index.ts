@@ -10,6 +10,13 @@ import type { SessionManager } from '../sessions/index.js';
 import { Recorder } from './recorder.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import { RecordingLinks, recordingHandlers, recordingLinkRoute, type RecordingHandlers } from './handlers.js';
+import { findRecording } from './store.js';
+
+/** Signed links to stored recordings, for what reports on a session (task events). */
+export interface RecordingLinkService {
+  /** The signed file link of the session's primary recording, once it is stored; undefined before (or without one). */
+  primaryLink(projectId: string, sessionId: string): Promise<string | undefined>;
+}
 
 export type { RecordingHandlers } from './handlers.js';
 
@@ -20,7 +27,7 @@ export function recordings(d: {
   log: Logger;
   sessions: SessionManager;
   screencasts: Screencasts;
-}): Capability<keyof RecordingHandlers, { recordingHandlers: RecordingHandlers }> {
+}): Capability<keyof RecordingHandlers, { recordingHandlers: RecordingHandlers; recordingLinks: RecordingLinkService }> {
   const storage = d.blobs('recordings');
   const recorder = new Recorder({
     db: d.db,
@@ -38,11 +45,19 @@ export function recordings(d: {
   return {
     name: 'recordings',
     handlers,
-    // The same handlers for the MCP server's recording resource: links as the API gives them.
-    provides: { recordingHandlers: handlers },
     // GET /files/recordings/{id}.mp4, the signed file_link.
     routes: (app) => recordingLinkRoute(app, deps, links),
     sessionHooks: recorder,
+    provides: {
+      // The same handlers for the MCP server's recording resource: links as the API gives them.
+      recordingHandlers: handlers,
+      recordingLinks: {
+        async primaryLink(projectId, sessionId) {
+          const row = await findRecording(d.db, projectId, sessionId, 'primary');
+          return row ? links.url(row.id) : undefined;
+        },
+      },
+    },
     // Encodes what a killed predecessor left (in the background).
     start: () => recorder.start(),
     // After the sessions' end, so their encodes finish first.

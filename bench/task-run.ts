@@ -1,0 +1,135 @@
+// bench/task-run: a task that opens a fixture page and returns its title. The service side
+// is timed from POST /v2/tasks/{id}/run to task.completed received by a local webhook
+// receiver (queue, the run's session from the warm pool, the sandbox, the session's end,
+// the outcome, the event's delivery). Against: the same script run directly with Playwright
+// on a Chromium launched (and connected) before the clock starts. A third side runs the
+// same code in the sandbox directly against that browser, to show the sandbox's own cost
+// apart (its spawn-to-user-code time, SandboxOutcome.sandboxMs, and its whole run). The
+// sides take turns round by round, each round on a quiet machine. The server runs as its
+// own process, as deployed (bench/server-process.ts).
+// Goal (issue 19): p50 within 1.5x of raw Playwright's, warm.
+// Usage: pnpm exec tsx bench/task-run.ts [--rounds 10]
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { chromium } from 'playwright-core';
+import { loadConfig } from '../server/config/config.js';
+import { createSandbox } from '../server/sandbox/index.js';
+import { freePort } from '../server/testing/free-port.js';
+import { machine, ms, percentile, takingTurns } from './machine.js';
+import { startServerProcess } from './server-process.js';
+
+const N = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 10;
+const GOAL = 1.5;
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+const SCRIPT = `export default async function run(ctx: any) {
+  await ctx.page.goto(ctx.input.url);
+  return { title: await ctx.page.title() };
+}
+`;
+
+// The fixture page, and the webhook receiver: both local.
+const form = readFileSync(new URL('../fixtures/site/form.html', import.meta.url));
+const waiting = new Map<string, () => void>();
+const arrived = new Set<string>();
+const local = createServer((req, res) => {
+  if (req.method === 'POST') {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const e = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type: string; data: { run_id?: string } };
+      res.writeHead(204).end();
+      const id = e.data.run_id;
+      if (!id) return;
+      const w = waiting.get(id);
+      if (w) w();
+      else arrived.add(id);
+    });
+    return;
+  }
+  res.setHeader('content-type', 'text/html; charset=utf-8');
+  res.end(form);
+});
+await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
+const localBase = `http://127.0.0.1:${(local.address() as AddressInfo).port}`;
+const pageUrl = `${localBase}/form.html`;
+
+console.log(`bench/task-run on ${machine()}; ${N} rounds, the sides taking turns`);
+const server = await startServerProcess({ TASK_CONCURRENCY: '1' });
+const json = async (path: string, body?: unknown) => {
+  const res = await server.request(path, { method: body === undefined ? 'GET' : 'POST', headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const parsed = (await res.json()) as any;
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(parsed)}`);
+  return parsed;
+};
+
+// The raw browser: launched with a CDP port, so the sandbox can reach it too.
+const port = await freePort();
+const profile = mkdtempSync(join(tmpdir(), 'bench-task-run-'));
+const browserProcess = spawn(chromiumPath, ['--headless=new', `--remote-debugging-port=${port}`, `--user-data-dir=${profile}`, '--no-first-run', '--no-sandbox', '--disable-background-networking', 'about:blank'], { stdio: 'ignore' });
+let wsUrl = '';
+for (let i = 0; i < 100 && !wsUrl; i++) {
+  wsUrl = await fetch(`http://127.0.0.1:${port}/json/version`).then((r) => r.json() as Promise<{ webSocketDebuggerUrl: string }>).then((v) => v.webSocketDebuggerUrl, () => '');
+  if (!wsUrl) await new Promise((r) => setTimeout(r, 100));
+}
+const raw = await chromium.connectOverCDP(wsUrl);
+const sandbox = createSandbox({ config: { ...loadConfig({ DATA_DIR: profile }), publicUrl: 'http://127.0.0.1' }, log: pino({ level: 'silent' }) });
+
+try {
+  await json('/v1/webhooks', { url: `${localBase}/hook`, subscribed_events: ['task.completed', 'task.failed'] });
+  const task = await json('/v1/task', { name: 'bench-title', language: 'typescript' });
+  await json(`/v1/task/${task.data.id}/deploy`, { code: Buffer.from(SCRIPT).toString('base64'), browserConfiguration: { recording: { active: false } } });
+  const sandboxMs: number[] = [];
+
+  const runService = async () => {
+    const res = await json(`/v2/tasks/${task.data.id}/run`, { input_params: { url: pageUrl } });
+    const runId = res.run_id as string;
+    // The event may arrive before the answer is read.
+    if (!arrived.delete(runId)) await new Promise<void>((resolve) => waiting.set(runId, resolve));
+    waiting.delete(runId);
+  };
+
+  // One warm-up of each side: the server's bundle and warm pool, the sandbox's bundle.
+  await runService();
+  await sandbox.run({ kind: 'task', code: SCRIPT, cdpUrl: wsUrl, input: { url: pageUrl }, timeoutMs: 60_000 });
+
+  const times = await takingTurns(N, {
+    raw: {
+      run: async () => {
+        const page = await raw.contexts()[0].newPage();
+        await page.goto(pageUrl);
+        if ((await page.title()) !== 'Form fixture') throw new Error('raw: wrong title');
+        await page.close();
+      },
+    },
+    sandbox: {
+      run: async () => {
+        const out = await sandbox.run({ kind: 'task', code: SCRIPT, cdpUrl: wsUrl, input: { url: pageUrl }, timeoutMs: 60_000 });
+        if (!out.ok) throw new Error(`sandbox: ${JSON.stringify(out.error)}`);
+        sandboxMs.push(out.sandboxMs);
+      },
+    },
+    service: { run: runService },
+  });
+
+  const p = (xs: number[], q: number) => percentile(xs, q);
+  console.log('');
+  console.log(`raw Playwright (pre-launched browser, new page, goto, title): p50 ${ms(p(times.raw, 50))}, p95 ${ms(p(times.raw, 95))}`);
+  console.log(`sandbox alone against that browser:                          p50 ${ms(p(times.sandbox, 50))}, p95 ${ms(p(times.sandbox, 95))}; its own start (spawn to user code) p50 ${ms(p(sandboxMs, 50))}`);
+  console.log(`service, POST run → task.completed received:                p50 ${ms(p(times.service, 50))}, p95 ${ms(p(times.service, 95))}`);
+  const ratio = p(times.service, 50) / p(times.raw, 50);
+  console.log(`ratio service / raw (p50): ${ratio.toFixed(2)}x (goal ≤ ${GOAL}x: ${ratio <= GOAL ? 'met' : 'NOT met'}); sandbox alone / raw: ${(p(times.sandbox, 50) / p(times.raw, 50)).toFixed(2)}x`);
+  console.log(`service minus the sandbox alone (queue, session, end, event, delivery): p50 ${ms(p(times.service, 50) - p(times.sandbox, 50))}`);
+} finally {
+  await raw.close().catch(() => {});
+  await sandbox.close();
+  browserProcess.kill('SIGKILL');
+  await server.stop();
+  local.close();
+  rmSync(profile, { recursive: true, force: true });
+}

@@ -1,0 +1,35 @@
+// Tasks: the legacy /v1/task family and the /v2 runs (handlers.ts), the run queue and its
+// worker (worker.ts, run.ts), task code run in the sandbox (../sandbox), the artifacts'
+// storage and signed links (artifact-links.ts).
+import type { Logger } from 'pino';
+import type { Capability } from '../capability/index.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { Db } from '../store/db.js';
+import type { SessionManager } from '../sessions/index.js';
+import type { RecordingLinkService } from '../recording/index.js';
+import type { BlobAreas } from '../storage/blobs.js';
+import type { Sandbox } from '../sandbox/index.js';
+import { ArtifactLinks } from './artifact-links.js';
+import { taskHandlers, type TaskOperation } from './handlers.js';
+import { TaskWorker } from './worker.js';
+
+export function tasks(d: {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  blobs: BlobAreas;
+  sessions: SessionManager;
+  recordingLinks: RecordingLinkService;
+  /** The server's one sandbox (execute-code makes it, with its warm children). */
+  sandbox: Sandbox;
+}): Capability<TaskOperation> {
+  const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl);
+  const worker = new TaskWorker({ ...d, artifacts });
+  return {
+    name: 'tasks',
+    handlers: taskHandlers({ db: d.db, config: d.config, sessions: d.sessions, worker }),
+    // GET /files/task-artifacts/{id}: the artifacts' signed links.
+    routes: (app) => artifacts.route(app),
+    workers: [worker],
+  };
+}

@@ -1,0 +1,218 @@
+// One task run, from its claim to its recorded outcome: the run's session (its own, made
+// from the version's browserConfiguration, or the running session it was given), the code
+// in the sandbox against that session's CDP endpoint, the artifacts moved into storage, the
+// session ended unless the run was told to keep it, and the outcome with its event.
+//
+// Outcomes (the contract's TaskExecutionError types): an error thrown by the task code →
+// automation_failure; the time limit → timeout; a fault of the sandbox or the server →
+// system_error; an identity login that failed → invalid_credentials; a cancel →
+// task.cancelled. A session that could not be created fails the run with the reason.
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Db } from '../store/db.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { SessionManager } from '../sessions/index.js';
+import type { RecordingLinkService } from '../recording/index.js';
+import type { Sandbox, SandboxOutcome } from '../sandbox/index.js';
+import { priceTable, sessionCredits } from '../credits/prices.js';
+import type { ArtifactLinks } from './artifact-links.js';
+import { runTimeoutMs, sessionBody } from './configuration.js';
+import { taskEvent } from './events.js';
+import * as queue from './queue-store.js';
+
+export interface RunDeps {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  sessions: Pick<SessionManager, 'nodeId' | 'capacity' | 'create' | 'end' | 'cdpUrl'>;
+  sandbox: Sandbox;
+  artifacts: ArtifactLinks;
+  recordingLinks: RecordingLinkService;
+}
+
+/** Why a run was stopped from outside: the API's cancel, or the server's shutdown. */
+export type StopReason = 'cancel' | 'shutdown';
+
+/** A run with no time limit (max_duration -1) still ends: the server's ceiling. */
+const RUN_CEILING_MS = 24 * 3_600_000;
+/** How long a completed run waits for its session's recording to be stored, for recording_url. */
+const RECORDING_WAIT_MS = 30_000;
+/** Lines of the task's log kept on the execution. */
+const MAX_LOG_LINES = 1_000;
+
+type Failure = { type: queue.ErrorType; message: string; rootCause: string };
+
+/** Where a run's artifacts wait until the run ends (in DATA_DIR, so storing them is a rename). */
+export function runDir(config: Pick<ServiceConfig, 'dataDir'>, executionId: string): string {
+  return join(config.dataDir, 'task-runs', executionId);
+}
+
+export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: AbortSignal): Promise<'ended' | 'requeued'> {
+  const started = Date.now();
+  const workDir = runDir(d.config, row.id);
+  let sessionId: string | null = row.own_session ? null : row.session_id;
+  let outcome: queue.Outcome;
+  let logs: queue.LogLine[] = [];
+  try {
+    const session = await openSession(d, row, signal);
+    if (session === 'requeue') {
+      await queue.release(d.db, row.id);
+      return 'requeued';
+    }
+    if ('failure' in session) {
+      outcome = { status: 'failure', error: session.failure };
+    } else {
+      sessionId = session.id;
+      if (signal.aborted) {
+        outcome = stopped(signal);
+      } else {
+        await mkdir(join(workDir, 'artifacts'), { recursive: true });
+        const result = await d.sandbox.run({
+          kind: 'task',
+          code: session.code,
+          cdpUrl: session.cdpUrl,
+          input: row.input,
+          timeoutMs: timeLeft(row, session.createdAt),
+          artifactsDir: join(workDir, 'artifacts'),
+          signal,
+        });
+        logs = result.logs.slice(-MAX_LOG_LINES);
+        outcome = signal.aborted && !result.ok ? stopped(signal) : toOutcome(result);
+        if (result.artifacts.length > 0) await d.artifacts.keep(row, result.artifacts);
+      }
+    }
+  } catch (err) {
+    d.log.error({ err, executionId: row.id }, 'task run: system error');
+    outcome = { status: 'failure', error: { type: 'system_error', message: 'The server could not run the task', rootCause: (err as Error).message ?? String(err) } };
+  }
+  const durationMs = Date.now() - started;
+  let costCredits = 0;
+  let recordingUrl: string | undefined;
+  try {
+    if (sessionId && row.own_session) {
+      // The run's own session: ended now unless it is to be kept; its settled credits are
+      // the run's cost. A kept session is charged when it ends; the run's share is its time.
+      if (row.cleanup_sessions) {
+        costCredits = await endSession(d, sessionId);
+        const recording = row.browser_configuration.recording?.active ?? true;
+        if (recording) recordingUrl = await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0);
+      } else {
+        costCredits = sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config));
+      }
+    } else if (sessionId) {
+      costCredits = sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config));
+    }
+  } catch (err) {
+    d.log.error({ err, executionId: row.id, sessionId }, 'task run: could not end its session');
+  }
+  const artifacts = await d.artifacts.list(row.id);
+  // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
+  await rm(workDir, { recursive: true, force: true }).catch(() => {});
+  await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
+    taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
+  );
+  d.log.info({ executionId: row.id, status: outcome.status, durationMs }, 'task run ended');
+  return 'ended';
+}
+
+/** createdAt: when the run's own session was asked for (undefined for a session it was given). */
+type OpenedSession = { id: string; cdpUrl: string; code: string; createdAt: number | undefined } | { failure: Failure; id?: undefined };
+
+async function openSession(d: RunDeps, row: queue.ExecutionRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
+  const [version] = await d.db.query<{ code: string }>('SELECT code FROM task_versions WHERE id = $1', [row.task_version_id]);
+  if (!version) return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
+  const code = Buffer.from(version.code, 'base64').toString('utf8');
+  if (!row.own_session) {
+    const s = row.session_id ? await queue.sessionFacts(d.db, row.session_id) : undefined;
+    if (!s || s.status !== 'running') {
+      return { failure: { type: 'automation_failure', message: 'The session given to the run is not running', rootCause: `Session ${row.session_id} ended before the run started` } };
+    }
+    return { id: row.session_id!, cdpUrl: d.sessions.cdpUrl(row.session_id!, s.cdp_token), code, createdAt: undefined };
+  }
+  const identity = row.identity_id ? { id: row.identity_id, skipValidation: row.identity_skip_validation } : undefined;
+  const createdAt = Date.now();
+  const created = await d.sessions.create({ projectId: row.project_id, apiKeyId: row.api_key_id }, sessionBody(row.browser_configuration, identity), { internal: true });
+  if (!created.ok) {
+    // No free browser after all: the run waits in the queue for one.
+    if (created.status === 429 && !signal.aborted) return 'requeue';
+    const message = `The run's session could not be created: ${created.message}`;
+    if (identity && /credential|password|log ?in|sign ?in|authenticat/i.test(created.message) && created.status === 400) {
+      return { failure: { type: 'invalid_credentials', message, rootCause: created.message } };
+    }
+    return { failure: { type: created.status === 400 ? 'automation_failure' : 'system_error', message, rootCause: created.message } };
+  }
+  await queue.setSession(d.db, row.id, created.id);
+  return { id: created.id, cdpUrl: created.cdpUrl, code, createdAt };
+}
+
+/**
+ * The run's time limit: the configuration's max_duration. The run's own session has the
+ * same maximum duration, counted from its creation: the code is stopped a second before the
+ * session would be, so that running out of time reads as a timeout, not as a browser gone.
+ */
+function timeLeft(row: queue.ExecutionRow, sessionCreatedAt: number | undefined): number {
+  const limit = runTimeoutMs(row.browser_configuration, RUN_CEILING_MS);
+  if (sessionCreatedAt === undefined) return limit;
+  return Math.max(1_000, limit - (Date.now() - sessionCreatedAt) - 1_000);
+}
+
+function stopped(signal: AbortSignal): queue.Outcome {
+  return (signal.reason as StopReason) === 'shutdown'
+    ? { status: 'failure', error: { type: 'system_error', message: 'The server shut down during the run', rootCause: 'The server was stopped while the task ran' } }
+    : { status: 'cancelled', message: 'Cancelled' };
+}
+
+function toOutcome(r: SandboxOutcome): queue.Outcome {
+  if (r.ok) return { status: 'success', output: asOutput(r.value) };
+  const e = r.error;
+  const where = e.line !== undefined ? ` (line ${e.line})` : '';
+  const failure = { message: `${e.message}${where}`, rootCause: e.rootCause ?? e.message };
+  switch (e.type) {
+    case 'timeout':
+      return { status: 'timeout', error: { type: 'timeout', ...failure } };
+    case 'automation_failure':
+      return { status: 'failure', error: { type: 'automation_failure', ...failure } };
+    case 'cancelled':
+      return { status: 'cancelled', message: e.message };
+    default:
+      return { status: 'failure', error: { type: 'system_error', ...failure } };
+  }
+}
+
+/** The output as a JSON object: an object as it is, anything else as {result}, nothing as {}. */
+export function asOutput(value: unknown): Record<string, unknown> {
+  if (value === undefined || value === null) return value === null ? { result: null } : {};
+  if (typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  return { result: value };
+}
+
+/**
+ * Ends the run's session and answers its settled credits. The end is recorded (credits
+ * settled) before the browser's teardown finishes; the outcome need not wait for the
+ * teardown, which goes on (the server's shutdown waits for it as for any session's end).
+ */
+async function endSession(d: RunDeps, sessionId: string): Promise<number> {
+  const ending = d.sessions.end(sessionId, 'completed', 'api');
+  ending.catch((err: unknown) => d.log.error({ err, sessionId }, 'task run: its session did not end cleanly'));
+  const ended = ending.then(
+    () => true,
+    () => true,
+  );
+  for (;;) {
+    const done = await Promise.race([ended, new Promise<false>((r) => setTimeout(() => r(false), 25))]);
+    const facts = await queue.sessionFacts(d.db, sessionId);
+    if (!facts) return 0;
+    if (facts.status !== 'running' && facts.status !== 'starting') return Number(facts.credits_used ?? 0);
+    if (done) return 0;
+  }
+}
+
+async function primaryRecording(d: RunDeps, projectId: string, sessionId: string, waitMs: number): Promise<string | undefined> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const link = await d.recordingLinks.primaryLink(projectId, sessionId);
+    if (link || Date.now() >= deadline) return link;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

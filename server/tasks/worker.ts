@@ -1,0 +1,177 @@
+// Runs queued task executions on this node, asynchronously: claims queued runs while fewer
+// than TASK_CONCURRENCY run here and a browser may start (MAX_CONCURRENT_BROWSERS), and
+// runs each (run.ts). A run whose session finds no free browser goes back to the queue.
+//
+// Cancel: the API marks the run (any node); the node running it sees the mark at its next
+// tick, or at once when the API call came to it, and aborts the sandbox.
+// Restart: the runs this node was running when it was killed fail with system_error, each
+// with its task.failed, before anything new is claimed (recover).
+// Shutdown: runs in flight are stopped and fail with system_error.
+import { rm } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import type { Db } from '../store/db.js';
+import type { ServiceConfig } from '../config/config.js';
+import * as queue from './queue-store.js';
+import { executeRun, runDir, type RunDeps, type StopReason } from './run.js';
+import { taskEvent } from './events.js';
+
+const BUSY_TICK_MS = 200;
+const IDLE_TICK_MS = 1_000;
+
+export class TaskWorker {
+  private readonly inflight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private woken = false;
+
+  constructor(private readonly o: RunDeps & { db: Db; config: ServiceConfig; log: Logger }) {}
+
+  async start(): Promise<void> {
+    await this.recover();
+    this.loop = this.run();
+  }
+
+  /** The runs a killed predecessor of this node left running: failed, once, with task.failed. */
+  private async recover(): Promise<void> {
+    const { db, config, log, sessions } = this.o;
+    const left = await queue.runningOn(db, sessions.nodeId);
+    for (const row of left) {
+      // The sessions capability, started before this one, has already ended the sessions of
+      // the killed node, and settled their credits.
+      const s = row.session_id ? await queue.sessionFacts(db, row.session_id) : undefined;
+      const durationMs = row.started_at ? Date.now() - new Date(row.started_at).getTime() : 0;
+      const message = 'The server stopped while the task was running';
+      const done = await queue.finish(
+        db,
+        row.id,
+        {
+          outcome: { status: 'failure', error: { type: 'system_error', message, rootCause: 'The server process ended during the run (killed or crashed); it was marked failed at its next start' } },
+          durationMs,
+          costCredits: row.own_session ? Number(s?.credits_used ?? 0) : 0,
+          logs: row.logs ?? [],
+          sessionId: row.session_id,
+        },
+        (r) => taskEvent(r, { artifacts: [] }, config.publicUrl),
+      );
+      if (done) log.warn({ executionId: row.id }, 'failed a task run a previous run of this server left running');
+      // What the killed run had saved and not yet stored.
+      await rm(runDir(config, row.id), { recursive: true, force: true });
+    }
+  }
+
+  /** New work: look now rather than at the next tick. */
+  nudge(): void {
+    this.woken = true;
+    this.wake?.();
+  }
+
+  /** Stops the run if it runs here; answers whether it did. */
+  abort(executionId: string, reason: StopReason): boolean {
+    const run = this.inflight.get(executionId);
+    if (!run) return false;
+    run.abort.abort(reason);
+    return true;
+  }
+
+  /** Resolves when the run ends on this node (or after `ms`, whichever is first); callers re-read the row. */
+  waitLocal(executionId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const set = this.waiters.get(executionId) ?? new Set();
+      this.waiters.set(executionId, set);
+      const done = () => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (set.size === 0) this.waiters.delete(executionId);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      set.add(done);
+    });
+  }
+
+  ended(executionId: string): void {
+    for (const w of [...(this.waiters.get(executionId) ?? [])]) w();
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+    for (const run of this.inflight.values()) run.abort.abort('shutdown' satisfies StopReason);
+    await Promise.allSettled([...this.inflight.values()].map((r) => r.done));
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      let busy = false;
+      try {
+        busy = await this.tick();
+      } catch (err) {
+        this.o.log.error({ err }, 'task worker tick failed');
+      }
+      if (this.stopped) break;
+      if (this.woken) {
+        this.woken = false;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, busy ? BUSY_TICK_MS : IDLE_TICK_MS);
+        timer.unref();
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+      this.woken = false;
+    }
+  }
+
+  /** One pass: stop what was cancelled elsewhere, claim what fits. Answers whether work waits. */
+  private async tick(): Promise<boolean> {
+    const { db, config, sessions } = this.o;
+    if (this.inflight.size > 0) {
+      for (const id of await queue.cancelRequested(db, sessions.nodeId)) this.abort(id, 'cancel');
+    }
+    if (this.inflight.size === 0 && !(await queue.anyQueued(db))) return false;
+    // A run needs a browser unless it runs in an existing session; counting every run as
+    // needing one keeps the claim simple and never over-commits.
+    const free = Math.min(config.taskConcurrency - this.inflight.size, sessions.capacity);
+    if (free <= 0) return true;
+    const rows = await queue.claim(db, sessions.nodeId, free);
+    for (const row of rows) {
+      const abort = new AbortController();
+      const done = executeRun(this.o, row, abort.signal)
+        .then(() => undefined)
+        .catch(async (err: unknown) => {
+          this.o.log.error({ err, executionId: row.id }, 'task run failed unexpectedly');
+          // Not left running until the next start: failed now, with its event, if it can be.
+          await queue
+            .finish(
+              this.o.db,
+              row.id,
+              {
+                outcome: { status: 'failure', error: { type: 'system_error', message: 'The server could not finish the run', rootCause: (err as Error)?.message ?? String(err) } },
+                durationMs: row.started_at ? Date.now() - new Date(row.started_at).getTime() : 0,
+                costCredits: 0,
+                logs: [],
+                sessionId: null,
+              },
+              (r) => taskEvent(r, { artifacts: [] }, this.o.config.publicUrl),
+            )
+            .catch((again: unknown) => this.o.log.error({ err: again, executionId: row.id }, 'could not record the failed run; the next start will'));
+        })
+        .finally(() => {
+          this.inflight.delete(row.id);
+          this.ended(row.id);
+          this.nudge();
+        });
+      this.inflight.set(row.id, { abort, done });
+    }
+    return rows.length > 0 || this.inflight.size > 0;
+  }
+}
