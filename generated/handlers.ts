@@ -679,8 +679,7 @@ export type CreateIdentityTokenResponse =
   | { status: 404; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetIdentityCredentialsRequest = { params: operations["getIdentityCredentials"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetIdentityCredentialsResponse =
@@ -1266,4 +1265,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "performWebTask" | "getPerformWebTaskStatus" | "createIdentityToken";
+export type NotImplementedOperation = "performWebTask" | "getPerformWebTaskStatus";

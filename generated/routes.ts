@@ -1034,8 +1034,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [201,400,401,404,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [201,400,401,404,413,415,500],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "getIdentityCredentials",

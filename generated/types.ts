@@ -1926,7 +1926,7 @@ export interface paths {
         put?: never;
         /**
          * Create an identity token
-         * @description Creates a short-lived token that starts the sign-in flow by which an end user links an identity to the application; after signing in, the user is redirected to `callbackUrl`, which must be HTTPS. Only the answer holds the token; keep `token_hash` to recognize it later.
+         * @description Creates a short-lived token that starts the sign-in flow by which an end user links an identity to the application; after signing in, the user is redirected to `callbackUrl`, which must be HTTPS. Only the answer holds the token; keep `token_hash` to recognize it later. Send the user to `{server}/connect/{token}`, a page that asks for the application's sign-in (user name, password, an authenticator secret when the account has 2FA) and makes a `pending` identity of it; the user then lands on `callbackUrl` with the query parameters `identity_id` and `token_hash`. The token works once, for 15 minutes.
          */
         post: operations["createIdentityToken"];
         delete?: never;
@@ -11657,7 +11657,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listClientCertificates: {

@@ -1384,7 +1384,7 @@ export const updateApplicationAuthFlow = <ThrowOnError extends boolean = false>(
 /**
  * Create an identity token
  *
- * Creates a short-lived token that starts the sign-in flow by which an end user links an identity to the application; after signing in, the user is redirected to `callbackUrl`, which must be HTTPS. Only the answer holds the token; keep `token_hash` to recognize it later.
+ * Creates a short-lived token that starts the sign-in flow by which an end user links an identity to the application; after signing in, the user is redirected to `callbackUrl`, which must be HTTPS. Only the answer holds the token; keep `token_hash` to recognize it later. Send the user to `{server}/connect/{token}`, a page that asks for the application's sign-in (user name, password, an authenticator secret when the account has 2FA) and makes a `pending` identity of it; the user then lands on `callbackUrl` with the query parameters `identity_id` and `token_hash`. The token works once, for 15 minutes.
  */
 export const createIdentityToken = <ThrowOnError extends boolean = false>(options: Options<CreateIdentityTokenData, ThrowOnError>) => (options.client ?? client).post<CreateIdentityTokenResponses, CreateIdentityTokenErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

@@ -9735,10 +9735,6 @@ export type CreateIdentityTokenErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type CreateIdentityTokenError = CreateIdentityTokenErrors[keyof CreateIdentityTokenErrors];

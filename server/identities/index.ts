@@ -14,6 +14,7 @@ import { applicationHandlers, type ApplicationOperation } from './application-ha
 import { identityHandlers, type IdentityOperation } from './identity-handlers.js';
 import { IdentitySignIn, profileNameOf } from './sign-in.js';
 import { failInterrupted } from './store.js';
+import { connectRoutes, tokenHandlers, type TokenOperation } from './tokens.js';
 
 export function identities(d: {
   db: Db;
@@ -22,7 +23,7 @@ export function identities(d: {
   sessions: SessionManager;
   profiles: ProfileService;
   interventions: Interventions;
-}): Capability<ApplicationOperation | IdentityOperation> {
+}): Capability<ApplicationOperation | IdentityOperation | TokenOperation> {
   const signIn = new IdentitySignIn({
     db: d.db,
     secrets: d.secrets,
@@ -35,6 +36,7 @@ export function identities(d: {
     name: 'identities',
     handlers: {
       ...applicationHandlers({ db: d.db }),
+      ...tokenHandlers({ db: d.db }),
       ...identityHandlers({
         db: d.db,
         secrets: d.secrets,
@@ -49,6 +51,8 @@ export function identities(d: {
         forgetState: (projectId, identityId) => d.profiles.remove(projectId, profileNameOf(identityId)),
       }),
     },
+    // The page an identity token opens: {PUBLIC_URL}/connect/{token}.
+    routes: (app) => connectRoutes(app, { db: d.db, secrets: d.secrets }),
     sessionHooks: signIn,
     async start() {
       const corrected = await failInterrupted(d.db);
