@@ -26,6 +26,7 @@ import { sessionFiles } from './session-files/index.js';
 import { input } from './input/index.js';
 import { tools } from './tools/index.js';
 import { mcp } from './mcp/index.js';
+import { agent } from './agent/index.js';
 import { batches } from './batches/index.js';
 import { webhooks } from './events/index.js';
 import { billing } from './billing/index.js';
@@ -82,6 +83,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(input)
       .add(tools)
       .add(mcp)
+      .add(agent)
       .add(batches)
       .add(webhooks)
       .add(billing)

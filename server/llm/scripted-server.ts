@@ -31,6 +31,8 @@ export interface ScriptedModelServer {
   script(steps: ScriptStep[]): void;
   /** Milliseconds spent answering (delays included), per request. */
   readonly answerMs: number[];
+  /** What script functions threw (their expectations about the request), by reply. */
+  readonly errors: string[];
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function startScriptedModel(steps: ScriptStep[] = []): Promise<Scri
   let next = 0;
   const received: Received[] = [];
   const answerMs: number[] = [];
+  const errors: string[] = [];
   let calls = 0;
   const server: Server = createServer(async (req, res) => {
     const started = performance.now();
@@ -54,7 +57,14 @@ export async function startScriptedModel(steps: ScriptStep[] = []): Promise<Scri
     const path = req.url ?? '';
     received.push({ path, headers: req.headers, body });
     const step = script[next++];
-    const reply: ScriptedReply = step === undefined ? { status: 500 } : typeof step === 'function' ? step(body, next - 1) : step;
+    let reply: ScriptedReply;
+    try {
+      reply = step === undefined ? { status: 500 } : typeof step === 'function' ? step(body, next - 1) : step;
+    } catch (err) {
+      // A script's expectation about what the model was sent failed: the test reads errors.
+      errors.push(`reply ${next - 1}: ${(err as Error).message}`);
+      reply = { status: 500 };
+    }
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
     const send = (status: number, payload: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
@@ -105,9 +115,11 @@ export async function startScriptedModel(steps: ScriptStep[] = []): Promise<Scri
     baseUrl: (provider) => (provider === 'openai' ? `${origin}/v1` : origin),
     received,
     answerMs,
+    errors,
     script(steps) {
       script = steps;
       next = 0;
+      errors.length = 0;
     },
     close: () =>
       new Promise((r) => {
