@@ -101,8 +101,10 @@ export async function perform(name: BrowserAction, args: Record<string, unknown>
       return 'Clicked.';
     case 'type': {
       const text = str(args.text, 'text');
-      await (await target()).fill(fillSecrets(text, c.secrets), { timeout: ACTION_TIMEOUT_MS });
-      if (args.submit === true) await page.keyboard.press('Enter');
+      const field = await target();
+      await field.fill(fillSecrets(text, c.secrets), { timeout: ACTION_TIMEOUT_MS });
+      // The locator's press, unlike the keyboard's, waits for the navigation it starts to commit.
+      if (args.submit === true) await field.press('Enter', { timeout: ACTION_TIMEOUT_MS });
       return args.submit === true ? 'Typed and pressed Enter.' : 'Typed.';
     }
     case 'select': {

@@ -23,5 +23,6 @@ export function agent(d: { db: Db; config: ServiceConfig; log: Logger; sessions:
       runner.stopAll();
       await settled();
     },
+    close: () => runner.close(),
   };
 }

@@ -124,6 +124,8 @@ function firstLine(err: unknown): string {
 }
 
 async function observe(page: Page, note: string, images: boolean, secrets: Record<string, string>, used: number, max: number): Promise<Content[]> {
+  // An action that started a navigation returns once it commits: the page is read once parsed.
+  await page.waitForLoadState('domcontentloaded', { timeout: 10_000 }).catch(() => {});
   let snapshot: string;
   try {
     snapshot = await ariaSnapshot(page);

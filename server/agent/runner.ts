@@ -14,6 +14,7 @@ import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { ActionError } from './actions.js';
+import { CdpRelay } from './cdp-relay.js';
 import type { AnswerSchema } from './answer-schema.js';
 import { runWebTask, TimeLimit, type WebTaskOutcome } from './loop.js';
 import type { StepRecord } from './steps.js';
@@ -52,6 +53,7 @@ const CONNECT_TIMEOUT_MS = 15_000;
 export class WebTaskRunner {
   /** Runs in flight, by id: a session's end or the shutdown aborts them. */
   private readonly running = new Map<string, { sessionId?: string; abort: AbortController }>();
+  private readonly relay = new CdpRelay();
 
   constructor(
     private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager },
@@ -87,7 +89,12 @@ export class WebTaskRunner {
       }
       entry.sessionId = session.id;
       spec.onSession?.(session.id);
-      browser = await chromium.connectOverCDP(session.browser.wsEndpoint, { timeout: CONNECT_TIMEOUT_MS });
+      const relayed = await this.relay.url(session.browser.wsEndpoint);
+      try {
+        browser = await chromium.connectOverCDP(relayed.url, { timeout: CONNECT_TIMEOUT_MS });
+      } finally {
+        relayed.forget();
+      }
       const context = browser.contexts()[0] ?? (await browser.newContext());
       let page: Page = context.pages().find((p) => !p.isClosed()) ?? (await context.newPage());
       // A tab the page opens (a link with target=_blank) is where the agent goes on.
@@ -165,5 +172,10 @@ export class WebTaskRunner {
   /** The server shuts down: every run fails now. */
   stopAll(): void {
     for (const r of this.running.values()) r.abort.abort(new Error('The server is shutting down'));
+  }
+
+  /** After the runs have ended. */
+  close(): Promise<void> {
+    return this.relay.close();
   }
 }
