@@ -42,12 +42,14 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
     });
     return { status: res.status, body: (await res.json()) as any };
   };
+  const billedCredits = async (): Promise<number> => ((await (await server.request('/v1/billing')).json()) as any).data.credits_used;
   const agentCredits = async () =>
     (await server.db.query<{ c: number }>(`SELECT COALESCE(sum(credits), 0)::float8 AS c FROM usage_ledger WHERE kind = 'agent_step'`))[0].c;
 
   it('fills a two-page form in a running session: every step recorded, the model shown refs and a screenshot, steps billed', async () => {
     const s = await createSession(server, HEADLESS);
     const before = await agentCredits();
+    const billedBefore = await billedCredits();
     model.script([
       (body) => {
         const seen = lastObservation(body);
@@ -102,6 +104,8 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
     ]);
     // Six steps at PRICE_PER_AGENT_STEP 0.5; the session named stays running.
     expect((await agentCredits()) - before).toBe(3);
+    // And in the project's usage (the session's own credits come when it ends).
+    expect((await billedCredits()) - billedBefore).toBeCloseTo(3, 6);
     expect((await getSession(server, s.id)).body.data.status).toBe('running');
     await endSession(server, s.id);
     // The key went to the model's server, and to no log line.
@@ -177,6 +181,17 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
     expect(done).toEqual({ status: 'COMPLETED', result: { result: 'three products', session_id: s.id, steps: [expect.objectContaining({ action: 'navigate' })] } });
     expect((await server.request('/v1/tools/perform-web-task/perform-web-task-nope/status')).status).toBe(404);
     await endSession(server, s.id);
+  });
+
+  it('a RUNNING task whose server stopped (past its deadline) reads as FAILED, with the steps it had taken', async () => {
+    const [{ project_id }] = await server.db.query<{ project_id: string }>('SELECT project_id FROM api_keys LIMIT 1');
+    const id = 'perform-web-task-lost';
+    const steps = [{ action: 'navigate', target: 'https://example.com/', outcome: 'Loaded https://example.com/ (HTTP 200).', ok: true, duration_ms: 120 }];
+    await server.db.query(`INSERT INTO web_tasks (id, project_id, status, steps, deadline) VALUES ($1, $2, 'RUNNING', $3, now() - interval '1 hour')`, [id, project_id, JSON.stringify(steps)]);
+    const res = await server.request(`/v1/tools/perform-web-task/${id}/status`);
+    expect(await res.json()).toEqual({ data: { status: 'FAILED', error: 'The web task was interrupted: its server stopped before it finished', steps } });
+    const [row] = await server.db.query<{ status: string }>('SELECT status FROM web_tasks WHERE id = $1', [id]);
+    expect(row.status).toBe('FAILED');
   });
 
   it('the step budget, the time limit, a failing model and a model that gives up end the task with a clear error', async () => {
