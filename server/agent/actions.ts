@@ -155,3 +155,29 @@ export function redactSecrets(text: string, secrets: Record<string, string>): st
   }
   return out;
 }
+
+/**
+ * Shows the step in the page, bottom left, until the next: the live view and the session's
+ * recording show what the agent did. It sits in a closed shadow root, hidden from the
+ * accessibility tree (the snapshots), from innerText (extract) and from the mouse.
+ */
+export async function showStep(page: Page, text: string): Promise<void> {
+  await page
+    .evaluate((caption: string) => {
+      const w = window as unknown as { __agentStep?: HTMLElement };
+      let box = w.__agentStep;
+      if (!box || !box.isConnected) {
+        const host = document.createElement('div');
+        host.setAttribute('aria-hidden', 'true');
+        host.style.cssText = 'all:initial;position:fixed;left:8px;bottom:8px;z-index:2147483647;pointer-events:none';
+        box = document.createElement('div');
+        box.style.cssText =
+          'max-width:60vw;padding:6px 10px;border-radius:6px;background:rgba(20,20,20,.85);color:#fff;font:13px/1.4 system-ui,sans-serif;white-space:pre-wrap';
+        host.attachShadow({ mode: 'closed' }).appendChild(box);
+        (document.body ?? document.documentElement).appendChild(host);
+        w.__agentStep = box;
+      }
+      box.textContent = caption;
+    }, text.length > 200 ? `${text.slice(0, 199)}…` : text)
+    .catch(() => {});
+}

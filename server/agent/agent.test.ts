@@ -2,6 +2,7 @@
 // site, and a local model server answering a scripted conversation in each protocol. The
 // scripts read the refs off the snapshot the model was sent, as a model would, so the tests
 // check what the model saw as well as what the agent did to the pages.
+import { chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModelServer } from '../llm/scripted-server.js';
 import { browsersDirFor, createSession, endSession, eventually, getSession, HEADLESS, processesUnder, roots } from '../sessions/test-support.js';
@@ -80,6 +81,8 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
       },
       (body) => {
         expect(lastObservation(body)).toContain('heading "Thank you, Ada Lovelace!"');
+        // The step caption shown for the live view and the recording is no part of the page's snapshot.
+        expect(lastObservation(body)).not.toContain('Agent step');
         return { toolCalls: [call('finish', { answer: 'Signed up as Ada Lovelace on the Pro plan' })] };
       },
     ]);
@@ -107,6 +110,14 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
     // And in the project's usage (the session's own credits come when it ends).
     expect((await billedCredits()) - billedBefore).toBeCloseTo(3, 6);
     expect((await getSession(server, s.id)).body.data.status).toBe('running');
+    // The last step is on screen, for the live view and the recording.
+    const watcher = await chromium.connectOverCDP(s.cdp_url);
+    try {
+      const onScreen = await watcher.contexts()[0]!.pages()[0]!.evaluate(() => (window as any).__agentStep?.textContent);
+      expect(onScreen).toMatch(/^Agent step 6: click \w+: Clicked\.$/);
+    } finally {
+      await watcher.close();
+    }
     await endSession(server, s.id);
     // The key went to the model's server, and to no log line.
     expect(model.received[0].headers.authorization).toBe(`Bearer ${KEY}`);
@@ -234,10 +245,14 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
         expect(lastObservation(body)).toContain('name={{pw}}');
         return { toolCalls: [call('extract', {}), call('finish', { answer: 'done' })] };
       },
+      (body) => {
+        throw new Error(`no third turn expected: ${lastToolResults(body).join(' | ')}`);
+      },
     ]);
     const r = await perform({ prompt: 'Type the password pw as the name', url: site.url('/form/1'), secret_values: { pw: secret } }, s.id);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data.result.steps.map((x: any) => x.outcome)).toEqual(['Typed.', 'Typed and pressed Enter.', expect.stringContaining('Choose a plan')]);
+    expect(r.body.data.result.steps[2].outcome).not.toContain('Agent step');
     expect(site.submissions.at(-1)).toEqual({ path: '/form/2', query: { name: secret, email: 'pw@example.com' } });
     const sent = JSON.stringify(model.received.slice(from).map((x) => x.body));
     expect(sent).not.toContain('hunter2');

@@ -5,7 +5,7 @@
 import type { Page } from 'playwright-core';
 import { ariaSnapshot } from '../page/aria.js';
 import { LlmError, type Content, type LanguageModel, type Message, type ToolSpec } from '../llm/index.js';
-import { ActionError, actionTools, describeTarget, perform, redactSecrets } from './actions.js';
+import { ActionError, actionTools, describeTarget, perform, redactSecrets, showStep } from './actions.js';
 import type { AnswerSchema } from './answer-schema.js';
 import { BROWSER_ACTIONS, type BrowserAction, type StepRecord } from './steps.js';
 
@@ -86,7 +86,7 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
           answerTool('The arguments were not valid JSON.');
           continue;
         }
-        const step = await act(call.name as BrowserAction, call.arguments, r);
+        const step = await act(steps.length + 1, call.name as BrowserAction, call.arguments, r);
         steps.push(step);
         r.onStep?.(steps);
         answerTool(step.outcome);
@@ -103,7 +103,7 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
   }
 }
 
-async function act(name: BrowserAction, args: Record<string, unknown>, r: WebTaskRun): Promise<StepRecord> {
+async function act(n: number, name: BrowserAction, args: Record<string, unknown>, r: WebTaskRun): Promise<StepRecord> {
   const started = performance.now();
   const target = describeTarget(name, args);
   let outcome: string;
@@ -114,7 +114,9 @@ async function act(name: BrowserAction, args: Record<string, unknown>, r: WebTas
     ok = false;
     outcome = `Failed: ${firstLine(err)}`;
   }
-  return { action: name, ...(target !== undefined ? { target } : {}), outcome: redactSecrets(outcome, r.secrets), ok, duration_ms: Math.round(performance.now() - started) };
+  const step: StepRecord = { action: name, ...(target !== undefined ? { target } : {}), outcome: redactSecrets(outcome, r.secrets), ok, duration_ms: Math.round(performance.now() - started) };
+  await showStep(r.page(), `Agent step ${n}: ${name}${step.target ? ` ${redactSecrets(step.target, r.secrets)}` : ''}: ${step.outcome.split('\n')[0]}`);
+  return step;
 }
 
 /** Playwright's messages carry a call log after the first line: the model needs the first. */
