@@ -51,7 +51,7 @@ describe('the vendor SDK on perform-web-task', () => {
       const st = await client.tools.getPerformWebTaskStatus(started.data.workflow_id);
       return st.data.status === 'RUNNING' ? undefined : st;
     }, 15_000, 'the async task to end');
-    expect(done.data).toMatchObject({ status: 'COMPLETED', result: { result: 'Products', session_id: id } });
+    expect(done!.data).toMatchObject({ status: 'COMPLETED', result: { result: 'Products', session_id: id } });
     await client.sessions.delete(id);
   });
 
