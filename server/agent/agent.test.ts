@@ -185,6 +185,8 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
       return d.status === 'RUNNING' && d.steps?.length === 1 ? d : undefined;
     }, 10_000, 'a running status with one step');
     expect(running.steps[0]).toMatchObject({ action: 'navigate', target: site.url('/table'), ok: true });
+    // One agent at a time in a session.
+    expect(await perform({ prompt: 'Something else' }, s.id)).toEqual({ status: 409, body: { error: { code: 409, message: 'A web task is already running in this session' } } });
     const done = await eventually(async () => {
       const d = await status();
       return d.status !== 'RUNNING' ? d : undefined;

@@ -49,6 +49,7 @@ export class StartError extends Error {
 export type RunResult = (WebTaskOutcome & { sessionId: string }) | { ok: false; kind: 'start'; error: StartError; steps: StepRecord[] };
 
 const CONNECT_TIMEOUT_MS = 15_000;
+const KEEP_ALIVE_MS = 5_000;
 
 export class WebTaskRunner {
   /** Runs in flight, by id: a session's end or the shutdown aborts them. */
@@ -78,17 +79,19 @@ export class WebTaskRunner {
     let temporary: string | undefined;
     let browser: Browser | undefined;
     let steps: StepRecord[] = [];
+    let keepAlive: NodeJS.Timeout | undefined;
     try {
       let session: RunningSession;
       try {
         if (spec.url) await this.checkStartUrl(spec.url);
-        ({ session, temporary } = await this.session(spec));
+        ({ session, temporary } = await this.session(spec, entry));
       } catch (err) {
         if (err instanceof StartError) return { ok: false, kind: 'start', error: err, steps };
         throw err;
       }
-      entry.sessionId = session.id;
       spec.onSession?.(session.id);
+      // A task at work is activity, model turns included: the idle timeout waits for it.
+      keepAlive = setInterval(() => this.d.sessions.touch(session.id, 'input'), KEEP_ALIVE_MS);
       const relayed = await this.relay.url(session.browser.wsEndpoint);
       try {
         browser = await chromium.connectOverCDP(relayed.url, { timeout: CONNECT_TIMEOUT_MS });
@@ -130,6 +133,7 @@ export class WebTaskRunner {
       return { ...outcome, sessionId: session.id };
     } finally {
       clearTimeout(timer);
+      clearInterval(keepAlive);
       this.running.delete(id);
       await browser?.close().catch(() => {});
       if (temporary) await this.d.sessions.end(temporary, 'completed', 'api').catch((err) => this.d.log.error({ err, sessionId: temporary }, 'could not end a web task session'));
@@ -137,10 +141,14 @@ export class WebTaskRunner {
     }
   }
 
-  private async session(spec: WebTaskSpec): Promise<{ session: RunningSession; temporary?: string }> {
+  /** The run's session, claimed for it (entry.sessionId) before any other run may look. */
+  private async session(spec: WebTaskSpec, entry: { sessionId?: string }): Promise<{ session: RunningSession; temporary?: string }> {
     if (spec.sessionId) {
       const s = await this.d.sessions.lookup(spec.projectId, spec.sessionId);
       if ('status' in s) throw new StartError(s.status, s.message);
+      // Two agents on one page would undo each other's work.
+      if ([...this.running.values()].some((r) => r.sessionId === s.id)) throw new StartError(409, 'A web task is already running in this session');
+      entry.sessionId = s.id;
       return { session: s };
     }
     const created = await this.d.sessions.create({ projectId: spec.projectId, apiKeyId: spec.apiKeyId }, undefined);
@@ -150,6 +158,7 @@ export class WebTaskRunner {
       await this.d.sessions.end(created.id, 'failed', 'api').catch(() => {});
       throw new StartError(500, 'The session of the web task ended before it started');
     }
+    entry.sessionId = s.id;
     return { session: s, temporary: s.id };
   }
 
