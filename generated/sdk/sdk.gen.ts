@@ -634,10 +634,9 @@ export const executeCode = <ThrowOnError extends boolean = false>(options: Optio
  * server runs the `browser-use` agent with the operator's provider only; `model` picks another
  * model of that provider), and for `human_intervention`, which this server does not offer yet.
  * 404 when `sessionId` names no session of the project, 409 when that session is not running
- * or another web task is at work in it,
- * 402 and 429 also when a temporary session would be refused them (cost limit, concurrent-browser
- * limit); 502 when the
- * model's server fails or cannot be reached.
+ * or another web task is at work in it, 402 and 429 also when a temporary session would be
+ * refused them (cost limit, concurrent-browser limit); 502 when the model's server fails or
+ * cannot be reached.
  */
 export const performWebTask = <ThrowOnError extends boolean = false>(options: Options<PerformWebTaskData, ThrowOnError>) => (options.client ?? client).post<PerformWebTaskResponses, PerformWebTaskErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
