@@ -352,3 +352,23 @@ describe('perform-web-task without a model', () => {
     }
   });
 });
+
+describe('perform-web-task where private networks are refused', () => {
+  it('a start URL on a private or loopback address answers 403 before any session or model is involved', async () => {
+    const model = await startScriptedModel();
+    const server = await startTestServer({ env: { ALLOW_PRIVATE_NETWORKS: 'false', LLM_PROVIDER: 'openai', LLM_BASE_URL: model.baseUrl('openai'), LLM_MODEL: 'm' } });
+    try {
+      for (const url of ['http://127.0.0.1:8080/admin', 'http://10.1.2.3/', 'http://[::1]/']) {
+        const res = await server.request('/v1/tools/perform-web-task', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', url }) });
+        expect(res.status, url).toBe(403);
+        expect(((await res.json()) as any).error.message).toMatch(/private|loopback/i);
+      }
+      expect(model.received).toHaveLength(0);
+      const [{ n }] = await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
+      expect(n).toBe(0);
+    } finally {
+      await server.close();
+      await model.close();
+    }
+  });
+});
