@@ -16,7 +16,11 @@ export function anthropicBody(model: string, req: ChatRequest): Record<string, u
     if (last?.role === role) last.content.push(...blocks);
     else messages.push({ role, content: blocks });
   };
-  for (const m of req.messages) push(m.role === 'assistant' ? 'assistant' : 'user', blocks(m));
+  for (const m of req.messages) {
+    const b = blocks(m);
+    // The API refuses an empty turn: an assistant reply of nothing is left out.
+    if (b.length) push(m.role === 'assistant' ? 'assistant' : 'user', b);
+  }
   return {
     model,
     max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,

@@ -68,6 +68,19 @@ describe('language model adapter', () => {
     ]);
   });
 
+  it('an empty reply of the model stays valid on the wire in both protocols', async () => {
+    const messages: ChatRequest['messages'] = [
+      { role: 'user', content: [{ type: 'text', text: 'Task' }] },
+      { role: 'assistant', text: '', toolCalls: [] },
+      { role: 'user', content: [{ type: 'text', text: 'Call a tool.' }] },
+    ];
+    model.script([{ text: 'ok' }, { text: 'ok' }]);
+    await languageModel({ provider: 'openai', baseUrl: model.baseUrl('openai'), apiKey: KEY, model: 'm', images: false }, { timeoutMs: 5000 }).chat({ ...request(), messages });
+    expect(model.received.at(-1)!.body.messages[2]).toEqual({ role: 'assistant', content: '' });
+    await languageModel({ provider: 'anthropic', baseUrl: model.baseUrl('anthropic'), apiKey: KEY, model: 'm', images: false }, { timeoutMs: 5000 }).chat({ ...request(), messages });
+    expect(model.received.at(-1)!.body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Task' }, { type: 'text', text: 'Call a tool.' }] }]);
+  });
+
   it('no key configured: no authorization header (a local Ollama)', async () => {
     model.script([{ text: 'done' }]);
     await languageModel({ provider: 'openai', baseUrl: model.baseUrl('openai'), apiKey: undefined, model: 'llama', images: false }, { timeoutMs: 5000 }).chat(request());

@@ -7,7 +7,7 @@ import { LlmError, type ChatReply, type ChatRequest, type Content, type Message,
 interface WireToolCall {
   id: string;
   type: 'function';
-  function: { name: string; arguments: string };
+  function: { name: string; arguments: string | Record<string, unknown> };
 }
 
 export function openAiBody(model: string, req: ChatRequest): Record<string, unknown> {
@@ -29,7 +29,8 @@ function wireMessage(m: Message): Record<string, unknown> {
     case 'assistant':
       return {
         role: 'assistant',
-        content: m.text || null,
+        // Content may be null beside tool calls only.
+        content: m.text || (m.toolCalls.length ? null : ''),
         ...(m.toolCalls.length
           ? { tool_calls: m.toolCalls.map((c): WireToolCall => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) }
           : {}),
@@ -59,8 +60,10 @@ export function readOpenAiReply(body: unknown): ChatReply {
 }
 
 /** Arguments come as a JSON string; one that does not parse is given to the agent as such, to report. */
-function parseArguments(text: string | undefined): Record<string, unknown> {
+function parseArguments(text: string | Record<string, unknown> | undefined): Record<string, unknown> {
   if (!text) return {};
+  // Some compatible servers send the object itself.
+  if (typeof text === 'object') return Array.isArray(text) ? { _invalid: JSON.stringify(text) } : text;
   try {
     const v = JSON.parse(text) as unknown;
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : { _invalid: text };
