@@ -67,6 +67,7 @@ export type OperationId =
   | "cancelBatchSessions"
   | "connectCdp"
   | "deleteCaCertificate"
+  | "getClientCertificate"
   | "deleteClientCertificate"
   | "getExtension"
   | "deleteExtension"
@@ -223,8 +224,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,401,500,501],
-    errors: {"401":"general","500":"general","501":"general"},
+    statuses: [200,401,500],
+    errors: {"401":"general","500":"general"},
   },
   {
     operationId: "uploadCaCertificate",
@@ -234,8 +235,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
     arrayQuery: [],
-    statuses: [200,400,401,409,413,415,500,501],
-    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,409,413,415,500],
+    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "listClientCertificates",
@@ -245,8 +246,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,500,501],
-    errors: {"400":"general","401":"general","500":"general","501":"general"},
+    statuses: [200,400,401,500],
+    errors: {"400":"general","401":"general","500":"general"},
   },
   {
     operationId: "uploadClientCertificate",
@@ -256,8 +257,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
     arrayQuery: [],
-    statuses: [200,400,401,413,415,500,501],
-    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,413,415,500],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "listExtensions",
@@ -443,8 +444,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,408,409,413,415,429,500,501],
-    errors: {"400":"general","401":"general","404":"general","408":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,408,409,413,415,429,500],
+    errors: {"400":"general","401":"general","404":"general","408":"general","409":"general","413":"general","415":"general","429":"general","500":"general"},
   },
   {
     operationId: "fetchWebpageContent",
@@ -630,8 +631,19 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
+  },
+  {
+    operationId: "getClientCertificate",
+    method: "GET",
+    path: "/v1/client-certificates/{id}",
+    honoPath: "/v1/client-certificates/:id",
+    secured: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "deleteClientCertificate",
@@ -641,8 +653,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "getExtension",
@@ -1136,8 +1148,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "listRequestedHumanInterventions",
@@ -1147,8 +1159,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "respondToHumanIntervention",
@@ -1158,8 +1170,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,413,415,500],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "resumeAgent",
@@ -1169,8 +1181,8 @@ export const routes: readonly Route[] = [
     secured: true,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "pauseSessionRecording",

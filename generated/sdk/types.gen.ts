@@ -3965,6 +3965,26 @@ export type ClientCertificate = {
      * The format of the uploaded file.
      */
     format: 'pkcs12' | 'pem';
+    /**
+     * The certificate's subject distinguished name, its attributes in the certificate's order, comma-separated.
+     */
+    subject: string;
+    /**
+     * The distinguished name of the certificate's issuer.
+     */
+    issuer: string;
+    /**
+     * The start of the certificate's validity.
+     */
+    not_before: string;
+    /**
+     * The end of the certificate's validity.
+     */
+    not_after: string;
+    /**
+     * The SHA-256 fingerprint of the certificate, colon-separated hex.
+     */
+    fingerprint_sha256: string;
     created_at: string;
 };
 
@@ -6186,10 +6206,6 @@ export type ListRequestedHumanInterventionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListRequestedHumanInterventionsError = ListRequestedHumanInterventionsErrors[keyof ListRequestedHumanInterventionsErrors];
@@ -6240,10 +6256,6 @@ export type RespondToHumanInterventionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type RespondToHumanInterventionError = RespondToHumanInterventionErrors[keyof RespondToHumanInterventionErrors];
@@ -6286,10 +6298,6 @@ export type PauseAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type PauseAgentError = PauseAgentErrors[keyof PauseAgentErrors];
@@ -6332,10 +6340,6 @@ export type ResumeAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ResumeAgentError = ResumeAgentErrors[keyof ResumeAgentErrors];
@@ -6637,10 +6641,6 @@ export type ExecuteCodeErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ExecuteCodeError = ExecuteCodeErrors[keyof ExecuteCodeErrors];
@@ -9731,10 +9731,6 @@ export type ListClientCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListClientCertificatesError = ListClientCertificatesErrors[keyof ListClientCertificatesErrors];
@@ -9776,10 +9772,6 @@ export type UploadClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UploadClientCertificateError = UploadClientCertificateErrors[keyof UploadClientCertificateErrors];
@@ -9822,10 +9814,6 @@ export type DeleteClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteClientCertificateError = DeleteClientCertificateErrors[keyof DeleteClientCertificateErrors];
@@ -9838,6 +9826,48 @@ export type DeleteClientCertificateResponses = {
 };
 
 export type DeleteClientCertificateResponse = DeleteClientCertificateResponses[keyof DeleteClientCertificateResponses];
+
+export type GetClientCertificateData = {
+    body?: never;
+    path: {
+        /**
+         * The client certificate id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/client-certificates/{id}';
+};
+
+export type GetClientCertificateErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type GetClientCertificateError = GetClientCertificateErrors[keyof GetClientCertificateErrors];
+
+export type GetClientCertificateResponses = {
+    /**
+     * The client certificate.
+     */
+    200: ClientCertificateResponse;
+};
+
+export type GetClientCertificateResponse = GetClientCertificateResponses[keyof GetClientCertificateResponses];
 
 export type ListCaCertificatesData = {
     body?: never;
@@ -9855,10 +9885,6 @@ export type ListCaCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListCaCertificatesError = ListCaCertificatesErrors[keyof ListCaCertificatesErrors];
@@ -9904,10 +9930,6 @@ export type UploadCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UploadCaCertificateError = UploadCaCertificateErrors[keyof UploadCaCertificateErrors];
@@ -9950,10 +9972,6 @@ export type DeleteCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteCaCertificateError = DeleteCaCertificateErrors[keyof DeleteCaCertificateErrors];

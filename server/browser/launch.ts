@@ -20,6 +20,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { installAdblock } from './adblock.js';
+import { autoSelectCertificatePreferences, type AutoSelectCertificate } from './auto-select-certificates.js';
 import { installStealth } from './stealth-extension.js';
 import { allowInNewContexts, unpackedExtensionId } from './extensions.js';
 import { CdpClient } from './cdp-client.js';
@@ -62,6 +63,8 @@ export interface RootAddition extends Pick<LaunchOptions, 'extensionDirs'> {
    * bookmarks bar, which would take height from the page, is hidden like every browser's).
    */
   userData?: boolean;
+  /** Client certificates the root's NSS database (home/.pki/nssdb) holds, and the origins each is presented to. */
+  autoSelectCertificates?: AutoSelectCertificate[];
 }
 
 export interface BrowserExit {
@@ -196,7 +199,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     if (added?.userData) await removeLocks(paths.userData);
     if (options.adblock) options = { ...options, extensionDirs: [await installAdblock(rootDir), ...(options.extensionDirs ?? [])] };
     if (options.extraStealth) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), await installStealth(rootDir)] };
-    await writeProfilePreferences(paths.userData, paths.downloads, options);
+    await writeProfilePreferences(paths.userData, paths.downloads, options, added?.autoSelectCertificates ?? []);
 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);
@@ -389,7 +392,12 @@ async function removeLocks(userDataDir: string): Promise<void> {
  * Chromium 156). It restores no tabs here: a fresh root has none to restore, and a saved
  * profile is kept without its Sessions folder.
  */
-async function writeProfilePreferences(userDataDir: string, downloads: string, options: Pick<LaunchOptions, 'pdfViewer' | 'extensionDirs'>): Promise<void> {
+async function writeProfilePreferences(
+  userDataDir: string,
+  downloads: string,
+  options: Pick<LaunchOptions, 'pdfViewer' | 'extensionDirs'>,
+  certificates: readonly AutoSelectCertificate[],
+): Promise<void> {
   const file = join(userDataDir, 'Default', 'Preferences');
   let prefs: any = {};
   try {
@@ -405,6 +413,8 @@ async function writeProfilePreferences(userDataDir: string, downloads: string, o
   // A saved profile may have shown the bookmarks bar: it would take height from the page.
   prefs.bookmark_bar = { ...prefs.bookmark_bar, show_on_all_tabs: false };
   allowInNewContexts(prefs, await Promise.all((options.extensionDirs ?? []).map(unpackedExtensionId)));
+  // Always, even empty: a saved profile's rules name certificates this session may not hold.
+  autoSelectCertificatePreferences(prefs, certificates);
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(prefs));
 }

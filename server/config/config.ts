@@ -53,6 +53,8 @@ export interface Config {
   agentAccessRatePerMinute: number;
   batchQueueTimeoutSeconds: number;
   batchConcurrency: number;
+  /** Sandboxed code runners started ahead of runs (Playwright loaded), per runner; 0 starts each run cold. */
+  sandboxWarm: number;
   pricePerBrowserMinute: number;
   pricePerProxyGb: number;
   pricePerScreenshot: number;
@@ -133,6 +135,7 @@ export const variables = {
   AGENT_ACCESS_RATE_PER_MINUTE: 'Agent-access requests allowed per client address per minute, all three operations together (default 60).',
   BATCH_QUEUE_TIMEOUT_SECONDS: 'How long a batch item waits for browser capacity before it fails, in seconds from the batch\'s creation (default 300).',
   BATCH_CONCURRENCY: 'Batch items this server provisions at the same time, within MAX_CONCURRENT_BROWSERS (default 4).',
+  SANDBOX_WARM: 'Sandboxed runners for user code (tasks, execute-code) kept started ahead of runs, which saves each run the loading of Playwright (default 1; 0 starts every run cold). An idle one ends after two minutes.',
   PRICE_PER_BROWSER_MINUTE: 'Credits per minute of a session, from creation to end (default 0.01).',
   PRICE_PER_PROXY_GB: 'Credits per gigabyte (10^9 bytes) through a session\'s proxy (default 4).',
   PRICE_PER_SCREENSHOT: 'Credits per screenshot a session takes over CDP (default 0.001).',
@@ -273,6 +276,7 @@ export function loadConfig(env: Env = process.env): Config {
     agentAccessRatePerMinute: int('AGENT_ACCESS_RATE_PER_MINUTE', 60, 1),
     batchQueueTimeoutSeconds: int('BATCH_QUEUE_TIMEOUT_SECONDS', 300, 1, 7 * 86_400),
     batchConcurrency: int('BATCH_CONCURRENCY', 4, 1, 1000),
+    sandboxWarm: int('SANDBOX_WARM', 1, 0, 16),
     pricePerBrowserMinute: num('PRICE_PER_BROWSER_MINUTE', 0.01, 0),
     pricePerProxyGb: num('PRICE_PER_PROXY_GB', 4, 0),
     pricePerScreenshot: num('PRICE_PER_SCREENSHOT', 0.001, 0),

@@ -87,8 +87,10 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       }
       const v = validators.get(route.operationId)!;
       const params: Record<string, unknown> = { ...c.req.param() };
+      refuseUnstorable(params, 'path');
       if (v.params && !v.params(params)) throw new RequestError(400, describeErrors(v.params.errors, 'path'));
       const query = readQuery(c, route);
+      refuseUnstorable(query, 'query');
       if (v.query && !v.query(query)) throw new RequestError(400, describeErrors(v.query.errors, 'query'));
       const body = await readBody(c, route, v, options);
 
@@ -173,6 +175,7 @@ async function readBody(c: Context, route: Route, v: Validators, options: HttpAp
     const fields: Record<string, unknown> = {};
     const shadow: Record<string, unknown> = {};
     for (const [name, value] of form.entries()) {
+      if (typeof value === 'string') refuseUnstorable({ [name]: value }, 'body');
       fields[name] = value;
       // Ajv sees file fields as text: their presence is what the schema checks.
       shadow[name] = typeof value === 'string' ? value : '(file)';
@@ -189,8 +192,41 @@ async function readBody(c: Context, route: Route, v: Validators, options: HttpAp
   } catch {
     throw new RequestError(400, 'Malformed JSON body');
   }
+  refuseUnstorable(body, 'body');
   if (v.body && !v.body(body)) throw new RequestError(400, describeErrors(v.body.errors, 'body'));
   return body;
+}
+
+/** Half of a surrogate pair: text no UTF-8 store can hold. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Deepest nesting of arrays and objects a request may have. */
+export const MAX_DEPTH = 64;
+
+/**
+ * Refuses (400) what no handler could keep: text with the NUL character or half of a
+ * surrogate pair (PostgreSQL stores neither, in text or in jsonb), and JSON nested deeper than
+ * MAX_DEPTH (jsonb and recursive code have stack limits). Every operation answers 400, so a
+ * request the schema alone would accept never reaches the database to fail there as a 500.
+ * Iterative: the input is what may be deep.
+ */
+function refuseUnstorable(value: unknown, where: 'path' | 'query' | 'body'): void {
+  const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path: where, depth: 0 }];
+  while (stack.length > 0) {
+    const { v, path, depth } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\0')) throw new RequestError(400, `${path} must not contain the NUL character (U+0000)`);
+      if (LONE_SURROGATE.test(v)) throw new RequestError(400, `${path} must be well-formed Unicode (it holds half of a surrogate pair)`);
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= MAX_DEPTH) throw new RequestError(400, `${path} is nested deeper than ${MAX_DEPTH} levels`);
+    for (const [k, child] of Object.entries(v)) {
+      const at = Array.isArray(v) ? `${path}/${k}` : `${path}/${k.slice(0, 40)}`;
+      if (!Array.isArray(v)) stack.push({ v: k, path: `${path} key ${JSON.stringify(k.slice(0, 40))}`, depth });
+      stack.push({ v: child, path: at, depth: depth + 1 });
+    }
+  }
 }
 
 /** Reads the body, refusing (413) past `limit` bytes whether or not Content-Length says so. */

@@ -7,10 +7,10 @@ import type { SessionManager } from '../sessions/index.js';
 import { LiveView } from './live-view.js';
 import { Screencasts } from './screencast.js';
 
-export { LiveView, type LiveViewOptions } from './live-view.js';
+export { LiveView, type LiveViewOptions, type TicketGrant } from './live-view.js';
 export { Screencasts, ScreencastHub, type Frame, type FrameMeta, type Tab } from './screencast.js';
 
-export function liveView(d: { config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<never, { screencasts: Screencasts }> {
+export function liveView(d: { config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<never, { screencasts: Screencasts; liveViews: LiveView }> {
   const screencasts = new Screencasts({ quality: d.config.screencastQuality, log: d.log });
   const view = new LiveView({ sessions: d.sessions, screencasts, log: d.log, maxViewers: d.config.liveViewMaxViewers });
   return {
@@ -24,6 +24,6 @@ export function liveView(d: { config: ServiceConfig; log: Logger; sessions: Sess
         await screencasts.ending(s);
       },
     },
-    provides: { screencasts },
+    provides: { screencasts, liveViews: view },
   };
 }

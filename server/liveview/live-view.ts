@@ -6,7 +6,9 @@
 // reconnects) present instead of the token. A one_time_url token opens the page, or a
 // WebSocket, once; the ticket keeps working for that viewer. read_only is enforced here:
 // input from a viewer of a read-only session is dropped before it reaches the browser.
-// Everything a session has here (viewers, tickets) goes when it ends.
+// A takeover link (`?takeover=T`, minted when code in the session asks a person for help:
+// interventions/) opens the page with input even in a read-only session.
+// Everything a session has here (viewers, tickets, takeover links) goes when it ends.
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -18,6 +20,11 @@ import type { RunningSession, SessionHooks } from '../capability/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Frame, ScreencastHub, Screencasts, Tab } from './screencast.js';
 import { livePage, messagePage } from './page.js';
+
+/** What a viewer ticket allows: input to the browser, or watching only. */
+export interface TicketGrant {
+  input: boolean;
+}
 
 export interface LiveViewOptions {
   sessions: Pick<SessionManager, 'get' | 'touch'>;
@@ -49,8 +56,10 @@ interface Viewer {
 }
 
 interface SessionState {
-  /** sha256 of each ticket minted for the session's viewers. */
-  tickets: Set<string>;
+  /** sha256 of each ticket minted for the session's viewers, and what it allows. */
+  tickets: Map<string, TicketGrant>;
+  /** sha256 of each takeover link's token. */
+  takeovers: Set<string>;
   oneTimeUsed: boolean;
   viewers: Set<Viewer>;
 }
@@ -74,15 +83,17 @@ export class LiveView implements SessionHooks {
         'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src blob: data:; connect-src 'self'; base-uri 'none'; form-action 'none'`,
       };
       const id = c.req.param('id');
-      const admitted = this.admit(id, c.req.query('token') ?? '');
+      const takeover = c.req.query('takeover');
+      const admitted = takeover !== undefined ? this.admitTakeover(id, takeover) : this.admit(id, c.req.query('token') ?? '');
       if (!admitted.ok) {
         const title = admitted.code === CLOSE.notFound ? 'Session not found' : 'Live view unavailable';
         return c.html(messagePage(title, admitted.message, nonce), admitted.code === CLOSE.notFound ? 404 : admitted.code === CLOSE.ended ? 410 : 401, headers);
       }
       const s = admitted.session;
-      const ticket = this.mint(s.id);
+      const ticket = this.mint(s.id, { input: admitted.input });
       const ws = `/live/${s.id}/ws?ticket=${ticket}`;
-      return c.html(livePage({ sessionId: s.id, ws, readOnly: s.options.liveView.readOnly }, nonce), 200, headers);
+      const interventions = `/live/${s.id}/interventions?ticket=${ticket}`;
+      return c.html(livePage({ sessionId: s.id, ws, interventions, readOnly: !admitted.input }, nonce), 200, headers);
     });
   }
 
@@ -101,18 +112,22 @@ export class LiveView implements SessionHooks {
       const ticket = url.searchParams.get('ticket');
       const token = url.searchParams.get('token');
       let s: RunningSession | undefined;
+      let input: boolean;
       if (ticket !== null) {
         s = this.o.sessions.get(id);
         if (!s) return ws.close(CLOSE.ended, 'session ended');
-        if (!this.state.get(id)?.tickets.has(hash(ticket))) return ws.close(CLOSE.invalid, 'invalid ticket');
+        const grant = this.ticket(id, ticket);
+        if (!grant) return ws.close(CLOSE.invalid, 'invalid ticket');
+        input = grant.input;
       } else {
         const admitted = this.admit(id, token ?? '');
         if (!admitted.ok) return ws.close(admitted.code, admitted.message.slice(0, 120));
         s = admitted.session;
+        input = admitted.input;
       }
       const st = this.stateOf(id);
       if (st.viewers.size >= this.o.maxViewers) return ws.close(CLOSE.tooMany, 'too many viewers');
-      this.attach(s, st, ws);
+      this.attach(s, st, ws, !input);
     });
     return true;
   }
@@ -136,17 +151,34 @@ export class LiveView implements SessionHooks {
     }
   }
 
+  /**
+   * A takeover link's token for a running session of this node: it opens the live view with
+   * input, read-only session or not, until the session ends. Undefined when the session is
+   * not running here.
+   */
+  mintTakeover(sessionId: string): string | undefined {
+    if (!this.o.sessions.get(sessionId)) return undefined;
+    const token = randomBytes(24).toString('base64url');
+    this.stateOf(sessionId).takeovers.add(hash(token));
+    return token;
+  }
+
+  /** What a viewer ticket of the session allows; undefined when it is not one. */
+  ticket(sessionId: string, ticket: string): TicketGrant | undefined {
+    return this.state.get(sessionId)?.tickets.get(hash(ticket));
+  }
+
   private stateOf(id: string): SessionState {
     let st = this.state.get(id);
     if (!st) {
-      st = { tickets: new Set(), oneTimeUsed: false, viewers: new Set() };
+      st = { tickets: new Map(), takeovers: new Set(), oneTimeUsed: false, viewers: new Set() };
       this.state.set(id, st);
     }
     return st;
   }
 
   /** Checks a live-view token; uses up a one-time one. */
-  private admit(id: string, token: string): { ok: true; session: RunningSession } | { ok: false; code: number; message: string } {
+  private admit(id: string, token: string): Admitted {
     const s = /^[0-9a-f-]{36}$/i.test(id) ? this.o.sessions.get(id.toLowerCase()) : undefined;
     if (!s) return { ok: false, code: CLOSE.notFound, message: 'This session does not exist or has ended.' };
     if (!sameToken(token, s.liveViewToken)) return { ok: false, code: CLOSE.invalid, message: 'This live-view link is not valid.' };
@@ -155,23 +187,30 @@ export class LiveView implements SessionHooks {
       if (st.oneTimeUsed) return { ok: false, code: CLOSE.invalid, message: 'This one-time live-view link was already used.' };
       st.oneTimeUsed = true;
     }
-    return { ok: true, session: s };
+    return { ok: true, session: s, input: !s.options.liveView.readOnly };
   }
 
-  private mint(id: string): string {
+  /** Checks a takeover link's token (a hash lookup: the set holds only hashes of random tokens). */
+  private admitTakeover(id: string, token: string): Admitted {
+    const s = /^[0-9a-f-]{36}$/i.test(id) ? this.o.sessions.get(id.toLowerCase()) : undefined;
+    if (!s) return { ok: false, code: CLOSE.notFound, message: 'This session does not exist or has ended.' };
+    if (!this.state.get(s.id)?.takeovers.has(hash(token))) return { ok: false, code: CLOSE.invalid, message: 'This takeover link is not valid.' };
+    return { ok: true, session: s, input: true };
+  }
+
+  private mint(id: string, grant: TicketGrant): string {
     const ticket = randomBytes(24).toString('base64url');
-    this.stateOf(id).tickets.add(hash(ticket));
+    this.stateOf(id).tickets.set(hash(ticket), grant);
     return ticket;
   }
 
-  private attach(s: RunningSession, st: SessionState, ws: WebSocket): void {
+  private attach(s: RunningSession, st: SessionState, ws: WebSocket, readOnly: boolean): void {
     const hub = this.o.screencasts.hub(s);
     const v: Viewer = { ws, session: s, hub, behind: false, lastSeq: 0, timers: [], unsubscribe: () => {}, offTabs: () => {} };
     st.viewers.add(v);
     this.o.sessions.touch(s.id, 'liveview');
     this.o.log.info({ sessionId: s.id, viewers: st.viewers.size }, 'live-view viewer connected');
 
-    const readOnly = s.options.liveView.readOnly;
     ws.send(JSON.stringify({ type: 'hello', sessionId: s.id, readOnly }));
     v.offTabs = hub.onTabs((tabs) => this.sendTabs(v, tabs));
     v.unsubscribe = hub.subscribe((frame) => this.sendFrame(v, frame), { replay: true });
@@ -312,6 +351,8 @@ export class LiveView implements SessionHooks {
     }
   }
 }
+
+type Admitted = { ok: true; session: RunningSession; input: boolean } | { ok: false; code: number; message: string };
 
 function hash(s: string): string {
   return createHash('sha256').update(s).digest('hex');

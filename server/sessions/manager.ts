@@ -224,7 +224,8 @@ export class SessionManager {
         serviceProxyId: up.serviceProxyId,
       });
       abort.signal.throwIfAborted();
-      const warm = fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined;
+      const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
+      const warm = fits ? this.pool?.take(id) : undefined;
       sb = warm ?? (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
       if (up.upstream) sb.traffic.setUpstream(up.upstream);
       cdp = await CdpClient.connect(sb.browser.wsEndpoint);
@@ -390,6 +391,13 @@ export class SessionManager {
     if (!s || s.ending) return 'not_found';
     if (!sameToken(token, s.cdpToken)) return 'unauthorized';
     return { wsEndpoint: s.browser.wsEndpoint, cdpUrl: this.cdpUrl(id, s.cdpToken) };
+  }
+
+  /** The cdp_url of a session running here, for the server's runners of user code (the
+   * sandbox), which reach the browser like any client: through the CDP proxy. */
+  cdpUrlOf(id: string): string | undefined {
+    const s = this.live.get(id);
+    return s && !s.ending ? this.cdpUrl(id, s.cdpToken) : undefined;
   }
 
   cdpUrl(id: string, token: string): string {
