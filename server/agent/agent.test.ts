@@ -309,7 +309,7 @@ describe('perform-web-task, Anthropic protocol, a text-only model', () => {
         const seen = lastObservation(body);
         const fresh = refOf(seen, 'button', 'Buy');
         expect(fresh).not.toBe(stale);
-        expect(lastToolResults(body).at(-1)).toMatch(/^Failed: /);
+        expect(lastToolResults(body).at(-1)).toBe(`Failed: Element ref ${stale} is not on the page (it changed since the snapshot): use the refs of the latest snapshot`);
         return { toolCalls: [call('click', { ref: fresh, element: 'Buy' })] };
       },
       (body) => {

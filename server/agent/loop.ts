@@ -3,7 +3,7 @@
 // calls, record each as a step, until it calls finish with an answer (checked against the
 // output_schema) or gives up, or the step budget or the time limit runs out.
 import type { Page } from 'playwright-core';
-import { ariaSnapshot } from '../page/aria.js';
+import { ariaSnapshot, missingRef } from '../page/aria.js';
 import { LlmError, type Content, type LanguageModel, type Message, type ToolSpec } from '../llm/index.js';
 import { ActionError, actionTools, describeTarget, perform, redactSecrets, showStep } from './actions.js';
 import type { AnswerSchema } from './answer-schema.js';
@@ -122,6 +122,8 @@ async function act(n: number, name: BrowserAction, args: Record<string, unknown>
 /** Playwright's messages carry a call log after the first line: the model needs the first. */
 function firstLine(err: unknown): string {
   if (err instanceof ActionError) return err.message;
+  const ref = missingRef(err);
+  if (ref) return `Element ref ${ref} is not on the page (it changed since the snapshot): use the refs of the latest snapshot`;
   return String((err as Error)?.message ?? err).split('\n')[0].replace(/^\w+\.\w+: /, '');
 }
 

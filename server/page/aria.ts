@@ -14,3 +14,9 @@ export function ariaSnapshot(page: Page): Promise<string> {
 export function locateRef(page: Page, ref: string): Locator {
   return page.locator(`aria-ref=${ref}`);
 }
+
+/** The ref of a locateRef() that timed out: its element is gone (the page changed since the snapshot) or was never there. */
+export function missingRef(err: unknown): string | undefined {
+  if (!(err instanceof Error) || err.name !== 'TimeoutError') return undefined;
+  return /aria-ref=(\w+)/.exec(err.message)?.[1];
+}
