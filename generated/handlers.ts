@@ -297,6 +297,7 @@ export type PerformWebTaskResponse =
   | { status: 200; contentType?: "application/json"; body: operations["performWebTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["performWebTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["performWebTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 402; contentType?: "application/json"; body: operations["performWebTask"]["responses"][402]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 403; contentType?: "application/json"; body: operations["performWebTask"]["responses"][403]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["performWebTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["performWebTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -305,7 +306,7 @@ export type PerformWebTaskResponse =
   | { status: 422; contentType?: "application/json"; body: operations["performWebTask"]["responses"][422]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["performWebTask"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["performWebTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["performWebTask"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 502; contentType?: "application/json"; body: operations["performWebTask"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["performWebTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type TakeScreenshotRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["takeScreenshot"]["requestBody"]>["content"]["application/json"]; headers: Headers };
@@ -420,8 +421,7 @@ export type GetPerformWebTaskStatusResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CancelTaskRunRequest = { params: operations["cancelTaskRun"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type CancelTaskRunResponse =
@@ -1263,6 +1263,3 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 }
 
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
-
-/** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "performWebTask" | "getPerformWebTaskStatus";

@@ -542,8 +542,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,403,404,409,413,415,422,429,500,501,503],
-    errors: {"400":"general","401":"general","403":"general","404":"general","409":"general","413":"general","415":"general","422":"general","429":"general","500":"general","501":"general","503":"general"},
+    statuses: [200,400,401,402,403,404,409,413,415,422,429,500,502,503],
+    errors: {"400":"general","401":"general","402":"general","403":"general","404":"general","409":"general","413":"general","415":"general","422":"general","429":"general","500":"general","502":"general","503":"general"},
   },
   {
     operationId: "takeScreenshot",
@@ -674,8 +674,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "cancelTaskRun",

@@ -976,10 +976,20 @@ export interface paths {
          *     pause for a person (event `intervention.requested`, then
          *     `POST /v1/sessions/{session_id}/agent/respond-to-human-intervention`).
          *
-         *     Needs an LLM provider configured by the operator (503 otherwise); 400 when this server does not
-         *     offer the `agent`, `provider` or `model` asked for. 404 when `sessionId` names no session of the
-         *     project, 409 when that session is not running, 429 also when a temporary session would exceed
-         *     the concurrent-browser limit.
+         *     The answer's `result` also lists every `steps` the agent took (action, target, outcome) and the
+         *     `session_id` it worked in. Each step (one browser action) costs `PRICE_PER_AGENT_STEP` credits
+         *     (0.01 by default), charged to the project's usage with the credits of the session it ran in; a
+         *     temporary session is billed as any session. The run stops after `WEB_TASK_TIMEOUT_SECONDS`
+         *     (422).
+         *
+         *     Needs an LLM provider configured by the operator (503 `No LLM provider is configured`
+         *     otherwise); 400 when this server does not offer the `agent` or `provider` asked for (this
+         *     server runs the `browser-use` agent with the operator's provider only; `model` picks another
+         *     model of that provider), and for `human_intervention`, which this server does not offer yet.
+         *     404 when `sessionId` names no session of the project, 409 when that session is not running
+         *     or another web task is at work in it, 402 and 429 also when a temporary session would be
+         *     refused them (cost limit, concurrent-browser limit); 502 when the model's server fails or
+         *     cannot be reached.
          */
         post: operations["performWebTask"];
         delete?: never;
@@ -1003,7 +1013,7 @@ export interface paths {
         };
         /**
          * Get the status of an asynchronous web task
-         * @description Answers `RUNNING` while the agent works, then `COMPLETED` with the `result` a synchronous call would have answered, or `FAILED` with the `error`. 404 when no web task of the project has this workflow id.
+         * @description Answers `RUNNING` with the `steps` taken so far while the agent works, then `COMPLETED` with the `result` a synchronous call would have answered, or `FAILED` with the `error` (and the `steps`). A task whose server stopped before it finished answers `FAILED`. 404 when no web task of the project has this workflow id.
          */
         get: operations["getPerformWebTaskStatus"];
         put?: never;
@@ -3182,10 +3192,10 @@ export interface components {
              */
             agent?: "browser-use" | "openai-cua" | "gemini-computer-use" | "anthropic-cua" | "yutori";
             /**
-             * @description The LLM provider of the agent; default the operator's.
+             * @description The LLM provider of the agent; default the operator's. Another than the operator's `LLM_PROVIDER` answers 400.
              * @enum {string}
              */
-            provider?: "openai" | "gemini" | "groq" | "azure" | "xai";
+            provider?: "openai" | "anthropic" | "gemini" | "groq" | "azure" | "xai";
             /** @description The model of the provider; default the operator's. */
             model?: string;
             /** @description A JSON Schema the answer must conform to; default free text. */
@@ -3207,15 +3217,17 @@ export interface components {
              * @default false
              */
             human_intervention?: boolean;
-            /** @description Named secrets (passwords, codes) the agent may type into pages; the prompt refers to them by name and the model never sees their values. */
+            /** @description Named secrets (passwords, codes) the agent may type into pages; the prompt refers to them by name and the model never sees their values (it types `{{name}}`; values are replaced by their name in everything it reads, and no screenshot is sent to it). */
             secret_values?: {
                 [key: string]: string;
             };
             /**
-             * @description Detect the page's interactive elements first, for more accurate actions.
+             * @description Detect the page's interactive elements first, for more accurate actions. This server's agent always does (the accessibility snapshot names every element it can act on).
              * @default false
              */
             detect_elements?: boolean;
+            /** @description Longest the agent may work, at most the operator's `WEB_TASK_TIMEOUT_SECONDS` (600 by default), which is also the default; then the task fails (422). */
+            time_limit_seconds?: number;
             /**
              * @description Outline the elements the agent acts on, visible in the live view and recording.
              * @default false
@@ -3227,10 +3239,34 @@ export interface components {
          * @description The finished task.
          */
         PerformWebTaskResult: {
-            /** @description `{result: <answer>}`: the agent's answer, conforming to `output_schema` when one was given, else text. */
+            /** @description `{result: <answer>, steps, session_id}`: the agent's answer, conforming to `output_schema` when one was given, else text; the steps it took; the session it worked in. */
             result: {
+                /** @description The answer. */
+                result: unknown;
+                steps: components["schemas"]["PerformWebTaskStep"][];
+                /**
+                 * Format: uuid
+                 * @description The session the agent worked in (a temporary one has ended).
+                 */
+                session_id: string;
+            } & {
                 [key: string]: unknown;
             };
+        };
+        PerformWebTaskStep: {
+            /**
+             * @description The browser action.
+             * @enum {string}
+             */
+            action: "navigate" | "click" | "type" | "select" | "scroll" | "wait" | "extract";
+            /** @description What it acted on, the URL or the element (its ref and its description). */
+            target?: string;
+            /** @description What came of it, as the agent was told; never a secret's value. */
+            outcome: string;
+            /** @description false when the action failed (the agent may try otherwise). */
+            ok: boolean;
+            /** @description How long the action took. */
+            duration_ms: number;
         };
         /**
          * async
@@ -3265,6 +3301,8 @@ export interface components {
                  * @enum {string}
                  */
                 status: "RUNNING";
+                /** @description The steps taken so far. */
+                steps?: components["schemas"]["PerformWebTaskStep"][];
             } | {
                 /**
                  * @description The agent gave up or failed.
@@ -3273,6 +3311,8 @@ export interface components {
                 status: "FAILED";
                 /** @description Why. */
                 error: string;
+                /** @description The steps taken before it failed. */
+                steps?: components["schemas"]["PerformWebTaskStep"][];
             };
         };
         HumanInterventionRequests: {
@@ -5813,23 +5853,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description This operation is part of the contract but this server does not implement it yet. */
-        NotImplemented: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "error": {
-                 *         "code": 501,
-                 *         "message": "Not implemented yet"
-                 *       }
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
-            };
-        };
         /** @description Another task of the project has this name. */
         TaskNameTaken: {
             headers: {
@@ -6136,6 +6159,23 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The model's server failed, timed out or could not be reached. */
+        PerformWebTaskModelFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": 502,
+                 *         "message": "The model's server answered 529: Overloaded"
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -8336,6 +8376,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
             403: components["responses"]["ToolAddressRefused"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -8344,7 +8385,7 @@ export interface operations {
             422: components["responses"]["PerformWebTaskFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
+            502: components["responses"]["PerformWebTaskModelFailed"];
             503: components["responses"]["PerformWebTaskUnavailable"];
         };
     };
@@ -8376,7 +8417,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listBatchSessions: {

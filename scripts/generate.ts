@@ -217,7 +217,6 @@ ${responseType(o)};`)
   const entries = ops
     .map((o) => `  ${o.id}(req: ${pascal(o.id)}Request, ctx: ${o.secured ? 'AuthedCtx' : 'PublicCtx'}): MaybePromise<${pascal(o.id)}Response>;`)
     .join('\n');
-  const with501 = ops.filter((o) => o.responses.some(([s]) => s === '501')).map((o) => q(o.id));
   return `${banner}
 import type { operations } from './types.js';
 
@@ -238,9 +237,6 @@ ${entries}
 }
 
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
-
-/** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = ${with501.length ? with501.join(' | ') : 'never'};
 `;
 }
 

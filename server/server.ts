@@ -30,6 +30,7 @@ import { input } from './input/index.js';
 import { tools } from './tools/index.js';
 import { executeCode } from './execute-code/index.js';
 import { mcp } from './mcp/index.js';
+import { agent } from './agent/index.js';
 import { batches } from './batches/index.js';
 import { tasks } from './tasks/index.js';
 import { webhooks } from './events/index.js';
@@ -41,7 +42,6 @@ import { Metrics, metricsEndpoint, startTracing } from './metrics/index.js';
 import { installationId } from './browser/index.js';
 import { hostname } from 'node:os';
 import { docs } from './docs/index.js';
-import { notImplemented } from './not-implemented/index.js';
 
 export interface RunningServer {
   /** The address the server listens on, e.g. http://127.0.0.1:41234. */
@@ -103,6 +103,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       // After profiles, whose service keeps an identity's signed-in state; its logins run
       // after the other capabilities' started hooks (the recording sees them).
       .add(identities)
+      .add(agent)
       .add(batches)
       .add(tasks)
       .add(webhooks)
@@ -113,7 +114,6 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       // After what it reads: sessions, webhooks' delivery worker.
       .add(metricsEndpoint)
       .add(docs)
-      .add(notImplemented)
       .build();
     await service.start();
     cleanups.push(() => service.stop());

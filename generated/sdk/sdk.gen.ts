@@ -627,10 +627,20 @@ export const executeCode = <ThrowOnError extends boolean = false>(options: Optio
  * pause for a person (event `intervention.requested`, then
  * `POST /v1/sessions/{session_id}/agent/respond-to-human-intervention`).
  *
- * Needs an LLM provider configured by the operator (503 otherwise); 400 when this server does not
- * offer the `agent`, `provider` or `model` asked for. 404 when `sessionId` names no session of the
- * project, 409 when that session is not running, 429 also when a temporary session would exceed
- * the concurrent-browser limit.
+ * The answer's `result` also lists every `steps` the agent took (action, target, outcome) and the
+ * `session_id` it worked in. Each step (one browser action) costs `PRICE_PER_AGENT_STEP` credits
+ * (0.01 by default), charged to the project's usage with the credits of the session it ran in; a
+ * temporary session is billed as any session. The run stops after `WEB_TASK_TIMEOUT_SECONDS`
+ * (422).
+ *
+ * Needs an LLM provider configured by the operator (503 `No LLM provider is configured`
+ * otherwise); 400 when this server does not offer the `agent` or `provider` asked for (this
+ * server runs the `browser-use` agent with the operator's provider only; `model` picks another
+ * model of that provider), and for `human_intervention`, which this server does not offer yet.
+ * 404 when `sessionId` names no session of the project, 409 when that session is not running
+ * or another web task is at work in it, 402 and 429 also when a temporary session would be
+ * refused them (cost limit, concurrent-browser limit); 502 when the model's server fails or
+ * cannot be reached.
  */
 export const performWebTask = <ThrowOnError extends boolean = false>(options: Options<PerformWebTaskData, ThrowOnError>) => (options.client ?? client).post<PerformWebTaskResponses, PerformWebTaskErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
@@ -645,7 +655,7 @@ export const performWebTask = <ThrowOnError extends boolean = false>(options: Op
 /**
  * Get the status of an asynchronous web task
  *
- * Answers `RUNNING` while the agent works, then `COMPLETED` with the `result` a synchronous call would have answered, or `FAILED` with the `error`. 404 when no web task of the project has this workflow id.
+ * Answers `RUNNING` with the `steps` taken so far while the agent works, then `COMPLETED` with the `result` a synchronous call would have answered, or `FAILED` with the `error` (and the `steps`). A task whose server stopped before it finished answers `FAILED`. 404 when no web task of the project has this workflow id.
  */
 export const getPerformWebTaskStatus = <ThrowOnError extends boolean = false>(options: Options<GetPerformWebTaskStatusData, ThrowOnError>) => (options.client ?? client).get<GetPerformWebTaskStatusResponses, GetPerformWebTaskStatusErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],

@@ -1025,9 +1025,9 @@ export type PerformWebTaskRequest = {
      */
     agent?: 'browser-use' | 'openai-cua' | 'gemini-computer-use' | 'anthropic-cua' | 'yutori';
     /**
-     * The LLM provider of the agent; default the operator's.
+     * The LLM provider of the agent; default the operator's. Another than the operator's `LLM_PROVIDER` answers 400.
      */
-    provider?: 'openai' | 'gemini' | 'groq' | 'azure' | 'xai';
+    provider?: 'openai' | 'anthropic' | 'gemini' | 'groq' | 'azure' | 'xai';
     /**
      * The model of the provider; default the operator's.
      */
@@ -1051,15 +1051,19 @@ export type PerformWebTaskRequest = {
      */
     human_intervention?: boolean;
     /**
-     * Named secrets (passwords, codes) the agent may type into pages; the prompt refers to them by name and the model never sees their values.
+     * Named secrets (passwords, codes) the agent may type into pages; the prompt refers to them by name and the model never sees their values (it types `{{name}}`; values are replaced by their name in everything it reads, and no screenshot is sent to it).
      */
     secret_values?: {
         [key: string]: string;
     };
     /**
-     * Detect the page's interactive elements first, for more accurate actions.
+     * Detect the page's interactive elements first, for more accurate actions. This server's agent always does (the accessibility snapshot names every element it can act on).
      */
     detect_elements?: boolean;
+    /**
+     * Longest the agent may work, at most the operator's `WEB_TASK_TIMEOUT_SECONDS` (600 by default), which is also the default; then the task fails (422).
+     */
+    time_limit_seconds?: number;
     /**
      * Outline the elements the agent acts on, visible in the live view and recording.
      */
@@ -1073,11 +1077,43 @@ export type PerformWebTaskRequest = {
  */
 export type PerformWebTaskResult = {
     /**
-     * `{result: <answer>}`: the agent's answer, conforming to `output_schema` when one was given, else text.
+     * `{result: <answer>, steps, session_id}`: the agent's answer, conforming to `output_schema` when one was given, else text; the steps it took; the session it worked in.
      */
     result: {
+        /**
+         * The answer.
+         */
+        result: unknown;
+        steps: Array<PerformWebTaskStep>;
+        /**
+         * The session the agent worked in (a temporary one has ended).
+         */
+        session_id: string;
         [key: string]: unknown;
     };
+};
+
+export type PerformWebTaskStep = {
+    /**
+     * The browser action.
+     */
+    action: 'navigate' | 'click' | 'type' | 'select' | 'scroll' | 'wait' | 'extract';
+    /**
+     * What it acted on, the URL or the element (its ref and its description).
+     */
+    target?: string;
+    /**
+     * What came of it, as the agent was told; never a secret's value.
+     */
+    outcome: string;
+    /**
+     * false when the action failed (the agent may try otherwise).
+     */
+    ok: boolean;
+    /**
+     * How long the action took.
+     */
+    duration_ms: number;
 };
 
 /**
@@ -1117,6 +1153,10 @@ export type PerformWebTaskStatusResponse = {
          * The agent is working.
          */
         status: 'RUNNING';
+        /**
+         * The steps taken so far.
+         */
+        steps?: Array<PerformWebTaskStep>;
     } | {
         /**
          * The agent gave up or failed.
@@ -1126,6 +1166,10 @@ export type PerformWebTaskStatusResponse = {
          * Why.
          */
         error: string;
+        /**
+         * The steps taken before it failed.
+         */
+        steps?: Array<PerformWebTaskStep>;
     };
 };
 
@@ -6850,6 +6894,10 @@ export type PerformWebTaskErrors = {
      */
     401: Error;
     /**
+     * The project has no credits left.
+     */
+    402: Error;
+    /**
      * The URL's host is, or resolves to, a private, loopback or link-local address.
      */
     403: Error;
@@ -6882,9 +6930,9 @@ export type PerformWebTaskErrors = {
      */
     500: Error;
     /**
-     * This operation is part of the contract but this server does not implement it yet.
+     * The model's server failed, timed out or could not be reached.
      */
-    501: Error;
+    502: Error;
     /**
      * No LLM provider is configured on this server.
      */
@@ -6931,10 +6979,6 @@ export type GetPerformWebTaskStatusErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type GetPerformWebTaskStatusError = GetPerformWebTaskStatusErrors[keyof GetPerformWebTaskStatusErrors];

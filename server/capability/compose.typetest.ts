@@ -5,7 +5,6 @@
 // it has no handler for.
 import type { Logger } from 'pino';
 import type { AppHandlers } from '../http/app.js';
-import type { NotImplementedOperation } from '../../generated/handlers.js';
 import type { Capability, OperationId } from './contract.js';
 import { compose } from './compose.js';
 
@@ -36,6 +35,3 @@ export const noHandler: Capability<'getBilling'> = { name: 'billing' };
 
 // @ts-expect-error a capability that serves nothing has no handlers
 export const strayHandler: Capability = { name: 'billing', handlers: { getBilling } };
-
-// The 501 placeholders are one capability like any other.
-export type Placeholders = Capability<NotImplementedOperation>;

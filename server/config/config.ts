@@ -81,6 +81,28 @@ export interface Config {
   metricsToken: string | undefined;
   /** OTLP/HTTP base URL traces are sent to; undefined: no traces. */
   otelEndpoint: string | undefined;
+  /** The language model of the agent tools; undefined when none is configured (they answer 503). */
+  llm: LlmConfig | undefined;
+  /** Longest wait for one answer of the model. */
+  llmTimeoutSeconds: number;
+  /** Longest a perform-web-task may run, all steps together. */
+  webTaskTimeoutSeconds: number;
+  /** Credits per step (model turn) of a perform-web-task, on top of its session's. */
+  pricePerAgentStep: number;
+}
+
+export type LlmProvider = 'openai' | 'anthropic';
+
+export interface LlmConfig {
+  /** The protocol: OpenAI Chat Completions (and compatible servers) or Anthropic Messages. */
+  provider: LlmProvider;
+  /** Without a trailing slash, e.g. https://api.openai.com/v1. */
+  baseUrl: string;
+  /** Never logged; undefined for servers that take none (a local Ollama). */
+  apiKey: string | undefined;
+  model: string;
+  /** Whether the model takes images: observations then carry a screenshot. */
+  images: boolean;
 }
 
 /** One entry per variable: the README's configuration table mirrors this list. */
@@ -132,6 +154,14 @@ export const variables = {
   LIVE_VIEW_MAX_VIEWERS: 'Live-view viewers one session may have at once (default 10).',
   SECRETS_KEY: 'The 32-byte key (64 hex digits or base64) that seals stored secrets: identity credentials, client certificate keys. Unset: a key file made once in DATA_DIR (secrets.key). Every node of one database must share it; never lose it.',
   MCP_IDLE_TIMEOUT_SECONDS: 'An MCP session (at /mcp) with no request for this many seconds is closed and the browser sessions it started end, 1 to 86400 (default 600).',
+  LLM_PROVIDER: 'The protocol of the language model the agent tools (perform-web-task) use: openai (Chat Completions: OpenAI, vLLM, Ollama, LM Studio...) or anthropic (Messages); unset: those tools answer 503.',
+  LLM_BASE_URL: 'Base URL of the model\'s API (default https://api.openai.com/v1 for openai, https://api.anthropic.com for anthropic).',
+  LLM_API_KEY: 'The API key of LLM_BASE_URL (never logged); unset for servers that take none.',
+  LLM_MODEL: 'The model name, required with LLM_PROVIDER (e.g. gpt-4o, claude-sonnet-4-5).',
+  LLM_IMAGES: 'true when the model takes images, so the agent sends it a screenshot with each observation; false for text-only models (default true).',
+  LLM_TIMEOUT_SECONDS: 'Longest wait for one answer of the model, 1 to 600 (default 120).',
+  WEB_TASK_TIMEOUT_SECONDS: 'Longest a perform-web-task may run, all its steps together, 1 to 3600 (default 600).',
+  PRICE_PER_AGENT_STEP: 'Credits per step (one browser action) of a perform-web-task, on top of its session\'s (default 0.01).',
   SERVICE_PROXY_POOL: 'Path of a JSON or YAML file listing the upstream proxies service_proxy sessions go through ({url, country_code, region?, city?} each; see Service proxies); unset: service proxies answer 400.',
   ADMIN_TOKEN: 'Bearer token of the admin API under /admin/v1 (projects, limits, API keys; see Projects and API keys), at least 32 characters; unset: that API is off and answers 404.',
   METRICS_TOKEN: 'Bearer token GET /metrics asks for, at least 16 characters; unset: /metrics answers anyone who reaches the server.',
@@ -228,6 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (otelEndpoint !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(otelEndpoint)) {
     problems.push('OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, such as http://localhost:4318');
   }
+  const llm = readLlm(env, problems, bool('LLM_IMAGES', true));
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -285,9 +316,37 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken,
     metricsToken,
     otelEndpoint,
+    llm,
+    llmTimeoutSeconds: int('LLM_TIMEOUT_SECONDS', 120, 1, 600),
+    webTaskTimeoutSeconds: int('WEB_TASK_TIMEOUT_SECONDS', 600, 1, 3600),
+    pricePerAgentStep: num('PRICE_PER_AGENT_STEP', 0.01, 0),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+const DEFAULT_LLM_BASE_URL: Record<LlmProvider, string> = {
+  openai: 'https://api.openai.com/v1',
+  anthropic: 'https://api.anthropic.com',
+};
+
+/** LLM_PROVIDER and its companions; undefined when no model is configured. */
+function readLlm(env: Env, problems: string[], images: boolean): LlmConfig | undefined {
+  const provider = env.LLM_PROVIDER || undefined;
+  if (provider === undefined) {
+    if (env.LLM_MODEL || env.LLM_BASE_URL) problems.push('LLM_MODEL and LLM_BASE_URL need LLM_PROVIDER (openai or anthropic)');
+    return undefined;
+  }
+  if (provider !== 'openai' && provider !== 'anthropic') {
+    problems.push(`LLM_PROVIDER=${JSON.stringify(provider)} must be openai or anthropic`);
+    return undefined;
+  }
+  const model = env.LLM_MODEL?.trim();
+  if (!model) problems.push('LLM_MODEL is required with LLM_PROVIDER');
+  const baseUrl = (env.LLM_BASE_URL || DEFAULT_LLM_BASE_URL[provider]).replace(/\/+$/, '');
+  // Never echo the URL: it may hold credentials.
+  if (!/^https?:\/\/[^/\s]+(\/\S*)?$/.test(baseUrl)) problems.push('LLM_BASE_URL must be an http:// or https:// URL');
+  return { provider, baseUrl, apiKey: env.LLM_API_KEY || undefined, model: model ?? '', images };
 }
 
 /** 32 bytes written as 64 hex digits or as base64 (or base64url); undefined when it is neither. */

@@ -1,12 +1,13 @@
 // The usage ledger (table usage_ledger, migration 005): one row per charge to a project.
 // Every credit a project spends is a row here: a settled session (kind 'session', once per
-// session) and each web fetch answered 200 (kind 'fetch'). Balances and period usage are
+// session), each web fetch answered 200 (kind 'fetch') and the steps of a perform-web-task
+// (kind 'agent_step', once per run). Balances and period usage are
 // sums over it; the per-period series of GET /v1/billing comes from the sessions instead
 // (bucketed by creation time), which is why web-fetch credits are not in that series.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../store/db.js';
 
-export type ChargeKind = 'session' | 'fetch';
+export type ChargeKind = 'session' | 'fetch' | 'agent_step';
 
 export interface Charge {
   projectId: string;

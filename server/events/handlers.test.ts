@@ -9,7 +9,6 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findKey, hashKey } from '../auth/api-keys.js';
 import { createHttpApp, finishApp, type AppHandlers } from '../http/app.js';
-import { notImplementedHandlers } from '../not-implemented/index.js';
 import { compileSchema, createAjv, deref, loadSpec, type JsonObject } from '../http/spec.js';
 import { createLogger } from '../log.js';
 import { DeliveryWorker } from './deliver.js';
@@ -26,7 +25,6 @@ const ajv = createAjv(spec);
 async function serve(allowPrivate: boolean, maxPerProject = 20): Promise<string> {
   // Only the webhook operations are exercised here; the others keep their placeholders.
   const handlers = {
-    ...notImplementedHandlers(),
     ...webhookHandlers({ db: t.db, allowPrivate, maxPerProject, resolve: async () => ['93.184.215.14'] }),
   } as AppHandlers;
   const app = createHttpApp({

@@ -6,6 +6,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Frame, Locator, Page } from 'playwright-core';
 import type { RunningSession } from '../capability/index.js';
+import { ariaSnapshot, locateRef } from '../page/aria.js';
 import type { Driver } from './driver.js';
 import { withProgress, type Progress, type ToolExtra } from './progress.js';
 import { run, text, ToolFailure } from './results.js';
@@ -48,7 +49,7 @@ export function registerPageTools(server: McpServer, scope: PageScope): void {
         dialog.cancel();
       }
     });
-  const locate = (page: Page, r: string): Locator => page.locator(`aria-ref=${r}`);
+  const locate = (page: Page, r: string): Locator => locateRef(page, r);
   const tool = (
     name: string,
     description: string,
@@ -398,7 +399,7 @@ const where = async (page: Page) => `Page URL: ${page.url()}\nPage title: ${awai
 
 /** What anchor_snapshot answers (and the page-snapshot resource holds): where the tab is, and its aria snapshot with refs. */
 export async function snapshotText(page: Page): Promise<string> {
-  return `${await where(page)}\nPage snapshot:\n\`\`\`yaml\n${await page.ariaSnapshot({ mode: 'ai', timeout: 10_000 })}\n\`\`\``;
+  return `${await where(page)}\nPage snapshot:\n\`\`\`yaml\n${await ariaSnapshot(page)}\n\`\`\``;
 }
 
 /**

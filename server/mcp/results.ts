@@ -1,6 +1,7 @@
 // What a tool answers: content for the model, and errors as results (isError) with a message
 // the model can act on, never a transport failure.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { missingRef } from '../page/aria.js';
 
 /** A failure whose message is meant for the model as it is. */
 export class ToolFailure extends Error {}
@@ -23,8 +24,8 @@ function explain(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
   // Playwright's messages carry a call log after the first line: the model needs the first.
   const first = message.split('\n')[0].replace(/^\w+\.\w+: /, '');
-  const ref = /aria-ref=(\w+)/.exec(message)?.[1];
-  if (ref && (err as Error).name === 'TimeoutError') {
+  const ref = missingRef(err);
+  if (ref) {
     return `Element ref ${ref} is not on the page (the page changed since the snapshot, or the ref is mistyped): take a new anchor_snapshot and use its refs`;
   }
   if (/has been closed|Target closed|Browser closed/i.test(message)) {

@@ -1,0 +1,28 @@
+// The agent tools: perform-web-task, an agent loop over a session's browser driven by the
+// operator's language model (server/llm/). With no model configured it answers 503.
+import type { Logger } from 'pino';
+import type { Capability } from '../capability/index.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { SessionManager } from '../sessions/index.js';
+import type { Db } from '../store/db.js';
+import { agentHandlers, type AgentHandlers } from './handlers.js';
+import { WebTaskRunner } from './runner.js';
+
+export function agent(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof AgentHandlers> {
+  const log = d.log.child({ capability: 'agent' });
+  const runner = new WebTaskRunner({ ...d, log });
+  const { handlers, settled } = agentHandlers({ db: d.db, config: d.config, log, runner });
+  return {
+    name: 'agent',
+    handlers,
+    // The agent lets go of a browser before it closes, whoever ends its session.
+    sessionHooks: { ending: async (s) => runner.sessionEnding(s.id) },
+    // Before the sessions capability ends every browser: runs fail with a clear reason,
+    // recorded while the database is still open.
+    drain: async () => {
+      runner.stopAll();
+      await settled();
+    },
+    close: () => runner.close(),
+  };
+}

@@ -1,0 +1,71 @@
+// The hosted vendor's SDK (npm anchorbrowser), unchanged, on perform-web-task: tools.
+// performWebTask (sync and async), tools.getPerformWebTaskStatus, and agent.task, which
+// creates a session, opens the URL through sessions.goto and calls perform-web-task in it.
+import Anchorbrowser from 'anchorbrowser';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModelServer } from '../llm/scripted-server.js';
+import { eventually } from '../sessions/test-support.js';
+import { startTestServer, type TestServer } from '../testing/harness.js';
+import { lastObservation } from './test-support.js';
+import { startTestSite, type TestSite } from './test-site.js';
+
+const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false } } };
+
+describe('the vendor SDK on perform-web-task', () => {
+  let site: TestSite;
+  let model: ScriptedModelServer;
+  let server: TestServer;
+  let client: Anchorbrowser;
+
+  beforeAll(async () => {
+    site = await startTestSite();
+    model = await startScriptedModel();
+    server = await startTestServer({ env: { LLM_PROVIDER: 'openai', LLM_BASE_URL: model.baseUrl('openai'), LLM_MODEL: 'gpt-test', LLM_IMAGES: 'false' } });
+    client = new Anchorbrowser({ apiKey: server.apiKey, baseURL: server.url, defaultHeaders: { 'service-api-key': server.apiKey }, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await model?.close();
+    await site?.close();
+  });
+  afterEach(() => expect(model.errors).toEqual([]));
+
+  it('tools.performWebTask in a session, sync then async with tools.getPerformWebTaskStatus', async () => {
+    const s = await client.sessions.create(HEADLESS);
+    const id = s.data!.id!;
+    model.script([{ toolCalls: [{ name: 'navigate', arguments: { url: site.url('/table') } }] }, { toolCalls: [{ name: 'finish', arguments: { answer: { count: 3 } } }] }]);
+    const sync = await client.tools.performWebTask({
+      sessionId: id,
+      prompt: 'How many products are listed?',
+      output_schema: { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] },
+      max_steps: 5,
+    });
+    expect(sync.data.result).toMatchObject({ result: { count: 3 }, session_id: id });
+
+    model.script([{ toolCalls: [{ name: 'finish', arguments: { answer: 'Products' } }] }]);
+    const started = (await client.tools.performWebTask({ sessionId: id, prompt: 'What is the heading?', async: true } as never)) as unknown as {
+      data: { status: string; workflow_id: string };
+    };
+    expect(started.data.status).toBe('running');
+    const done = await eventually(async () => {
+      const st = await client.tools.getPerformWebTaskStatus(started.data.workflow_id);
+      return st.data.status === 'RUNNING' ? undefined : st;
+    }, 15_000, 'the async task to end');
+    expect(done!.data).toMatchObject({ status: 'COMPLETED', result: { result: 'Products', session_id: id } });
+    await client.sessions.delete(id);
+  });
+
+  it('agent.task: a session of its own, the URL opened by sessions.goto, the task run in it', async () => {
+    model.script([
+      (body) => {
+        expect(lastObservation(body)).toContain('Page title: Products');
+        return { toolCalls: [{ name: 'finish', arguments: { answer: 'Espresso machine' } }] };
+      },
+    ]);
+    const r = (await client.agent.task('Which product is listed first?', { sessionOptions: HEADLESS as never, taskOptions: { url: site.url('/table') } })) as {
+      data: { result: { result: unknown; session_id: string } };
+    };
+    expect(r.data.result.result).toBe('Espresso machine');
+    await client.sessions.delete(r.data.result.session_id);
+  });
+});
