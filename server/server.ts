@@ -33,6 +33,7 @@ import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
 import { admin } from './admin/index.js';
 import { Metrics, metricsEndpoint } from './metrics/index.js';
+import { webConsole } from './console/index.js';
 import { docs } from './docs/index.js';
 import { notImplemented } from './not-implemented/index.js';
 
@@ -93,6 +94,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(admin)
       // After what it reads: sessions, webhooks' delivery worker.
       .add(metricsEndpoint)
+      // After everything it shows (it reads them through the API, in process).
+      .add(webConsole)
       .add(docs)
       .add(notImplemented)
       .build();

@@ -10,7 +10,14 @@ import { Screencasts } from './screencast.js';
 export { LiveView, type LiveViewOptions } from './live-view.js';
 export { Screencasts, ScreencastHub, type Frame, type FrameMeta, type Tab } from './screencast.js';
 
-export function liveView(d: { config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<never, { screencasts: Screencasts }> {
+/** Live-view pages for callers that authorized the viewer themselves (the web console). */
+export type LiveViewLinks = Pick<LiveView, 'ticketFor'>;
+
+export function liveView(d: {
+  config: ServiceConfig;
+  log: Logger;
+  sessions: SessionManager;
+}): Capability<never, { screencasts: Screencasts; liveViewLinks: LiveViewLinks }> {
   const screencasts = new Screencasts({ quality: d.config.screencastQuality, log: d.log });
   const view = new LiveView({ sessions: d.sessions, screencasts, log: d.log, maxViewers: d.config.liveViewMaxViewers });
   return {
@@ -24,6 +31,6 @@ export function liveView(d: { config: ServiceConfig; log: Logger; sessions: Sess
         await screencasts.ending(s);
       },
     },
-    provides: { screencasts },
+    provides: { screencasts, liveViewLinks: view },
   };
 }

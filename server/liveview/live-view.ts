@@ -49,8 +49,8 @@ interface Viewer {
 }
 
 interface SessionState {
-  /** sha256 of each ticket minted for the session's viewers. */
-  tickets: Set<string>;
+  /** sha256 of each ticket minted for the session's viewers, and whether it may drive the browser. */
+  tickets: Map<string, { readOnly: boolean }>;
   oneTimeUsed: boolean;
   viewers: Set<Viewer>;
 }
@@ -74,15 +74,19 @@ export class LiveView implements SessionHooks {
         'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src blob: data:; connect-src 'self'; base-uri 'none'; form-action 'none'`,
       };
       const id = c.req.param('id');
-      const admitted = this.admit(id, c.req.query('token') ?? '');
+      // A ticket minted for the console (ticketFor) opens the page too; the page's
+      // WebSocket presents that same ticket.
+      const given = c.req.query('ticket');
+      const admitted = given !== undefined ? this.admitTicket(id, given) : this.admit(id, c.req.query('token') ?? '');
       if (!admitted.ok) {
         const title = admitted.code === CLOSE.notFound ? 'Session not found' : 'Live view unavailable';
         return c.html(messagePage(title, admitted.message, nonce), admitted.code === CLOSE.notFound ? 404 : admitted.code === CLOSE.ended ? 410 : 401, headers);
       }
       const s = admitted.session;
-      const ticket = this.mint(s.id);
+      const readOnly = given !== undefined ? this.state.get(s.id)!.tickets.get(hash(given))!.readOnly : s.options.liveView.readOnly;
+      const ticket = given ?? this.mint(s.id, readOnly);
       const ws = `/live/${s.id}/ws?ticket=${ticket}`;
-      return c.html(livePage({ sessionId: s.id, ws, readOnly: s.options.liveView.readOnly }, nonce), 200, headers);
+      return c.html(livePage({ sessionId: s.id, ws, readOnly }, nonce), 200, headers);
     });
   }
 
@@ -101,20 +105,36 @@ export class LiveView implements SessionHooks {
       const ticket = url.searchParams.get('ticket');
       const token = url.searchParams.get('token');
       let s: RunningSession | undefined;
+      let readOnly: boolean;
       if (ticket !== null) {
         s = this.o.sessions.get(id);
         if (!s) return ws.close(CLOSE.ended, 'session ended');
-        if (!this.state.get(id)?.tickets.has(hash(ticket))) return ws.close(CLOSE.invalid, 'invalid ticket');
+        const minted = this.state.get(id)?.tickets.get(hash(ticket));
+        if (!minted) return ws.close(CLOSE.invalid, 'invalid ticket');
+        readOnly = minted.readOnly;
       } else {
         const admitted = this.admit(id, token ?? '');
         if (!admitted.ok) return ws.close(admitted.code, admitted.message.slice(0, 120));
         s = admitted.session;
+        readOnly = s.options.liveView.readOnly;
       }
       const st = this.stateOf(id);
       if (st.viewers.size >= this.o.maxViewers) return ws.close(CLOSE.tooMany, 'too many viewers');
-      this.attach(s, st, ws);
+      this.attach(s, st, ws, readOnly);
     });
     return true;
+  }
+
+  /**
+   * The live-view page of a running session for someone the caller has already
+   * authorized (the web console, signed in to the session's project): a path with a fresh
+   * ticket, read-only or not as asked whatever the session's own live_view options say
+   * (its owner may take over a read-only session, and watching uses no one-time link).
+   * Undefined when the session does not run here.
+   */
+  ticketFor(sessionId: string, readOnly: boolean): string | undefined {
+    if (!this.o.sessions.get(sessionId)) return undefined;
+    return `/live/${sessionId}?ticket=${this.mint(sessionId, readOnly)}`;
   }
 
   /** Viewers of a session now (all sessions when no id). */
@@ -139,7 +159,7 @@ export class LiveView implements SessionHooks {
   private stateOf(id: string): SessionState {
     let st = this.state.get(id);
     if (!st) {
-      st = { tickets: new Set(), oneTimeUsed: false, viewers: new Set() };
+      st = { tickets: new Map(), oneTimeUsed: false, viewers: new Set() };
       this.state.set(id, st);
     }
     return st;
@@ -158,20 +178,27 @@ export class LiveView implements SessionHooks {
     return { ok: true, session: s };
   }
 
-  private mint(id: string): string {
+  /** Checks a ticket minted earlier (the page's, or ticketFor's). */
+  private admitTicket(id: string, ticket: string): { ok: true; session: RunningSession } | { ok: false; code: number; message: string } {
+    const s = /^[0-9a-f-]{36}$/i.test(id) ? this.o.sessions.get(id.toLowerCase()) : undefined;
+    if (!s) return { ok: false, code: CLOSE.notFound, message: 'This session does not exist or has ended.' };
+    if (!this.state.get(s.id)?.tickets.has(hash(ticket))) return { ok: false, code: CLOSE.invalid, message: 'This live-view link is not valid.' };
+    return { ok: true, session: s };
+  }
+
+  private mint(id: string, readOnly: boolean): string {
     const ticket = randomBytes(24).toString('base64url');
-    this.stateOf(id).tickets.add(hash(ticket));
+    this.stateOf(id).tickets.set(hash(ticket), { readOnly });
     return ticket;
   }
 
-  private attach(s: RunningSession, st: SessionState, ws: WebSocket): void {
+  private attach(s: RunningSession, st: SessionState, ws: WebSocket, readOnly: boolean): void {
     const hub = this.o.screencasts.hub(s);
     const v: Viewer = { ws, session: s, hub, behind: false, lastSeq: 0, timers: [], unsubscribe: () => {}, offTabs: () => {} };
     st.viewers.add(v);
     this.o.sessions.touch(s.id, 'liveview');
     this.o.log.info({ sessionId: s.id, viewers: st.viewers.size }, 'live-view viewer connected');
 
-    const readOnly = s.options.liveView.readOnly;
     ws.send(JSON.stringify({ type: 'hello', sessionId: s.id, readOnly }));
     v.offTabs = hub.onTabs((tabs) => this.sendTabs(v, tabs));
     v.unsubscribe = hub.subscribe((frame) => this.sendFrame(v, frame), { replay: true });
