@@ -6,6 +6,7 @@ import type { Context, Hono } from 'hono';
 import type { components } from '../../generated/types.js';
 import { createKey, listKeys, revokeKey } from '../admin/index.js';
 import { retryDelivery } from '../events/index.js';
+import { findSessionRecord, listSessions, type SessionStatus } from '../sessions/index.js';
 import type { LiveViewLinks } from '../liveview/index.js';
 import { EVENT_TYPES } from '../outbox/types.js';
 import type { Db } from '../store/db.js';
@@ -116,28 +117,28 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
     return c.redirect('/console/sign-in', 303);
   });
 
-  get('/console/sessions', async ({ c, user, api }) => {
+  get('/console/sessions', async ({ c, user }) => {
     const status = (STATUSES as readonly string[]).includes(c.req.query('status') ?? '') ? c.req.query('status')! : '';
     const tag = (c.req.query('tag') ?? '').trim();
     const batch = (c.req.query('batch_id') ?? '').trim();
     const pageNo = Math.max(1, Math.min(10_000, Number.parseInt(c.req.query('page') ?? '1', 10) || 1));
-    const q = new URLSearchParams({ page: String(pageNo), limit: '50' });
-    if (status) q.set('status', status);
-    if (tag) q.set('tags', tag);
-    if (batch) q.set('batch_id', batch);
-    const list = await api.get<S['SessionList']>(`/v1/sessions?${q}`);
-    return render(
-      c,
-      user,
-      'Sessions',
-      'sessions',
-      sessionsView({ list: list.data, total: list.pagination.total, status, tag, page: pageNo, pages: Math.max(1, list.pagination.total_pages) }),
-    );
+    const limit = 50;
+    // The store rather than GET /v1/sessions: that forgets sessions a DELETE ended.
+    const list = await listSessions(d.db, user.projectId, {
+      page: pageNo,
+      limit,
+      includeDeleted: true,
+      ...(status ? { status: status as SessionStatus } : {}),
+      ...(tag ? { tags: [tag] } : {}),
+      ...(batch ? { batchId: batch } : {}),
+    });
+    return render(c, user, 'Sessions', 'sessions', sessionsView({ list: list.rows, total: list.total, status, tag, page: pageNo, pages: Math.max(1, Math.ceil(list.total / limit)) }));
   });
 
   get('/console/sessions/:id', async ({ c, user, api }) => {
     const id = c.req.param('id')!;
-    const s = (await api.get<S['SessionResponse']>(`/v1/sessions/${encodeURIComponent(id)}`)).data;
+    const s = await findSessionRecord(d.db, user.projectId, id);
+    if (!s) throw new ApiError(404, 'Session not found');
     const live = s.status === 'running' || s.status === 'starting';
     const [pages, recordings, downloads, events] = await Promise.all([
       live ? api.get<{ data: SessionPage[] }>(`/v1/sessions/${s.id}/pages`).then((r) => r.data, () => undefined) : undefined,
@@ -191,18 +192,27 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
   const webhookPage = async ({ c, user, api }: Ctx, message?: { kind: 'ok' | 'error'; text: string }) => {
     const id = encodeURIComponent(c.req.param('id')!);
     const [w, deliveries] = await Promise.all([
-      api.get<{ data: S['Webhook'] }>(`/v1/webhooks/${id}`),
+      api.get<S['Webhook']>(`/v1/webhooks/${id}`),
       api.get<S['WebhookDeliveryListResponse']>(`/v1/webhooks/${id}/events?limit=100`),
     ]);
-    return render(c, user, `Webhook ${w.data.id}`, 'webhooks', webhookView({ w: w.data, deliveries: deliveries.data, eventTypes: EVENT_TYPES, csrf: user.csrf, message }));
+    return render(c, user, `Webhook ${w.id}`, 'webhooks', webhookView({ w, deliveries: deliveries.data, eventTypes: EVENT_TYPES, csrf: user.csrf, message }));
   };
-  get('/console/webhooks/:id', (x) => webhookPage(x));
+  // After an action, its page again, by GET (so a reload does not repeat it, and the live
+  // parts refresh from a real address), told what happened by a fixed code and an id.
+  get('/console/webhooks/:id', (x) => {
+    const sent = x.c.req.query('sent');
+    const retried = x.c.req.query('retried');
+    const ok = (id: string | undefined) => id !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(id);
+    if (ok(sent)) return webhookPage(x, { kind: 'ok', text: `Test event ${sent} queued.` });
+    if (ok(retried)) return webhookPage(x, { kind: 'ok', text: `Retry queued: delivery ${retried}.` });
+    return webhookPage(x);
+  });
 
   post('/console/webhooks/:id/test', async (x) => {
     const id = encodeURIComponent(x.c.req.param('id')!);
     try {
-      const r = await x.api.send<{ data: { event_id: string } }>('POST', `/v1/webhooks/${id}/test`, { event_type: form(x.c).event_type });
-      return webhookPage(x, { kind: 'ok', text: `Test event ${r.data.event_id} queued.` });
+      const r = await x.api.send<S['WebhookTestResponse']>('POST', `/v1/webhooks/${id}/test`, { event_type: form(x.c).event_type });
+      return x.c.redirect(`/console/webhooks/${id}?sent=${encodeURIComponent(r.event_id)}`, 303);
     } catch (err) {
       if (err instanceof ApiError && err.status === 400) return webhookPage(x, { kind: 'error', text: err.message });
       throw err;
@@ -212,7 +222,7 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
   post('/console/webhooks/:id/deliveries/:delivery/retry', async (x) => {
     const r = await retryDelivery(d.db, x.user.projectId, x.c.req.param('id')!, x.c.req.param('delivery')!);
     if (!r) throw new ApiError(404, 'Delivery not found');
-    return webhookPage(x, { kind: 'ok', text: `Retry queued: delivery ${r.delivery_id}.` });
+    return x.c.redirect(`/console/webhooks/${encodeURIComponent(x.c.req.param('id')!)}?retried=${encodeURIComponent(r.delivery_id)}`, 303);
   });
 
   get('/console/usage', async ({ c, user, api }) => {
@@ -226,7 +236,7 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
 
   const keysPage = async ({ c, user }: Ctx, extra: { created?: { key: string; name: string | null }; message?: string } = {}) =>
     render(c, user, 'API keys', 'keys', keysView({ keys: await listKeys(d.db, user.projectId), current: user.apiKeyId, csrf: user.csrf, ...extra }));
-  get('/console/keys', (x) => keysPage(x));
+  get('/console/keys', (x) => keysPage(x, x.c.req.query('revoked') === '1' ? { message: 'Key revoked: it answers 401 from now on.' } : {}));
 
   post('/console/keys', async (x) => {
     const name = (form(x.c).name ?? '').trim().slice(0, 100) || null;
@@ -246,7 +256,7 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
       d.auth.signOut(x.c);
       return x.c.redirect('/console/sign-in', 303);
     }
-    return keysPage(x, { message: 'Key revoked: it answers 401 from now on.' });
+    return x.c.redirect('/console/keys?revoked=1', 303);
   });
 
   get('/console/profiles', async ({ c, user, api }) => {

@@ -1,10 +1,13 @@
 // The sessions list and one session's page.
 import type { components } from '../../generated/types.js';
+import type { SessionRow } from '../sessions/index.js';
 import type { SessionEvent } from './store.js';
 import { badge, bytes, credits, duration, empty, html, tags, when, csrfField, type Markup } from './layout.js';
 
 type S = components['schemas'];
-export type Session = S['Session'];
+/** Sessions are read from their rows: the API forgets a session a DELETE ended, the console's history does not. */
+export type Session = SessionRow;
+const seconds = (s: Session) => Math.floor(((s.ended_at ?? new Date()).getTime() - s.created_at.getTime()) / 1000);
 export type SessionPage = S['SessionPage'];
 export type Recording = S['Recording'];
 export type Download = S['Download'];
@@ -39,8 +42,8 @@ export function sessionsView(o: {
         <td><a class="mono" href="/console/sessions/${s.id}">${s.id}</a></td>
         <td>${badge(s.status)}${s.end_reason ? html` <span class="muted">${s.end_reason}</span>` : ''}</td>
         <td>${tags(s.tags)}</td>
-        <td>${when(s.created_at)}</td>
-        <td class="num">${duration(s.duration)}</td>
+        <td>${when(s.created_at.toISOString())}</td>
+        <td class="num">${duration(seconds(s))}</td>
         <td class="num">${credits(s.credits_used)}</td>
       </tr>`,
     )}</tbody></table>`}
@@ -69,9 +72,9 @@ export function sessionView(o: {
   <dl class="facts">
     <dt>Status</dt><dd>${badge(s.status)}${s.end_reason ? html` <span class="muted">${s.end_reason}</span>` : ''}</dd>
     <dt>Tags</dt><dd>${s.tags.length ? tags(s.tags) : html`<span class="muted">none</span>`}</dd>
-    <dt>Created</dt><dd>${when(s.created_at)}</dd>
-    <dt>Ended</dt><dd>${when(s.ended_at)}</dd>
-    <dt>Duration</dt><dd>${duration(s.duration)}</dd>
+    <dt>Created</dt><dd>${when(s.created_at.toISOString())}</dd>
+    <dt>Ended</dt><dd>${when(s.ended_at?.toISOString())}</dd>
+    <dt>Duration</dt><dd>${duration(seconds(s))}</dd>
     <dt>Credits</dt><dd>${credits(s.credits_used)}</dd>
     <dt>Network</dt><dd>${bytes(s.network_bytes_total)} (proxy ${bytes(s.proxy_bytes)})</dd>
     <dt>Screenshots</dt><dd>${s.screenshots}</dd>
