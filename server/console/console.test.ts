@@ -16,6 +16,7 @@ import { backends, startTestServer, type TestServer } from '../testing/harness.j
 import { createSession, endSession, HEADLESS } from '../sessions/test-support.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
 import { until } from '../input/test-support.js';
+import { createProject } from '../auth/api-keys.js';
 import { SESSION_COOKIE } from './auth.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -242,6 +243,15 @@ describe.each(backends)('web console on %s', (backend) => {
       // The same event, signed again, as the next attempt.
       expect(receiver.received[1]!.headers['webhook-id']).toBe(first.headers['webhook-id']);
       await page.waitForSelector('tr[data-delivery][data-status="succeeded"]', { timeout: 15_000 });
+
+      // A delivery that succeeded goes again, as one more attempt, when retried.
+      const attempts = () => page.locator('tr[data-delivery]').count();
+      const before = await attempts();
+      const received = receiver.received.length;
+      await page.click('tr[data-delivery][data-status="succeeded"] button');
+      await until(() => receiver.received.length > received, 15_000);
+      expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(first.headers['webhook-id']);
+      await until(async () => (await attempts()) === before + 1, 15_000);
     }, 60_000);
   });
 
@@ -298,6 +308,38 @@ describe.each(backends)('web console on %s', (backend) => {
     await expect(page.textContent('.notice.ok')).resolves.toContain('revoked');
     expect(await billing(key)).toBe(401);
     await expect(page.locator('tr[data-key]', { hasText: 'from-console' }).textContent()).resolves.toContain('revoked');
+  });
+
+  it("opens the page an event's session_dashboard_url names", async () => {
+    const [event] = await server.db.query<{ data: { session_dashboard_url: string; session_id: string } }>(
+      `SELECT data FROM events WHERE type = 'session.completed' AND NOT test ORDER BY seq DESC LIMIT 1`,
+    );
+    const url = event!.data.session_dashboard_url;
+    expect(url).toBe(`${base}/sessions/${event!.data.session_id}`);
+    await page.goto(url);
+    expect(await page.textContent('h1')).toContain(event!.data.session_id);
+    await expect(page.locator('#facts .badge').first().textContent()).resolves.toBe('completed');
+  });
+
+  it("shows another project nothing of this one's", async () => {
+    const other = await createProject(server.db, { name: 'other', source: 'test' });
+    const ctx = await browser.newContext();
+    const p = await ctx.newPage();
+    await p.goto(`${base}/sign-in`);
+    await p.fill('input[name=api_key]', other.key);
+    await p.click('button[type=submit]');
+    await p.waitForURL(`${base}/sessions`);
+    expect(await p.locator('tr[data-session]').count()).toBe(0);
+    const mine = (await server.db.query<{ id: string }>('SELECT id FROM sessions ORDER BY created_at LIMIT 1'))[0]!.id;
+    expect((await p.goto(`${base}/sessions/${mine}`))!.status()).toBe(404);
+    // Nor may it revoke this project's keys, with its own valid CSRF token.
+    await p.goto(`${base}/keys`);
+    const csrf = await p.locator('input[name=_csrf]').first().getAttribute('value');
+    const [bootstrap] = await server.db.query<{ id: string }>(`SELECT id FROM api_keys WHERE project_id <> $1 AND revoked_at IS NULL LIMIT 1`, [other.projectId]);
+    const res = await p.request.post(`${base}/keys/${bootstrap!.id}/revoke`, { form: { _csrf: csrf! } });
+    expect(res.status()).toBe(404);
+    expect((await server.request('/v1/billing')).status).toBe(200);
+    await ctx.close();
   });
 
   it('refuses a POST without the CSRF token, or with another token', async () => {
