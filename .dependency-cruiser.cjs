@@ -3,17 +3,17 @@
 // Layers, bottom to top; a module imports its own layer or lower ones, never higher:
 //   base          config/ store/ http/ auth/ log.ts     what everything stands on
 //   services      net/ browser/ page/ credits/ outbox/  shared by several capabilities,
-//                 storage/ secrets/ capability/         and the contract capabilities meet in
-//                 metrics/
+//                 storage/ secrets/ sandbox/            and the contract capabilities meet in
+//                 capability/ metrics/
 //   capabilities  every other folder                    one folder a capability; another
 //                                                       capability only through its index.ts
 //   assembly      server.ts main.ts                     imported by nothing but tests
 // and no import circle anywhere, type-only imports included.
 const base = '^server/(?:(?:config|store|http|auth)/|log\\.ts$)';
-const services = '^server/(?:net|browser|page|credits|outbox|storage|secrets|capability|metrics)/';
+const services = '^server/(?:net|browser|page|credits|outbox|storage|secrets|sandbox|capability|metrics)/';
 const below = [base, services];
 const assembly = '^server/(?:server|main)\\.ts$';
-const capability = '^server/(?!(?:config|store|http|auth|net|browser|page|credits|outbox|storage|secrets|capability|metrics|testing)/)([^/]+)/';
+const capability = '^server/(?!(?:config|store|http|auth|net|browser|page|credits|outbox|storage|secrets|sandbox|capability|metrics|testing)/)([^/]+)/';
 // Tests and their support may reach anything (a test starts the whole server).
 const tests = '\\.(?:test|typetest)\\.ts$|test-support\\.ts$|\\.fixture\\.ts$|test-worker-child\\.ts$|^server/testing/';
 

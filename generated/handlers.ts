@@ -74,8 +74,7 @@ export type ListCaCertificatesRequest = { params: NoFields; query: NoFields; bod
 export type ListCaCertificatesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadCaCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadCaCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadCaCertificateResponse =
@@ -85,16 +84,14 @@ export type UploadCaCertificateResponse =
   | { status: 409; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListClientCertificatesRequest = { params: NoFields; query: NonNullable<operations["listClientCertificates"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListClientCertificatesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadClientCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadClientCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadClientCertificateResponse =
@@ -103,8 +100,7 @@ export type UploadClientCertificateResponse =
   | { status: 401; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListExtensionsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type ListExtensionsResponse =
@@ -272,8 +268,7 @@ export type ExecuteCodeResponse =
   | { status: 413; contentType?: "application/json"; body: operations["executeCode"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["executeCode"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["executeCode"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["executeCode"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchWebpageContentRequest = { params: NoFields; query: NonNullable<operations["fetchWebpageContent"]["parameters"]["query"]>; body: NonNullable<operations["fetchWebpageContent"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageContentResponse =
@@ -341,14 +336,14 @@ export type ListSessionStatusesResponse =
 
 export type FetchWebpageRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["fetchWebpage"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageResponse =
-  | { status: 200; contentType: "text/html"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 200; contentType: "image/png"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "image/jpeg"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers?: ExtraHeaders }
-  | { status: 200; contentType: string; body: BinaryBody; headers?: ExtraHeaders }
+  | { status: 200; contentType: "text/html"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "application/pdf"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][200]["content"]["application/json"]; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "image/png"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "image/jpeg"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: "text/plain"; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
+  | { status: 200; contentType: string; body: BinaryBody; headers: { "X-Upstream-Status": string; "X-Upstream-Url": string } & ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 403; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][403]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -517,8 +512,15 @@ export type DeleteCaCertificateResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetClientCertificateRequest = { params: operations["getClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetClientCertificateResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteClientCertificateRequest = { params: operations["deleteClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteClientCertificateResponse =
@@ -526,8 +528,7 @@ export type DeleteClientCertificateResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetExtensionRequest = { params: operations["getExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetExtensionResponse =
@@ -951,8 +952,7 @@ export type PauseAgentResponse =
   | { status: 400; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListRequestedHumanInterventionsRequest = { params: operations["listRequestedHumanInterventions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListRequestedHumanInterventionsResponse =
@@ -960,8 +960,7 @@ export type ListRequestedHumanInterventionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RespondToHumanInterventionRequest = { params: operations["respondToHumanIntervention"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["respondToHumanIntervention"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RespondToHumanInterventionResponse =
@@ -971,8 +970,7 @@ export type RespondToHumanInterventionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ResumeAgentRequest = { params: operations["resumeAgent"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ResumeAgentResponse =
@@ -980,8 +978,7 @@ export type ResumeAgentResponse =
   | { status: 400; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 501; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][501]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PauseSessionRecordingRequest = { params: operations["pauseSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type PauseSessionRecordingResponse =
@@ -1112,9 +1109,12 @@ export type FetchSessionDownloadRequest = { params: operations["fetchSessionDown
 export type FetchSessionDownloadResponse =
   | { status: 200; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
   | { status: 200; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string } & ExtraHeaders }
+  | { status: 206; contentType: "application/octet-stream"; body: BinaryBody; headers: { "Content-Disposition": string; "Content-Range": string } & ExtraHeaders }
+  | { status: 206; contentType: string; body: BinaryBody; headers: { "Content-Disposition": string; "Content-Range": string } & ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 416; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][416]["content"]["application/json"]; headers: { "Content-Range": string } & ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteSessionDownloadRequest = { params: operations["deleteSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
@@ -1227,6 +1227,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   cancelBatchSessions(req: CancelBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<CancelBatchSessionsResponse>;
   connectCdp(req: ConnectCdpRequest, ctx: PublicCtx): MaybePromise<ConnectCdpResponse>;
   deleteCaCertificate(req: DeleteCaCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteCaCertificateResponse>;
+  getClientCertificate(req: GetClientCertificateRequest, ctx: AuthedCtx): MaybePromise<GetClientCertificateResponse>;
   deleteClientCertificate(req: DeleteClientCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteClientCertificateResponse>;
   getExtension(req: GetExtensionRequest, ctx: AuthedCtx): MaybePromise<GetExtensionResponse>;
   deleteExtension(req: DeleteExtensionRequest, ctx: AuthedCtx): MaybePromise<DeleteExtensionResponse>;
@@ -1300,4 +1301,4 @@ export interface Handlers<AuthedCtx, PublicCtx> {
 export type OperationResponse<K extends keyof Handlers<unknown, unknown>> = Awaited<ReturnType<Handlers<unknown, unknown>[K]>>;
 
 /** Operations that still document 501: later work replaces their placeholder handlers. */
-export type NotImplementedOperation = "listApplications" | "createApplication" | "listCaCertificates" | "uploadCaCertificate" | "listClientCertificates" | "uploadClientCertificate" | "listIdentities" | "createIdentity" | "listTasks" | "createTask" | "executeTask" | "executeCode" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "deleteCaCertificate" | "deleteClientCertificate" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "pauseAgent" | "listRequestedHumanInterventions" | "respondToHumanIntervention" | "resumeAgent" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";
+export type NotImplementedOperation = "listApplications" | "createApplication" | "listIdentities" | "createIdentity" | "listTasks" | "createTask" | "executeTask" | "performWebTask" | "executeTaskByName" | "getPerformWebTaskStatus" | "cancelTaskRun" | "getTaskRunStatus" | "getApplication" | "updateApplication" | "deleteApplication" | "getIdentity" | "updateIdentity" | "deleteIdentity" | "getTask" | "updateTask" | "deleteTask" | "listApplicationAuthFlows" | "createApplicationAuthFlow" | "listApplicationIdentities" | "createIdentityToken" | "getIdentityCredentials" | "deployTask" | "getTaskDraft" | "saveTaskDraft" | "listTaskExecutions" | "getLatestTaskVersion" | "listTaskVersions" | "runTask" | "deleteApplicationAuthFlow" | "updateApplicationAuthFlow" | "getTaskExecution" | "getTaskVersion" | "publishTaskVersion" | "deleteTaskVersion";

@@ -77,6 +77,7 @@ export type OperationId =
   | "cancelBatchSessions"
   | "connectCdp"
   | "deleteCaCertificate"
+  | "getClientCertificate"
   | "deleteClientCertificate"
   | "getExtension"
   | "deleteExtension"
@@ -241,8 +242,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,401,500,501],
-    errors: {"401":"general","500":"general","501":"general"},
+    statuses: [200,401,500],
+    errors: {"401":"general","500":"general"},
   },
   {
     operationId: "uploadCaCertificate",
@@ -253,8 +254,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
     arrayQuery: [],
-    statuses: [200,400,401,409,413,415,500,501],
-    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,409,413,415,500],
+    errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "listClientCertificates",
@@ -265,8 +266,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,500,501],
-    errors: {"400":"general","401":"general","500":"general","501":"general"},
+    statuses: [200,400,401,500],
+    errors: {"400":"general","401":"general","500":"general"},
   },
   {
     operationId: "uploadClientCertificate",
@@ -277,8 +278,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
     arrayQuery: [],
-    statuses: [200,400,401,413,415,500,501],
-    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,413,415,500],
+    errors: {"400":"general","401":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "listExtensions",
@@ -505,8 +506,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,408,409,413,415,429,500,501],
-    errors: {"400":"general","401":"general","404":"general","408":"general","409":"general","413":"general","415":"general","429":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,408,409,413,415,429,500],
+    errors: {"400":"general","401":"general","404":"general","408":"general","409":"general","413":"general","415":"general","429":"general","500":"general"},
   },
   {
     operationId: "fetchWebpageContent",
@@ -781,8 +782,20 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
+  },
+  {
+    operationId: "getClientCertificate",
+    method: "GET",
+    path: "/v1/client-certificates/{id}",
+    honoPath: "/v1/client-certificates/:id",
+    secured: true,
+    admin: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "deleteClientCertificate",
@@ -793,8 +806,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "getExtension",
@@ -1333,8 +1346,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "listRequestedHumanInterventions",
@@ -1345,8 +1358,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "respondToHumanIntervention",
@@ -1357,8 +1370,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,413,415,500,501],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,413,415,500],
+    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general"},
   },
   {
     operationId: "resumeAgent",
@@ -1369,8 +1382,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500,501],
-    errors: {"400":"general","401":"general","404":"general","500":"general","501":"general"},
+    statuses: [200,400,401,404,500],
+    errors: {"400":"general","401":"general","404":"general","500":"general"},
   },
   {
     operationId: "pauseSessionRecording",
@@ -1525,8 +1538,8 @@ export const routes: readonly Route[] = [
     admin: false,
     body: null,
     arrayQuery: [],
-    statuses: [200,400,401,404,500],
-    errors: {"400":"general","401":"general","404":"general","500":"general"},
+    statuses: [200,206,400,401,404,416,500],
+    errors: {"400":"general","401":"general","404":"general","416":"general","500":"general"},
   },
   {
     operationId: "deleteSessionDownload",

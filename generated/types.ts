@@ -367,7 +367,7 @@ export interface paths {
         };
         /**
          * Fetch a downloaded file
-         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download.
+         * @description The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download. A single byte range (`Range: bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`) answers 206 with that part, to resume a download; a range outside the file answers 416; a Range header that is not a single byte range is ignored and the whole file is sent.
          */
         get: operations["fetchSessionDownload"];
         put?: never;
@@ -743,7 +743,7 @@ export interface paths {
         };
         /**
          * List the agent's pending questions
-         * @description Lists the requests for a person that the session's agent is waiting on (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`. Each request also fires `intervention.requested`. 400 when the session is not running.
+         * @description Lists the requests for a person that code working in the session is waiting on: its agent (perform-web-task), a task run (`ctx.requestIntervention`) or an identity login (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`, or in the live view of its `live_view_url` (a takeover link that opens the live view with input even in a read-only session, while the session runs). Each request also fires `intervention.requested`. A request no one answers within its time-out (10 minutes unless the asker says otherwise) expires and leaves the list: the waiting code fails with that reason. 400 when the session is not running.
          */
         get: operations["listRequestedHumanInterventions"];
         put?: never;
@@ -768,7 +768,7 @@ export interface paths {
         put?: never;
         /**
          * Answer the agent's question
-         * @description Answers a pending request of the session's agent; the agent goes on with the answer and `intervention.resolved` fires (without the answer). 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running.
+         * @description Answers a pending request; the waiting code goes on with the answer and `intervention.resolved` fires (without the answer, which is kept sealed and only for the waiting code). `confirm` takes `yes` or `no`, `text` and `otp` a non-empty answer, `takeover` anything (`done`) once the person has acted in the live view. 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running or the answer does not fit the request.
          */
         post: operations["respondToHumanIntervention"];
         delete?: never;
@@ -842,7 +842,9 @@ export interface paths {
          *     The 200 body is the resource itself, not wrapped in JSON: rendered HTML for a page
          *     (`text/html`); the original bytes, content type and `Content-Disposition: attachment`
          *     for a PDF or other download; the upstream content type and bytes for any other resource.
-         *     An upstream 5xx answer or a failed connection answers 502.
+         *     An upstream 5xx answer or a failed connection answers 502. The headers `X-Upstream-Status`
+         *     and `X-Upstream-Url` say what the upstream answered and where the content came from after
+         *     redirects, so a 4xx page (a "not found" page rendered as this 200) is recognisable.
          *
          *     A request can take up to about 120 seconds when a challenge must be solved: configure
          *     client timeouts of at least 120 s. Billing: 0.005 credits per 200 response regardless of
@@ -941,7 +943,9 @@ export interface paths {
         put?: never;
         /**
          * Run code in a session
-         * @description Runs `code` as the body of an async TypeScript function given `page` (the active page), `context` and `browser` (Playwright objects connected to the session) and answers its JSON-serializable return value and console output. Code that throws answers 400 with the error's message; code still running after 60 s is stopped and answers 408. 409 when the session is not running.
+         * @description Runs `code` as the body of an async TypeScript function given `page` (the active page), `context` and `browser` (Playwright objects connected to the session) and answers its JSON-serializable return value and console output. The code runs outside the server, in a sandbox whose only reach is this session's browser: no files of the server, no environment, no network but the session's CDP endpoint (what the browser loads is the browser's).
+         *
+         *     A syntax error answers 400 naming the line (`Syntax error at line 3: ...`), before anything runs. Code that throws, returns something that is not JSON, or exceeds the sandbox's memory (512 MB) or output (1 MiB of result, 1 MiB of console output) answers 400 with the error's message and its line in `code` when known (`Error at line 2: ...`). Code still running after 60 s is stopped and answers 408. 404 when the session is not the project's, 409 when it is not running (or ends during the run), 429 when this server already runs its maximum of code runs at once, 500 when the sandbox itself fails.
          */
         post: operations["executeCode"];
         delete?: never;
@@ -1943,7 +1947,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a client certificate
-         * @description Uploads a TLS client certificate with its private key, for one origin. 400 when the file cannot be read with the passphrase given.
+         * @description Uploads a TLS client certificate with its private key, for one origin. Sessions of the project started afterwards present it, without a prompt, when that origin asks for a client certificate. 400 when the file is neither PKCS#12 nor PEM, cannot be read with the passphrase given, holds no private key matching its certificate, or the certificate has expired or is a CA certificate (browsers present only end-entity certificates). The key is kept encrypted and never returned; the passphrase only opens the file and is not kept.
          */
         post: operations["uploadClientCertificate"];
         delete?: never;
@@ -1962,12 +1966,16 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Get a client certificate
+         * @description The certificate's description; never its key or passphrase.
+         */
+        get: operations["getClientCertificate"];
         put?: never;
         post?: never;
         /**
          * Delete a client certificate
-         * @description Permanently removes the certificate and its key.
+         * @description Permanently removes the certificate and its key. Sessions already running keep it until they end; new sessions no longer present it.
          */
         delete: operations["deleteClientCertificate"];
         options?: never;
@@ -1990,7 +1998,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a CA certificate
-         * @description Uploads a CA certificate (PEM or DER) for sessions to trust, so they reach services whose TLS certificates it signed. 400 when the file is not a certificate; 409 when the name is taken.
+         * @description Uploads a CA certificate (PEM or DER) for the project's sessions to trust, so they reach services whose TLS certificates it signed; sessions started after the upload trust it (they launch cold, with the certificate in their own NSS database). 400 when the file is not one certificate, not a CA certificate (basicConstraints CA:TRUE) or expired; 409 when the name is taken.
          */
         post: operations["uploadCaCertificate"];
         delete?: never;
@@ -5421,6 +5429,22 @@ export interface components {
              * @enum {string}
              */
             format: "pkcs12" | "pem";
+            /** @description The certificate's subject distinguished name, its attributes in the certificate's order, comma-separated. */
+            subject: string;
+            /** @description The distinguished name of the certificate's issuer. */
+            issuer: string;
+            /**
+             * Format: date-time
+             * @description The start of the certificate's validity.
+             */
+            not_before: string;
+            /**
+             * Format: date-time
+             * @description The end of the certificate's validity.
+             */
+            not_after: string;
+            /** @description The SHA-256 fingerprint of the certificate, colon-separated hex. */
+            fingerprint_sha256: string;
             /** Format: date-time */
             created_at: string;
         };
@@ -5820,7 +5844,7 @@ export interface components {
             };
         };
         /** @description The requested range lies outside the file. */
-        RecordingRangeNotSatisfiable: {
+        RangeNotSatisfiable: {
             headers: {
                 /** @description The file size, as `bytes *\/SIZE`. */
                 "Content-Range": string;
@@ -6220,7 +6244,7 @@ export interface components {
         /** @description Only batches in this state. */
         BatchStatusQuery: components["schemas"]["BatchStatus"];
         /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
-        RecordingRangeHeader: string;
+        RangeHeader: string;
         /** @description The id of the running session to run the code in. */
         ExecuteCodeSessionIdQuery: string;
         /** @description A running session to work in; default a temporary session, ended afterwards. */
@@ -6959,7 +6983,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
-                Range?: components["parameters"]["RecordingRangeHeader"];
+                Range?: components["parameters"]["RangeHeader"];
             };
             path: {
                 /** @description The session's id. */
@@ -7000,7 +7024,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            416: components["responses"]["RecordingRangeNotSatisfiable"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -7161,7 +7185,10 @@ export interface operations {
     fetchSessionDownload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player. */
+                Range?: components["parameters"]["RangeHeader"];
+            };
             path: {
                 /** @description The session's id. */
                 session_id: components["parameters"]["SessionIdPath"];
@@ -7177,7 +7204,27 @@ export interface operations {
                 headers: {
                     /** @description `attachment` with the file name (`filename` and, for names beyond ASCII, `filename*`). */
                     "Content-Disposition": string;
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: "bytes";
                     /** @description Size of the file in bytes. */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                    "*/*": string;
+                };
+            };
+            /** @description The requested byte range of the file. */
+            206: {
+                headers: {
+                    /** @description `attachment` with the file name, as for the whole file. */
+                    "Content-Disposition": string;
+                    /** @description The range sent and the full size, as `bytes START-END/SIZE`. */
+                    "Content-Range": string;
+                    /** @description Always `bytes`. */
+                    "Accept-Ranges"?: "bytes";
+                    /** @description Length of the part in bytes. */
                     "Content-Length"?: number;
                     [name: string]: unknown;
                 };
@@ -7189,6 +7236,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            416: components["responses"]["RangeNotSatisfiable"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -7804,7 +7852,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     respondToHumanIntervention: {
@@ -7851,7 +7898,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     pauseAgent: {
@@ -7886,7 +7932,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     resumeAgent: {
@@ -7921,7 +7966,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     fetchWebpage: {
@@ -7947,6 +7991,10 @@ export interface operations {
                 headers: {
                     /** @description `attachment` (with the file name when known) on PDF and other downloads; absent on rendered pages. */
                     "Content-Disposition"?: string;
+                    /** @description The HTTP status the upstream server answered for the page or file returned (after redirects and challenges): a 404 or 410 page is returned as this 200 with its own status here. */
+                    "X-Upstream-Status": string;
+                    /** @description The address the page or file was returned from, after redirects. */
+                    "X-Upstream-Url": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8168,7 +8216,6 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     performWebTask: {
@@ -11575,6 +11622,11 @@ export interface operations {
                      *           "name": "Partner portal client cert",
                      *           "origin": "https://portal.partner.example.com",
                      *           "format": "pkcs12",
+                     *           "subject": "CN=svc-agent,O=Acme",
+                     *           "issuer": "CN=Partner Client CA,O=Partner",
+                     *           "not_before": "2026-01-01T00:00:00Z",
+                     *           "not_after": "2027-01-01T00:00:00Z",
+                     *           "fingerprint_sha256": "7A:0C:5E:31:9B:44:D2:8F:16:AE:03:C9:71:5B:E2:60:8D:1F:94:37:C6:2A:B8:05:E9:73:4D:10:FA:6C:22:98",
                      *           "created_at": "2026-03-02T09:15:00Z"
                      *         }
                      *       ],
@@ -11592,7 +11644,6 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     uploadClientCertificate: {
@@ -11621,6 +11672,11 @@ export interface operations {
                      *         "name": "Partner portal client cert",
                      *         "origin": "https://portal.partner.example.com",
                      *         "format": "pkcs12",
+                     *         "subject": "CN=svc-agent,O=Acme",
+                     *         "issuer": "CN=Partner Client CA,O=Partner",
+                     *         "not_before": "2026-01-01T00:00:00Z",
+                     *         "not_after": "2027-01-01T00:00:00Z",
+                     *         "fingerprint_sha256": "7A:0C:5E:31:9B:44:D2:8F:16:AE:03:C9:71:5B:E2:60:8D:1F:94:37:C6:2A:B8:05:E9:73:4D:10:FA:6C:22:98",
                      *         "created_at": "2026-03-02T09:15:00Z"
                      *       }
                      *     }
@@ -11633,7 +11689,33 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
+        };
+    };
+    getClientCertificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The client certificate id. */
+                id: components["parameters"]["ClientCertificateIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The client certificate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientCertificateResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
         };
     };
     deleteClientCertificate: {
@@ -11668,7 +11750,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     listCaCertificates: {
@@ -11703,7 +11784,6 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     uploadCaCertificate: {
@@ -11760,7 +11840,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     deleteCaCertificate: {
@@ -11795,7 +11874,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
         };
     };
     adminListProjects: {

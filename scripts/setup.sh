@@ -11,6 +11,12 @@ command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v Xvfb >/dev/null || need+=(xvfb)
 command -v xdotool >/dev/null || need+=(xdotool)
 command -v xclip >/dev/null || need+=(xclip)
+# Client certificates: openssl reads and rewrites PKCS#12 uploads, certutil/pk12util fill a
+# session's NSS database.
+command -v openssl >/dev/null || need+=(openssl)
+command -v pk12util >/dev/null || need+=(libnss3-tools)
+# Tasks and execute-code: user code runs inside bubblewrap.
+command -v bwrap >/dev/null || need+=(bubblewrap)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need[*]} from Debian's packages"

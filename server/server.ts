@@ -18,13 +18,16 @@ import { fsBlobAreas } from './storage/blobs.js';
 import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
+import { clientCertificates } from './client-certificates/index.js';
 import { profiles } from './profiles/index.js';
 import { sessionCaptcha } from './session-captcha/index.js';
 import { liveView } from './liveview/index.js';
+import { interventions, type Interventions } from './interventions/index.js';
 import { recordings } from './recording/index.js';
 import { sessionFiles } from './session-files/index.js';
 import { input } from './input/index.js';
 import { tools } from './tools/index.js';
+import { executeCode } from './execute-code/index.js';
 import { mcp } from './mcp/index.js';
 import { batches } from './batches/index.js';
 import { webhooks } from './events/index.js';
@@ -32,7 +35,9 @@ import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
 import { admin } from './admin/index.js';
-import { Metrics, metricsEndpoint } from './metrics/index.js';
+import { Metrics, metricsEndpoint, startTracing } from './metrics/index.js';
+import { installationId } from './browser/index.js';
+import { hostname } from 'node:os';
 import { webConsole } from './console/index.js';
 import { docs } from './docs/index.js';
 import { notImplemented } from './not-implemented/index.js';
@@ -45,6 +50,8 @@ export interface RunningServer {
   db: Db;
   /** Set when this start created the first API key (no BOOTSTRAP_API_KEY was given). */
   createdApiKey?: string;
+  /** Services of the capabilities that code beside the HTTP API may use (tests, an embedding program). */
+  services: { interventions: Interventions };
   /** Graceful: stops accepting, finishes requests, ends browsers, closes the database. */
   close(): Promise<void>;
 }
@@ -64,6 +71,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
   const cleanups: (() => Promise<void>)[] = [() => closeHttp(server, 0)];
   let db: Db;
   try {
+    // First in, last out: spans of the shutdown's own queries still go out.
+    const tracing = startTracing({ endpoint: config.otelEndpoint, node: `${hostname()}:${installationId(config.dataDir)}` });
+    cleanups.push(() => tracing.close());
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
     cleanups.push(() => db.close());
     const applied = await migrate(db);
@@ -75,16 +85,19 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets, metrics })
       .add(sessions)
       .add(extensions)
+      .add(clientCertificates)
       // Before live view and recordings: its ending hook runs after theirs, and closes the
       // browser gracefully to save a profile.
       .add(profiles)
       // After profiles: its watch stops before the browser is closed gracefully.
       .add(sessionCaptcha)
       .add(liveView)
+      .add(interventions)
       .add(recordings)
       .add(sessionFiles)
       .add(input)
       .add(tools)
+      .add(executeCode)
       .add(mcp)
       .add(batches)
       .add(webhooks)
@@ -126,6 +139,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       config,
       db,
       createdApiKey: bootstrap.key,
+      services: { interventions: service.provided.interventions },
       close: () =>
         (closing ??= (async () => {
           // Stop taking requests while sessions end: their CDP sockets are upgraded

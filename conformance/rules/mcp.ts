@@ -1,10 +1,11 @@
-// M1-M4: the hosted MCP server at {base_url}/mcp (interface item 12), checked with the
+// M1-M6: the hosted MCP server at {base_url}/mcp (interface item 12), checked with the
 // official SDK's client over Streamable HTTP: initialize, tools/list with valid input
-// schemas, one navigate + snapshot round trip on the suite's form fixture, and 401 without
-// a key. A server without /mcp (404) skips them, saying so.
+// schemas, one navigate + snapshot round trip on the suite's form fixture, 401 without
+// a key, the current page's snapshot as a resource (when the server announces resources),
+// and notifications/progress on long tools. A server without /mcp (404) skips them, saying so.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { SuiteContext } from '../context.js';
@@ -132,6 +133,57 @@ export default defineRules((ctx: SuiteContext) => {
         await res.body?.cancel();
         t.assert(res.status === 401, `POST /mcp with ${what} answered ${res.status}, not 401`);
         t.assert(/^Bearer\b/i.test(res.headers.get('www-authenticate') ?? ''), `POST /mcp with ${what} answered no WWW-Authenticate: Bearer header`);
+      }
+    }),
+
+    check('M5 resources/list lists resources of a running browser session, one of which reads as its current page (the aria snapshot)', async (t: T) => {
+      const { client, close } = await connect(t);
+      try {
+        if (!client.getServerCapabilities()?.resources) t.skip('the initialize result announces no resources capability');
+        const call = (name: string, args: Record<string, unknown>) =>
+          client.callTool({ name, arguments: args }, undefined, { timeout: ctx.timeoutMs * 2 }) as Promise<CallToolResult>;
+        const started = await call('session_start', { headless: true, recording: false, idle_timeout: 2, max_duration: 5 });
+        t.assert(!started.isError, `session_start failed: ${textOf(started)}`);
+        const nav = await call('anchor_navigate', { url: await ctx.fixtures.url('/site/form.html') });
+        t.assert(!nav.isError, `anchor_navigate failed: ${textOf(nav)}`);
+        const { resources } = await client.listResources(undefined, { timeout: ctx.timeoutMs });
+        t.assert(resources.length > 0, 'resources/list lists nothing while a browser session runs');
+        for (const r of resources) t.assert(r.uri && r.name, `a listed resource has no uri or name: ${JSON.stringify(r)}`);
+        // The page's snapshot is the resource whose text shows the fixture's heading.
+        let found: string | undefined;
+        for (const r of resources.filter((x) => !x.mimeType || /^text\//.test(x.mimeType))) {
+          const read = await client.readResource({ uri: r.uri }, { timeout: ctx.timeoutMs });
+          t.assert(read.contents.length > 0, `resources/read of ${r.uri} answers no contents`);
+          const text = read.contents.map((c) => ('text' in c ? c.text : '')).join('\n');
+          if (/Greeter/.test(text)) {
+            found = r.uri;
+            break;
+          }
+        }
+        t.assert(found, `no listed text resource reads as the current page (none shows the fixture's heading "Greeter"): ${resources.map((r) => r.uri).join(', ')}`);
+        t.note(`${resources.length} resources; the page is ${found}`);
+      } finally {
+        await close();
+      }
+    }),
+
+    check('M6 long tools (session_start, anchor_navigate) send notifications/progress for a progressToken, progress growing', async (t: T) => {
+      const { client, close } = await connect(t);
+      try {
+        const seen: Progress[] = [];
+        const call = async (name: string, args: Record<string, unknown>) => {
+          const mine: Progress[] = [];
+          const r = (await client.callTool({ name, arguments: args }, undefined, { timeout: ctx.timeoutMs * 2, onprogress: (p) => mine.push(p) })) as CallToolResult;
+          t.assert(!r.isError, `${name} failed: ${textOf(r)}`);
+          for (let i = 1; i < mine.length; i++) t.assert(mine[i]!.progress > mine[i - 1]!.progress, `${name}'s progress did not grow: ${mine.map((p) => p.progress).join(', ')}`);
+          seen.push(...mine);
+        };
+        await call('session_start', { headless: true, recording: false, idle_timeout: 2, max_duration: 5 });
+        await call('anchor_navigate', { url: await ctx.fixtures.url('/site/form.html') });
+        t.assert(seen.length > 0, 'neither session_start nor anchor_navigate sent a progress notification for the progressToken');
+        t.note(`${seen.length} notifications: ${seen.map((p) => p.message ?? p.progress).join(' | ').slice(0, 300)}`);
+      } finally {
+        await close();
       }
     }),
   ];

@@ -2,7 +2,8 @@
 // and shapes, as openapi.yaml documents them):
 //  SF1 a file a page downloads is listed by GET .../downloads, once finished, in the
 //      documented shape; its file_link answers the bytes as an attachment, also after the
-//      session ended; DELETE .../downloads/{id} removes it.
+//      session ended, and one byte range of it as 206 with Content-Range (resuming);
+//      DELETE .../downloads/{id} removes it.
 //  SF2 POST .../uploads answers where the file is, and a page's file input given that path
 //      over CDP (DOM.setFileInputFiles, read by the browser from its own disk) reads the bytes.
 //  SF3 files of a session the project does not have (unknown, another project's) answer 404
@@ -55,13 +56,13 @@ export default defineRules((ctx: SuiteContext) => {
     });
   const items = (ex: Exchange) => (ex.response?.json as { data?: { items?: Item[] } } | undefined)?.data?.items;
   /** GET a file_link with the run's key. */
-  const fetchLink = async (link: string) => {
-    const res = await fetch(link, { headers: { 'service-api-key': ctx.mainKey ?? '' }, signal: AbortSignal.timeout(30_000) });
-    return { status: res.status, disposition: res.headers.get('content-disposition'), text: await res.text() };
+  const fetchLink = async (link: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(link, { headers: { 'service-api-key': ctx.mainKey ?? '', ...headers }, signal: AbortSignal.timeout(30_000) });
+    return { status: res.status, disposition: res.headers.get('content-disposition'), range: res.headers.get('content-range'), text: await res.text() };
   };
 
   return [
-    check('SF1 a downloaded file is listed once finished, fetched by its file_link (also after the session ended), and deleted', async (t: T) => {
+    check('SF1 a downloaded file is listed once finished, fetched by its file_link (whole, a byte range, after the session ended), and deleted', async (t: T) => {
       const path = '/conformance/session-files/report.csv';
       ctx.fixtures.route('GET', path, (_req, res) => {
         res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="conformance-report.csv"' });
@@ -90,6 +91,10 @@ export default defineRules((ctx: SuiteContext) => {
         t.equal(live.status, 200, `GET ${mine.file_link} while the session runs`);
         t.equal(live.text, CSV, 'the bytes the page downloaded');
         t.assert(/^attachment; filename="conformance-report\.csv"/.test(live.disposition ?? ''), `Content-Disposition is ${JSON.stringify(live.disposition)}`);
+        const part = await fetchLink(mine.file_link, { range: 'bytes=3-6' });
+        t.equal(part.status, 206, `GET ${mine.file_link} with Range: bytes=3-6`);
+        t.equal(part.range, `bytes 3-6/${CSV.length}`, 'its Content-Range');
+        t.equal(part.text, CSV.slice(3, 7), 'the bytes of that range');
 
         const end = await endSession(s.id);
         ended = true;

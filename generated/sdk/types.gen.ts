@@ -3921,6 +3921,26 @@ export type ClientCertificate = {
      * The format of the uploaded file.
      */
     format: 'pkcs12' | 'pem';
+    /**
+     * The certificate's subject distinguished name, its attributes in the certificate's order, comma-separated.
+     */
+    subject: string;
+    /**
+     * The distinguished name of the certificate's issuer.
+     */
+    issuer: string;
+    /**
+     * The start of the certificate's validity.
+     */
+    not_before: string;
+    /**
+     * The end of the certificate's validity.
+     */
+    not_after: string;
+    /**
+     * The SHA-256 fingerprint of the certificate, colon-separated hex.
+     */
+    fingerprint_sha256: string;
     created_at: string;
 };
 
@@ -4293,7 +4313,7 @@ export type BatchStatusQuery = BatchStatus;
 /**
  * One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player.
  */
-export type RecordingRangeHeader = string;
+export type RangeHeader = string;
 
 /**
  * The id of the running session to run the code in.
@@ -5333,6 +5353,12 @@ export type DeleteSessionDownloadResponse = DeleteSessionDownloadResponses[keyof
 
 export type FetchSessionDownloadData = {
     body?: never;
+    headers?: {
+        /**
+         * One byte range of the file (`bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`), to resume a download or seek in a player.
+         */
+        Range?: string;
+    };
     path: {
         /**
          * The session's id.
@@ -5361,6 +5387,10 @@ export type FetchSessionDownloadErrors = {
      */
     404: Error;
     /**
+     * The requested range lies outside the file.
+     */
+    416: Error;
+    /**
      * The server failed; the message names no internals.
      */
     500: Error;
@@ -5373,6 +5403,10 @@ export type FetchSessionDownloadResponses = {
      * The file.
      */
     200: Blob | File;
+    /**
+     * The requested byte range of the file.
+     */
+    206: Blob | File;
 };
 
 export type FetchSessionDownloadResponse = FetchSessionDownloadResponses[keyof FetchSessionDownloadResponses];
@@ -6246,10 +6280,6 @@ export type ListRequestedHumanInterventionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListRequestedHumanInterventionsError = ListRequestedHumanInterventionsErrors[keyof ListRequestedHumanInterventionsErrors];
@@ -6300,10 +6330,6 @@ export type RespondToHumanInterventionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type RespondToHumanInterventionError = RespondToHumanInterventionErrors[keyof RespondToHumanInterventionErrors];
@@ -6346,10 +6372,6 @@ export type PauseAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type PauseAgentError = PauseAgentErrors[keyof PauseAgentErrors];
@@ -6392,10 +6414,6 @@ export type ResumeAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ResumeAgentError = ResumeAgentErrors[keyof ResumeAgentErrors];
@@ -6697,10 +6715,6 @@ export type ExecuteCodeErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ExecuteCodeError = ExecuteCodeErrors[keyof ExecuteCodeErrors];
@@ -9791,10 +9805,6 @@ export type ListClientCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListClientCertificatesError = ListClientCertificatesErrors[keyof ListClientCertificatesErrors];
@@ -9836,10 +9846,6 @@ export type UploadClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UploadClientCertificateError = UploadClientCertificateErrors[keyof UploadClientCertificateErrors];
@@ -9882,10 +9888,6 @@ export type DeleteClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteClientCertificateError = DeleteClientCertificateErrors[keyof DeleteClientCertificateErrors];
@@ -9898,6 +9900,48 @@ export type DeleteClientCertificateResponses = {
 };
 
 export type DeleteClientCertificateResponse = DeleteClientCertificateResponses[keyof DeleteClientCertificateResponses];
+
+export type GetClientCertificateData = {
+    body?: never;
+    path: {
+        /**
+         * The client certificate id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/client-certificates/{id}';
+};
+
+export type GetClientCertificateErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+};
+
+export type GetClientCertificateError = GetClientCertificateErrors[keyof GetClientCertificateErrors];
+
+export type GetClientCertificateResponses = {
+    /**
+     * The client certificate.
+     */
+    200: ClientCertificateResponse;
+};
+
+export type GetClientCertificateResponse = GetClientCertificateResponses[keyof GetClientCertificateResponses];
 
 export type ListCaCertificatesData = {
     body?: never;
@@ -9915,10 +9959,6 @@ export type ListCaCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type ListCaCertificatesError = ListCaCertificatesErrors[keyof ListCaCertificatesErrors];
@@ -9964,10 +10004,6 @@ export type UploadCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type UploadCaCertificateError = UploadCaCertificateErrors[keyof UploadCaCertificateErrors];
@@ -10010,10 +10046,6 @@ export type DeleteCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
-    /**
-     * This operation is part of the contract but this server does not implement it yet.
-     */
-    501: Error;
 };
 
 export type DeleteCaCertificateError = DeleteCaCertificateErrors[keyof DeleteCaCertificateErrors];

@@ -3,9 +3,13 @@
 // (never shown again) and revoked (401 at once), per-project limits taking the place of the
 // configuration's (included credits, cost limit, concurrent browsers, on real Chromium),
 // and a project's deletion refused while a session runs.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ZipFile } from 'yazl';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { batchEnd, createBatch, getBatch, HEADLESS, until, type Requester } from '../batches/test-support.js';
 
 const ADMIN_TOKEN = 'adm_0123456789abcdef0123456789abcdef';
 const spec = loadSpec();
@@ -16,6 +20,16 @@ const isProjects = schema('AdminProjectListResponse');
 const isKeyMade = schema('AdminKeyCreatedResponse');
 const isKeys = schema('AdminKeyListResponse');
 const isBilling = schema('BillingResponse');
+
+function zipOf(entries: Record<string, string>): Promise<Buffer> {
+  const zip = new ZipFile();
+  for (const [name, content] of Object.entries(entries)) zip.addBuffer(Buffer.from(content), name);
+  zip.end();
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+  });
+}
 
 function expectValid(validate: ReturnType<typeof schema>, body: unknown) {
   expect(validate(body), JSON.stringify(validate.errors)).toBe(true);
@@ -182,11 +196,39 @@ describe.each(backends)('admin API on %s', (backend) => {
     await send(t, 'PATCH', `/admin/v1/projects/${p.id}`, { body: { cost_limit: null } });
     expect((await send(t, 'GET', '/v1/billing', { token: null, key })).body.data).toMatchObject({ included_credits: 1000, cost_limit: null });
 
-    // Idle now: deleted, with its keys and sessions' history.
+    // A stored file of the project: an uploaded extension.
+    const form = new FormData();
+    form.set('name', 'kept');
+    const manifest = JSON.stringify({ manifest_version: 3, name: 'Kept', version: '1.0' });
+    form.set('file', new Blob([new Uint8Array(await zipOf({ 'manifest.json': manifest }))], { type: 'application/zip' }), 'kept.zip');
+    expect((await fetch(`${t.url}/v1/extensions`, { method: 'POST', headers: { 'service-api-key': key }, body: form })).status).toBe(200);
+    const [{ storage_key }] = await t.db.query<{ storage_key: string }>('SELECT storage_key FROM extensions WHERE project_id = $1', [p.id]);
+    const stored = join(t.dataDir, 'extensions', storage_key);
+    expect(existsSync(stored)).toBe(true);
+
+    // Idle now: deleted, with its keys, sessions' history and stored files.
     expect((await send(t, 'DELETE', `/admin/v1/projects/${p.id}`)).body).toEqual({ data: { status: 'deleted' } });
     expect((await send(t, 'GET', `/admin/v1/projects/${p.id}`)).status).toBe(404);
     expect((await send(t, 'GET', '/v1/billing', { token: null, key })).status).toBe(401);
     const [{ n }] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE project_id = $1', [p.id]);
     expect(n).toBe(0);
+    expect(existsSync(stored)).toBe(false);
+  });
+
+  it("makes a batch's items past the project's cap wait for one of its browsers to end", async () => {
+    const p = (await send(t, 'POST', '/admin/v1/projects', { body: { name: 'batch-cap', max_concurrent_browsers: 1 } })).body.data;
+    const key = (await send(t, 'POST', `/admin/v1/projects/${p.id}/keys`)).body.data.key;
+    const as: Requester = { request: (path, init = {}) => fetch(t.url + path, { ...init, headers: { 'service-api-key': key, ...(init.headers as Record<string, string>) } }) };
+    const batchId = await createBatch(as, { count: 2, configuration: HEADLESS });
+    const made = (b: any) => b.sessions.filter((i: any) => i.session_id).map((i: any) => i.session_id as string);
+    const first = made(await until(() => getBatch(as, batchId), (b) => made(b).length === 1));
+    // The server has room (4); the project has not: the second item waits.
+    await new Promise((r) => setTimeout(r, 1500));
+    const waiting = await getBatch(as, batchId);
+    expect(waiting).toMatchObject({ status: 'pending', completed_requests: 1, failed_requests: 0, pending_requests: 1 });
+    expect((await send(t, 'DELETE', `/v1/sessions/${first[0]}`, { token: null, key })).status).toBe(200);
+    const done = await batchEnd(as, batchId);
+    expect(done).toMatchObject({ status: 'completed', completed_requests: 2, failed_requests: 0 });
+    for (const id of made(done)) await send(t, 'DELETE', `/v1/sessions/${id}`, { token: null, key });
   });
 });

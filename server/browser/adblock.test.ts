@@ -4,7 +4,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ADBLOCK, adblockPreferences } from './adblock.js';
+import { ADBLOCK } from './adblock.js';
+import { allowInNewContexts } from './extensions.js';
 
 const dir = fileURLToPath(new URL('./extensions/adblock/', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
@@ -59,10 +60,10 @@ describe('the ad-block extension', () => {
 
   it('is allowed in new browser contexts by the profile, other settings kept', () => {
     const prefs: any = { extensions: { settings: { other: { incognito: false }, [ADBLOCK.id]: { kept: 1 } } }, download: {} };
-    adblockPreferences(prefs);
+    allowInNewContexts(prefs, [ADBLOCK.id]);
     expect(prefs.extensions.settings).toEqual({ other: { incognito: false }, [ADBLOCK.id]: { kept: 1, incognito: true } });
     const fresh: any = {};
-    adblockPreferences(fresh);
+    allowInNewContexts(fresh, [ADBLOCK.id]);
     expect(fresh).toEqual({ extensions: { settings: { [ADBLOCK.id]: { incognito: true } } } });
   });
 });

@@ -35,11 +35,11 @@
 // (Playwright's newContext) are off-the-record profiles, where an extension runs only when
 // allowed there: the profile's preferences allow it.
 import { cp } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CdpClient } from './cdp-client.js';
+import { extensionId } from './extensions.js';
 
 const source = fileURLToPath(new URL('./extensions/adblock/', import.meta.url));
 
@@ -50,12 +50,6 @@ interface Manifest {
 }
 
 const manifest = JSON.parse(readFileSync(join(source, 'manifest.json'), 'utf8')) as Manifest;
-
-/** Chromium's id for an extension with a key: the first 128 bits of SHA-256(key), a–p for each hex digit. */
-export function extensionId(key: string): string {
-  const hex = createHash('sha256').update(Buffer.from(key, 'base64')).digest('hex').slice(0, 32);
-  return [...hex].map((c) => String.fromCharCode(97 + parseInt(c, 16))).join('');
-}
 
 export const ADBLOCK = {
   id: extensionId(manifest.key),
@@ -69,13 +63,6 @@ export async function installAdblock(rootDir: string): Promise<string> {
   const dir = join(rootDir, 'adblock');
   await cp(source, dir, { recursive: true });
   return dir;
-}
-
-/** The profile preferences that let the extension run in new (off-the-record) browser contexts. */
-export function adblockPreferences(prefs: any): void {
-  prefs.extensions ??= {};
-  prefs.extensions.settings ??= {};
-  prefs.extensions.settings[ADBLOCK.id] = { ...prefs.extensions.settings[ADBLOCK.id], incognito: true };
 }
 
 /**

@@ -1,6 +1,7 @@
 // The browser runtime of a session: launching Chromium in a private root, warm pooled
 // browsers, the sweep of what a killed server left, and the public CDP endpoint.
 export { launchBrowser, rootPaths, type BrowserExit, type LaunchEnv, type RootAddition, type RunningBrowser } from './launch.js';
+export type { AutoSelectCertificate, CertificateNameFilter } from './auto-select-certificates.js';
 export { closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from './metered.js';
 export { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './launch-options.js';
 export { DISABLED_FEATURES, type Geometry, type Size } from './flags.js';

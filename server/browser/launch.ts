@@ -19,8 +19,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { adblockPreferences, installAdblock } from './adblock.js';
-import { installStealth, stealthPreferences } from './stealth-extension.js';
+import { installAdblock } from './adblock.js';
+import { autoSelectCertificatePreferences, type AutoSelectCertificate } from './auto-select-certificates.js';
+import { installStealth } from './stealth-extension.js';
+import { allowInNewContexts, unpackedExtensionId } from './extensions.js';
 import { CdpClient } from './cdp-client.js';
 import { downloadsDirOf } from './download-path.js';
 import { chromiumArgs, geometry, type Geometry, type WindowInsets } from './flags.js';
@@ -61,6 +63,8 @@ export interface RootAddition extends Pick<LaunchOptions, 'extensionDirs'> {
    * bookmarks bar, which would take height from the page, is hidden like every browser's).
    */
   userData?: boolean;
+  /** Client certificates the root's NSS database (home/.pki/nssdb) holds, and the origins each is presented to. */
+  autoSelectCertificates?: AutoSelectCertificate[];
 }
 
 export interface BrowserExit {
@@ -188,13 +192,14 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
   try {
     await Promise.all(Object.values(paths).map((p) => mkdir(p, { recursive: true })));
     // Before the preferences: a saved profile unpacked into user-data/ brings its own
-    // Preferences, which this launch's download folder and exit state then overwrite.
+    // Preferences, which this launch's download folder and exit state then overwrite. After every extension folder is known:
+    // the preferences let each run in new browser contexts.
     const added = await env.prepare?.(rootDir);
     if (added?.extensionDirs?.length) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), ...added.extensionDirs] };
     if (added?.userData) await removeLocks(paths.userData);
-    await writeProfilePreferences(paths.userData, paths.downloads, options);
     if (options.adblock) options = { ...options, extensionDirs: [await installAdblock(rootDir), ...(options.extensionDirs ?? [])] };
     if (options.extraStealth) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), await installStealth(rootDir)] };
+    await writeProfilePreferences(paths.userData, paths.downloads, options, added?.autoSelectCertificates ?? []);
 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);
@@ -378,7 +383,7 @@ async function removeLocks(userDataDir: string): Promise<void> {
  * CDP Browser.setDownloadBehavior: it holds for the browser's whole life, whatever CDP
  * clients come and go. The exit type is reset so that a saved profile does not offer to
  * restore the pages of a browser that was killed. Without the PDF viewer, a PDF is a
- * download like any other file. The ad-block runs in new browser contexts too.
+ * download like any other file. Every extension loaded runs in new browser contexts too.
  *
  * "Continue where you left off" (restore_on_startup 1) is what makes Chromium write session
  * cookies (those without an expiry) to its cookie database and read them back at the next
@@ -387,7 +392,12 @@ async function removeLocks(userDataDir: string): Promise<void> {
  * Chromium 156). It restores no tabs here: a fresh root has none to restore, and a saved
  * profile is kept without its Sessions folder.
  */
-async function writeProfilePreferences(userDataDir: string, downloads: string, options: Pick<LaunchOptions, 'pdfViewer' | 'adblock' | 'extraStealth'>): Promise<void> {
+async function writeProfilePreferences(
+  userDataDir: string,
+  downloads: string,
+  options: Pick<LaunchOptions, 'pdfViewer' | 'extensionDirs'>,
+  certificates: readonly AutoSelectCertificate[],
+): Promise<void> {
   const file = join(userDataDir, 'Default', 'Preferences');
   let prefs: any = {};
   try {
@@ -402,8 +412,9 @@ async function writeProfilePreferences(userDataDir: string, downloads: string, o
   prefs.session = { ...prefs.session, restore_on_startup: 1 };
   // A saved profile may have shown the bookmarks bar: it would take height from the page.
   prefs.bookmark_bar = { ...prefs.bookmark_bar, show_on_all_tabs: false };
-  if (options.adblock) adblockPreferences(prefs);
-  if (options.extraStealth) stealthPreferences(prefs);
+  allowInNewContexts(prefs, await Promise.all((options.extensionDirs ?? []).map(unpackedExtensionId)));
+  // Always, even empty: a saved profile's rules name certificates this session may not hold.
+  autoSelectCertificatePreferences(prefs, certificates);
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(prefs));
 }

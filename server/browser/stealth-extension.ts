@@ -8,19 +8,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stealthScript } from '../page/stealth.js';
-import { extensionId } from './adblock.js';
 
-/**
- * A key fixes the extension's id (Chromium derives an unpacked extension's id from its folder
- * otherwise), so that the profile can let it run in the browser contexts a client makes,
- * which are incognito-like and run only the extensions allowed there.
- */
 const KEY = 'MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAn3P5IKPEQ8vlAau+IKjXO/X/9D8DgrYGwEyk/Zed0jzMnfjh6alS9PWvSK86bu91JIS2OZHikY3bPxXh1rfjSv0aLahBTD7hwIV7rbgTKiOdQCRhr2FNrcIhFcOqmy9FPdm1TnP9GQHnUyfu1sJJhag71wXX5abq/K44fBaT9mCAykIz6DWTC5CztqlD3iWCkkAiW2E1S8eyW7B3vKH0WpYngdqWaCFcbGhKDcbgQLUhdgMQ/19RBZL88BkJjqbuwcYKxJz8oiT7S3eWI+R3gC8atxMox6jPrP/2Ex4iYhwon0Fv2aYEst4qP1acWuPB7lKE1pl9uB92Ng60A/CnOwIDAQAB';
-const ID = extensionId(KEY);
-
 const MANIFEST = {
   manifest_version: 3,
-  key: KEY,
   name: 'Stealth',
   version: '1.0.0',
   description: 'browser.extra_stealth: fingerprint hardening in every page and frame.',
@@ -28,13 +19,6 @@ const MANIFEST = {
     { matches: ['<all_urls>'], match_about_blank: true, match_origin_as_fallback: true, all_frames: true, run_at: 'document_start', world: 'MAIN', js: ['main.js'] },
   ],
 };
-
-/** Lets the extension run in new browser contexts too (a profile preference). */
-export function stealthPreferences(prefs: any): void {
-  prefs.extensions ??= {};
-  prefs.extensions.settings ??= {};
-  prefs.extensions.settings[ID] = { ...prefs.extensions.settings[ID], incognito: true };
-}
 
 /** Writes the extension into the root; answers its folder. */
 export async function installStealth(rootDir: string): Promise<string> {

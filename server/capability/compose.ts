@@ -11,7 +11,9 @@ import type { AnyCapability, Capability, OperationId, Upgrade, Worker } from './
 import type { LaunchAddition, LaunchingSession, RunningSession, SessionEnd, SessionHooks, SessionOptions } from './session.js';
 
 /** The composed service: what server.ts wires into HTTP and runs. */
-export interface Composed {
+export interface Composed<Provided extends object = object> {
+  /** What the base and the capabilities provide (their services), for the assembly to hand on. */
+  readonly provided: Provided;
   readonly handlers: AppHandlers;
   /** Adds every capability's own routes, in order. */
   routes(app: Hono): void;
@@ -56,7 +58,7 @@ export class Composition<Deps extends object, Ops extends OperationId> {
   }
 
   /** The service, once every operation has its capability. */
-  build(..._unserved: [Exclude<OperationId, Ops>] extends [never] ? [] : [unserved: Exclude<OperationId, Ops>]): Composed {
+  build(..._unserved: [Exclude<OperationId, Ops>] extends [never] ? [] : [unserved: Exclude<OperationId, Ops>]): Composed<Deps> {
     const list = [...this.capabilities];
     const log = this.log;
     const handlers = Object.assign({}, ...list.map((c) => c.handlers)) as AppHandlers;
@@ -83,6 +85,7 @@ export class Composition<Deps extends object, Ops extends OperationId> {
     };
 
     return {
+      provided: this.deps as Deps,
       handlers,
       routes: (app) => {
         for (const c of list) c.routes?.(app);
@@ -142,13 +145,20 @@ class HookList implements SessionHooks {
 
   async launching(s: LaunchingSession): Promise<LaunchAddition> {
     const extensionDirs: string[] = [];
+    const autoSelectCertificates: NonNullable<LaunchAddition['autoSelectCertificates']> = [];
     let userData = false;
     for (const { hooks } of this.list) {
       const added = await hooks.launching?.(s);
       extensionDirs.push(...(added?.extensionDirs ?? []));
+      autoSelectCertificates.push(...(added?.autoSelectCertificates ?? []));
       userData ||= added?.userData === true;
     }
-    return { extensionDirs, userData };
+    return { extensionDirs, userData, autoSelectCertificates };
+  }
+
+  async coldLaunch(projectId: string, options: SessionOptions): Promise<boolean> {
+    for (const { hooks } of this.list) if (await hooks.coldLaunch?.(projectId, options)) return true;
+    return false;
   }
 
   async started(s: RunningSession): Promise<void> {

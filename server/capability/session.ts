@@ -64,7 +64,7 @@ export interface LaunchingSession {
   readonly rootDir: string;
 }
 
-/** What capabilities add to a session's launch: extension folders they unpacked in its root, a saved profile in its user-data. */
+/** What capabilities add to a session's launch: extension folders they unpacked in its root, a saved profile in its user-data, client certificates in its NSS database. */
 export type LaunchAddition = RootAddition;
 
 /**
@@ -85,6 +85,12 @@ export interface SessionHooks {
    * a service proxy. The first capability that names one decides.
    */
   stickyProxy?(projectId: string, options: SessionOptions): Promise<string | undefined>;
+  /**
+   * The session needs a browser of its own although its options would fit a warm pooled one:
+   * what the capability adds at launch cannot be given to a browser already running (the
+   * project's client certificates, read by Chromium at start). Any capability saying so decides.
+   */
+  coldLaunch?(projectId: string, options: SessionOptions): Promise<boolean>;
   /** The browser launches cold (never a warm pooled one) and its root exists: fill it, and say what that adds to the launch. */
   launching?(s: LaunchingSession): Promise<LaunchAddition | undefined>;
   /** The session is running: its browser is up and initial_url loaded. */

@@ -53,6 +53,8 @@ export interface Config {
   agentAccessRatePerMinute: number;
   batchQueueTimeoutSeconds: number;
   batchConcurrency: number;
+  /** Sandboxed code runners started ahead of runs (Playwright loaded), per runner; 0 starts each run cold. */
+  sandboxWarm: number;
   pricePerBrowserMinute: number;
   pricePerProxyGb: number;
   pricePerScreenshot: number;
@@ -76,6 +78,8 @@ export interface Config {
   adminToken: string | undefined;
   /** The bearer token GET /metrics asks for (never log it); undefined: /metrics is open. */
   metricsToken: string | undefined;
+  /** OTLP/HTTP base URL traces are sent to; undefined: no traces. */
+  otelEndpoint: string | undefined;
 }
 
 /** One entry per variable: the README's configuration table mirrors this list. */
@@ -115,6 +119,7 @@ export const variables = {
   AGENT_ACCESS_RATE_PER_MINUTE: 'Agent-access requests allowed per client address per minute, all three operations together (default 60).',
   BATCH_QUEUE_TIMEOUT_SECONDS: 'How long a batch item waits for browser capacity before it fails, in seconds from the batch\'s creation (default 300).',
   BATCH_CONCURRENCY: 'Batch items this server provisions at the same time, within MAX_CONCURRENT_BROWSERS (default 4).',
+  SANDBOX_WARM: 'Sandboxed runners for user code (tasks, execute-code) kept started ahead of runs, which saves each run the loading of Playwright (default 1; 0 starts every run cold). An idle one ends after two minutes.',
   PRICE_PER_BROWSER_MINUTE: 'Credits per minute of a session, from creation to end (default 0.01).',
   PRICE_PER_PROXY_GB: 'Credits per gigabyte (10^9 bytes) through a session\'s proxy (default 4).',
   PRICE_PER_SCREENSHOT: 'Credits per screenshot a session takes over CDP (default 0.001).',
@@ -128,6 +133,7 @@ export const variables = {
   SERVICE_PROXY_POOL: 'Path of a JSON or YAML file listing the upstream proxies service_proxy sessions go through ({url, country_code, region?, city?} each; see Service proxies); unset: service proxies answer 400.',
   ADMIN_TOKEN: 'Bearer token of the admin API under /admin/v1 (projects, limits, API keys; see Projects and API keys), at least 32 characters; unset: that API is off and answers 404.',
   METRICS_TOKEN: 'Bearer token GET /metrics asks for, at least 16 characters; unset: /metrics answers anyone who reaches the server.',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
 
 export type VariableName = keyof typeof variables;
@@ -216,6 +222,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsToken !== undefined && (metricsToken.length < 16 || /\s/.test(metricsToken))) {
     problems.push('METRICS_TOKEN must be at least 16 characters without spaces');
   }
+  const otelEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT ? env.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '') : undefined;
+  if (otelEndpoint !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(otelEndpoint)) {
+    problems.push('OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, such as http://localhost:4318');
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -257,6 +267,7 @@ export function loadConfig(env: Env = process.env): Config {
     agentAccessRatePerMinute: int('AGENT_ACCESS_RATE_PER_MINUTE', 60, 1),
     batchQueueTimeoutSeconds: int('BATCH_QUEUE_TIMEOUT_SECONDS', 300, 1, 7 * 86_400),
     batchConcurrency: int('BATCH_CONCURRENCY', 4, 1, 1000),
+    sandboxWarm: int('SANDBOX_WARM', 1, 0, 16),
     pricePerBrowserMinute: num('PRICE_PER_BROWSER_MINUTE', 0.01, 0),
     pricePerProxyGb: num('PRICE_PER_PROXY_GB', 4, 0),
     pricePerScreenshot: num('PRICE_PER_SCREENSHOT', 0.001, 0),
@@ -270,6 +281,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey,
     adminToken,
     metricsToken,
+    otelEndpoint,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

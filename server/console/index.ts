@@ -6,16 +6,16 @@
 // (api.ts) and through their index.ts.
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
-import type { LiveViewLinks } from '../liveview/index.js';
+import type { LiveView } from '../liveview/index.js';
 import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
 import { ConsoleAuth } from './auth.js';
 import { consoleRoutes } from './routes.js';
 
-export function webConsole(d: { db: Db; config: ServiceConfig; secrets: Secrets; liveViewLinks: LiveViewLinks }): Capability {
+export function webConsole(d: { db: Db; config: ServiceConfig; secrets: Secrets; liveViews: LiveView }): Capability {
   const auth = new ConsoleAuth({ db: d.db, secrets: d.secrets, publicUrl: d.config.publicUrl });
   return {
     name: 'console',
-    routes: (app) => consoleRoutes(app, { db: d.db, auth, liveViewLinks: d.liveViewLinks, publicUrl: d.config.publicUrl }),
+    routes: (app) => consoleRoutes(app, { db: d.db, auth, liveViews: d.liveViews, publicUrl: d.config.publicUrl }),
   };
 }

@@ -7,7 +7,7 @@ import type { components } from '../../generated/types.js';
 import { createKey, listKeys, revokeKey } from '../admin/index.js';
 import { retryDelivery } from '../events/index.js';
 import { findSessionRecord, listSessions, type SessionStatus } from '../sessions/index.js';
-import type { LiveViewLinks } from '../liveview/index.js';
+import type { LiveView } from '../liveview/index.js';
 import { EVENT_TYPES } from '../outbox/types.js';
 import type { Db } from '../store/db.js';
 import { ApiError, consoleApi, type ConsoleApi } from './api.js';
@@ -23,7 +23,7 @@ type S = components['schemas'];
 export interface ConsoleDeps {
   db: Db;
   auth: ConsoleAuth;
-  liveViewLinks: LiveViewLinks;
+  liveViews: Pick<LiveView, 'mintTakeover' | 'mintWatch'>;
   publicUrl: string;
 }
 
@@ -149,7 +149,7 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
     const control = c.req.query('control') === '1';
     const refresh = refreshing(c);
     // A refresh of the page's live parts does not touch the embedded view: no new ticket.
-    const liveSrc = live && !refresh ? d.liveViewLinks.ticketFor(s.id, !control) : undefined;
+    const liveSrc = live && !refresh ? liveViewPath(d.liveViews, s.id, control) : undefined;
     return render(
       c,
       user,
@@ -268,6 +268,12 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
     const list = await api.get<S['ExtensionListResponse']>('/v1/extensions');
     return render(c, user, 'Extensions', 'extensions', extensionsView(list.data));
   });
+}
+
+/** The embedded live view: a takeover link (input, even in a read-only session) or a watch link. */
+function liveViewPath(views: Pick<LiveView, 'mintTakeover' | 'mintWatch'>, id: string, control: boolean): string | undefined {
+  const token = control ? views.mintTakeover(id) : views.mintWatch(id);
+  return token && `/live/${id}?${control ? 'takeover' : 'watch'}=${token}`;
 }
 
 const errorView = (message: string) => html`<h1>Not available</h1><div class="notice error">${message}</div><p><a href="/console/sessions">Back to sessions</a></p>`;

@@ -58,10 +58,13 @@ describe.each(backends)('extensions on %s', (backend) => {
    * is there from the document's start, the worker's answer when it comes (waited for only
    * where the responder runs).
    */
-  const marks = async (cdpUrl: string, worker = true) => {
+  const marks = async (cdpUrl: string, worker = true, newContext = false) => {
     const browser = await chromium.connectOverCDP(cdpUrl);
     try {
-      const page: Page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+      // newContext: a browser context of the client's own (off the record), as Playwright's newContext makes.
+      const page: Page = newContext
+        ? await (await browser.newContext()).newPage()
+        : (browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage()));
       await page.goto(pages.url('/second'));
       if (worker) await page.waitForFunction(() => document.documentElement.dataset.cbWorker !== undefined, undefined, { timeout: 15_000 }).catch(() => {});
       return await page.evaluate(() => ({ marker: document.documentElement.dataset.cbMarker, worker: document.documentElement.dataset.cbWorker }));
@@ -95,6 +98,7 @@ describe.each(backends)('extensions on %s', (backend) => {
       const s = await createSession(server, { browser: { headless: { active: headless }, extensions: ids }, session: { recording: { active: false } } });
       try {
         expect(await marks(s.cdp_url), `headless ${headless}`).toEqual({ marker: 'marked by the extension', worker: 'worker got /second' });
+        expect(await marks(s.cdp_url, true, true), `headless ${headless}, a new context`).toEqual({ marker: 'marked by the extension', worker: 'worker got /second' });
       } finally {
         await endSession(server, s.id);
       }

@@ -69,6 +69,27 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
     expect((await bad.json()).error.message).toMatch(/query\/limit must be >= 1/);
   });
 
+  it('refuses with 400 what no store could keep, before a handler sees it: NUL, half a surrogate pair, nesting past 64 levels', async () => {
+    const send = (path: string, body?: string) =>
+      server.request(path, body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const deep = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
+    const cases: [Response, RegExp][] = [
+      [await send('/v1/profiles/a%00b'), /^path\/name must not contain the NUL character/],
+      [await send("/v1/sessions?tags=a%00"), /^query\/tags\/0 must not contain the NUL character/],
+      [await send('/v1/webhooks', '{"url":"https://x.example/h","subscribed_events":["session.completed"],"description":"a\\u0000b"}'), /^body\/description must not contain the NUL/],
+      [await send('/v1/webhooks', '{"url":"https://x.example/h","subscribed_events":["session.completed"],"description":"\\ud800"}'), /^body\/description must be well-formed Unicode/],
+      [await send('/v1/batch-sessions', `{"count":1,"metadata":${deep(80)}}`), /^body\/metadata(\/a)+ is nested deeper than 64 levels/],
+      [await send('/v1/batch-sessions', '{"count":1,"metadata":{"k\\u0000":1}}'), /^body\/metadata key "k\\u0000" must not contain the NUL/],
+    ];
+    for (const [res, message] of cases) {
+      expect(res.status).toBe(400);
+      expect((await res.json()).error.message).toMatch(message);
+    }
+    // Well-formed text beyond the Basic Multilingual Plane is fine.
+    const emoji = await send('/v1/webhooks', '{"url":"https://x.example/h","subscribed_events":["session.completed"],"description":"\\ud83d\\ude00 ok"}');
+    expect(emoji.status).not.toBe(400);
+  });
+
   it('refuses bodies over the limit with 413', async () => {
     const res = await server.request('/v1/webhooks', {
       method: 'POST',

@@ -3,6 +3,7 @@
 // contract, call the operation's handler, and serialize the data it returns. Handlers
 // never touch Hono; everything a client can see of an error is built here or in errors.ts.
 import { randomUUID } from 'node:crypto';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv';
@@ -28,6 +29,12 @@ export interface HttpAppOptions {
   /** Told of every answered request (metrics); the contract's operationId when one served it. */
   observe?(sample: { operationId: string | undefined; status: number; seconds: number }): void;
 }
+
+// Asked for at each use: a server started again in this process (tests) registers a new
+// provider, which tracers obtained earlier would not see.
+const tracer = () => trace.getTracer('cloud-browser');
+/** The contract's route that served the request, if one did. */
+const route = (c: Context) => c.get('route' as never) as Route | undefined;
 
 /** An incoming X-Request-Id is kept when it is short and plain (it goes into logs and a header). */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -85,7 +92,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
 
   const handle = (route: Route) => async (c: Context) => {
     const requestId = c.get('requestId' as never) as string;
-    c.set('operationId' as never, route.operationId as never);
+    c.set('route' as never, route as never);
     const reqLog = log.child({ requestId, operationId: route.operationId });
     try {
       let owner: { projectId: string; apiKeyId: string } | undefined;
@@ -96,8 +103,10 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       }
       const v = validators.get(route.operationId)!;
       const params: Record<string, unknown> = { ...c.req.param() };
+      refuseUnstorable(params, 'path');
       if (v.params && !v.params(params)) throw new RequestError(400, describeErrors(v.params.errors, 'path'));
       const query = readQuery(c, route);
+      refuseUnstorable(query, 'query');
       if (v.query && !v.query(query)) throw new RequestError(400, describeErrors(v.query.errors, 'query'));
       const body = await readBody(c, route, v, options);
 
@@ -119,10 +128,22 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     const requestId = incoming && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set('requestId' as never, requestId as never);
     const started = performance.now();
-    await next();
+    // A trace span for the request (a no-op unless tracing is on), continuing the caller's
+    // trace when it sent a traceparent; what the request does runs inside it.
+    const parent = propagation.extract(ROOT_CONTEXT, Object.fromEntries(c.req.raw.headers));
+    const span = tracer().startSpan(c.req.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': c.req.method, 'url.path': c.req.path, 'request.id': requestId } }, parent);
+    try {
+      await context.with(trace.setSpan(parent, span), next);
+    } finally {
+      const served = route(c);
+      if (served) span.updateName(`${c.req.method} ${served.path}`).setAttributes({ 'http.route': served.path, 'operation.id': served.operationId });
+      span.setAttribute('http.response.status_code', c.res.status);
+      if (c.res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    }
     c.header('x-request-id', requestId);
     const ms = performance.now() - started;
-    const operationId = c.get('operationId' as never) as string | undefined;
+    const operationId = route(c)?.operationId;
     // Paths only: query strings can carry CDP and live-view tokens.
     log.info({ requestId, method: c.req.method, path: c.req.path, operationId, status: c.res.status, ms: Math.round(ms) }, 'request');
     options.observe?.({ operationId, status: c.res.status, seconds: ms / 1000 });
@@ -197,6 +218,7 @@ async function readBody(c: Context, route: Route, v: Validators, options: HttpAp
     const fields: Record<string, unknown> = {};
     const shadow: Record<string, unknown> = {};
     for (const [name, value] of form.entries()) {
+      if (typeof value === 'string') refuseUnstorable({ [name]: value }, 'body');
       fields[name] = value;
       // Ajv sees file fields as text: their presence is what the schema checks.
       shadow[name] = typeof value === 'string' ? value : '(file)';
@@ -213,8 +235,41 @@ async function readBody(c: Context, route: Route, v: Validators, options: HttpAp
   } catch {
     throw new RequestError(400, 'Malformed JSON body');
   }
+  refuseUnstorable(body, 'body');
   if (v.body && !v.body(body)) throw new RequestError(400, describeErrors(v.body.errors, 'body'));
   return body;
+}
+
+/** Half of a surrogate pair: text no UTF-8 store can hold. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Deepest nesting of arrays and objects a request may have. */
+export const MAX_DEPTH = 64;
+
+/**
+ * Refuses (400) what no handler could keep: text with the NUL character or half of a
+ * surrogate pair (PostgreSQL stores neither, in text or in jsonb), and JSON nested deeper than
+ * MAX_DEPTH (jsonb and recursive code have stack limits). Every operation answers 400, so a
+ * request the schema alone would accept never reaches the database to fail there as a 500.
+ * Iterative: the input is what may be deep.
+ */
+function refuseUnstorable(value: unknown, where: 'path' | 'query' | 'body'): void {
+  const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path: where, depth: 0 }];
+  while (stack.length > 0) {
+    const { v, path, depth } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\0')) throw new RequestError(400, `${path} must not contain the NUL character (U+0000)`);
+      if (LONE_SURROGATE.test(v)) throw new RequestError(400, `${path} must be well-formed Unicode (it holds half of a surrogate pair)`);
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= MAX_DEPTH) throw new RequestError(400, `${path} is nested deeper than ${MAX_DEPTH} levels`);
+    for (const [k, child] of Object.entries(v)) {
+      const at = Array.isArray(v) ? `${path}/${k}` : `${path}/${k.slice(0, 40)}`;
+      if (!Array.isArray(v)) stack.push({ v: k, path: `${path} key ${JSON.stringify(k.slice(0, 40))}`, depth });
+      stack.push({ v: child, path: at, depth: depth + 1 });
+    }
+  }
 }
 
 /** Reads the body, refusing (413) past `limit` bytes whether or not Content-Length says so. */

@@ -7,17 +7,10 @@ import type { SessionManager } from '../sessions/index.js';
 import { LiveView } from './live-view.js';
 import { Screencasts } from './screencast.js';
 
-export { LiveView, type LiveViewOptions } from './live-view.js';
+export { LiveView, type LiveViewOptions, type TicketGrant } from './live-view.js';
 export { Screencasts, ScreencastHub, type Frame, type FrameMeta, type Tab } from './screencast.js';
 
-/** Live-view pages for callers that authorized the viewer themselves (the web console). */
-export type LiveViewLinks = Pick<LiveView, 'ticketFor'>;
-
-export function liveView(d: {
-  config: ServiceConfig;
-  log: Logger;
-  sessions: SessionManager;
-}): Capability<never, { screencasts: Screencasts; liveViewLinks: LiveViewLinks }> {
+export function liveView(d: { config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<never, { screencasts: Screencasts; liveViews: LiveView }> {
   const screencasts = new Screencasts({ quality: d.config.screencastQuality, log: d.log });
   const view = new LiveView({ sessions: d.sessions, screencasts, log: d.log, maxViewers: d.config.liveViewMaxViewers });
   return {
@@ -31,6 +24,6 @@ export function liveView(d: {
         await screencasts.ending(s);
       },
     },
-    provides: { screencasts, liveViewLinks: view },
+    provides: { screencasts, liveViews: view },
   };
 }

@@ -6,7 +6,11 @@
 // reconnects) present instead of the token. A one_time_url token opens the page, or a
 // WebSocket, once; the ticket keeps working for that viewer. read_only is enforced here:
 // input from a viewer of a read-only session is dropped before it reaches the browser.
-// Everything a session has here (viewers, tickets) goes when it ends.
+// A takeover link (`?takeover=T`, minted when code in the session asks a person for help:
+// interventions/) opens the page with input even in a read-only session; the web console
+// (console/) uses those for its take-over, and watch links (`?watch=T`) to show the screen
+// without input and without using up a one_time_url link.
+// Everything a session has here (viewers, tickets, takeover links) goes when it ends.
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -18,6 +22,11 @@ import type { RunningSession, SessionHooks } from '../capability/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Frame, ScreencastHub, Screencasts, Tab } from './screencast.js';
 import { livePage, messagePage } from './page.js';
+
+/** What a viewer ticket allows: input to the browser, or watching only. */
+export interface TicketGrant {
+  input: boolean;
+}
 
 export interface LiveViewOptions {
   sessions: Pick<SessionManager, 'get' | 'touch'>;
@@ -49,8 +58,12 @@ interface Viewer {
 }
 
 interface SessionState {
-  /** sha256 of each ticket minted for the session's viewers, and whether it may drive the browser. */
-  tickets: Map<string, { readOnly: boolean }>;
+  /** sha256 of each ticket minted for the session's viewers, and what it allows. */
+  tickets: Map<string, TicketGrant>;
+  /** sha256 of each takeover link's token. */
+  takeovers: Set<string>;
+  /** sha256 of each watch link's token (view only). */
+  watches: Set<string>;
   oneTimeUsed: boolean;
   viewers: Set<Viewer>;
 }
@@ -74,19 +87,23 @@ export class LiveView implements SessionHooks {
         'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src blob: data:; connect-src 'self'; base-uri 'none'; form-action 'none'`,
       };
       const id = c.req.param('id');
-      // A ticket minted for the console (ticketFor) opens the page too; the page's
-      // WebSocket presents that same ticket.
-      const given = c.req.query('ticket');
-      const admitted = given !== undefined ? this.admitTicket(id, given) : this.admit(id, c.req.query('token') ?? '');
+      const takeover = c.req.query('takeover');
+      const watch = c.req.query('watch');
+      const admitted =
+        takeover !== undefined
+          ? this.admitTakeover(id, takeover)
+          : watch !== undefined
+            ? this.admitWatch(id, watch)
+            : this.admit(id, c.req.query('token') ?? '');
       if (!admitted.ok) {
         const title = admitted.code === CLOSE.notFound ? 'Session not found' : 'Live view unavailable';
         return c.html(messagePage(title, admitted.message, nonce), admitted.code === CLOSE.notFound ? 404 : admitted.code === CLOSE.ended ? 410 : 401, headers);
       }
       const s = admitted.session;
-      const readOnly = given !== undefined ? this.state.get(s.id)!.tickets.get(hash(given))!.readOnly : s.options.liveView.readOnly;
-      const ticket = given ?? this.mint(s.id, readOnly);
+      const ticket = this.mint(s.id, { input: admitted.input });
       const ws = `/live/${s.id}/ws?ticket=${ticket}`;
-      return c.html(livePage({ sessionId: s.id, ws, readOnly }, nonce), 200, headers);
+      const interventions = `/live/${s.id}/interventions?ticket=${ticket}`;
+      return c.html(livePage({ sessionId: s.id, ws, interventions, readOnly: !admitted.input }, nonce), 200, headers);
     });
   }
 
@@ -105,36 +122,24 @@ export class LiveView implements SessionHooks {
       const ticket = url.searchParams.get('ticket');
       const token = url.searchParams.get('token');
       let s: RunningSession | undefined;
-      let readOnly: boolean;
+      let input: boolean;
       if (ticket !== null) {
         s = this.o.sessions.get(id);
         if (!s) return ws.close(CLOSE.ended, 'session ended');
-        const minted = this.state.get(id)?.tickets.get(hash(ticket));
-        if (!minted) return ws.close(CLOSE.invalid, 'invalid ticket');
-        readOnly = minted.readOnly;
+        const grant = this.ticket(id, ticket);
+        if (!grant) return ws.close(CLOSE.invalid, 'invalid ticket');
+        input = grant.input;
       } else {
         const admitted = this.admit(id, token ?? '');
         if (!admitted.ok) return ws.close(admitted.code, admitted.message.slice(0, 120));
         s = admitted.session;
-        readOnly = s.options.liveView.readOnly;
+        input = admitted.input;
       }
       const st = this.stateOf(id);
       if (st.viewers.size >= this.o.maxViewers) return ws.close(CLOSE.tooMany, 'too many viewers');
-      this.attach(s, st, ws, readOnly);
+      this.attach(s, st, ws, !input);
     });
     return true;
-  }
-
-  /**
-   * The live-view page of a running session for someone the caller has already
-   * authorized (the web console, signed in to the session's project): a path with a fresh
-   * ticket, read-only or not as asked whatever the session's own live_view options say
-   * (its owner may take over a read-only session, and watching uses no one-time link).
-   * Undefined when the session does not run here.
-   */
-  ticketFor(sessionId: string, readOnly: boolean): string | undefined {
-    if (!this.o.sessions.get(sessionId)) return undefined;
-    return `/live/${sessionId}?ticket=${this.mint(sessionId, readOnly)}`;
   }
 
   /** Viewers of a session now (all sessions when no id). */
@@ -156,17 +161,47 @@ export class LiveView implements SessionHooks {
     }
   }
 
+  /**
+   * A takeover link's token for a running session of this node: it opens the live view with
+   * input, read-only session or not, until the session ends. Undefined when the session is
+   * not running here.
+   */
+  mintTakeover(sessionId: string): string | undefined {
+    if (!this.o.sessions.get(sessionId)) return undefined;
+    const token = randomBytes(24).toString('base64url');
+    this.stateOf(sessionId).takeovers.add(hash(token));
+    return token;
+  }
+
+  /**
+   * A watch link's token for a running session of this node, for a caller that authorized
+   * the viewer itself (the web console, signed in to the session's project): it opens the
+   * live view without input until the session ends, and leaves a one_time_url link unused.
+   * Undefined when the session is not running here.
+   */
+  mintWatch(sessionId: string): string | undefined {
+    if (!this.o.sessions.get(sessionId)) return undefined;
+    const token = randomBytes(24).toString('base64url');
+    this.stateOf(sessionId).watches.add(hash(token));
+    return token;
+  }
+
+  /** What a viewer ticket of the session allows; undefined when it is not one. */
+  ticket(sessionId: string, ticket: string): TicketGrant | undefined {
+    return this.state.get(sessionId)?.tickets.get(hash(ticket));
+  }
+
   private stateOf(id: string): SessionState {
     let st = this.state.get(id);
     if (!st) {
-      st = { tickets: new Map(), oneTimeUsed: false, viewers: new Set() };
+      st = { tickets: new Map(), takeovers: new Set(), watches: new Set(), oneTimeUsed: false, viewers: new Set() };
       this.state.set(id, st);
     }
     return st;
   }
 
   /** Checks a live-view token; uses up a one-time one. */
-  private admit(id: string, token: string): { ok: true; session: RunningSession } | { ok: false; code: number; message: string } {
+  private admit(id: string, token: string): Admitted {
     const s = /^[0-9a-f-]{36}$/i.test(id) ? this.o.sessions.get(id.toLowerCase()) : undefined;
     if (!s) return { ok: false, code: CLOSE.notFound, message: 'This session does not exist or has ended.' };
     if (!sameToken(token, s.liveViewToken)) return { ok: false, code: CLOSE.invalid, message: 'This live-view link is not valid.' };
@@ -175,20 +210,28 @@ export class LiveView implements SessionHooks {
       if (st.oneTimeUsed) return { ok: false, code: CLOSE.invalid, message: 'This one-time live-view link was already used.' };
       st.oneTimeUsed = true;
     }
-    return { ok: true, session: s };
+    return { ok: true, session: s, input: !s.options.liveView.readOnly };
   }
 
-  /** Checks a ticket minted earlier (the page's, or ticketFor's). */
-  private admitTicket(id: string, ticket: string): { ok: true; session: RunningSession } | { ok: false; code: number; message: string } {
+  /** Checks a takeover link's token (a hash lookup: the set holds only hashes of random tokens). */
+  private admitTakeover(id: string, token: string): Admitted {
     const s = /^[0-9a-f-]{36}$/i.test(id) ? this.o.sessions.get(id.toLowerCase()) : undefined;
     if (!s) return { ok: false, code: CLOSE.notFound, message: 'This session does not exist or has ended.' };
-    if (!this.state.get(s.id)?.tickets.has(hash(ticket))) return { ok: false, code: CLOSE.invalid, message: 'This live-view link is not valid.' };
-    return { ok: true, session: s };
+    if (!this.state.get(s.id)?.takeovers.has(hash(token))) return { ok: false, code: CLOSE.invalid, message: 'This takeover link is not valid.' };
+    return { ok: true, session: s, input: true };
   }
 
-  private mint(id: string, readOnly: boolean): string {
+  /** Checks a watch link's token. */
+  private admitWatch(id: string, token: string): Admitted {
+    const s = /^[0-9a-f-]{36}$/i.test(id) ? this.o.sessions.get(id.toLowerCase()) : undefined;
+    if (!s) return { ok: false, code: CLOSE.notFound, message: 'This session does not exist or has ended.' };
+    if (!this.state.get(s.id)?.watches.has(hash(token))) return { ok: false, code: CLOSE.invalid, message: 'This live-view link is not valid.' };
+    return { ok: true, session: s, input: false };
+  }
+
+  private mint(id: string, grant: TicketGrant): string {
     const ticket = randomBytes(24).toString('base64url');
-    this.stateOf(id).tickets.set(hash(ticket), { readOnly });
+    this.stateOf(id).tickets.set(hash(ticket), grant);
     return ticket;
   }
 
@@ -339,6 +382,8 @@ export class LiveView implements SessionHooks {
     }
   }
 }
+
+type Admitted = { ok: true; session: RunningSession; input: boolean } | { ok: false; code: number; message: string };
 
 function hash(s: string): string {
   return createHash('sha256').update(s).digest('hex');

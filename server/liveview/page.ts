@@ -10,11 +10,19 @@
 //   server → page, text:   {type: 'hello' | 'tabs' | 'ended' | 'pong', ...}
 //   page → server, text:   {t: 'mouse' | 'wheel' | 'key' | 'paste' | 'tab' | 'ping', ...}
 // Close codes: 4401 bad link, 4404 session gone, 4410 session ended, 4429 too many viewers.
+//
+// A person's help asked for by code in the session (interventions/) shows as a panel over
+// the screen: the page polls <config.interventions> (GET, the viewer's ticket) and sends
+// the answer there (POST {request_id, response}): Yes/No for `confirm`, a field for `text`
+// and `otp`, "Done" after taking over for `takeover`. A view-only viewer sees the request
+// but cannot answer it.
 
 export interface PageConfig {
   sessionId: string;
   /** Path and query of the WebSocket, relative to the page. */
   ws: string;
+  /** Path and query of the session's pending interventions, for this viewer. */
+  interventions: string;
   readOnly: boolean;
 }
 
@@ -47,6 +55,13 @@ export function livePage(config: PageConfig, nonce: string): string {
   main { position: absolute; top: 38px; left: 0; right: 0; bottom: 0; display: flex; align-items: center; justify-content: center; }
   canvas { display: block; background: #000; cursor: default; outline: none; image-rendering: auto; }
   #keys { position: absolute; left: -1000px; top: 0; width: 10px; height: 10px; opacity: 0; }
+  #ask { position: absolute; top: 46px; left: 50%; transform: translateX(-50%); z-index: 2; width: min(32em, 92vw); padding: 12px 14px; border: 1px solid #c9a227; border-radius: 8px; background: #2b2616; box-shadow: 0 4px 18px #0008; }
+  #ask[hidden] { display: none; }
+  #ask p { margin: 0 0 10px; white-space: pre-wrap; }
+  #ask form { display: flex; gap: 8px; }
+  #ask input { flex: 1; min-width: 0; padding: 5px 8px; border: 1px solid #555; border-radius: 5px; background: #15171a; color: inherit; font: inherit; }
+  #ask button { padding: 5px 14px; border: 1px solid #58606b; border-radius: 5px; background: #3a4049; color: #fff; font: inherit; cursor: pointer; }
+  #ask .note { margin: 8px 0 0; color: #b9b190; font-size: 12px; }
 </style>
 </head>
 <body>
@@ -55,6 +70,7 @@ export function livePage(config: PageConfig, nonce: string): string {
   <span id="stats"></span>
   <span id="status">Connecting…</span>
 </header>
+<section id="ask" role="alertdialog" aria-live="assertive" hidden></section>
 <main id="stage">
   <canvas id="screen" width="1" height="1" aria-label="The session's screen"></canvas>
   <textarea id="keys" autocomplete="off" autocapitalize="off" spellcheck="false" aria-label="Keyboard input"></textarea>
@@ -228,6 +244,75 @@ export function livePage(config: PageConfig, nonce: string): string {
     if (text) send({ t: 'paste', text });
   });
   keys.addEventListener('input', () => { keys.value = ''; });
+
+  // Interventions: the oldest pending request, with the control its input type needs.
+  const askEl = document.getElementById('ask');
+  state.interventions = [];
+  let shown = null;
+  function renderAsk(list) {
+    state.interventions = list;
+    const r = list[0];
+    if (!r) { shown = null; askEl.hidden = true; askEl.replaceChildren(); return; }
+    if (shown === r.request_id) return;
+    shown = r.request_id;
+    const msg = document.createElement('p');
+    msg.textContent = r.message;
+    const form = document.createElement('form');
+    form.dataset.requestId = r.request_id;
+    const button = (label, value) => {
+      const b = document.createElement('button');
+      b.type = 'submit';
+      b.textContent = label;
+      b.value = value;
+      return b;
+    };
+    if (r.input_type === 'confirm') form.append(button('Yes', 'yes'), button('No', 'no'));
+    else if (r.input_type === 'takeover') form.append(button('Done', 'done'));
+    else {
+      const field = document.createElement('input');
+      field.name = 'response';
+      field.required = true;
+      field.autocomplete = r.input_type === 'otp' ? 'one-time-code' : 'off';
+      if (r.input_type === 'otp') field.inputMode = 'numeric';
+      form.append(field, button('Send', ''));
+    }
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const field = form.querySelector('input');
+      const response = field ? field.value : (e.submitter && e.submitter.value) || '';
+      for (const el of form.elements) el.disabled = true;
+      const res = await fetch(cfg.interventions, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ request_id: r.request_id, response }) }).catch(() => null);
+      if (res && res.ok) { shown = null; poll(); return; }
+      for (const el of form.elements) el.disabled = false;
+      const err = document.createElement('p');
+      err.className = 'note';
+      err.textContent = res ? 'Not sent: ' + ((await res.json().catch(() => ({}))).error?.message || res.status) : 'Not sent: no connection.';
+      form.after(err);
+    });
+    const parts = [msg, form];
+    if (r.input_type === 'takeover') {
+      const note = document.createElement('p');
+      note.className = 'note';
+      note.textContent = 'Act in the page below, then press Done.';
+      parts.push(note);
+    }
+    if (state.readOnly) {
+      for (const el of form.elements) el.disabled = true;
+      const note = document.createElement('p');
+      note.className = 'note';
+      note.textContent = 'This view is read-only: open the takeover link of the request to answer it.';
+      parts.push(note);
+    }
+    askEl.replaceChildren(...parts);
+    askEl.hidden = false;
+  }
+  async function poll() {
+    if (over) return renderAsk([]);
+    const res = await fetch(cfg.interventions, { cache: 'no-store' }).catch(() => null);
+    if (res && res.ok) renderAsk((await res.json()).requests || []);
+  }
+  setInterval(poll, 2000);
+  poll();
 
   setInterval(() => send({ t: 'ping', id: Date.now() }), 15000);
   fit();

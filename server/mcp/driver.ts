@@ -1,8 +1,14 @@
 // Playwright on a session's browser, for the MCP server's page tools: one connection per
-// browser session in this process (connectOverCDP on the browser's own endpoint, not through
-// the CDP proxy, so the tools' traffic is counted by touch() instead), shared by the MCP
-// sessions that drive it, dropped when the browser session ends.
-import { chromium, type Browser, type BrowserContext, type Dialog, type Page } from 'playwright-core';
+// browser session in this process, shared by the MCP sessions that drive it, dropped when
+// the browser session ends. It goes over the browser's --remote-debugging-pipe, which
+// nothing else reads in a session browser: not through the CDP proxy (the tools' traffic
+// is counted by touch() instead), and not over the DevTools WebSocket, where Playwright's
+// client negotiates permessage-deflate and every CDP message would be compressed by the
+// browser and inflated here (bench/mcp: navigate took twice raw Playwright's time so).
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Dialog, Page } from 'playwright-core';
+import { connectOverPipe } from '../browser/cdp-pipe.js';
+import type { RunningBrowser } from '../browser/index.js';
 
 export class Driver {
   /** The tab the tools act on; the first open one when it closes. */
@@ -19,8 +25,8 @@ export class Driver {
     context.on('page', (p) => this.watch(p));
   }
 
-  static async connect(wsEndpoint: string): Promise<Driver> {
-    const browser = await chromium.connectOverCDP(wsEndpoint, { timeout: 15_000 });
+  static async connect(running: Pick<RunningBrowser, 'pipe' | 'rootDir'>): Promise<Driver> {
+    const browser = await connectOverPipe(running.pipe, { artifactsDir: join(running.rootDir, 'tmp'), isLocal: true, timeout: 15_000 });
     // The session's browser has its default context, whose pages are those CDP clients see.
     return new Driver(browser, browser.contexts()[0] ?? (await browser.newContext()));
   }
@@ -73,10 +79,10 @@ export class Driver {
 export class Drivers {
   private readonly byId = new Map<string, Promise<Driver>>();
 
-  get(sessionId: string, wsEndpoint: string): Promise<Driver> {
+  get(sessionId: string, running: Pick<RunningBrowser, 'pipe' | 'rootDir'>): Promise<Driver> {
     const known = this.byId.get(sessionId);
     if (known) return known;
-    const connecting = Driver.connect(wsEndpoint).then((d) => {
+    const connecting = Driver.connect(running).then((d) => {
       d.browser.on('disconnected', () => {
         if (this.byId.get(sessionId) === connecting) this.byId.delete(sessionId);
       });

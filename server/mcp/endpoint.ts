@@ -79,6 +79,11 @@ export class McpEndpoint {
     }
   }
 
+  /** Tells the project's MCP sessions that their resources changed (a browser session started or ended). */
+  resourcesChanged(projectId: string): void {
+    for (const s of this.open.values()) if (s.owner.projectId === projectId) s.resourcesChanged();
+  }
+
   private expire(): void {
     const now = Date.now();
     for (const s of this.open.values()) {

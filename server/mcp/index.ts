@@ -7,16 +7,18 @@ import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import type { SessionManager } from '../sessions/index.js';
+import type { RecordingHandlers } from '../recording/index.js';
 import type { ToolHandlers } from '../tools/index.js';
 import { Drivers } from './driver.js';
 import { McpEndpoint } from './endpoint.js';
 
-export function mcp(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; toolHandlers: ToolHandlers }): Capability {
+export function mcp(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; toolHandlers: ToolHandlers; recordingHandlers: RecordingHandlers }): Capability {
   const drivers = new Drivers();
   const endpoint = new McpEndpoint({
     sessions: d.sessions,
     drivers,
     toolHandlers: d.toolHandlers,
+    recordingHandlers: d.recordingHandlers,
     allowPrivateNetworks: d.config.allowPrivateNetworks,
     log: d.log.child({ capability: 'mcp' }),
     version: '0.1.0',
@@ -27,7 +29,12 @@ export function mcp(d: { db: Db; config: ServiceConfig; log: Logger; sessions: S
     name: 'mcp',
     routes: (app) => endpoint.routes(app),
     // Playwright lets go of a browser before it closes, whoever ends its session.
-    sessionHooks: { ending: (s) => drivers.drop(s.id) },
+    sessionHooks: {
+      ending: (s) => drivers.drop(s.id),
+      // The project's resources/list changes with its sessions.
+      started: (s) => endpoint.resourcesChanged(s.projectId),
+      ended: async (s) => endpoint.resourcesChanged(s.projectId),
+    },
     // Before the sessions capability ends every browser: MCP sessions end theirs themselves.
     drain: async () => {
       await endpoint.close();

@@ -9,9 +9,12 @@ import type { EndReason, RunningSession } from '../capability/index.js';
 import type { KeyOwner } from '../auth/api-keys.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import type { SessionCreateBody, SessionManager } from '../sessions/index.js';
+import type { RecordingHandlers } from '../recording/index.js';
 import type { ToolHandlers } from '../tools/index.js';
 import type { Driver, Drivers } from './driver.js';
+import { BoundedEventStore } from './event-store.js';
 import { registerPageTools } from './page-tools.js';
+import { registerResources } from './resources.js';
 import { ToolFailure } from './results.js';
 import { registerServiceTools } from './service-tools.js';
 import { registerSessionTools } from './session-tools.js';
@@ -20,6 +23,7 @@ export interface McpSessionDeps {
   sessions: Pick<SessionManager, 'create' | 'end' | 'get' | 'lookup' | 'touch' | 'runningOf' | 'liveViewUrl'>;
   drivers: Drivers;
   toolHandlers: ToolHandlers;
+  recordingHandlers: Pick<RecordingHandlers, 'listSessionRecordings'>;
   allowPrivateNetworks: boolean;
   log: Logger;
   version: string;
@@ -49,6 +53,8 @@ export class McpSession {
   ) {
     this.transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      // Resumable streams: a client that lost an SSE stream reconnects with Last-Event-ID.
+      eventStore: new BoundedEventStore(),
       onsessioninitialized: () => onOpen(this),
       // DELETE /mcp.
       onsessionclosed: () => void this.close('api'),
@@ -94,13 +100,35 @@ export class McpSession {
         return id;
       },
     });
-    registerServiceTools(this.server, d.toolHandlers, () => ({
+    const context = () => ({
       requestId: randomUUID(),
       log: d.log.child({ mcpSessionId: this.transport.sessionId }),
       clientIp: 'mcp',
       projectId: owner.projectId,
       apiKeyId: owner.apiKeyId,
-    }));
+    });
+    registerServiceTools(this.server, d.toolHandlers, context);
+    registerResources(this.server, {
+      sessions: () => {
+        const running = d.sessions.runningOf(owner.projectId).map((s) => s.id);
+        return { running, ended: [...this.started].filter((id) => !running.includes(id)) };
+      },
+      open: async (id, kind) => {
+        const s = await this.running(id);
+        d.sessions.touch(s.id, kind);
+        return { session: s, driver: await d.drivers.get(s.id, s.browser) };
+      },
+      liveViewUrl: async (id) => {
+        const s = await this.running(id);
+        return d.sessions.liveViewUrl(s.id, s.liveViewToken);
+      },
+      recordings: async (id) => d.recordingHandlers.listSessionRecordings({ params: { session_id: id }, query: {}, body: undefined, headers: new Headers() }, context()),
+    });
+  }
+
+  /** The project's browser sessions changed: resources/list answers differently now. */
+  resourcesChanged(): void {
+    if (this.id && !this.closing && this.server.isConnected()) this.server.sendResourceListChanged();
   }
 
   get id(): string | undefined {
@@ -174,7 +202,7 @@ export class McpSession {
       s = await this.running(await this.autoStart);
     }
     this.d.sessions.touch(s.id, kind);
-    return { session: s, driver: await this.d.drivers.get(s.id, s.browser.wsEndpoint) };
+    return { session: s, driver: await this.d.drivers.get(s.id, s.browser) };
   }
 
   /** Ends the browser sessions it started and closes the transport. */

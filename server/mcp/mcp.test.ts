@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, eventually, gone, processesUnder, rootOf, sessionRow, startPageServer, type PageServer } from '../sessions/test-support.js';
+import { refOf, startedId, textOf } from './test-support.js';
 
 /** The hosted vendor's tool names this server serves (a user switching keeps their prompts). */
 const VENDOR_TOOLS = [
@@ -50,15 +51,7 @@ describe.each(backends)('MCP server on %s', (backend) => {
   };
   const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
     client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
-  const textOf = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
-  const started = (r: CallToolResult) => /Started browser session (\S+)/.exec(textOf(r))![1];
-  /** The ref of the snapshot line that matches. */
-  const refOf = (snapshot: string, line: RegExp) => {
-    const found = snapshot.split('\n').find((l) => line.test(l));
-    const ref = found && /\[ref=(\w+)\]/.exec(found)?.[1];
-    if (!ref) throw new Error(`no ref for ${line} in:\n${snapshot}`);
-    return ref;
-  };
+  const started = (r: CallToolResult) => startedId(textOf(r));
 
   it('refuses a request without a key, or with a wrong one, with 401 and WWW-Authenticate', async () => {
     const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };

@@ -4,9 +4,10 @@
 import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Locator, Page } from 'playwright-core';
+import type { Frame, Locator, Page } from 'playwright-core';
 import type { RunningSession } from '../capability/index.js';
 import type { Driver } from './driver.js';
+import { withProgress, type Progress, type ToolExtra } from './progress.js';
 import { run, text, ToolFailure } from './results.js';
 
 export interface PageScope {
@@ -27,15 +28,18 @@ const ref = z.string().min(1).describe('Element ref from the page snapshot, e.g.
 const element = z.string().optional().describe('Human-readable description of the element, for the record');
 
 export function registerPageTools(server: McpServer, scope: PageScope): void {
-  /** Runs an action on the current page; a dialog it opens ends the wait and is reported. */
-  const act = (id: string | undefined, fn: (page: Page, driver: Driver) => Promise<string>, kind: 'input' | 'screenshot' = 'input') =>
+  /**
+   * Runs an action on the current page; a dialog it opens ends the wait and is reported.
+   * With the call's extra, long actions report progress when the client asked for it.
+   */
+  const act = (id: string | undefined, fn: (page: Page, driver: Driver, progress: Progress) => Promise<string>, extra?: ToolExtra) =>
     run(async () => {
-      const { driver } = await scope.target(id, kind);
+      const { driver } = await scope.target(id);
       if (driver.dialog) throw new ToolFailure(dialogNotice(driver));
       const page = await driver.page();
       const dialog = driver.nextDialog();
       try {
-        const done = fn(page, driver);
+        const done = withProgress(extra, (progress) => fn(page, driver, progress));
         done.catch(() => {});
         const outcome = await Promise.race([done, dialog.promise.then(() => undefined)]);
         if (outcome === undefined) return text(dialogNotice(driver));
@@ -45,41 +49,40 @@ export function registerPageTools(server: McpServer, scope: PageScope): void {
       }
     });
   const locate = (page: Page, r: string): Locator => page.locator(`aria-ref=${r}`);
-  const where = async (page: Page) => `Page URL: ${page.url()}\nPage title: ${await page.title().catch(() => '')}`;
   const tool = (
     name: string,
     description: string,
     inputSchema: z.ZodRawShape,
-    handler: (args: any) => Promise<CallToolResult>,
+    handler: (args: any, extra: ToolExtra) => Promise<CallToolResult>,
     readOnly = false,
   ) => server.registerTool(name, { description, inputSchema, annotations: { readOnlyHint: readOnly } }, handler);
 
-  tool('anchor_navigate', 'Navigate the current tab to a URL and wait for it to load', { url: z.string().url().describe('http(s) URL'), session_id: sessionId }, (a) =>
+  tool('anchor_navigate', 'Navigate the current tab to a URL and wait for it to load', { url: z.string().url().describe('http(s) URL'), session_id: sessionId }, (a, extra) =>
     run(async () => {
       await scope.checkUrl(a.url);
-      return act(a.session_id, async (page) => {
-        const res = await page.goto(a.url, { timeout: NAVIGATION_TIMEOUT_MS });
+      return act(a.session_id, async (page, _driver, progress) => {
+        const res = await loading(page, progress, `Loading ${a.url}`, () => page.goto(a.url, { timeout: NAVIGATION_TIMEOUT_MS }));
         return `Navigated (HTTP ${res?.status() ?? 'no response'}).\n${await where(page)}\nCall anchor_snapshot to see the page and get element refs.`;
-      });
+      }, extra);
     }),
   );
-  tool('anchor_navigate_back', 'Go back to the previous page in the current tab', { session_id: sessionId }, (a) =>
-    act(a.session_id, async (page) => {
-      await page.goBack({ timeout: NAVIGATION_TIMEOUT_MS });
+  tool('anchor_navigate_back', 'Go back to the previous page in the current tab', { session_id: sessionId }, (a, extra) =>
+    act(a.session_id, async (page, _driver, progress) => {
+      await loading(page, progress, 'Going back', () => page.goBack({ timeout: NAVIGATION_TIMEOUT_MS }));
       return `Went back.\n${await where(page)}`;
-    }),
+    }, extra),
   );
-  tool('anchor_navigate_forward', 'Go forward to the next page in the current tab', { session_id: sessionId }, (a) =>
-    act(a.session_id, async (page) => {
-      await page.goForward({ timeout: NAVIGATION_TIMEOUT_MS });
+  tool('anchor_navigate_forward', 'Go forward to the next page in the current tab', { session_id: sessionId }, (a, extra) =>
+    act(a.session_id, async (page, _driver, progress) => {
+      await loading(page, progress, 'Going forward', () => page.goForward({ timeout: NAVIGATION_TIMEOUT_MS }));
       return `Went forward.\n${await where(page)}`;
-    }),
+    }, extra),
   );
   tool(
     'anchor_snapshot',
     "The current tab's accessibility snapshot (Playwright's aria snapshot): roles, names and states of the page's elements, each actionable element with a ref ([ref=eN]) that the element tools take. Better than a screenshot for acting on a page.",
     { session_id: sessionId },
-    (a) => act(a.session_id, async (page) => `${await where(page)}\nPage snapshot:\n\`\`\`yaml\n${await page.ariaSnapshot({ mode: 'ai', timeout: 10_000 })}\n\`\`\``),
+    (a) => act(a.session_id, snapshotText),
     true,
   );
   tool('anchor_click', 'Click an element of the page, by its ref from anchor_snapshot', {
@@ -186,14 +189,23 @@ export function registerPageTools(server: McpServer, scope: PageScope): void {
     text_gone: z.string().optional().describe('Text to wait to disappear'),
     time: z.number().min(0).max(60).optional().describe('Seconds to wait'),
     session_id: sessionId,
-  }, (a) =>
-    act(a.session_id, async (page) => {
+  }, (a, extra) =>
+    act(a.session_id, async (page, _driver, progress) => {
       if (a.text === undefined && a.text_gone === undefined && a.time === undefined) throw new ToolFailure('Give text, text_gone or time');
-      if (a.time !== undefined) await page.waitForTimeout(a.time * 1000);
-      if (a.text_gone !== undefined) await page.getByText(a.text_gone).first().waitFor({ state: 'hidden', timeout: 30_000 });
-      if (a.text !== undefined) await page.getByText(a.text).first().waitFor({ state: 'visible', timeout: 30_000 });
+      if (a.time !== undefined) {
+        progress(`Waiting ${a.time} s`);
+        await page.waitForTimeout(a.time * 1000);
+      }
+      if (a.text_gone !== undefined) {
+        progress(`Waiting for "${a.text_gone}" to disappear`);
+        await page.getByText(a.text_gone).first().waitFor({ state: 'hidden', timeout: 30_000 });
+      }
+      if (a.text !== undefined) {
+        progress(`Waiting for "${a.text}" to appear`);
+        await page.getByText(a.text).first().waitFor({ state: 'visible', timeout: 30_000 });
+      }
       return 'Done waiting.';
-    }),
+    }, extra),
   );
   tool('anchor_handle_dialog', 'Answer the JavaScript dialog (alert, confirm, prompt) the page has open', {
     accept: z.boolean().describe('Accept (OK) or dismiss (Cancel)'),
@@ -275,13 +287,13 @@ export function registerPageTools(server: McpServer, scope: PageScope): void {
     }),
     true,
   );
-  tool('anchor_tab_new', 'Open a new tab (optionally at a URL) and make it current', { url: z.string().url().optional(), session_id: sessionId }, (a) =>
+  tool('anchor_tab_new', 'Open a new tab (optionally at a URL) and make it current', { url: z.string().url().optional(), session_id: sessionId }, (a, extra) =>
     run(async () => {
       if (a.url) await scope.checkUrl(a.url);
       const { driver } = await scope.target(a.session_id);
       const page = await driver.context.newPage();
       driver.select(page);
-      if (a.url) await page.goto(a.url, { timeout: NAVIGATION_TIMEOUT_MS });
+      if (a.url) await withProgress(extra, (progress) => loading(page, progress, `Loading ${a.url}`, () => page.goto(a.url, { timeout: NAVIGATION_TIMEOUT_MS })));
       return text(await tabList(driver, page));
     }),
   );
@@ -326,13 +338,16 @@ export function registerPageTools(server: McpServer, scope: PageScope): void {
       }),
     true,
   );
-  tool('anchor_pdf_save', 'Save the current tab as a PDF (headless browser sessions only)', { session_id: sessionId }, (a) =>
+  tool('anchor_pdf_save', 'Save the current tab as a PDF (headless browser sessions only)', { session_id: sessionId }, (a, extra) =>
     run(async () => {
       const { session, driver } = await scope.target(a.session_id);
       const page = await driver.page();
       let pdf: Buffer;
       try {
-        pdf = await page.pdf();
+        pdf = await withProgress(extra, (progress) => {
+          progress(`Printing ${page.url()} to PDF`);
+          return page.pdf();
+        });
       } catch (err) {
         if (/PrintToPDF is not implemented|not supported|headless/i.test((err as Error).message)) {
           throw new ToolFailure('Chromium prints PDFs only in headless sessions: start one with session_start {"headless": true}, or use pdf_webpage for a public URL');
@@ -379,6 +394,39 @@ export function registerPageTools(server: McpServer, scope: PageScope): void {
   );
 }
 
+const where = async (page: Page) => `Page URL: ${page.url()}\nPage title: ${await title(page)}`;
+
+/** What anchor_snapshot answers (and the page-snapshot resource holds): where the tab is, and its aria snapshot with refs. */
+export async function snapshotText(page: Page): Promise<string> {
+  return `${await where(page)}\nPage snapshot:\n\`\`\`yaml\n${await page.ariaSnapshot({ mode: 'ai', timeout: 10_000 })}\n\`\`\``;
+}
+
+/**
+ * The page's title, read in its main world: page.title() reads it in Playwright's utility
+ * world, which a new document has yet to create (one more CDP round trip and a context):
+ * 5 to 20 ms after each navigation, measured by bench/mcp.
+ */
+async function title(page: Page): Promise<string> {
+  return page.evaluate('document.title').then((t) => (typeof t === 'string' ? t : ''), () => '');
+}
+
+/** A navigation, reporting its response and its DOM's readiness as they come. */
+async function loading<T>(page: Page, progress: Progress, first: string, navigate: () => Promise<T>): Promise<T> {
+  progress(first);
+  const committed = (frame: Frame) => {
+    if (frame === page.mainFrame()) progress(`Response received from ${frame.url()}; loading the page`);
+  };
+  const ready = () => progress('Document parsed; waiting for the load event');
+  page.on('framenavigated', committed);
+  page.on('domcontentloaded', ready);
+  try {
+    return await navigate();
+  } finally {
+    page.off('framenavigated', committed);
+    page.off('domcontentloaded', ready);
+  }
+}
+
 function dialogNotice(driver: Driver): string {
   const d = driver.dialog!;
   return `A ${d.type()} dialog is open: "${d.message()}". Answer it with anchor_handle_dialog before acting on the page.`;
@@ -386,7 +434,7 @@ function dialogNotice(driver: Driver): string {
 
 async function tabList(driver: Driver, current: Page): Promise<string> {
   const lines = await Promise.all(
-    driver.pages().map(async (p, i) => `${i}: ${p === current ? '(current) ' : ''}[${await p.title().catch(() => '')}](${p.url()})`),
+    driver.pages().map(async (p, i) => `${i}: ${p === current ? '(current) ' : ''}[${await title(p)}](${p.url()})`),
   );
   return `Tabs:\n${lines.join('\n')}`;
 }

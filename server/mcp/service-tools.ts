@@ -6,6 +6,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AuthedContext } from '../http/context.js';
 import type { ToolHandlers } from '../tools/index.js';
+import { withProgress } from './progress.js';
 import { failure, run, text } from './results.js';
 
 const url = z.string().url().max(8192).describe('http(s) URL of the page');
@@ -30,12 +31,15 @@ export function registerServiceTools(server: McpServer, handlers: ToolHandlers, 
       },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    (a) =>
+    (a, extra) =>
       run(async () => {
-        const res = await handlers.fetchWebpageContent(
-          { params: {}, query: {}, body: { url: a.url, format: a.format ?? 'markdown', ...(a.wait ? { wait: a.wait } : {}) }, headers },
-          context(),
-        );
+        const res = await withProgress(extra, (progress) => {
+          progress(`Loading ${a.url} in the service's browser`);
+          return handlers.fetchWebpageContent(
+            { params: {}, query: {}, body: { url: a.url, format: a.format ?? 'markdown', ...(a.wait ? { wait: a.wait } : {}) }, headers },
+            context(),
+          );
+        });
         return res.status === 200 ? text(String(res.body)) : refused(res);
       }),
   );
@@ -51,9 +55,12 @@ export function registerServiceTools(server: McpServer, handlers: ToolHandlers, 
       },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    (a) =>
+    (a, extra) =>
       run(async () => {
-        const res = await handlers.takeScreenshot({ params: {}, query: {}, body: { url: a.url, width: a.width, height: a.height, full_page: a.full_page }, headers }, context());
+        const res = await withProgress(extra, (progress) => {
+          progress(`Loading ${a.url} in the service's browser`);
+          return handlers.takeScreenshot({ params: {}, query: {}, body: { url: a.url, width: a.width, height: a.height, full_page: a.full_page }, headers }, context());
+        });
         if (res.status !== 200) return refused(res);
         return { content: [{ type: 'image', data: Buffer.from(res.body as Uint8Array).toString('base64'), mimeType: 'image/png' }] };
       }),
@@ -70,12 +77,15 @@ export function registerServiceTools(server: McpServer, handlers: ToolHandlers, 
       },
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    (a) =>
+    (a, extra) =>
       run(async () => {
-        const res = await handlers.renderPagePdf(
-          { params: {}, query: {}, body: { url: a.url, format: a.format, landscape: a.landscape, print_background: a.print_background }, headers },
-          context(),
-        );
+        const res = await withProgress(extra, (progress) => {
+          progress(`Loading ${a.url} in the service's browser`);
+          return handlers.renderPagePdf(
+            { params: {}, query: {}, body: { url: a.url, format: a.format, landscape: a.landscape, print_background: a.print_background }, headers },
+            context(),
+          );
+        });
         if (res.status !== 200) return refused(res);
         const pdf = Buffer.from(res.body as Uint8Array);
         return {

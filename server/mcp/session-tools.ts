@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { SessionCreateBody } from '../sessions/index.js';
+import { withProgress } from './progress.js';
 import { run, text } from './results.js';
 
 export interface SessionScope {
@@ -53,7 +54,7 @@ export function registerSessionTools(server: McpServer, scope: SessionScope): vo
         tags: z.array(z.string().min(1).max(256)).max(64).optional(),
       },
     },
-    (a) =>
+    (a, extra) =>
       run(async () => {
         const body: SessionCreateBody = {
           session: {
@@ -71,7 +72,10 @@ export function registerSessionTools(server: McpServer, scope: SessionScope): vo
             ...(a.profile ? { profile: a.profile } : {}),
           },
         };
-        const s = await scope.start(body);
+        const s = await withProgress(extra, async (progress) => {
+          progress('Starting a cloud browser');
+          return scope.start(body);
+        });
         return text(`Started browser session ${s.id} (now current).\nLive view (watch or take over): ${s.liveViewUrl}\nCDP URL: ${s.cdpUrl}`);
       }),
   );

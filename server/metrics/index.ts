@@ -11,6 +11,7 @@ import type { Metrics } from './registry.js';
 
 export { Metrics, type RequestSample } from './registry.js';
 export type { DeliveryCounts, SessionsView } from './collectors.js';
+export { startTracing, type Tracing } from './tracing.js';
 
 export function metricsEndpoint(d: {
   db: Db;

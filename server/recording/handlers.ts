@@ -1,7 +1,6 @@
 // The Recordings operations of the contract, and the signed download link (file_link) the
 // listing hands out, served outside /v1 so a player or a browser can open it without a key.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { Readable } from 'node:stream';
 import type { Hono } from 'hono';
 import type { Db } from '../store/db.js';
 import type { AppHandlers } from '../http/app.js';
@@ -9,7 +8,7 @@ import { fail } from '../http/errors.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Recorder } from './recorder.js';
 import type { BlobStorage } from '../storage/blobs.js';
-import { parseRange } from './range.js';
+import { readRanged } from '../storage/ranged.js';
 import * as store from './store.js';
 
 export type RecordingHandlers = Pick<
@@ -60,31 +59,6 @@ export class RecordingLinks {
   }
 }
 
-type Download =
-  | { status: 200; body: ReadableStream<Uint8Array>; headers: Record<string, string> }
-  | { status: 206; body: ReadableStream<Uint8Array>; headers: { 'Content-Range': string } & Record<string, string> }
-  | { status: 416; size: number };
-
-/** The file's headers and body for a Range header (206, 416 or 200); undefined when the file is missing. */
-async function download(storage: BlobStorage, key: string, rangeHeader: string | null): Promise<Download | undefined> {
-  const size = await storage.size(key);
-  if (size === undefined) return undefined;
-  const r = parseRange(rangeHeader, size);
-  if (r.kind === 'unsatisfiable') return { status: 416, size };
-  const range = r.kind === 'part' ? r.range : undefined;
-  const stream = await storage.get(key, range);
-  if (!stream) return undefined;
-  const body = Readable.toWeb(stream) as ReadableStream<Uint8Array>;
-  if (range) {
-    return {
-      status: 206,
-      body,
-      headers: { 'Accept-Ranges': 'bytes', 'Content-Length': String(range.end - range.start + 1), 'Content-Range': `bytes ${range.start}-${range.end}/${size}` },
-    };
-  }
-  return { status: 200, body, headers: { 'Accept-Ranges': 'bytes', 'Content-Length': String(size) } };
-}
-
 export function recordingHandlers(d: RecordingDeps, links: RecordingLinks): RecordingHandlers {
   const { db } = d;
   const running = (projectId: string, sessionId: string) => {
@@ -118,7 +92,7 @@ export function recordingHandlers(d: RecordingDeps, links: RecordingLinks): Reco
       if (!row) {
         return fail(404, !facts.recording ? OFF : facts.status === 'running' || facts.status === 'starting' ? 'The recording is encoded when the session ends' : 'The session has no recording');
       }
-      const out = await download(d.storage, row.storage_key, req.headers.get('range'));
+      const out = await readRanged(d.storage, row.storage_key, req.headers.get('range'));
       if (!out) return fail(404, 'The recording file is missing');
       if (out.status === 416) return { ...fail(416, 'Range not satisfiable'), headers: { 'Content-Range': `bytes */${out.size}` } };
       if (out.status === 206) return { status: 206, contentType: 'video/mp4', body: out.body, headers: out.headers };
@@ -176,7 +150,7 @@ export function recordingLinkRoute(app: Hono, d: Pick<RecordingDeps, 'db' | 'sto
     if (!(await links.verify(id, c.req.query('expires'), c.req.query('signature')))) return plain(403, 'This link is not valid or has expired; list the recordings again for a fresh one');
     const row = await store.recordingById(d.db, id);
     if (!row) return plain(404, 'Recording not found');
-    const out = await download(d.storage, row.storage_key, c.req.header('range') ?? null);
+    const out = await readRanged(d.storage, row.storage_key, c.req.header('range') ?? null);
     if (!out) return plain(404, 'Recording not found');
     if (out.status === 416) return plain(416, 'Range not satisfiable', { 'Content-Range': `bytes */${out.size}` });
     return new Response(out.body, {

@@ -11,6 +11,8 @@ import { Recorder } from './recorder.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import { RecordingLinks, recordingHandlers, recordingLinkRoute, type RecordingHandlers } from './handlers.js';
 
+export type { RecordingHandlers } from './handlers.js';
+
 export function recordings(d: {
   db: Db;
   blobs: BlobAreas;
@@ -18,7 +20,7 @@ export function recordings(d: {
   log: Logger;
   sessions: SessionManager;
   screencasts: Screencasts;
-}): Capability<keyof RecordingHandlers> {
+}): Capability<keyof RecordingHandlers, { recordingHandlers: RecordingHandlers }> {
   const storage = d.blobs('recordings');
   const recorder = new Recorder({
     db: d.db,
@@ -32,9 +34,12 @@ export function recordings(d: {
   });
   const links = new RecordingLinks(d.db, d.config.publicUrl);
   const deps = { db: d.db, sessions: d.sessions, recorder, storage, publicUrl: d.config.publicUrl };
+  const handlers = recordingHandlers(deps, links);
   return {
     name: 'recordings',
-    handlers: recordingHandlers(deps, links),
+    handlers,
+    // The same handlers for the MCP server's recording resource: links as the API gives them.
+    provides: { recordingHandlers: handlers },
     // GET /files/recordings/{id}.mp4, the signed file_link.
     routes: (app) => recordingLinkRoute(app, deps, links),
     sessionHooks: recorder,

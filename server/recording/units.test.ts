@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseRange } from './range.js';
+import { parseRange } from '../storage/ranged.js';
 import { concatList, outputSize } from './encode.js';
 import { readTimeline } from './recorder.js';
 

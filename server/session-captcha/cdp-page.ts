@@ -9,6 +9,14 @@ import type { ChallengePage } from '../page/challenges.js';
 /** Longest a look at the page may take: a page busy in a long script must not hold a pass up. */
 const EVALUATE_TIMEOUT_MS = 30_000;
 
+/**
+ * How long after DOMContentLoaded a document whose load event has not come is looked at
+ * anyway: a challenge page with a request that never ends (a hanging tracker, an image of a
+ * server that does not answer) never fires load. Most pages load well within it, so they still
+ * cost one look, not two.
+ */
+export const LOAD_GRACE_MS = 3_000;
+
 export class CdpPage implements ChallengePage {
   private closed = false;
   private mainFrameId = '';
@@ -17,8 +25,9 @@ export class CdpPage implements ChallengePage {
   private domReady = false;
   private readonly navigationWaiters = new Set<() => void>();
   private readonly readyWaiters = new Set<() => void>();
-  /** Called when the main document's load event fires. */
+  /** Called when the main document's load event fires, or LOAD_GRACE_MS after its DOMContentLoaded without one. */
   onLoad?: () => void;
+  private stalled?: NodeJS.Timeout;
 
   constructor(
     private readonly cdp: CdpClient,
@@ -46,6 +55,7 @@ export class CdpPage implements ChallengePage {
         this.mainFrameId = params.frame.id;
         this.currentUrl = params.frame.url + (params.frame.urlFragment ?? '');
         this.domReady = false;
+        clearTimeout(this.stalled);
         wake(this.navigationWaiters);
         return;
       case 'Page.navigatedWithinDocument':
@@ -54,9 +64,12 @@ export class CdpPage implements ChallengePage {
       case 'Page.domContentEventFired':
         this.domReady = true;
         wake(this.readyWaiters);
+        clearTimeout(this.stalled);
+        this.stalled = setTimeout(() => this.onLoad?.(), LOAD_GRACE_MS);
         return;
       case 'Page.loadEventFired':
         this.domReady = true;
+        clearTimeout(this.stalled);
         wake(this.readyWaiters);
         this.onLoad?.();
         return;
@@ -66,6 +79,7 @@ export class CdpPage implements ChallengePage {
   /** The target is gone, or the watch stopped: whatever waits on the page stops waiting. */
   markClosed(): void {
     this.closed = true;
+    clearTimeout(this.stalled);
     wake(this.navigationWaiters);
     wake(this.readyWaiters);
   }

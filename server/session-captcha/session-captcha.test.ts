@@ -107,6 +107,19 @@ describe.each(backends)('the captcha solver in sessions on %s', (backend) => {
     }
   }, 120_000);
 
+  it('passes a challenge page whose load event never fires (a request of it never ends)', async () => {
+    const s = await createSession(server, options(true));
+    const browser = await chromium.connectOverCDP(s.cdp_url);
+    try {
+      const page = await firstPage(browser);
+      await page.goto(`${fx.url}/challenge/pow?stall`, { waitUntil: 'domcontentloaded' });
+      expect(await realPage(page)).toBe(POW_PASSED);
+    } finally {
+      await browser.close();
+      await endSession(server, s.id);
+    }
+  }, 120_000);
+
   it('passes a challenge at initial_url before any client connects', async () => {
     const s = await createSession(server, options(true, { initial_url: `${fx.url}/challenge/pow` }));
     const browser = await chromium.connectOverCDP(s.cdp_url);

@@ -1,12 +1,12 @@
 // The Files operations of the contract: a session's kept downloads (list, fetch one, delete
 // one) and uploads into its browser.
-import { Readable } from 'node:stream';
 import type { components } from '../../generated/types.js';
 import { attachmentHeader } from '../http/attachment.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { BlobStorage } from '../storage/blobs.js';
+import { readRanged } from '../storage/ranged.js';
 import type { Db } from '../store/db.js';
 import { contentTypeOf } from './file-names.js';
 import type { Uploads } from './uploads.js';
@@ -51,14 +51,13 @@ export function sessionFileHandlers(d: SessionFileDeps): Pick<AppHandlers, Sessi
       const { session_id: sessionId, download_id: id } = req.params;
       if (!(await store.hasSession(db, ctx.projectId, sessionId))) return fail(404, NO_SESSION);
       const row = await store.findDownload(db, ctx.projectId, sessionId, id);
-      const stream = row && (await d.storage.get(row.storage_key));
-      if (!row || !stream) return fail(404, NO_DOWNLOAD);
-      return {
-        status: 200,
-        contentType: contentTypeOf(row.file_name),
-        body: Readable.toWeb(stream) as ReadableStream<Uint8Array>,
-        headers: { 'Content-Disposition': attachmentHeader(row.file_name), 'Content-Length': String(row.size_bytes), 'Cache-Control': 'private, no-store' },
-      };
+      const out = row && (await readRanged(d.storage, row.storage_key, req.headers.get('range')));
+      if (!row || !out) return fail(404, NO_DOWNLOAD);
+      if (out.status === 416) return { ...fail(416, 'Range not satisfiable'), headers: { 'Content-Range': `bytes */${out.size}` } };
+      const file = { 'Content-Disposition': attachmentHeader(row.file_name), 'Cache-Control': 'private, no-store' };
+      const contentType = contentTypeOf(row.file_name);
+      if (out.status === 206) return { status: 206, contentType, body: out.body, headers: Object.assign(out.headers, file) };
+      return { status: 200, contentType, body: out.body, headers: Object.assign(out.headers, file) };
     },
 
     async deleteSessionDownload(req, ctx) {

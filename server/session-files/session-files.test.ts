@@ -131,6 +131,15 @@ describe.each(backends)('session files on %s', (backend) => {
     expect(await fetched(2)).toMatchObject({ status: 200, type: 'text/csv; charset=utf-8', bytes: Buffer.from(GENERATED_CSV) });
     expect((await fetched(3)).disposition).toBe('attachment; filename="data-archive (1).bin"');
     expect((await fetched(4)).bytes).toEqual(Buffer.concat([Buffer.alloc(100_000, 0x61), Buffer.alloc(100_000, 0x62)]));
+    // Resumed with a byte range: 206 with that part; outside the file 416; not a single range, the whole file.
+    const ranged = async (range: string) => {
+      const res = await server.request(link(4), { headers: { range } });
+      return { status: res.status, range: res.headers.get('content-range'), length: res.headers.get('content-length'), disposition: res.headers.get('content-disposition'), bytes: Buffer.from(await res.arrayBuffer()) };
+    };
+    expect(await ranged('bytes=99998-100001')).toEqual({ status: 206, range: 'bytes 99998-100001/200000', length: '4', disposition: 'attachment; filename="sized.bin"', bytes: Buffer.from('aabb') });
+    expect(await ranged('bytes=-3')).toMatchObject({ status: 206, range: 'bytes 199997-199999/200000', bytes: Buffer.from('bbb') });
+    expect(await ranged('bytes=200000-')).toMatchObject({ status: 416, range: 'bytes */200000' });
+    expect(await ranged('bytes=0-1,5-6')).toMatchObject({ status: 200, range: null, length: '200000' });
 
     // Deleted: not listed, not fetched, its stored file gone; a second DELETE is 404.
     const stored = () => readdirSync(join(server.dataDir, 'downloads'), { recursive: true }).filter((p) => String(p).endsWith(items[1]!.id));
@@ -192,6 +201,25 @@ describe.each(backends)('session files on %s', (backend) => {
     }
     await endSession(server, s.id);
     expect((await list(s.id)).body.data.items.map((i) => [i.suggested_file_name, i.origin_url])).toEqual([['notes-copy.txt', site.url + '/site/files/downloads.html']]);
+  });
+
+  it("keeps the downloads of a Puppeteer client's own browser context that allows them (Chromium denies them in a context made over CDP otherwise)", async () => {
+    const s = await createSession(server, HEADLESS);
+    const pp = await puppeteer.connect({ browserWSEndpoint: s.cdp_url, defaultViewport: null });
+    try {
+      // The folder the client names is its own machine's: the session's downloads folder is used.
+      const context = await pp.createBrowserContext({ downloadBehavior: { policy: 'allow', downloadPath: '/tmp/puppeteer-downloads' } });
+      const page = await context.newPage();
+      await page.goto(site.url + '/site/files/downloads.html');
+      await page.click('#attribute');
+      await eventually(async () => (await names(s.id)).includes('notes-copy.txt'), 15_000, 'the download of the Puppeteer context');
+      expect(existsSync('/tmp/puppeteer-downloads')).toBe(false);
+      await context.close();
+    } finally {
+      await pp.disconnect();
+    }
+    await endSession(server, s.id);
+    expect((await list(s.id)).body.data.items.map((i) => [i.suggested_file_name, i.size])).toEqual([['notes-copy.txt', expect.any(Number)]]);
   });
 
   it(`keeps at most SESSION_DOWNLOADS_MAX_BYTES (${DOWNLOADS_LIMIT}) of one session: a download past it is cancelled and not kept`, async () => {

@@ -9,6 +9,7 @@ import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { findKey } from '../auth/api-keys.js';
 import { sameToken } from '../auth/tokens.js';
 import type { EndReason, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
@@ -39,6 +40,24 @@ import { refusal } from './refusal.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
 import * as store from './store.js';
 import { sessionUpstream } from './upstream.js';
+
+// Asked for at each use: a server started again in this process (tests) registers a new
+// provider, which tracers obtained earlier would not see.
+const tracer = () => trace.getTracer('cloud-browser');
+
+/** Runs `fn` as a child trace span of the current one; a failure marks the span. */
+function spanned<T>(name: string, attributes: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  return tracer().startActiveSpan(name, { attributes }, async (span: Span) => {
+    try {
+      return await fn();
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
 
 interface LiveSession extends RunningSession {
   id: string;
@@ -180,7 +199,21 @@ export class SessionManager {
     return (await refusal(session, body, this.o)) ?? (await this.o.sessionHooks.check?.(projectId, session));
   }
 
-  async create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions = {}): Promise<CreateResult> {
+  /** Creates a session, as one trace span (a no-op unless tracing is on). */
+  create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions = {}): Promise<CreateResult> {
+    return tracer().startActiveSpan('session.create', { attributes: { 'project.id': owner.projectId, ...(options.batchId ? { 'batch.id': options.batchId } : {}) } }, async (span) => {
+      try {
+        const result = await this.createUntraced(owner, body, options);
+        if (result.ok) span.setAttribute('session.id', result.id);
+        else span.setAttributes({ 'session.refused': result.status, 'session.refusal': result.message });
+        return result;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  private async createUntraced(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions): Promise<CreateResult> {
     const { launch, session } = normalize(body);
     const refused = (await refusal(session, body, this.o)) ?? (await this.o.sessionHooks.check?.(owner.projectId, session));
     if (refused) return { ok: false, status: 400, message: refused };
@@ -225,8 +258,10 @@ export class SessionManager {
       });
       if ('cap' in inserted) return { ok: false, status: 429, message: `The project's concurrent browser limit is reached (${inserted.cap})` };
       abort.signal.throwIfAborted();
-      const warm = fitsWarmPool(launch, session) ? this.pool?.take(id) : undefined;
-      sb = warm ?? (await this.launchCold(id, owner.projectId, launch, session, abort.signal));
+      const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
+      const warm = fits ? this.pool?.take(id) : undefined;
+      sb = warm ?? (await spanned('browser.launch', { 'session.id': id }, () => this.launchCold(id, owner.projectId, launch, session, abort.signal)));
+      trace.getActiveSpan()?.setAttribute('browser.warm', warm !== undefined);
       if (up.upstream) sb.traffic.setUpstream(up.upstream);
       cdp = await CdpClient.connect(sb.browser.wsEndpoint);
       // Warm browsers carry the ad-block (a default); a session without it turns it off here.
@@ -263,7 +298,7 @@ export class SessionManager {
       if (session.initialUrl) {
         const [page] = await listPages(cdp);
         const targetId = page?.targetId ?? (await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' })).targetId;
-        await navigate(cdp, targetId, session.initialUrl).catch((err: Error) =>
+        await spanned('browser.navigate', { 'session.id': id }, () => navigate(cdp!, targetId, session.initialUrl!)).catch((err: Error) =>
           this.o.log.info({ sessionId: id, err: err.message }, 'initial_url did not finish loading'),
         );
       }
@@ -391,6 +426,13 @@ export class SessionManager {
     if (!s || s.ending) return 'not_found';
     if (!sameToken(token, s.cdpToken)) return 'unauthorized';
     return { wsEndpoint: s.browser.wsEndpoint, cdpUrl: this.cdpUrl(id, s.cdpToken) };
+  }
+
+  /** The cdp_url of a session running here, for the server's runners of user code (the
+   * sandbox), which reach the browser like any client: through the CDP proxy. */
+  cdpUrlOf(id: string): string | undefined {
+    const s = this.live.get(id);
+    return s && !s.ending ? this.cdpUrl(id, s.cdpToken) : undefined;
   }
 
   cdpUrl(id: string, token: string): string {

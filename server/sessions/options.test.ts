@@ -146,6 +146,14 @@ describe('session browsers', () => {
       await customPage.goto(pages.url('/dialogs'));
       expect(await customPage.evaluate(() => (window as unknown as { dialogResults: unknown }).dialogResults)).toEqual(['alerted', false, null]);
       expect(asked).toEqual(['alert', 'confirm', 'prompt']);
+      // In a browser context the client makes too (off the record, where only extensions
+      // the profile allows run).
+      const ownContext = await customBrowser.newContext();
+      const inContext = await ownContext.newPage();
+      inContext.on('dialog', (d) => void (asked.push(`context ${d.type()}`), d.dismiss()));
+      await inContext.goto(pages.url('/dialogs'));
+      expect(await inContext.evaluate(() => (window as unknown as { dialogResults: unknown }).dialogResults)).toEqual(['alerted', false, null]);
+      expect(asked).toEqual(['alert', 'confirm', 'prompt']);
 
       // window.open with window features: a window of its own, or a tab of the opener's.
       const windowOf = async (page: typeof plainPage) => {
@@ -160,6 +168,10 @@ describe('session browsers', () => {
         expect((await windowOf(popup)) !== (await windowOf(page)), `a separate window: ${separate}`).toBe(separate);
         await popup.close();
       }
+      const [contextPopup] = await Promise.all([ownContext.waitForEvent('page'), inContext.goto(pages.url('/popup-window'))]);
+      await contextPopup.waitForLoadState();
+      expect(await windowOf(contextPopup)).toBe(await windowOf(inContext));
+      await ownContext.close();
 
       // A PDF: shown in the viewer, or downloaded into the session's downloads.
       await plainPage.goto(pages.url('/doc.pdf'));

@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import pg from 'pg';
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 export interface Db {
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
@@ -15,6 +16,32 @@ export interface Db {
   readonly kind: 'pglite' | 'postgres';
   /** PostgreSQL's connection pool, for metrics; PGlite has one connection and no pool. */
   poolStats?(): { max: number; total: number; idle: number; waiting: number };
+}
+
+// Asked for at each use: a server started again in this process (tests) registers a new
+// provider, which tracers obtained earlier would not see.
+const tracer = () => trace.getTracer('cloud-browser');
+
+/**
+ * A query as a trace span (a no-op unless tracing is on), inside the work that made it: a
+ * query outside any span (a worker's poll) makes none, so idle loops do not flood traces.
+ * The SQL text is recorded, never the parameter values.
+ */
+function traced(query: Db['query']): Db['query'] {
+  return <T>(sql: string, params?: readonly unknown[]): Promise<T[]> => {
+    if (!trace.getSpan(context.active())) return query<T>(sql, params);
+    const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? 'QUERY';
+    return tracer().startActiveSpan(`db ${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': sql } }, async (span) => {
+      try {
+        return await query<T>(sql, params);
+      } catch (err) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        throw err;
+      } finally {
+        span.end();
+      }
+    });
+  };
 }
 
 /** Connections one node holds open to PostgreSQL at most. */
@@ -40,7 +67,7 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   });
   await lite.waitReady;
   const wrap = (q: Pick<PGlite, 'query'>): Db['query'] =>
-    async (sql, params = []) => (await q.query(sql, params as unknown[])).rows as never;
+    traced(async (sql, params = []) => (await q.query(sql, params as unknown[])).rows as never);
   // Which transaction the calling code runs inside, if any. Unrelated concurrent callers
   // queue on PGlite's transaction lock; only a call made from inside a transaction's own
   // callback (through the outer handle) is a nested transaction.
@@ -83,14 +110,14 @@ async function openPostgres(url: string): Promise<Db> {
   client.release();
   const db: Db = {
     kind: 'postgres',
-    query: async (sql, params = []) => (await pool.query(sql, params as unknown[])).rows,
+    query: traced(async (sql, params = []) => (await pool.query(sql, params as unknown[])).rows),
     async transaction(fn) {
       const conn = await pool.connect();
       try {
         await conn.query('BEGIN');
         const tx: Db = {
           ...db,
-          query: async (sql, params = []) => (await conn.query(sql, params as unknown[])).rows,
+          query: traced(async (sql, params = []) => (await conn.query(sql, params as unknown[])).rows),
           transaction: (f) => f(tx),
         };
         const result = await fn(tx);

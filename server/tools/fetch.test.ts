@@ -188,10 +188,22 @@ describe('web fetch: files and other resources (F4, F5, F6)', () => {
     expect(await txt.text()).toBe(fixtureText);
   });
 
-  it('follows redirects to the resource', async () => {
+  it('follows redirects to the resource, and says where it came from and what the upstream answered', async () => {
     const res = await fetchUrl(srv, `${fx.url}/redirect?to=${encodeURIComponent('/api/data.json')}`);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe(fixtureJson);
+    expect(res.headers.get('x-upstream-status')).toBe('200');
+    expect(res.headers.get('x-upstream-url')).toBe(`${fx.url}/api/data.json`);
+    const page = await fetchUrl(srv, `${fx.url}/site/script-rendered.html`);
+    expect([page.headers.get('x-upstream-status'), page.headers.get('x-upstream-url')]).toEqual(['200', `${fx.url}/site/script-rendered.html`]);
+  });
+
+  it('a not-found page is returned as it rendered, its 404 in X-Upstream-Status', async () => {
+    const res = await fetchUrl(srv, `${fx.url}/status/404`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('This page does not exist');
+    expect(res.headers.get('x-upstream-status')).toBe('404');
+    expect(res.headers.get('x-upstream-url')).toBe(`${fx.url}/status/404`);
   });
 });
 

@@ -10,6 +10,8 @@ export interface FileResult {
   /** `attachment; filename="…"` for PDFs and downloads. */
   disposition?: string;
   status: number;
+  /** Where the file came from, after redirects. */
+  url: string;
 }
 
 /** Types a browser shows as a page (everything else is returned as it came). */

@@ -108,12 +108,14 @@ export function toolHandlers({ db, config, log, tools, sessions }: ToolDeps): To
         return unexpected(err, ctx.log);
       }
       await chargeFetch(ctx.projectId);
-      if (result.kind === 'html') return { status: 200, contentType: 'text/html; charset=utf-8', body: result.html };
+      // What the upstream answered, so that a 404 page rendered as this 200 is recognisable.
+      const upstream = { 'X-Upstream-Status': String(result.status), 'X-Upstream-Url': result.url };
+      if (result.kind === 'html') return { status: 200, contentType: 'text/html; charset=utf-8', body: result.html, headers: upstream };
       return {
         status: 200,
         contentType: result.contentType,
         body: new Uint8Array(result.body.buffer, result.body.byteOffset, result.body.byteLength),
-        ...(result.disposition ? { headers: { 'Content-Disposition': result.disposition } } : {}),
+        headers: { ...upstream, ...(result.disposition ? { 'Content-Disposition': result.disposition } : {}) },
       };
     },
 

@@ -145,6 +145,7 @@ export class MainDocument {
           contentType: type,
           body,
           status,
+          url: e.request.url,
           ...(asFile ? { disposition: attachmentHeader(fileNameOf(disposition, e.request.url)) } : {}),
         };
         this.fileResolve(this.file);

@@ -18,6 +18,8 @@ export interface PageResult {
   kind: 'html';
   html: string;
   status: number;
+  /** The page's address after redirects. */
+  url: string;
   /** Challenges passed and consent dialogs dismissed, for the log. */
   challenges: string[];
   consent: string[];
@@ -99,7 +101,7 @@ export async function renderPage(v: Visit, waitMs = 0): Promise<FetchResult | Sp
     html = await page.content();
   }
   if (challenges.length || dismissed.length) log.info({ challenges, consent: dismissed }, 'fetch passed challenges and consent dialogs');
-  return { kind: 'html', html, status: last?.status ?? 200, challenges, consent: dismissed };
+  return { kind: 'html', html, status: last?.status ?? 200, url: last?.url ?? page.url(), challenges, consent: dismissed };
 }
 
 /** Screenshot and PDF: load as asked, pass challenges, dismiss consent. */

@@ -1,0 +1,124 @@
+// POST /v1/tools/execute-code over real HTTP on every backend: a snippet run in the sandbox
+// against a running session's Chromium (the same page a client sees), its console output,
+// and every refusal: syntax errors naming the line, thrown errors with their line, results
+// that are not JSON, the time limit (408), a session ending under the run, sessions that
+// are not the project's or not running.
+import { chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProject } from '../auth/api-keys.js';
+import puppeteer from 'puppeteer-core';
+import { createSession, endSession, eventually, getSession, HEADLESS, startPageServer, type PageServer } from '../sessions/test-support.js';
+import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+
+describe.each(backends)('POST /v1/tools/execute-code (%s)', (backend) => {
+  let server: TestServer;
+  let pages: PageServer;
+  let sessionId: string;
+  let cdpUrl: string;
+
+  beforeAll(async () => {
+    server = await startTestServer({ backend });
+    pages = await startPageServer();
+    const s = await createSession(server, HEADLESS);
+    sessionId = s.id;
+    cdpUrl = s.cdp_url;
+  });
+  afterAll(async () => {
+    await server?.close();
+    await pages?.close();
+  });
+
+  const execute = async (code: unknown, id: string = sessionId, key?: string) => {
+    const res = await server.request(`/v1/tools/execute-code?sessionId=${id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key ? { 'service-api-key': key } : {}) },
+      body: JSON.stringify({ code }),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  it('runs the code against the session: its result and console output', async () => {
+    const { status, body } = await execute(
+      `await page.goto(${JSON.stringify(pages.url('/'))});\nconsole.log('at', new URL(page.url()).pathname);\nconst h: string | null = await page.textContent('#h');\nreturn { title: await page.title(), h, pages: context.pages().length, connected: browser.isConnected() };`,
+    );
+    expect(status).toBe(200);
+    expect(body).toEqual({
+      success: true,
+      message: 'Code ran to its end',
+      output: { title: 'Home', h: 'Hello from the test server', pages: expect.any(Number), connected: true },
+      error: null,
+      executionResultId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      logs: ['at /'],
+    });
+    // The same browser a client of cdp_url sees: the page the code left.
+    const browser = await chromium.connectOverCDP(cdpUrl);
+    try {
+      expect(browser.contexts()[0]!.pages().some((p) => p.url() === pages.url('/'))).toBe(true);
+    } finally {
+      await browser.close();
+    }
+    expect((await execute('return;')).body.output).toBeNull();
+  });
+
+  it('gives the code the page on screen as `page`', async () => {
+    const browser = await chromium.connectOverCDP(cdpUrl);
+    try {
+      const second = await browser.contexts()[0]!.newPage();
+      await second.goto(pages.url('/second'));
+      await second.bringToFront();
+      expect((await execute('return [page.url(), await page.title()];')).body.output).toEqual([pages.url('/second'), 'Second']);
+      await second.close();
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('answers 400 for a syntax error naming the line, and for thrown errors with their line', async () => {
+    const syntax = await execute('const a = 1;\nreturn a +;');
+    expect(syntax).toEqual({ status: 400, body: { error: { code: 400, message: expect.stringMatching(/^Syntax error at line 2: /) } } });
+    const thrown = await execute("const n = 2;\nif (n > 1) throw new Error('too many: ' + n);\nreturn n;");
+    expect(thrown).toEqual({ status: 400, body: { error: { code: 400, message: 'Error at line 2: too many: 2' } } });
+    const notJson = await execute('return () => 1;');
+    expect(notJson.status).toBe(400);
+    expect(notJson.body.error.message).toBe('the result must be JSON: the return value is a function');
+    const bad = await execute('');
+    expect(bad.status).toBe(400);
+  });
+
+  it("answers 404 for another project's, an unknown or a deleted session, 409 for one that ended", async () => {
+    const other = await createProject(server.db, { name: 'other', source: 'bootstrap' });
+    expect((await execute('return 1;', sessionId, other.key)).status).toBe(404);
+    expect((await execute('return 1;', '00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    const deleted = await createSession(server, HEADLESS);
+    expect((await endSession(server, deleted.id)).status).toBe(200);
+    expect((await execute('return 1;', deleted.id)).status).toBe(404);
+    // Ended by its own client (Browser.close): still the project's, no longer running.
+    const closed = await createSession(server, HEADLESS);
+    const pp = await puppeteer.connect({ browserWSEndpoint: closed.cdp_url });
+    await pp.close();
+    await eventually(async () => (await getSession(server, closed.id)).body.data.status !== 'running', 10_000, 'the session to end');
+    expect(await execute('return 1;', closed.id)).toEqual({ status: 409, body: { error: { code: 409, message: 'Session is not running' } } });
+  });
+
+  // A minute of waiting (idle, not spinning): once, not on every backend.
+  it.runIf(backend === backends[0])(
+    'answers 408 for code still running at 60 s, and stops it',
+    async () => {
+      const started = Date.now();
+      const { status, body } = await execute('await new Promise(() => {});');
+      expect({ status, body }).toEqual({ status: 408, body: { error: { code: 408, message: 'Code execution exceeded 60 seconds' } } });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(60_000);
+      expect((await execute('return 1;')).status).toBe(200);
+    },
+    120_000,
+  );
+
+  it('answers 409 when the session ends while the code runs, and the server goes on', async () => {
+    const s = await createSession(server, HEADLESS);
+    const running = execute('await new Promise(() => {});', s.id);
+    await new Promise((r) => setTimeout(r, 2000));
+    await endSession(server, s.id);
+    expect(await running).toEqual({ status: 409, body: { error: { code: 409, message: 'Session ended while the code ran' } } });
+    expect((await execute('return 40 + 2;')).body.output).toBe(42);
+  });
+});

@@ -1,0 +1,238 @@
+// The bootstrap that runs INSIDE the sandbox, before and around the user's code. It is
+// bundled once by the server (esbuild) into one CommonJS file; playwright-core stays
+// external and is resolved from the read-only bind at /run/node_modules.
+//
+// It is started ahead of its run (a warm child): it loads Playwright (the bulk of a cold
+// start, some 300 ms to 1 s) and starts the in-sandbox end of the CDP relay (the network namespace has only its own
+// loopback: 127.0.0.1:<port> here is forwarded to the Unix socket the server listens on),
+// connects Playwright over CDP, hands the user's default export a context, and reports
+// logs, artifacts and the result as JSON lines on fd 3. The run's settings arrive as one
+// JSON line on stdin once the server has a run for it.
+import { writeSync } from 'node:fs';
+import { createServer, connect, type AddressInfo } from 'node:net';
+import { format } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { INSIDE, type ChildConfig, type ChildMessage, type LogLevel } from '../protocol.js';
+import { rehearse } from './rehearsal.js';
+
+let config: ChildConfig;
+
+function send(message: ChildMessage): void {
+  const line = Buffer.from(`${JSON.stringify(message)}\n`);
+  // Blocking writes keep the order of messages and make sure the result is out before exit.
+  let offset = 0;
+  while (offset < line.length) {
+    try {
+      offset += writeSync(3, line, offset);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+    }
+  }
+}
+
+let finished = false;
+function finish(message: ChildMessage): never {
+  if (!finished) {
+    finished = true;
+    send(message);
+  }
+  process.exit(0);
+}
+
+/** The line in the user's own source of the first stack frame in their code. */
+function userLine(err: unknown): number | undefined {
+  const stack = err instanceof Error ? String(err.stack ?? '') : '';
+  const match = /\/run\/sbx\/code\/user\.(?:ts|mjs):(\d+):\d+/.exec(stack);
+  if (!match) return undefined;
+  const line = Number(match[1]) - config.lineOffset;
+  return line >= 1 ? line : undefined;
+}
+
+function describe(err: unknown): { message: string; rootCause?: string } {
+  if (err instanceof Error) {
+    const cause = err.cause instanceof Error ? err.cause.message : err.cause === undefined ? undefined : String(err.cause);
+    const rootCause = [err.name !== 'Error' ? err.name : undefined, cause].filter(Boolean).join(': ') || undefined;
+    return { message: err.message || err.name, ...(rootCause ? { rootCause } : {}) };
+  }
+  return { message: typeof err === 'string' ? err : format('%o', err) };
+}
+
+function userFailure(err: unknown): never {
+  const line = userLine(err);
+  finish({ t: 'error', type: 'automation_failure', ...describe(err), ...(line ? { line } : {}) });
+}
+
+// A rejection or exception that escapes a promise chain: the bootstrap's own until user
+// code is loaded, the user's after.
+let userPhase = false;
+function escaped(err: unknown): never {
+  if (userPhase) userFailure(err);
+  finish({ t: 'error', type: 'system_error', message: `the sandbox failed to start: ${describe(err).message}` });
+}
+process.on('uncaughtException', escaped);
+process.on('unhandledRejection', escaped);
+
+// console.* lands in the run's log; the server caps the total.
+for (const [method, level] of [
+  ['debug', 'debug'],
+  ['log', 'info'],
+  ['info', 'info'],
+  ['warn', 'warn'],
+  ['error', 'error'],
+  ['trace', 'debug'],
+] as const) {
+  console[method] = (...args: unknown[]) => send({ t: 'log', level, message: format(...args) });
+}
+const log = Object.fromEntries(
+  (['debug', 'info', 'warn', 'error'] as const).map((level: LogLevel) => [
+    level,
+    (...args: unknown[]) => send({ t: 'log', level, message: format(...args) }),
+  ]),
+);
+
+/** Why a value is not JSON (a path to the first offending part), or undefined when it is. */
+function notJson(value: unknown, path = 'the return value', seen = new Set<object>()): string | undefined {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `${path} is ${value}`;
+  if (typeof value !== 'object') return `${path} is a ${typeof value}`;
+  if (seen.has(value)) return `${path} is a circular reference`;
+  seen.add(value);
+  try {
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const why = notJson(value[i], `${path}[${i}]`, seen);
+        if (why) return why;
+      }
+      return undefined;
+    }
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return `${path} is a ${proto?.constructor?.name ?? 'non-plain object'}, not plain JSON`;
+    for (const [key, item] of Object.entries(value)) {
+      const why = notJson(item, `${path}.${key}`, seen);
+      if (why) return why;
+    }
+    return undefined;
+  } finally {
+    seen.delete(value);
+  }
+}
+
+const ARTIFACT_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
+let artifactCount = 0;
+let artifactBytes = 0;
+const artifacts = {
+  async save(name: string, bytes: Uint8Array | ArrayBuffer | string, contentType = 'application/octet-stream'): Promise<void> {
+    if (!config.artifacts.enabled) throw new Error('artifacts cannot be saved in this run');
+    if (typeof name !== 'string' || !ARTIFACT_NAME.test(name)) {
+      throw new Error('artifact name must be 1-128 characters of letters, digits, ".", "_" or "-", not starting with "." or "-"');
+    }
+    if (typeof contentType !== 'string' || !/^[\w.+-]+\/[\w.+-]+(?:\s*;.*)?$/.test(contentType) || contentType.length > 200) {
+      throw new Error(`artifact content type "${String(contentType).slice(0, 50)}" is not a media type`);
+    }
+    const data =
+      typeof bytes === 'string' ? Buffer.from(bytes) : bytes instanceof ArrayBuffer ? Buffer.from(bytes) : ArrayBuffer.isView(bytes) ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : undefined;
+    if (!data) throw new Error('artifact bytes must be a Buffer, Uint8Array, ArrayBuffer or string');
+    if (artifactCount + 1 > config.artifacts.maxCount) throw new Error(`at most ${config.artifacts.maxCount} artifacts may be saved`);
+    if (artifactBytes + data.length > config.artifacts.maxBytes) throw new Error(`artifacts may hold at most ${config.artifacts.maxBytes} bytes in all`);
+    artifactCount++;
+    artifactBytes += data.length;
+    send({ t: 'artifact', name, contentType, data: data.toString('base64') });
+  },
+};
+
+/** The page whose CDP target id this is, if the context has it. */
+async function pageByTarget(context: BrowserContext, targetId: string): Promise<Page | undefined> {
+  for (const page of context.pages()) {
+    const cdp = await context.newCDPSession(page);
+    try {
+      const { targetInfo } = (await cdp.send('Target.getTargetInfo')) as { targetInfo: { targetId: string } };
+      if (targetInfo.targetId === targetId) return page;
+    } finally {
+      await cdp.detach().catch(() => {});
+    }
+  }
+  return undefined;
+}
+
+/** The in-sandbox end of the relay: loopback TCP to the server's Unix socket. */
+function startRelay(): Promise<number> {
+  const server = createServer((client) => {
+    const upstream = connect(INSIDE.socket);
+    client.pipe(upstream).pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
+  });
+}
+
+/** The run's settings: the first line on stdin. */
+function readConfig(): Promise<ChildConfig> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let got = false;
+    const onData = (chunk: Buffer) => {
+      const nl = chunk.indexOf(10);
+      if (nl === -1) return void chunks.push(chunk);
+      got = true;
+      chunks.push(chunk.subarray(0, nl));
+      process.stdin.off('data', onData);
+      process.stdin.destroy();
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChildConfig);
+      } catch (err) {
+        reject(err as Error);
+      }
+    };
+    process.stdin.on('data', onData);
+    // The server closed stdin without a run: a warm child no longer wanted.
+    process.stdin.on('end', () => {
+      if (!got) process.exit(0);
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  let page, context, browser;
+  const port = await startRelay();
+  await rehearse(chromium);
+  send({ t: 'ready' });
+  config = await readConfig();
+  try {
+    browser = await chromium.connectOverCDP(`ws://127.0.0.1:${port}${config.cdpPath}`, { timeout: 15_000 });
+    context = browser.contexts()[0] ?? (await browser.newContext());
+    page = (config.pageTargetId ? await pageByTarget(context, config.pageTargetId) : undefined) ?? context.pages()[0] ?? (await context.newPage());
+  } catch (err) {
+    finish({ t: 'error', type: 'system_error', message: `could not connect to the session's browser: ${describe(err).message}` });
+  }
+  let run: unknown;
+  userPhase = true;
+  try {
+    run = ((await import(pathToFileURL(INSIDE.code).href)) as { default?: unknown }).default;
+  } catch (err) {
+    userFailure(err);
+  }
+  if (typeof run !== 'function') {
+    finish({ t: 'error', type: 'automation_failure', message: 'the code must have `export default async function run(ctx)`' });
+  }
+  send({ t: 'start' });
+  let value: unknown;
+  try {
+    value = await (run as (ctx: unknown) => unknown)({ page, context, browser, input: config.input, artifacts, log });
+  } catch (err) {
+    userFailure(err);
+  }
+  if (value === undefined) value = null;
+  const why = notJson(value);
+  if (why) finish({ t: 'error', type: 'automation_failure', message: `the result must be JSON: ${why}` });
+  const size = Buffer.byteLength(JSON.stringify(value));
+  if (size > config.outputMaxBytes) {
+    finish({ t: 'error', type: 'automation_failure', message: `the result is ${size} bytes of JSON, over the limit of ${config.outputMaxBytes}` });
+  }
+  finish({ t: 'result', value });
+}
+
+void main();

@@ -1,0 +1,59 @@
+// TypeScript in, ES module out, with esbuild (a transform: no bundling, no type check, so
+// it costs a few milliseconds). A snippet is the body of an async function: it is wrapped
+// into a task module first, and the wrapper's lines are taken off every line reported.
+import { transform, transformSync, type Message, type TransformOptions } from 'esbuild';
+
+export type CodeKind = 'task' | 'snippet';
+
+const SNIPPET_HEAD = 'export default async function run({ page, context, browser }) {\n';
+
+/** The module to transpile and how many lines precede the user's first line. */
+function wrap(code: string, kind: CodeKind): { source: string; lineOffset: number } {
+  return kind === 'snippet' ? { source: `${SNIPPET_HEAD}${code}\n}\n`, lineOffset: 1 } : { source: code, lineOffset: 0 };
+}
+
+const options: TransformOptions = {
+  loader: 'ts',
+  format: 'esm',
+  target: 'node20',
+  // Inline, so the child's --enable-source-maps reports lines of the user's TypeScript.
+  sourcemap: 'inline',
+  sourcefile: 'user.ts',
+  logLevel: 'silent',
+};
+
+export type Transpiled = { ok: true; js: string; lineOffset: number } | { ok: false; message: string; line: number };
+
+function failure(errors: Message[], lineOffset: number, code: string): { ok: false; message: string; line: number } {
+  const first = errors[0];
+  const userLines = code.split('\n').length;
+  // An error past the user's last line (an unclosed brace meeting the wrapper's) is theirs too.
+  const raw = (first?.location?.line ?? 1) - lineOffset;
+  const line = Math.min(Math.max(raw, 1), userLines);
+  return { ok: false, message: first?.text ?? 'the code does not parse', line };
+}
+
+function errorsOf(err: unknown): Message[] {
+  return (err as { errors?: Message[] }).errors ?? [{ text: String(err) } as Message];
+}
+
+/** Syntax check without running: the line (in the user's code) of the first error. */
+export function checkTypeScript(code: string, kind: CodeKind): { ok: true } | { ok: false; message: string; line: number } {
+  const { source, lineOffset } = wrap(code, kind);
+  try {
+    transformSync(source, { ...options, sourcemap: false });
+    return { ok: true };
+  } catch (err) {
+    return failure(errorsOf(err), lineOffset, code);
+  }
+}
+
+export async function transpile(code: string, kind: CodeKind): Promise<Transpiled> {
+  const { source, lineOffset } = wrap(code, kind);
+  try {
+    const out = await transform(source, options);
+    return { ok: true, js: out.code, lineOffset };
+  } catch (err) {
+    return failure(errorsOf(err), lineOffset, code);
+  }
+}

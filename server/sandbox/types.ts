@@ -1,0 +1,48 @@
+// The runner's public types (index.ts re-exports them).
+export type SandboxErrorType = 'automation_failure' | 'timeout' | 'system_error' | 'cancelled';
+export interface SandboxLogLine {
+  at: string;
+  level: 'debug' | 'info' | 'warn' | 'error';
+  message: string;
+}
+export interface SandboxArtifact {
+  name: string;
+  /** Host path of the saved bytes. */
+  path: string;
+  size: number;
+  contentType: string;
+}
+export interface SandboxRequest {
+  /** 'task': a TypeScript module with `export default async function run(ctx)`, ctx = {page, context, browser, input, artifacts: {save(name, bytes, contentType)}, log: {debug,info,warn,error}} (console.* also lands in the log).
+   *  'snippet': the body of an async function given page, context, browser (execute-code). */
+  kind: 'task' | 'snippet';
+  /** TypeScript source (already base64-decoded). */
+  code: string;
+  /** The session's cdp_url (ws://...?token=...), reached by the child and nothing else. */
+  cdpUrl: string;
+  /** The CDP target id of the page ctx.page is (execute-code: the page on screen); default the context's first page. */
+  pageTargetId?: string;
+  /** JSON, ctx.input. */
+  input?: unknown;
+  timeoutMs: number;
+  /** Default 512. */
+  memoryMb?: number;
+  /** The JSON result and the log, each; default 1 MiB. */
+  outputMaxBytes?: number;
+  /** Host dir where artifacts.save writes; absent: save throws. */
+  artifactsDir?: string;
+  /** Cancel: the child is killed, outcome 'cancelled'. */
+  signal?: AbortSignal;
+  onLog?: (line: SandboxLogLine) => void;
+}
+interface OutcomeParts {
+  logs: SandboxLogLine[];
+  artifacts: SandboxArtifact[];
+  durationMs: number;
+  /** The sandbox's own cost: spawn to user code start. */
+  sandboxMs: number;
+}
+export type SandboxOutcome =
+  | ({ ok: true; value: unknown } & OutcomeParts)
+  | ({ ok: false; error: { type: SandboxErrorType; message: string; line?: number; rootCause?: string } } & OutcomeParts);
+
