@@ -157,6 +157,22 @@ describe.each(backends)('web console on %s', (backend) => {
     await endSession(server, s.id);
   });
 
+  it("watches a one_time_url session without using up its link", async () => {
+    const s = await createSession(server, {
+      browser: { headless: { active: true } },
+      session: { recording: { active: false }, initial_url: site.url('/'), live_view: { one_time_url: true } },
+    });
+    await page.goto(`${base}/sessions/${s.id}`);
+    const frame = await liveFrame(page);
+    await until(async () => (await frame.evaluate(() => (window as any).__liveView.frames)) > 0, 15_000);
+    // The session's own link still opens, once.
+    const link = new URL(s.live_view_url);
+    const own = `${server.url}${link.pathname}${link.search}`;
+    expect((await fetch(own)).status).toBe(200);
+    expect((await fetch(own)).status).toBe(401);
+    await endSession(server, s.id);
+  });
+
   it('ends a session from its page, then plays its recording and lists its events and downloads', async () => {
     const s = await createSession(server, { browser: { headless: { active: true } }, session: { initial_url: site.url('/') } });
     // A download from the session's page.
