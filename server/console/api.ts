@@ -2,8 +2,8 @@
 // app.request, no socket): every page shows what the contract answers for the signed-in
 // key, with the same validation, project scoping and errors, and no second path to the
 // data to keep in step with the first. What the contract has no operation for (API keys,
-// a session's events, a delivery's retry) the console does through the stores of the
-// capabilities that own it.
+// a session's events, a delivery's retry, sessions a DELETE removed from the API) the
+// console does through the stores of the capabilities that own it (routes.ts).
 import type { Hono } from 'hono';
 
 export class ApiError extends Error {

@@ -1,7 +1,8 @@
 // The console's routes under /console: sign-in and sign-out, then every page behind the
 // signed-in check. Reads and actions go through the API in process (api.ts) with the
-// signed-in key; API keys, a session's events and a delivery's retry through the stores
-// that own them, limited to the signed-in project. Every POST carries the CSRF token.
+// signed-in key; API keys, a session's events, a delivery's retry and the session rows
+// (the API forgets a session a DELETE ended) through the stores that own them, limited to
+// the signed-in project. Every POST carries the CSRF token.
 import type { Context, Hono } from 'hono';
 import type { components } from '../../generated/types.js';
 import { createKey, listKeys, revokeKey } from '../admin/index.js';
