@@ -41,6 +41,7 @@ import { admin } from './admin/index.js';
 import { Metrics, metricsEndpoint, startTracing } from './metrics/index.js';
 import { installationId } from './browser/index.js';
 import { hostname } from 'node:os';
+import { webConsole } from './console/index.js';
 import { docs } from './docs/index.js';
 
 export interface RunningServer {
@@ -113,6 +114,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(admin)
       // After what it reads: sessions, webhooks' delivery worker.
       .add(metricsEndpoint)
+      // After everything it shows (it reads them through the API, in process).
+      .add(webConsole)
       .add(docs)
       .build();
     await service.start();

@@ -9,3 +9,6 @@ import { adminHandlers, type AdminOperation } from './handlers.js';
 export function admin(d: { db: Db; blobs: BlobAreas }): Capability<AdminOperation> {
   return { name: 'admin', handlers: adminHandlers(d) };
 }
+
+// The console's API keys page manages the signed-in project's keys with these.
+export { createKey, listKeys, revokeKey, type KeyRow } from './store.js';

@@ -29,3 +29,6 @@ export function webhooks(d: { db: Db; config: ServiceConfig; log: Logger }): Cap
     provides: { webhookDeliveries: { stats: () => worker.stats() } },
   };
 }
+
+// The console's "retry" of a delivery (no operation of the contract does it).
+export { retryDelivery } from './webhooks-store.js';

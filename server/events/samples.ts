@@ -2,6 +2,7 @@
 // per event type, with fresh identifiers so receivers can tell test deliveries apart.
 import { randomUUID } from 'node:crypto';
 import type { EventDataMap, EventType } from '../outbox/types.js';
+import { sessionDashboardUrl } from '../outbox/links.js';
 
 export interface SampleContext {
   /** Base of dashboard and live-view links (the server's PUBLIC_URL). */
@@ -13,7 +14,7 @@ export function sampleEventData<T extends EventType>(type: T, ctx: SampleContext
   const sessionId = randomUUID();
   const taskId = randomUUID();
   const executionId = randomUUID();
-  const dashboard = `${base}/sessions/${sessionId}`;
+  const dashboard = sessionDashboardUrl(base, sessionId);
   const taskBase = {
     task_id: taskId,
     task_version_id: randomUUID(),

@@ -328,3 +328,53 @@ export async function getEvent(db: Db, projectId: string, eventId: string): Prom
   );
   return row ? toEnvelope(row) : null;
 }
+
+/**
+ * Sends a delivery's event to its webhook again now (the console's "retry"): the event's
+ * next attempt, already scheduled, is brought forward; when there is none (it succeeded,
+ * or died after its last attempt) a new attempt is queued. The worker then sends it the
+ * usual way, signed, and records it as one more attempt of the event. Null when the
+ * project has no such delivery on that webhook.
+ */
+export async function retryDelivery(db: Db, projectId: string, webhookId: string, deliveryId: string): Promise<{ delivery_id: string } | null> {
+  const [one] = await db.query<{ event_id: string; event_type: string }>(
+    'SELECT event_id, event_type FROM webhook_deliveries WHERE project_id = $1 AND webhook_id = $2 AND id = $3',
+    [projectId, webhookId, deliveryId],
+  );
+  if (!one) return null;
+  const [waiting] = await db.query<{ id: string }>(
+    `UPDATE webhook_deliveries SET scheduled_at = now()
+      WHERE project_id = $1 AND webhook_id = $2 AND event_id = $3 AND status = 'pending' AND scheduled_at > now()
+      RETURNING id`,
+    [projectId, webhookId, one.event_id],
+  );
+  if (waiting) {
+    deliveriesWritten();
+    return { delivery_id: waiting.id };
+  }
+  const [pending] = await db.query<{ id: string }>(
+    `SELECT id FROM webhook_deliveries WHERE project_id = $1 AND webhook_id = $2 AND event_id = $3 AND status = 'pending'`,
+    [projectId, webhookId, one.event_id],
+  );
+  // Due now or being sent: that attempt is the retry.
+  if (pending) return { delivery_id: pending.id };
+  // Two retries at once: the unique (event, webhook, attempt) lets one insert win; the
+  // other finds nothing to insert and answers the winner.
+  const inserted = await db.query<{ id: string }>(
+    `INSERT INTO webhook_deliveries (id, project_id, webhook_id, event_id, event_type, attempt)
+     SELECT ${DELIVERY_ID_SQL}, $1, $2, $3, $4, max(attempt) + 1
+       FROM webhook_deliveries WHERE project_id = $1 AND webhook_id = $2 AND event_id = $3
+     ON CONFLICT (event_id, webhook_id, attempt) DO NOTHING
+     RETURNING id`,
+    [projectId, webhookId, one.event_id, one.event_type],
+  );
+  if (inserted[0]) {
+    deliveriesWritten();
+    return { delivery_id: inserted[0].id };
+  }
+  const [other] = await db.query<{ id: string }>(
+    `SELECT id FROM webhook_deliveries WHERE project_id = $1 AND webhook_id = $2 AND event_id = $3 ORDER BY attempt DESC LIMIT 1`,
+    [projectId, webhookId, one.event_id],
+  );
+  return { delivery_id: other!.id };
+}

@@ -7,7 +7,9 @@
 // WebSocket, once; the ticket keeps working for that viewer. read_only is enforced here:
 // input from a viewer of a read-only session is dropped before it reaches the browser.
 // A takeover link (`?takeover=T`, minted when code in the session asks a person for help:
-// interventions/) opens the page with input even in a read-only session.
+// interventions/) opens the page with input even in a read-only session; the web console
+// (console/) uses those for its take-over, and watch links (`?watch=T`) to show the screen
+// without input and without using up a one_time_url link.
 // Everything a session has here (viewers, tickets, takeover links) goes when it ends.
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -60,6 +62,8 @@ interface SessionState {
   tickets: Map<string, TicketGrant>;
   /** sha256 of each takeover link's token. */
   takeovers: Set<string>;
+  /** sha256 of each watch link's token (view only). */
+  watches: Set<string>;
   oneTimeUsed: boolean;
   viewers: Set<Viewer>;
 }
@@ -84,7 +88,13 @@ export class LiveView implements SessionHooks {
       };
       const id = c.req.param('id');
       const takeover = c.req.query('takeover');
-      const admitted = takeover !== undefined ? this.admitTakeover(id, takeover) : this.admit(id, c.req.query('token') ?? '');
+      const watch = c.req.query('watch');
+      const admitted =
+        takeover !== undefined
+          ? this.admitTakeover(id, takeover)
+          : watch !== undefined
+            ? this.admitWatch(id, watch)
+            : this.admit(id, c.req.query('token') ?? '');
       if (!admitted.ok) {
         const title = admitted.code === CLOSE.notFound ? 'Session not found' : 'Live view unavailable';
         return c.html(messagePage(title, admitted.message, nonce), admitted.code === CLOSE.notFound ? 404 : admitted.code === CLOSE.ended ? 410 : 401, headers);
@@ -163,6 +173,19 @@ export class LiveView implements SessionHooks {
     return token;
   }
 
+  /**
+   * A watch link's token for a running session of this node, for a caller that authorized
+   * the viewer itself (the web console, signed in to the session's project): it opens the
+   * live view without input until the session ends, and leaves a one_time_url link unused.
+   * Undefined when the session is not running here.
+   */
+  mintWatch(sessionId: string): string | undefined {
+    if (!this.o.sessions.get(sessionId)) return undefined;
+    const token = randomBytes(24).toString('base64url');
+    this.stateOf(sessionId).watches.add(hash(token));
+    return token;
+  }
+
   /** What a viewer ticket of the session allows; undefined when it is not one. */
   ticket(sessionId: string, ticket: string): TicketGrant | undefined {
     return this.state.get(sessionId)?.tickets.get(hash(ticket));
@@ -171,7 +194,7 @@ export class LiveView implements SessionHooks {
   private stateOf(id: string): SessionState {
     let st = this.state.get(id);
     if (!st) {
-      st = { tickets: new Map(), takeovers: new Set(), oneTimeUsed: false, viewers: new Set() };
+      st = { tickets: new Map(), takeovers: new Set(), watches: new Set(), oneTimeUsed: false, viewers: new Set() };
       this.state.set(id, st);
     }
     return st;
@@ -196,6 +219,14 @@ export class LiveView implements SessionHooks {
     if (!s) return { ok: false, code: CLOSE.notFound, message: 'This session does not exist or has ended.' };
     if (!this.state.get(s.id)?.takeovers.has(hash(token))) return { ok: false, code: CLOSE.invalid, message: 'This takeover link is not valid.' };
     return { ok: true, session: s, input: true };
+  }
+
+  /** Checks a watch link's token. */
+  private admitWatch(id: string, token: string): Admitted {
+    const s = /^[0-9a-f-]{36}$/i.test(id) ? this.o.sessions.get(id.toLowerCase()) : undefined;
+    if (!s) return { ok: false, code: CLOSE.notFound, message: 'This session does not exist or has ended.' };
+    if (!this.state.get(s.id)?.watches.has(hash(token))) return { ok: false, code: CLOSE.invalid, message: 'This live-view link is not valid.' };
+    return { ok: true, session: s, input: false };
   }
 
   private mint(id: string, grant: TicketGrant): string {

@@ -19,6 +19,7 @@ import type { Frame, Screencasts } from '../liveview/index.js';
 import { encode, type Timeline, type TimelineFrame } from './encode.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import * as store from './store.js';
+import { sessionDashboardUrl } from '../outbox/links.js';
 
 export interface RecorderOptions {
   db: Db;
@@ -331,7 +332,7 @@ export class Recorder implements SessionHooks {
             session_id: sessionId,
             duration_ms: Math.round(timeline.endMs),
             size_bytes: size,
-            session_dashboard_url: `${this.o.publicUrl}/v1/sessions/${sessionId}`,
+            session_dashboard_url: sessionDashboardUrl(this.o.publicUrl, sessionId),
           });
         });
       } catch (err) {

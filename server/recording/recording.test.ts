@@ -118,7 +118,7 @@ describe('recordings', () => {
       session_id: s.id,
       duration_ms: row!.duration_ms,
       size_bytes: bytes.length,
-      session_dashboard_url: `${server.config.publicUrl}/v1/sessions/${s.id}`,
+      session_dashboard_url: `${server.config.publicUrl}/console/sessions/${s.id}`,
     });
     // The frames are gone once the video is stored.
     expect(readdirSync(join(server.dataDir, 'recordings', '.work'))).toEqual([]);

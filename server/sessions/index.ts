@@ -11,7 +11,7 @@ import { SessionManager } from './manager.js';
 
 export { SessionManager, type CreateOptions, type CreateResult } from './manager.js';
 export type { SessionCreateBody } from './options.js';
-export { historyBuckets, type Granularity, type SessionRow } from './store.js';
+export { findSessionRecord, historyBuckets, listSessions, type Granularity, type ListFilter, type SessionRow, type SessionStatus } from './store.js';
 
 export function sessions(d: {
   db: Db;

@@ -7,6 +7,7 @@ import { settleSession } from '../credits/settle.js';
 import { emitEvent } from '../outbox/emit.js';
 import type { Db } from '../store/db.js';
 import * as store from './store.js';
+import { sessionDashboardUrl } from '../outbox/links.js';
 
 export interface SessionUsage {
   networkBytes: number;
@@ -39,7 +40,7 @@ export async function recordEnd(
     if (!row) return undefined;
     row.credits_used = await settleSession(tx, row, o.config);
     const durationMs = Math.max(0, row.ended_at!.getTime() - row.created_at.getTime());
-    const dashboard = `${o.config.publicUrl}/v1/sessions/${id}`;
+    const dashboard = sessionDashboardUrl(o.config.publicUrl, id);
     if (status === 'completed') {
       await emitEvent(tx, row.project_id, 'session.completed', {
         session_id: id,

@@ -151,10 +151,15 @@ export interface ListFilter {
   extraStealth?: boolean;
   /** Part of the profile's name, any case. */
   profileName?: string;
+  /**
+   * Sessions a DELETE removed from the API too: the web console's history shows every
+   * session the project ran, as the usage series counts them.
+   */
+  includeDeleted?: boolean;
 }
 
 export async function listSessions(db: Db, projectId: string, f: ListFilter): Promise<{ rows: SessionRow[]; total: number }> {
-  const where = ['project_id = $1', 'deleted_at IS NULL'];
+  const where = f.includeDeleted ? ['project_id = $1'] : ['project_id = $1', 'deleted_at IS NULL'];
   const params: unknown[] = [projectId];
   const add = (sql: string, value: unknown) => {
     params.push(value);
@@ -176,6 +181,12 @@ export async function listSessions(db: Db, projectId: string, f: ListFilter): Pr
     params,
   );
   return { rows, total: n };
+}
+
+/** A session of the project, whether or not a DELETE removed it from the API (the console's session page). */
+export async function findSessionRecord(db: Db, projectId: string, id: string): Promise<SessionRow | undefined> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
+  return (await db.query<SessionRow>('SELECT * FROM sessions WHERE project_id = $1 AND id = $2', [projectId, id.toLowerCase()]))[0];
 }
 
 export interface HistoryBucket {
