@@ -262,6 +262,45 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
     await endSession(server, s.id);
   });
 
+  it('with human_intervention the agent asks a person and goes on with the answer; paused, it waits before its next step until resumed', async () => {
+    const s = await createSession(server, HEADLESS);
+    model.script([
+      { toolCalls: [call('ask_human', { message: 'Buy the 3 products for 59.90 EUR?', input_type: 'confirm' })] },
+      { toolCalls: [call('navigate', { url: site.url('/table') })] },
+      { toolCalls: [call('finish', { answer: 'bought' })] },
+    ]);
+    const from = model.received.length;
+    const pause = await server.request(`/v1/sessions/${s.id}/agent/pause`, { method: 'POST' });
+    expect(pause.status).toBe(200);
+    const started = await perform({ prompt: 'Buy the products', human_intervention: true, async: true }, s.id);
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const status = async () => ((await (await server.request(`/v1/tools/perform-web-task/${started.body.data.workflow_id}/status`)).json()) as any).data;
+    // Paused from the start: no model call, no step.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(model.received.length).toBe(from);
+    expect((await server.request(`/v1/sessions/${s.id}/agent/resume`, { method: 'POST' })).status).toBe(200);
+
+    const pending = await eventually(async () => {
+      const list = ((await (await server.request(`/v1/sessions/${s.id}/agent/requested-human-intervention`)).json()) as any).data.requests;
+      return list.length === 1 ? list[0] : undefined;
+    }, 15_000, 'the agent to ask');
+    expect(pending).toMatchObject({ message: 'Buy the 3 products for 59.90 EUR?', input_type: 'confirm' });
+    const answered = await server.request(`/v1/sessions/${s.id}/agent/respond-to-human-intervention`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ requestId: pending.request_id, response: 'yes' }),
+    });
+    expect(answered.status).toBe(200);
+    const done = await eventually(async () => {
+      const d = await status();
+      return d.status !== 'RUNNING' ? d : undefined;
+    }, 20_000, 'the end');
+    expect(done).toMatchObject({ status: 'COMPLETED', result: { result: 'bought' } });
+    // The model was told the answer after asking.
+    expect(lastToolResults(model.received[from + 1]!.body)).toContain('The person answered: yes');
+    await endSession(server, s.id);
+  });
+
   it('refuses what it does not offer with 400, an unknown session with 404', async () => {
     const bad = async (body: unknown, message: string | RegExp, sessionId?: string, status = 400) => {
       const r = await perform(body, sessionId);
@@ -270,7 +309,6 @@ describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
     };
     await bad({ prompt: 'x', agent: 'openai-cua' }, 'agent openai-cua is not offered by this server; it runs browser-use');
     await bad({ prompt: 'x', provider: 'anthropic' }, "provider anthropic is not offered by this server; its model is openai's");
-    await bad({ prompt: 'x', human_intervention: true }, 'human_intervention is not offered by this server yet');
     await bad({ prompt: 'x', output_schema: { type: 'nonsense' } }, /^output_schema is not a valid JSON Schema: /);
     await bad({ prompt: 'x', max_steps: 0 }, /max_steps/);
     await bad({ prompt: 'x' }, 'Session not found', '00000000-0000-4000-8000-000000000000', 404);

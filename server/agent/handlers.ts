@@ -38,7 +38,6 @@ export function agentHandlers(d: { db: Db; config: ServiceConfig; log: Logger; r
       if (b.provider !== undefined && b.provider !== llm.provider) {
         return fail(400, `provider ${b.provider} is not offered by this server; its model is ${llm.provider}'s`);
       }
-      if (b.human_intervention) return fail(400, 'human_intervention is not offered by this server yet');
       const answerSchema = b.output_schema ? compileAnswerSchema(b.output_schema) : undefined;
       if (answerSchema && 'error' in answerSchema) return fail(400, answerSchema.error);
       const timeLimitS = Math.min(b.time_limit_seconds ?? config.webTaskTimeoutSeconds, config.webTaskTimeoutSeconds);
@@ -62,6 +61,7 @@ export function agentHandlers(d: { db: Db; config: ServiceConfig; log: Logger; r
         timeLimitMs: timeLimitS * 1000,
         secrets: b.secret_values ?? {},
         highlight: b.highlight_elements ?? false,
+        humanIntervention: b.human_intervention ?? false,
       };
 
       if (!b.async) {

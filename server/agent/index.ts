@@ -3,12 +3,13 @@
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
+import type { Interventions } from '../interventions/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { agentHandlers, type AgentHandlers } from './handlers.js';
 import { WebTaskRunner } from './runner.js';
 
-export function agent(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof AgentHandlers> {
+export function agent(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; interventions: Interventions }): Capability<keyof AgentHandlers> {
   const log = d.log.child({ capability: 'agent' });
   const runner = new WebTaskRunner({ ...d, log });
   const { handlers, settled } = agentHandlers({ db: d.db, config: d.config, log, runner });

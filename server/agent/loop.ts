@@ -3,6 +3,7 @@
 // calls, record each as a step, until it calls finish with an answer (checked against the
 // output_schema) or gives up, or the step budget or the time limit runs out.
 import type { Page } from 'playwright-core';
+import { InterventionError, type InputType } from '../interventions/index.js';
 import { ariaSnapshot, missingRef } from '../page/aria.js';
 import { LlmError, type Content, type LanguageModel, type Message, type ToolSpec } from '../llm/index.js';
 import { ActionError, actionTools, describeTarget, perform, redactSecrets, showStep } from './actions.js';
@@ -21,6 +22,10 @@ export interface WebTaskRun {
   secrets: Record<string, string>;
   highlight: boolean;
   checkUrl(url: string): Promise<void>;
+  /** Resolves once the agent is not paused (POST .../agent/pause). */
+  whilePaused(): Promise<void>;
+  /** With human_intervention: asks a person and answers what they said. */
+  askHuman?(message: string, inputType: InputType): Promise<string>;
   /** Called after each step, for progress. */
   onStep?(steps: readonly StepRecord[]): void;
 }
@@ -40,7 +45,7 @@ export class TimeLimit extends Error {}
 export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
   const steps: StepRecord[] = [];
   const messages: Message[] = [];
-  const tools = [...actionTools, finishTool(r.answerSchema), GIVE_UP];
+  const tools = [...actionTools, finishTool(r.answerSchema), GIVE_UP, ...(r.askHuman ? [ASK_HUMAN] : [])];
   let modelCalls = 0;
   let idle = 0;
   const fail = (kind: 'agent' | 'model', error: string): WebTaskOutcome => ({ ok: false, kind, error, steps, modelCalls });
@@ -52,6 +57,7 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
     for (;;) {
       if (r.signal.aborted) throw r.signal.reason;
       forgetOldObservations(messages);
+      await r.whilePaused();
       messages.push({ role: 'user', content: await observe(r.page(), note, images, r.secrets, steps.length, r.maxSteps) });
       modelCalls++;
       const reply = await r.model.chat({ system, messages, tools, signal: r.signal });
@@ -77,6 +83,10 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
           continue;
         }
         if (call.name === 'give_up') return fail('agent', `The agent gave up: ${String(call.arguments.reason ?? 'no reason given')}`);
+        if (call.name === ASK_HUMAN.name && r.askHuman) {
+          answerTool(await askHuman(r, call.arguments));
+          continue;
+        }
         if (!(BROWSER_ACTIONS as readonly string[]).includes(call.name)) {
           answerTool(`There is no tool ${call.name}.`);
           continue;
@@ -86,6 +96,7 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
           answerTool('The arguments were not valid JSON.');
           continue;
         }
+        await r.whilePaused();
         const step = await act(steps.length + 1, call.name as BrowserAction, call.arguments, r);
         steps.push(step);
         r.onStep?.(steps);
@@ -195,4 +206,36 @@ function systemPrompt(r: WebTaskRun): string {
     'If the task cannot be done, call give_up with the reason.',
     ...(names.length ? [`Secrets you may type, by name, written {{name}} in the text of type: ${names.join(', ')}. You never see their values.`] : []),
   ].join('\n');
+}
+
+const INPUT_TYPES: readonly InputType[] = ['confirm', 'text', 'otp', 'takeover'];
+
+/** With human_intervention: a person watching the session is asked, and the agent waits. */
+const ASK_HUMAN: ToolSpec = {
+  name: 'ask_human',
+  description:
+    'Ask a person for help and wait for the answer: confirm (yes/no before an irreversible action), text (information only they have), otp (a one-time code sent to them), or takeover (they act in the browser themselves, e.g. a captcha or a sign-in, then say done). Use it only when the task cannot go on otherwise.',
+  parameters: {
+    type: 'object',
+    properties: {
+      message: { type: 'string', description: 'What you need from the person, in one or two sentences.' },
+      input_type: { type: 'string', enum: [...INPUT_TYPES] },
+    },
+    required: ['message', 'input_type'],
+    additionalProperties: false,
+  },
+};
+
+/** The tool result for the model: the answer, or why there is none. */
+async function askHuman(r: WebTaskRun, args: Record<string, unknown>): Promise<string> {
+  const message = typeof args.message === 'string' ? args.message.trim().slice(0, 2000) : '';
+  const inputType = INPUT_TYPES.find((t) => t === args.input_type);
+  if (!message || !inputType) return 'ask_human needs a message and an input_type of confirm, text, otp or takeover.';
+  try {
+    const answer = await r.askHuman!(message, inputType);
+    return inputType === 'takeover' ? 'The person took over and is done: look at the page again.' : `The person answered: ${answer}`;
+  } catch (err) {
+    if (err instanceof InterventionError) return `No answer: ${err.message}. Go on without it, or give_up.`;
+    throw err;
+  }
 }

@@ -11,6 +11,7 @@ import { charge } from '../credits/ledger.js';
 import { roundCredits } from '../credits/prices.js';
 import type { LanguageModel } from '../llm/index.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
+import type { Interventions, InputType } from '../interventions/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { ActionError } from './actions.js';
@@ -31,6 +32,8 @@ export interface WebTaskSpec {
   timeLimitMs: number;
   secrets: Record<string, string>;
   highlight: boolean;
+  /** human_intervention: the agent may ask a person (interventions/) when it is stuck. */
+  humanIntervention: boolean;
   onStep?(steps: readonly StepRecord[], sessionId: string): void;
   onSession?(sessionId: string): void;
 }
@@ -57,7 +60,7 @@ export class WebTaskRunner {
   private readonly relay = new CdpRelay();
 
   constructor(
-    private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager },
+    private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; interventions: Interventions },
   ) {}
 
   /** Refuses a URL the server may not load for users. Throws StartError (403/400). */
@@ -114,6 +117,11 @@ export class WebTaskRunner {
         signal: abort.signal,
         secrets: spec.secrets,
         highlight: spec.highlight,
+        // POST .../agent/pause holds the agent before its next model call and action.
+        whilePaused: () => this.d.interventions.whilePaused(session.id, abort.signal),
+        ...(spec.humanIntervention
+          ? { askHuman: (message: string, inputType: InputType) => this.d.interventions.ask({ id: session.id, projectId: spec.projectId }, { message, inputType, signal: abort.signal }) }
+          : {}),
         checkUrl: async (url) => {
           try {
             await assertPublicUrl(url, { allowPrivate: this.d.config.allowPrivateNetworks });
