@@ -3650,6 +3650,7 @@ export interface components {
             code: string;
             language: components["schemas"]["TaskLanguage"];
             browserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
+            selfHealing?: components["schemas"]["TaskSelfHealing"];
             /** @description Always false in answers: a deleted task answers 404. */
             deleted: boolean;
             /** Format: date-time */
@@ -3674,6 +3675,7 @@ export interface components {
             description?: string;
             /** @description The version string of the latest deployed version; `draft` until the first deploy. */
             latest: string;
+            selfHealing?: components["schemas"]["TaskSelfHealing"];
             /** @description Always false in answers: a deleted task answers 404. */
             deleted: boolean;
             /** Format: date-time */
@@ -3689,12 +3691,25 @@ export interface components {
             code?: components["schemas"]["TaskCode"];
             language: components["schemas"]["TaskLanguage"];
             browserConfiguration?: components["schemas"]["TaskBrowserConfiguration"];
+            selfHealing?: components["schemas"]["TaskSelfHealing"];
         };
         /** @description The fields to change; omitted fields keep their value and an empty object changes nothing. */
         TaskUpdateRequest: {
             name?: components["schemas"]["TaskName"];
             /** @description The new description; an empty string clears it. */
             description?: string;
+            selfHealing?: components["schemas"]["TaskSelfHealing"];
+        };
+        /** @description Self-healing: when a run of the task fails with `automation_failure`, the operator's language model (LLM_PROVIDER...) is given the failing version's code, the error and the page's accessibility snapshot at the failure, and proposes new code; code that parses is saved as the draft (`publish: draft`) or deployed as the next version (`publish: deploy`), and `task.healed` is sent. Off by default; with no model configured nothing is healed. */
+        TaskSelfHealing: {
+            /** @description Whether failed runs are healed. */
+            enabled: boolean;
+            /**
+             * @description `draft` saves the fix as the task's draft (replacing it); `deploy` deploys it as the next numbered version, which `latest` runs then use.
+             * @default draft
+             * @enum {string}
+             */
+            publish?: "draft" | "deploy";
         };
         TaskResponse: {
             data: components["schemas"]["Task"];

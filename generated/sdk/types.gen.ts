@@ -1595,6 +1595,7 @@ export type Task = {
     code: string;
     language: TaskLanguage;
     browserConfiguration?: TaskBrowserConfiguration;
+    selfHealing?: TaskSelfHealing;
     /**
      * Always false in answers: a deleted task answers 404.
      */
@@ -1624,6 +1625,7 @@ export type TaskMetadata = {
      * The version string of the latest deployed version; `draft` until the first deploy.
      */
     latest: string;
+    selfHealing?: TaskSelfHealing;
     /**
      * Always false in answers: a deleted task answers 404.
      */
@@ -1644,6 +1646,7 @@ export type TaskCreateRequest = {
     code?: TaskCode;
     language: TaskLanguage;
     browserConfiguration?: TaskBrowserConfiguration;
+    selfHealing?: TaskSelfHealing;
 };
 
 /**
@@ -1655,6 +1658,21 @@ export type TaskUpdateRequest = {
      * The new description; an empty string clears it.
      */
     description?: string;
+    selfHealing?: TaskSelfHealing;
+};
+
+/**
+ * Self-healing: when a run of the task fails with `automation_failure`, the operator's language model (LLM_PROVIDER...) is given the failing version's code, the error and the page's accessibility snapshot at the failure, and proposes new code; code that parses is saved as the draft (`publish: draft`) or deployed as the next version (`publish: deploy`), and `task.healed` is sent. Off by default; with no model configured nothing is healed.
+ */
+export type TaskSelfHealing = {
+    /**
+     * Whether failed runs are healed.
+     */
+    enabled: boolean;
+    /**
+     * `draft` saves the fix as the task's draft (replacing it); `deploy` deploys it as the next numbered version, which `latest` runs then use.
+     */
+    publish?: 'draft' | 'deploy';
 };
 
 export type TaskResponse = {

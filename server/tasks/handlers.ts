@@ -80,6 +80,7 @@ function metadataView(t: store.TaskRow, latest: store.VersionRow | undefined): S
     teamId: t.project_id,
     ...(t.description !== null ? { description: t.description } : {}),
     latest: latest ? label(latest) : 'draft',
+    selfHealing: store.selfHealingOf(t.self_healing),
     deleted: false,
     createdAt: iso(t.created_at),
     updatedAt: iso(t.updated_at),
@@ -96,6 +97,7 @@ function taskView(t: store.TaskRow, shown: store.VersionRow | undefined): Schema
     code: shown?.code ?? '',
     language: shown?.language ?? 'typescript',
     browserConfiguration: shown?.browser_configuration ?? {},
+    selfHealing: store.selfHealingOf(t.self_healing),
     deleted: false,
     createdAt: iso(t.created_at),
     updatedAt: iso(t.updated_at),
@@ -251,7 +253,7 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
         // The configuration belongs to a version; without code there is none to keep it in.
         return fail(400, 'browserConfiguration needs code: it is saved with the draft, which code makes');
       }
-      const task = await store.createTask(db, { projectId: ctx.projectId, name: b.name, description: b.description ?? null, draft });
+      const task = await store.createTask(db, { projectId: ctx.projectId, name: b.name, description: b.description ?? null, selfHealing: b.selfHealing, draft });
       if (task === 'name_taken') return fail(409, `A task named ${b.name} already exists`);
       const shown = await store.getVersion(db, task, 'draft');
       return { status: 200, body: { data: taskView(task, shown) } };

@@ -12,6 +12,7 @@ import type { Sandbox } from '../sandbox/index.js';
 import { ArtifactLinks } from './artifact-links.js';
 import { taskHandlers, type TaskOperation } from './handlers.js';
 import { TaskWorker } from './worker.js';
+import { TaskHealer } from './healing.js';
 
 export function tasks(d: {
   db: Db;
@@ -24,12 +25,14 @@ export function tasks(d: {
   sandbox: Sandbox;
 }): Capability<TaskOperation> {
   const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl);
-  const worker = new TaskWorker({ ...d, artifacts });
+  const healer = new TaskHealer(d);
+  const worker = new TaskWorker({ ...d, artifacts, healer });
   return {
     name: 'tasks',
     handlers: taskHandlers({ db: d.db, config: d.config, sessions: d.sessions, worker }),
     // GET /files/task-artifacts/{id}: the artifacts' signed links.
     routes: (app) => artifacts.route(app),
-    workers: [worker],
+    // The healer after the worker: a run that fails while stopping may still start a healing.
+    workers: [worker, healer],
   };
 }

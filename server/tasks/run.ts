@@ -20,6 +20,7 @@ import type { ArtifactLinks } from './artifact-links.js';
 import { runTimeoutMs, sessionBody } from './configuration.js';
 import { taskEvent } from './events.js';
 import * as queue from './queue-store.js';
+import type { FailureScene, TaskHealer } from './healing.js';
 
 export interface RunDeps {
   db: Db;
@@ -29,6 +30,7 @@ export interface RunDeps {
   sandbox: Sandbox;
   artifacts: ArtifactLinks;
   recordingLinks: RecordingLinkService;
+  healer: Pick<TaskHealer, 'capture' | 'heal'>;
 }
 
 /** Why a run was stopped from outside: the API's cancel, or the server's shutdown. */
@@ -54,6 +56,7 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
   let sessionId: string | null = row.own_session ? null : row.session_id;
   let outcome: queue.Outcome;
   let logs: queue.LogLine[] = [];
+  let healing: FailureScene | undefined;
   try {
     const session = await openSession(d, row, signal);
     if (session === 'requeue') {
@@ -79,6 +82,8 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
         });
         logs = result.logs.slice(-MAX_LOG_LINES);
         outcome = signal.aborted && !result.ok ? stopped(signal) : toOutcome(result);
+        // Self-healing needs the page as the failure left it: taken now, before the session ends.
+        if (outcome.status === 'failure' && outcome.error.type === 'automation_failure') healing = await d.healer.capture(row, session.cdpUrl);
         if (result.artifacts.length > 0) await d.artifacts.keep(row, result.artifacts);
       }
     }
@@ -109,9 +114,11 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
   const artifacts = await d.artifacts.list(row.id);
   // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
   await rm(workDir, { recursive: true, force: true }).catch(() => {});
-  await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
+  const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
     taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
   );
+  // The outcome and task.failed are out: healing goes on in the background.
+  if (finished && healing) d.healer.heal(finished, healing);
   d.log.info({ executionId: row.id, status: outcome.status, durationMs }, 'task run ended');
   return 'ended';
 }

@@ -6,11 +6,14 @@ import type { components } from '../../generated/types.js';
 
 export type BrowserConfiguration = components['schemas']['TaskBrowserConfiguration'];
 
+export type SelfHealing = components['schemas']['TaskSelfHealing'];
+
 export interface TaskRow {
   id: string;
   project_id: string;
   name: string;
   description: string | null;
+  self_healing: SelfHealing;
   created_at: Date;
   updated_at: Date;
 }
@@ -38,7 +41,7 @@ export interface VersionFields {
   browserConfiguration: BrowserConfiguration;
 }
 
-const TASK_COLUMNS = 'id, project_id, name, description, created_at, updated_at';
+const TASK_COLUMNS = 'id, project_id, name, description, self_healing, created_at, updated_at';
 const VERSION_COLUMNS = 'id, task_id, project_id, version, code, language, description, browser_configuration, deleted, created_at, updated_at';
 
 /** A unique constraint's violation (PGlite and PostgreSQL both report SQLSTATE 23505). */
@@ -46,12 +49,20 @@ export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: string } | null)?.code === '23505';
 }
 
-export async function createTask(db: Db, t: { projectId: string; name: string; description: string | null; draft?: VersionFields }): Promise<TaskRow | 'name_taken'> {
+/** Off unless asked for; a fix goes to the draft unless `deploy` is asked for. */
+export function selfHealingOf(given: SelfHealing | undefined): SelfHealing {
+  return { enabled: given?.enabled ?? false, publish: given?.publish ?? 'draft' };
+}
+
+export async function createTask(
+  db: Db,
+  t: { projectId: string; name: string; description: string | null; selfHealing?: SelfHealing; draft?: VersionFields },
+): Promise<TaskRow | 'name_taken'> {
   try {
     return await db.transaction(async (tx) => {
       const [row] = await tx.query<TaskRow>(
-        `INSERT INTO tasks (id, project_id, name, description) VALUES ($1, $2, $3, $4) RETURNING ${TASK_COLUMNS}`,
-        [randomUUID(), t.projectId, t.name, t.description],
+        `INSERT INTO tasks (id, project_id, name, description, self_healing) VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING ${TASK_COLUMNS}`,
+        [randomUUID(), t.projectId, t.name, t.description, JSON.stringify(selfHealingOf(t.selfHealing))],
       );
       if (t.draft) await saveDraft(tx, row, t.draft);
       return row;
@@ -81,14 +92,20 @@ export async function listTasks(db: Db, projectId: string, page: number, limit: 
   return { rows, total: n };
 }
 
-export async function updateTask(db: Db, projectId: string, id: string, f: { name?: string; description?: string }): Promise<TaskRow | 'name_taken' | undefined> {
+export async function updateTask(
+  db: Db,
+  projectId: string,
+  id: string,
+  f: { name?: string; description?: string; selfHealing?: SelfHealing },
+): Promise<TaskRow | 'name_taken' | undefined> {
   try {
     const [row] = await db.query<TaskRow>(
       `UPDATE tasks SET name = COALESCE($3, name),
               description = CASE WHEN $4::text IS NULL THEN description WHEN $4 = '' THEN NULL ELSE $4 END,
+              self_healing = COALESCE($5::jsonb, self_healing),
               updated_at = now()
         WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING ${TASK_COLUMNS}`,
-      [projectId, id, f.name ?? null, f.description ?? null],
+      [projectId, id, f.name ?? null, f.description ?? null, f.selfHealing ? JSON.stringify(selfHealingOf(f.selfHealing)) : null],
     );
     return row;
   } catch (err) {
