@@ -1182,7 +1182,7 @@ export interface paths {
         get: operations["getTask"];
         /**
          * Update a task
-         * @description Changes the name or description of a task; code and versions are untouched. Omitted fields keep their value. 409 when another task has the name.
+         * @description Changes the name, description or self-healing settings of a task; code and versions are untouched. Omitted fields keep their value. 409 when another task has the name.
          */
         put: operations["updateTask"];
         post?: never;

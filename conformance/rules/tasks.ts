@@ -1,6 +1,7 @@
-// T1-T4 (docs/conformance-rules.md, Tasks), and T5 (a run's status) and T6 (cancel) for the
-// run operations this contract adds. Runs open a page of the suite's fixture server and
-// report through a webhook pointing at a receiver on that server, as a user would see them.
+// T1-T4 (docs/conformance-rules.md, Tasks), and T5 (a run's status), T6 (cancel) and T7
+// (selfHealing settings) for the operations this contract adds. Runs open a page of the
+// suite's fixture server and report through a webhook pointing at a receiver on that server,
+// as a user would see them.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exchange, SuiteContext } from '../context.js';
@@ -254,6 +255,26 @@ export default defineRules((ctx: SuiteContext) => {
         t.assert(event?.type === 'task.cancelled', `the run's event is ${event?.type ?? 'missing'}`);
         const again = await call('cancelTaskRun', { runId });
         t.assert(answer(t, again).status === 409, `a second cancel: ${show(again)}`);
+      } finally {
+        await deleteTask(taskId);
+      }
+    }),
+
+    check('T7 selfHealing: off by default, set by update and shown by get as the contract says; an unknown publish mode answers 400', async (t: T) => {
+      const taskId = await newTask(t);
+      try {
+        const created = await call('getTask', { taskId });
+        conforms(t, 'getTask', created);
+        const initial = (created.response!.json as { data: { selfHealing?: { enabled: boolean } } }).data.selfHealing;
+        t.assert(initial?.enabled === false, `a new task's selfHealing is ${JSON.stringify(initial)}, not off`);
+        const on = await call('updateTask', { taskId }, { selfHealing: { enabled: true, publish: 'deploy' } });
+        t.assert(answer(t, on).status === 200, `update: ${show(on)}`);
+        conforms(t, 'updateTask', on);
+        const read = await call('getTask', { taskId });
+        const shown = (read.response!.json as { data: { selfHealing?: { enabled: boolean; publish?: string } } }).data.selfHealing;
+        t.assert(shown?.enabled === true && shown.publish === 'deploy', `after the update, get shows ${JSON.stringify(shown)}`);
+        const bad = await call('updateTask', { taskId }, { selfHealing: { enabled: true, publish: 'sometimes' } });
+        t.assert(answer(t, bad).status === 400, `an unknown publish mode: ${show(bad)}`);
       } finally {
         await deleteTask(taskId);
       }

@@ -803,7 +803,7 @@ export const getTask = <ThrowOnError extends boolean = false>(options: Options<G
 /**
  * Update a task
  *
- * Changes the name or description of a task; code and versions are untouched. Omitted fields keep their value. 409 when another task has the name.
+ * Changes the name, description or self-healing settings of a task; code and versions are untouched. Omitted fields keep their value. 409 when another task has the name.
  */
 export const updateTask = <ThrowOnError extends boolean = false>(options: Options<UpdateTaskData, ThrowOnError>) => (options.client ?? client).put<UpdateTaskResponses, UpdateTaskErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }],
