@@ -192,6 +192,19 @@ describe.each(backends)('self-healing tasks on %s', (backend) => {
     expect(versions).toEqual(['1']);
   });
 
+  it("the model's server failing: the healing is given up with the reason, no version, no event", { timeout: 180_000 }, async () => {
+    model.script([{ status: 503 }]);
+    const taskId = await brokenTask({ enabled: true });
+    const runId = await run(taskId);
+    const healing = await healingOf(runId);
+    expect(healing.status).toBe('given_up');
+    expect(healing.reason).toMatch(/503/);
+    expect(healing.reason).not.toContain('sk-heal-test');
+    expect(events().filter((e) => e.type === 'task.healed' && e.data.task_id === taskId)).toEqual([]);
+    const versions = (await call(t, 'GET', `/v1/task/${taskId}/versions`)).body.data.versions.map((v: any) => v.version);
+    expect(versions).toEqual(['1']);
+  });
+
   it('healing off: the failure is reported, the model is not asked, nothing is saved', { timeout: 120_000 }, async () => {
     const before = model.received.length;
     const taskId = await brokenTask();

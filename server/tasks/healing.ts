@@ -113,7 +113,11 @@ export class TaskHealer implements Worker {
   heal(row: ExecutionRow, scene: FailureScene): void {
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(HEALING_MS)]);
     const p = this.healNow(row, scene, signal)
-      .catch((err: unknown) => this.d.log.error({ err, executionId: row.id }, 'self-healing failed'))
+      .catch(async (err: unknown) => {
+        // The model's server failed, or the time limit: the healing ends, recorded as given up.
+        this.d.log.error({ err, executionId: row.id }, 'self-healing failed');
+        await this.giveUp(row, `healing failed: ${(err as Error)?.message ?? String(err)}`).catch(() => {});
+      })
       .finally(() => this.inflight.delete(p));
     this.inflight.add(p);
   }
