@@ -18,6 +18,7 @@ import { startReceiver, type Receiver } from '../events/test-support.js';
 import { until } from '../input/test-support.js';
 import { createProject } from '../auth/api-keys.js';
 import { SESSION_COOKIE } from './auth.js';
+import { deployedTask } from '../tasks/test-support.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const extensionFixture = fileURLToPath(new URL('../../fixtures/extensions/marker/', import.meta.url));
@@ -304,6 +305,21 @@ describe.each(backends)('web console on %s', (backend) => {
     await expect(page.locator('#profiles').textContent()).resolves.toContain('console-profile');
     await page.goto(`${base}/extensions`);
     await expect(page.locator('main').textContent()).resolves.toContain('Marker');
+  });
+
+  it('lists tasks, and a task\'s runs with their status and output', async () => {
+    const taskId = await deployedTask(server, 'export default async function run(ctx: any) { return { answer: 42 }; }\n');
+    const run = await server.request(`/v2/tasks/${taskId}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_params: {} }) });
+    expect(run.status).toBeLessThan(300);
+    const runId = ((await run.json()) as any).run_id as string;
+    await until(async () => expect(((await (await server.request(`/v2/tasks/runs/${runId}/status`)).json()) as any).status).toBe('success'), 60_000);
+    await page.goto(`${base}/tasks`);
+    await page.click(`a[href="/console/tasks/${taskId}"]`);
+    await page.waitForURL(`${base}/tasks/${taskId}`);
+    const row = page.locator('#runs tbody tr').first();
+    await expect(row.textContent()).resolves.toContain('success');
+    await expect(row.textContent()).resolves.toContain('{"answer":42}');
+    expect((await page.goto(`${base}/tasks/00000000-0000-4000-8000-000000000000`))!.status()).toBe(404);
   });
 
   it('creates a key shown once, which works until it is revoked, then answers 401', async () => {

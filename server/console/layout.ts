@@ -15,6 +15,7 @@ const NAV: readonly [string, string][] = [
   ['keys', 'API keys'],
   ['profiles', 'Profiles'],
   ['extensions', 'Extensions'],
+  ['tasks', 'Tasks'],
 ];
 
 export function page(o: { title: string; here?: string; csrf?: string; body: Markup }): Markup {

@@ -1,5 +1,5 @@
-// The project's pages: batches, webhooks and their deliveries, usage, API keys, profiles
-// and extensions.
+// The project's pages: batches, webhooks and their deliveries, usage, API keys, profiles,
+// extensions, and tasks with their runs.
 import type { components } from '../../generated/types.js';
 import type { KeyRow } from '../admin/index.js';
 import { barChart } from './chart.js';
@@ -178,4 +178,36 @@ export function signInView(o: { token: string; error?: string; next: string }): 
   <p class="muted">The key is kept sealed in a cookie of this site; signing out forgets it.</p>
 </section>
 </div>`;
+}
+
+export function tasksView(list: S['Task'][]): Markup {
+  return html`<h1>Tasks</h1>
+<section class="card" id="tasks">
+  ${list.length === 0
+    ? empty('No tasks.')
+    : html`<table>
+    <thead><tr><th>Name</th><th>Latest version</th><th>Language</th><th>Updated</th></tr></thead>
+    <tbody>${list.map(
+      (t) => html`<tr><td><a href="/console/tasks/${t.id}">${t.name}</a>${t.description ? html`<div class="muted">${t.description}</div>` : ''}</td>
+        <td>${t.latestVersion}</td><td>${t.language}</td><td>${when(t.updatedAt)}</td></tr>`,
+    )}</tbody></table>`}
+</section>`;
+}
+
+/** One task: its runs (executions), newest first, refreshed while some still run. */
+export function taskView(task: S['Task'], runs: S['TaskExecutionResult'][]): Markup {
+  return html`<h1>${task.name}</h1>
+${task.description ? html`<p class="muted">${task.description}</p>` : ''}
+<section class="card" id="runs" data-refresh="5000">
+  <h2>Runs</h2>
+  ${runs.length === 0
+    ? empty('No runs yet.')
+    : html`<table>
+    <thead><tr><th>Execution</th><th>Version</th><th>Status</th><th>Started</th><th class="num">Duration</th><th>Output or error</th></tr></thead>
+    <tbody>${runs.map(
+      (r) => html`<tr><td class="mono">${r.id}</td><td>${r.version}</td><td>${badge(r.status)}</td><td>${when(r.startTime)}</td>
+        <td class="num">${r.executionTime === null ? '' : `${(r.executionTime / 1000).toFixed(1)} s`}</td>
+        <td>${r.errorMessage ? html`<span class="error">${r.errorMessage}</span>` : html`<code>${(r.output ?? '').slice(0, 300)}</code>`}</td></tr>`,
+    )}</tbody></table>`}
+</section>`;
 }

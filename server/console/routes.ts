@@ -15,7 +15,7 @@ import { ApiError, consoleApi, type ConsoleApi } from './api.js';
 import { CSS, JS } from './assets.js';
 import { ConsoleAuth, csrfMatches, type SignedIn } from './auth.js';
 import { html, page, type Markup } from './layout.js';
-import { batchesView, extensionsView, keysView, profilesView, signInView, usageView, webhooksView, webhookView } from './project-views.js';
+import { batchesView, extensionsView, keysView, profilesView, signInView, taskView, tasksView, usageView, webhooksView, webhookView } from './project-views.js';
 import { sessionsView, sessionView, STATUSES, type Download, type Recording, type SessionPage } from './session-views.js';
 import { sessionEvents } from './store.js';
 
@@ -268,6 +268,18 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
   get('/console/extensions', async ({ c, user, api }) => {
     const list = await api.get<S['ExtensionListResponse']>('/v1/extensions');
     return render(c, user, 'Extensions', 'extensions', extensionsView(list.data));
+  });
+
+  get('/console/tasks', async ({ c, user, api }) => {
+    const list = await api.get<S['TaskListResponse']>('/v1/task?limit=100');
+    return render(c, user, 'Tasks', 'tasks', tasksView(list.data.tasks));
+  });
+
+  get('/console/tasks/:id', async ({ c, user, api }) => {
+    const id = encodeURIComponent(c.req.param('id')!);
+    const task = await api.get<S['TaskResponse']>(`/v1/task/${id}`);
+    const runs = await api.get<S['TaskExecutionListResponse']>(`/v1/task/${id}/executions?limit=100`);
+    return render(c, user, task.data.name, 'tasks', taskView(task.data, runs.data.results));
   });
 }
 

@@ -11,6 +11,10 @@
 // and relay, and never reused: a run takes one and a new one is started behind it. A warm
 // child unused for WARM_IDLE_MS is ended, and `close()` ends them all.
 //
+// A person asked by the code (ctx.requestIntervention, through req.onIntervention) answers
+// on the child's stdin. The time limit keeps running while the code waits: a run is given
+// its max_duration whole, whoever it waits for; a run that ends withdraws its requests.
+//
 // How outcomes are classified, consistently:
 //   automation_failure  the code's own doing: a thrown error or rejection (with its line in
 //                       the user's source), a syntax error, no default export, a result that
@@ -25,12 +29,12 @@ import type { ServiceConfig } from '../config/config.js';
 import { writeArtifact } from './artifacts.js';
 import { missingTools } from './jail.js';
 import { startJailed, sweepStaleDirs, type Jailed } from './jailed.js';
-import type { ChildMessage } from './protocol.js';
+import { interventionProblem, NO_INTERVENTIONS, type ChildMessage } from './protocol.js';
 import { checkTypeScript, transpile } from './transpile.js';
-import type { SandboxArtifact, SandboxErrorType, SandboxLogLine, SandboxOutcome, SandboxRequest } from './types.js';
+import type { SandboxArtifact, SandboxErrorType, SandboxIntervention, SandboxLogLine, SandboxOutcome, SandboxRequest } from './types.js';
 
 export { checkTypeScript };
-export type { SandboxErrorType, SandboxLogLine, SandboxArtifact, SandboxRequest, SandboxOutcome };
+export type { SandboxErrorType, SandboxLogLine, SandboxArtifact, SandboxRequest, SandboxOutcome, SandboxIntervention };
 
 export interface Sandbox {
   run(req: SandboxRequest): Promise<SandboxOutcome>;
@@ -175,9 +179,32 @@ async function supervise(
   let logBytes = 0;
   let stderrTail = '';
   const writes: Promise<void>[] = [];
+  // Requests for a person in flight: withdrawn when the run ends, and awaited before it reports.
+  const asking = new AbortController();
+  const asks: Promise<void>[] = [];
   const stop = (why: Verdict) => {
     verdict ??= why;
     jailed.kill();
+  };
+  const ask = (id: number, message: Extract<ChildMessage, { t: 'intervention' }>) => {
+    const refuse = (why: string) => jailed.send({ t: 'refused', id, message: why });
+    const problem = interventionProblem(message);
+    if (problem) return refuse(problem);
+    const handler = req.onIntervention;
+    if (!handler) return refuse(NO_INTERVENTIONS);
+    const q: SandboxIntervention = {
+      message: message.message,
+      inputType: message.input_type,
+      ...(message.timeout_seconds !== undefined ? { timeoutMs: Math.round(message.timeout_seconds * 1000) } : {}),
+    };
+    asks.push(
+      Promise.resolve()
+        .then(() => handler(q, asking.signal))
+        .then(
+        (value) => jailed.send({ t: 'answer', id, value: String(value) }),
+        (err: unknown) => refuse(err instanceof Error ? err.message : String(err)),
+      ),
+    );
   };
   const addLog = (level: SandboxLogLine['level'], message: string) => {
     logBytes += Buffer.byteLength(message) + 1;
@@ -206,6 +233,9 @@ async function supervise(
           ),
         );
         return;
+      case 'intervention':
+        if (!Number.isSafeInteger(message.id)) return stop({ ok: false, error: { type: 'system_error', message: 'the sandbox sent a malformed request' } });
+        return ask(message.id, message);
       case 'result':
         if (Buffer.byteLength(JSON.stringify(message.value ?? null)) > outputMaxBytes) {
           verdict ??= { ok: false, error: { type: 'automation_failure', message: `the result is over the limit of ${outputMaxBytes} bytes` } };
@@ -255,14 +285,17 @@ async function supervise(
           lineOffset: code.lineOffset,
           outputMaxBytes,
           artifacts: { enabled: req.artifactsDir !== undefined, maxBytes: ARTIFACTS_MAX_BYTES, maxCount: ARTIFACTS_MAX_COUNT },
+          interventions: req.onIntervention !== undefined,
         },
         req.cdpUrl,
       );
     }
     const { code: exitCode, signal } = await jailed.exited;
-    await Promise.all(writes);
+    asking.abort();
+    await Promise.all([...writes, ...asks]);
     return verdict ?? diagnose(exitCode, signal, stderrTail, userStarted);
   } finally {
+    asking.abort();
     clearTimeout(timer);
     req.signal?.removeEventListener('abort', onAbort);
   }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { runnerBundle } from './bundle.js';
 import { jailCommand } from './jail.js';
-import type { ChildConfig, ChildMessage } from './protocol.js';
+import type { ChildConfig, ChildMessage, ServerMessage } from './protocol.js';
 import { startCdpRelay, type CdpRelay } from './relay.js';
 
 /** The longest message line: an artifact's base64 (artifacts are capped below this). */
@@ -37,6 +37,8 @@ export interface Jailed {
   listen(listener: JailedListener): void;
   /** Hands the child its run: the user's module and the settings. */
   start(js: string, config: Omit<ChildConfig, 'cdpPath'>, cdpUrl: string): Promise<void>;
+  /** A line to the running child (after start): stdin stays open for these. */
+  send(message: ServerMessage): void;
   kill(): void;
   /** Whether the child keeps the server's process alive: not while it waits unused (a
    * script that forgets `close()` still exits, and the child dies with it), yes in a run. */
@@ -201,7 +203,11 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
     async start(js, config, cdpUrl) {
       await writeFile(join(runDir, 'code', 'user.mjs'), js);
       const cdpPath = relay!.target(cdpUrl);
-      child.stdin!.end(`${JSON.stringify({ ...config, cdpPath } satisfies ChildConfig)}\n`);
+      // Not ended: the answers to the code's requests for a person follow on it.
+      child.stdin!.write(`${JSON.stringify({ ...config, cdpPath } satisfies ChildConfig)}\n`);
+    },
+    send(message) {
+      if (alive && child.stdin!.writable) child.stdin!.write(`${JSON.stringify(message)}\n`);
     },
     kill,
     hold(on) {

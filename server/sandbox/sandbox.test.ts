@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession, HEADLESS, startPageServer, type PageServer } from '../sessions/test-support.js';
-import { checkTypeScript, createSandbox, type Sandbox, type SandboxRequest } from './index.js';
+import { checkTypeScript, createSandbox, type Sandbox, type SandboxIntervention, type SandboxRequest } from './index.js';
 
 let server: TestServer;
 let pages: PageServer;
@@ -212,6 +212,71 @@ export default async function run() {
     const outcome = await run('export default async function run() { await new Promise(() => {}); }', { signal: controller.signal });
     expect(outcome).toMatchObject({ ok: false, error: { type: 'cancelled' } });
     expect(outcome.durationMs).toBeLessThan(10_000);
+  });
+});
+
+describe('ctx.requestIntervention', () => {
+  it('hands the request to onIntervention and its answer, or its error, back to the code', async () => {
+    const asked: SandboxIntervention[] = [];
+    const outcome = await run(
+      `export default async function run(ctx) {
+  const first = await ctx.requestIntervention({ message: 'Proceed?', input_type: 'confirm' });
+  const second = await ctx.requestIntervention({ message: 'The code', input_type: 'otp', timeout_seconds: 30 }).catch((e) => 'refused: ' + e.message);
+  return [first, second];
+}`,
+      {
+        onIntervention: async (q) => {
+          asked.push(q);
+          if (q.inputType === 'otp') throw new Error('No one answered the request for a person within 30 s');
+          return 'yes';
+        },
+      },
+    );
+    expect(outcome).toMatchObject({ ok: true, value: ['yes', 'refused: No one answered the request for a person within 30 s'] });
+    expect(asked).toEqual([
+      { message: 'Proceed?', inputType: 'confirm' },
+      { message: 'The code', inputType: 'otp', timeoutMs: 30_000 },
+    ]);
+  });
+
+  it('keeps the time limit running while it waits, and aborts the waiting request when the run ends', async () => {
+    let signal: AbortSignal | undefined;
+    let settled = false;
+    const outcome = await run(`export default async function run(ctx) { return ctx.requestIntervention({ message: 'Wait', input_type: 'text' }); }`, {
+      timeoutMs: 3_000,
+      onIntervention: (_q, s) => {
+        signal = s;
+        // Like the interventions service: it gives up when told to.
+        return new Promise<string>((_resolve, reject) => s.addEventListener('abort', () => setTimeout(() => ((settled = true), reject(new Error('withdrawn'))), 200)));
+      },
+    });
+    expect(outcome).toMatchObject({ ok: false, error: { type: 'timeout' } });
+    expect(signal?.aborted).toBe(true);
+    // The run reported only once its request was settled.
+    expect(settled).toBe(true);
+  });
+
+  it('is refused without onIntervention (execute-code), and the server checks what the child sends', async () => {
+    const snippet = await sandbox.run({
+      kind: 'snippet',
+      code: `return await requestIntervention({ message: 'Proceed?', input_type: 'confirm' }).catch((e) => e.message);`,
+      cdpUrl,
+      timeoutMs: 20_000,
+    });
+    expect(snippet).toMatchObject({ ok: true, value: 'interventions are not available here: only a task run can ask a person' });
+    // Code that writes to the message pipe itself gets past the child's checks, not the server's.
+    let calls = 0;
+    const forged = await run(
+      `import { writeSync } from 'node:fs';
+export default async function run() {
+  writeSync(3, JSON.stringify({ t: 'intervention', id: 7, message: '', input_type: 'anything' }) + '\\n');
+  await new Promise((r) => setTimeout(r, 500));
+  return 'went on';
+}`,
+      { onIntervention: async () => String(++calls) },
+    );
+    expect(forged).toMatchObject({ ok: true, value: 'went on' });
+    expect(calls).toBe(0);
   });
 });
 

@@ -5,7 +5,7 @@ import { transform, transformSync, type Message, type TransformOptions } from 'e
 
 export type CodeKind = 'task' | 'snippet';
 
-const SNIPPET_HEAD = 'export default async function run({ page, context, browser }) {\n';
+const SNIPPET_HEAD = 'export default async function run({ page, context, browser, requestIntervention }) {\n';
 
 /** The module to transpile and how many lines precede the user's first line. */
 function wrap(code: string, kind: CodeKind): { source: string; lineOffset: number } {

@@ -34,6 +34,20 @@ export interface SandboxRequest {
   /** Cancel: the child is killed, outcome 'cancelled'. */
   signal?: AbortSignal;
   onLog?: (line: SandboxLogLine) => void;
+  /**
+   * ctx.requestIntervention (tasks): asks a person and resolves to the answer; a rejection's
+   * message reaches the code as its error. `signal` aborts when the run ends (any end: its
+   * time limit keeps running while a person is awaited), and the run waits for the returned
+   * promise to settle before it reports, so a withdrawn request is gone by then. Absent
+   * (execute-code): the call rejects with "interventions are not available here".
+   */
+  onIntervention?: (q: SandboxIntervention, signal: AbortSignal) => Promise<string>;
+}
+export interface SandboxIntervention {
+  message: string;
+  inputType: 'confirm' | 'text' | 'otp' | 'takeover';
+  /** Absent: the interventions service's default. */
+  timeoutMs?: number;
 }
 interface OutcomeParts {
   logs: SandboxLogLine[];

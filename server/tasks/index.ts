@@ -1,6 +1,7 @@
 // Tasks: the legacy /v1/task family and the /v2 runs (handlers.ts), the run queue and its
 // worker (worker.ts, run.ts), task code run in the sandbox (../sandbox), the artifacts'
-// storage and signed links (artifact-links.ts).
+// storage and signed links (artifact-links.ts). Task code asks a person through the
+// interventions capability (composed before this one).
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
@@ -9,6 +10,7 @@ import type { SessionManager } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import type { Sandbox } from '../sandbox/index.js';
+import type { Interventions } from '../interventions/index.js';
 import { ArtifactLinks } from './artifact-links.js';
 import { taskHandlers, type TaskOperation } from './handlers.js';
 import { TaskWorker } from './worker.js';
@@ -23,6 +25,8 @@ export function tasks(d: {
   recordingLinks: RecordingLinkService;
   /** The server's one sandbox (execute-code makes it, with its warm children). */
   sandbox: Sandbox;
+  /** ctx.requestIntervention: a run asks a person in its session. */
+  interventions: Interventions;
 }): Capability<TaskOperation> {
   const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl);
   const healer = new TaskHealer(d);

@@ -7,6 +7,9 @@
 // automation_failure; the time limit → timeout; a fault of the sandbox or the server →
 // system_error; an identity login that failed → invalid_credentials; a cancel →
 // task.cancelled. A session that could not be created fails the run with the reason.
+//
+// ctx.requestIntervention asks a person through the interventions service, for the run's
+// session: the run waits (its time limit running) and a cancel withdraws the request.
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -15,6 +18,7 @@ import type { ServiceConfig } from '../config/config.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { Sandbox, SandboxOutcome } from '../sandbox/index.js';
+import type { Interventions } from '../interventions/index.js';
 import { priceTable, sessionCredits } from '../credits/prices.js';
 import type { ArtifactLinks } from './artifact-links.js';
 import { runTimeoutMs, sessionBody } from './configuration.js';
@@ -30,6 +34,7 @@ export interface RunDeps {
   sandbox: Sandbox;
   artifacts: ArtifactLinks;
   recordingLinks: RecordingLinkService;
+  interventions: Pick<Interventions, 'ask'>;
   healer: Pick<TaskHealer, 'capture' | 'heal'>;
 }
 
@@ -79,6 +84,8 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
           timeoutMs: timeLeft(row, session.createdAt),
           artifactsDir: join(workDir, 'artifacts'),
           signal,
+          onIntervention: (q, ended) =>
+            d.interventions.ask({ id: session.id, projectId: row.project_id }, { ...q, signal: AbortSignal.any([signal, ended]) }),
         });
         logs = result.logs.slice(-MAX_LOG_LINES);
         outcome = signal.aborted && !result.ok ? stopped(signal) : toOutcome(result);

@@ -7,13 +7,23 @@
 // loopback: 127.0.0.1:<port> here is forwarded to the Unix socket the server listens on),
 // connects Playwright over CDP, hands the user's default export a context, and reports
 // logs, artifacts and the result as JSON lines on fd 3. The run's settings arrive as one
-// JSON line on stdin once the server has a run for it.
+// JSON line on stdin once the server has a run for it; stdin stays open for the answers to
+// ctx.requestIntervention (a person asked through the server), one JSON line each.
 import { writeSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { INSIDE, type ChildConfig, type ChildMessage, type LogLevel } from '../protocol.js';
+import {
+  INSIDE,
+  interventionProblem,
+  NO_INTERVENTIONS,
+  type ChildConfig,
+  type ChildMessage,
+  type InterventionAsk,
+  type LogLevel,
+  type ServerMessage,
+} from '../protocol.js';
 import { rehearse } from './rehearsal.js';
 
 let config: ChildConfig;
@@ -169,25 +179,71 @@ function startRelay(): Promise<number> {
   });
 }
 
-/** The run's settings: the first line on stdin. */
+/** Requests for a person awaiting the server's answer, by id. */
+const waiting = new Map<number, { resolve(value: string): void; reject(err: Error): void }>();
+let nextAsk = 0;
+
+/** An error whose stack is the call site's (so its line is the user's), with this message. */
+function errorAt(site: Error, message: string): Error {
+  const err = new Error(message);
+  err.stack = `Error: ${message}\n${String(site.stack ?? '').split('\n').slice(1).join('\n')}`;
+  return err;
+}
+
+/** ctx.requestIntervention: asks a person (through the server) and resolves to the answer. */
+function requestIntervention(q: InterventionAsk): Promise<string> {
+  const site = new Error();
+  const problem = interventionProblem(q);
+  if (problem) return Promise.reject(errorAt(site, problem));
+  if (!config.interventions) return Promise.reject(errorAt(site, NO_INTERVENTIONS));
+  const id = ++nextAsk;
+  return new Promise<string>((resolve, reject) => {
+    waiting.set(id, { resolve, reject: (err) => reject(errorAt(site, err.message)) });
+    // stdin keeps the process alive only while someone is awaited.
+    process.stdin.ref();
+    send({
+      t: 'intervention',
+      id,
+      message: q.message,
+      input_type: q.input_type,
+      ...(q.timeout_seconds !== undefined ? { timeout_seconds: q.timeout_seconds } : {}),
+    });
+  });
+}
+
+function onServerMessage(message: ServerMessage): void {
+  const w = waiting.get(message.id);
+  if (!w) return;
+  waiting.delete(message.id);
+  if (waiting.size === 0) process.stdin.unref();
+  if (message.t === 'answer') w.resolve(String(message.value));
+  else w.reject(new Error(String(message.message)));
+}
+
+/** The run's settings: the first line on stdin; the server's answers: the lines after it. */
 function readConfig(): Promise<ChildConfig> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let buffered = Buffer.alloc(0);
     let got = false;
-    const onData = (chunk: Buffer) => {
-      const nl = chunk.indexOf(10);
-      if (nl === -1) return void chunks.push(chunk);
-      got = true;
-      chunks.push(chunk.subarray(0, nl));
-      process.stdin.off('data', onData);
-      process.stdin.destroy();
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChildConfig);
-      } catch (err) {
-        reject(err as Error);
+    process.stdin.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      for (let nl = buffered.indexOf(10); nl !== -1; nl = buffered.indexOf(10)) {
+        const line = buffered.subarray(0, nl).toString('utf8');
+        buffered = buffered.subarray(nl + 1);
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(line);
+        } catch (err) {
+          if (!got) return reject(err as Error);
+          continue;
+        }
+        if (!got) {
+          got = true;
+          process.stdin.unref();
+          resolve(parsed as ChildConfig);
+        } else onServerMessage(parsed as ServerMessage);
       }
-    };
-    process.stdin.on('data', onData);
+    });
     // The server closed stdin without a run: a warm child no longer wanted.
     process.stdin.on('end', () => {
       if (!got) process.exit(0);
@@ -221,7 +277,7 @@ async function main(): Promise<void> {
   send({ t: 'start' });
   let value: unknown;
   try {
-    value = await (run as (ctx: unknown) => unknown)({ page, context, browser, input: config.input, artifacts, log });
+    value = await (run as (ctx: unknown) => unknown)({ page, context, browser, input: config.input, artifacts, log, requestIntervention });
   } catch (err) {
     userFailure(err);
   }
