@@ -196,7 +196,8 @@ export function finishApp(app: Hono): Hono {
 function readQuery(c: Context, route: Route, declared: ReadonlySet<string>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, values] of Object.entries(c.req.queries())) {
-    if (!declared.has(name)) continue;
+    // A deepObject parameter arrives as name[key]=value.
+    if (!declared.has(name.replace(/\[.*$/, ''))) continue;
     // Several values come either repeated (?m=a&m=b) or comma-separated (?m=a,b).
     out[name] = route.arrayQuery.includes(name) ? values.flatMap((v) => v.split(',')).filter(Boolean) : values[values.length - 1];
   }
