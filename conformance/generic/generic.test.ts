@@ -87,7 +87,8 @@ type Fault =
   | 'noAllow' // 405 without Allow
   | 'noDeleteRoute' // DELETE on an item is not served at all
   | 'renameOnGet' // getThing changes the thing
-  | 'leak'; // another project sees this project's things
+  | 'leak' // another project sees this project's things
+  | 'crashOnOddId'; // an id that is not one of its own → 500 (instead of 404)
 
 interface Thing {
   id: string;
@@ -173,6 +174,7 @@ class TinyServer {
       if (f.has('textList')) return void res.writeHead(200, { 'content-type': 'text/plain' }).end(JSON.stringify({ data: list }));
       return this.send(res, 200, { data: list });
     }
+    if (f.has('crashOnOddId') && !/^t_\d+$/.test(route.id!)) return this.error(res, 500, 'Cannot read properties of undefined');
     const thing = this.things.get(route.id!);
     if (!visible(thing)) return this.error(res, 404, 'Not found');
     if (route.name === 'file') {
@@ -224,15 +226,16 @@ describe('generic checks against a conforming server', () => {
     expect(r.lines[r.lines.length - 1]).toMatch(/^\d+ passed, 0 failed, \d+ skipped$/);
     // Every rule has checks, and the skips say why.
     const ids = new Set(r.report.results.map((x) => x.id));
-    expect([...ids].sort()).toEqual(['G1', 'G10', 'G11', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8']);
+    expect([...ids].sort()).toEqual(['G1', 'G10', 'G11', 'G12', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8']);
     for (const s of r.report.results.filter((x) => x.status === 'skip')) expect(s.message).toBeTruthy();
     expect(r.status('G11 getThing answers 404 to another project\'s key')).toBe('pass');
     expect(r.status('G10 listThings listing is unchanged by a round of GETs')).toBe('pass');
     expect(r.status('G5 getThingFile documented headers are present and valid')).toBe('pass');
-    // The DELETE check removed a thing of its own; the cleanup removed the shared one.
+    // The DELETE check removed a thing of its own; the cleanup removed the shared one and
+    // those G12 cases made (a hostile case may still be a valid request).
     expect(r.server.deleted.length).toBeGreaterThanOrEqual(2);
     expect([...r.server.things.values()].filter((t) => t.project === 'A')).toEqual([]);
-    expect(r.cleanup[r.cleanup.length - 1]).toMatch(/^cleanup: removed 1 × \/v1\/things$/);
+    expect(r.cleanup[r.cleanup.length - 1]).toMatch(/^cleanup: removed \d+ × \/v1\/things$/);
   });
 
   it('G6 is exempt for `security: []`, and G6 wrong-key and G10 listings are skipped under --stateless', async () => {
@@ -263,6 +266,7 @@ describe('generic checks against a faulty server', () => {
     ['renameOnGet', ['G10'], 'G10 getThing answers the same twice', /the bodies differ at \/data\/name/],
     ['renameOnGet', ['G10'], 'G10 listThings listing is unchanged by a round of GETs', /differ at \/data\/0\/name/],
     ['leak', ['G11'], "G11 getThing answers 404 to another project's key", /another project's key on \/v1\/things t_\d+: GET \/v1\/things\/t_\d+ → 200/],
+    ['crashOnOddId', ['G12'], 'G12 getThing hostile input #1 (seed 1)', /^path thing_id = .*: a server error: GET \/v1\/things\/.* → 500/],
   ];
   for (const [fault, only, name, message] of cases) {
     it(`${fault}: ${name} fails`, async () => {
@@ -281,7 +285,7 @@ describe('generic checks against a faulty server', () => {
   }
 
   it('the same checks pass without the fault (each case is a real difference)', async () => {
-    const r = await run([], ['G1', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8', 'G10', 'G11']);
+    const r = await run([], ['G1', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8', 'G10', 'G11', 'G12']);
     for (const [, , name] of cases) expect(r.status(name), name).toBe('pass');
   });
 });
