@@ -2999,10 +2999,10 @@ export interface components {
             steps?: number;
         };
         KeyboardTypeRequest: {
-            /** @description The text to type. */
+            /** @description The text to type (for more, paste it: `POST .../paste`). */
             text: string;
             /**
-             * @description Pause between keystrokes in milliseconds.
+             * @description Pause between keystrokes in milliseconds; the pauses of one request (delay × characters) add up to at most 60 seconds (400 otherwise).
              * @default 0
              */
             delay?: number;

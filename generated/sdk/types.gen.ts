@@ -808,11 +808,11 @@ export type InputScrollRequest = {
 
 export type KeyboardTypeRequest = {
     /**
-     * The text to type.
+     * The text to type (for more, paste it: `POST .../paste`).
      */
     text: string;
     /**
-     * Pause between keystrokes in milliseconds.
+     * Pause between keystrokes in milliseconds; the pauses of one request (delay × characters) add up to at most 60 seconds (400 otherwise).
      */
     delay?: number;
 };

@@ -47,6 +47,9 @@ interface Driver {
   queue: Promise<unknown>;
 }
 
+/** Most time one keyboard/type may spend in its pauses between keys (delay × characters). */
+const MAX_TYPING_PAUSES_MS = 60_000;
+
 /** A refusal that answers a documented 4xx. */
 class Refused extends Error {
   constructor(
@@ -168,6 +171,14 @@ export function inputHandlers(d: InputDeps): InputHandlers {
   const notEmpty = (text: string) => {
     if (text.length === 0) throw new Refused(400, 'text must not be empty');
   };
+  // A request holds the session's input (the next waits for it): its pauses are bounded.
+  const typingTime = (text: string, delay: number) => {
+    notEmpty(text);
+    const ms = [...text].length * delay;
+    if (ms > MAX_TYPING_PAUSES_MS) {
+      throw new Refused(400, `typing ${[...text].length} characters with a delay of ${delay} ms would pause ${Math.round(ms / 1000)} s; at most ${MAX_TYPING_PAUSES_MS / 1000} s: type it in parts, or paste it`);
+    }
+  };
 
   return {
     mouseClick: (req, ctx) =>
@@ -215,7 +226,7 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       }),
 
     keyboardType: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, () => notEmpty(req.body.text), async (_s, { backend }) => {
+      perform(ctx.projectId, req.params.sessionId, () => typingTime(req.body.text, req.body.delay ?? 0), async (_s, { backend }) => {
         await backend.type(req.body.text, req.body.delay ?? 0);
         return ok;
       }),

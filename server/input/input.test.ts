@@ -253,6 +253,8 @@ describe.each(
       ['mouse/click', { x: -1, y: 10 }],
       ['keyboard/shortcut', { keys: ['Control', 'NoSuchKey'] }],
       ['keyboard/type', { text: '' }],
+      // 3000 characters 30 ms apart: 90 s of pauses holding the session's input.
+      ['keyboard/type', { text: 'a'.repeat(3000), delay: 30 }],
       ['paste', { text: '' }],
       ['goto', { url: 'ftp://example.org/file' }],
     ] as const) {
