@@ -66,7 +66,10 @@ describe.each(backends)('POST /v1/tools/execute-code (%s)', (backend) => {
       const second = await browser.contexts()[0]!.newPage();
       await second.goto(pages.url('/second'));
       await second.bringToFront();
-      expect((await execute('return [page.url(), await page.title()];')).body.output).toEqual([pages.url('/second'), 'Second']);
+      // The browser tells of the tab in front by an event, a moment after bringToFront returns.
+      await expect
+        .poll(async () => (await execute('return [page.url(), await page.title()];')).body.output, { timeout: 10_000 })
+        .toEqual([pages.url('/second'), 'Second']);
       await second.close();
     } finally {
       await browser.close();

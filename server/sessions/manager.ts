@@ -34,6 +34,7 @@ import {
   type RunningBrowser,
 } from '../browser/index.js';
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
+import { activePage, PageSessions } from '../browser/pages.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
 import { recordEnd } from './record-end.js';
 import { refusal } from './refusal.js';
@@ -415,9 +416,15 @@ export class SessionManager {
   async pages(id: string): Promise<(PageTarget & { active: boolean })[] | undefined> {
     const s = this.live.get(id);
     if (!s || s.ending) return undefined;
-    const pages = await listPages(s.cdp);
-    // Target.getTargets lists the most recently focused page first.
-    return pages.map((p, i) => ({ ...p, active: i === 0 }));
+    // Target.getTargets lists pages in creation order: the page in front is the one whose
+    // document is visible (browser/pages.ts).
+    const sessions = new PageSessions(s.cdp);
+    try {
+      const [pages, front] = await Promise.all([listPages(s.cdp), activePage(s.cdp, sessions)]);
+      return pages.map((p) => ({ ...p, active: p.targetId === front?.targetId }));
+    } finally {
+      await sessions.close();
+    }
   }
 
   /** The browser's /json/version, with our cdp_url in place of its own endpoint. */
