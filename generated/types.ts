@@ -11829,6 +11829,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+                     *         "name": "Partner portal client cert",
+                     *         "origin": "https://portal.partner.example.com",
+                     *         "format": "pkcs12",
+                     *         "subject": "CN=svc-agent,O=Acme",
+                     *         "issuer": "CN=Partner Client CA,O=Partner",
+                     *         "not_before": "2026-01-01T00:00:00Z",
+                     *         "not_after": "2027-01-01T00:00:00Z",
+                     *         "fingerprint_sha256": "7A:0C:5E:31:9B:44:D2:8F:16:AE:03:C9:71:5B:E2:60:8D:1F:94:37:C6:2A:B8:05:E9:73:4D:10:FA:6C:22:98",
+                     *         "created_at": "2026-03-02T09:15:00Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ClientCertificateResponse"];
                 };
             };
