@@ -84,6 +84,16 @@ export async function visibility(pages: PageSessions, targetId: string): Promise
   }
 }
 
+/** Whether the page's document has the focus: of several visible windows, the one brought to front. */
+export async function focused(pages: PageSessions, targetId: string): Promise<boolean> {
+  try {
+    const r = await pages.send<{ result: { value?: boolean } }>(targetId, 'Runtime.evaluate', { expression: 'document.hasFocus()', returnByValue: true }, 2_000);
+    return r.result.value === true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The page in front: `current` while it is still visible (two windows can both show a
  * page), else the newest visible page, else `current` if it still exists, else the newest

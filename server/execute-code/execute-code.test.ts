@@ -60,10 +60,9 @@ describe.each(backends)('POST /v1/tools/execute-code (%s)', (backend) => {
     expect((await execute('return;')).body.output).toBeNull();
   });
 
-  // Retried: a headless browser shows each tab Playwright opens in a window of its own, so
-  // both pages are visible and the newest is taken; once in a loaded run the new page's
-  // visibility could not be read and the older one was taken (issue 25 follows it up).
-  it('gives the code the page on screen as `page`', { retry: 2 }, async () => {
+  // A headless browser shows each tab Playwright opens in a window of its own, both visible:
+  // the one brought to front is told by its focus.
+  it('gives the code the page on screen as `page`', async () => {
     const browser = await chromium.connectOverCDP(cdpUrl);
     try {
       const second = await browser.contexts()[0]!.newPage();

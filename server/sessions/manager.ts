@@ -34,7 +34,7 @@ import {
   type RunningBrowser,
 } from '../browser/index.js';
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
-import { activePage, PageSessions } from '../browser/pages.js';
+import { activePage, focused, PageSessions } from '../browser/pages.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
 import { recordEnd } from './record-end.js';
 import { refusal } from './refusal.js';
@@ -421,7 +421,11 @@ export class SessionManager {
     const sessions = new PageSessions(s.cdp);
     try {
       const [pages, front] = await Promise.all([listPages(s.cdp), activePage(s.cdp, sessions)]);
-      return pages.map((p) => ({ ...p, active: p.targetId === front?.targetId }));
+      // A headless browser gives each tab a client opens a window of its own, all visible:
+      // the one brought to front is the one with the focus.
+      const withFocus = (await Promise.all(pages.map((p) => focused(sessions, p.targetId)))).flatMap((f, i) => (f ? [pages[i]!.targetId] : []));
+      const active = withFocus.length === 1 ? withFocus[0] : front?.targetId;
+      return pages.map((p) => ({ ...p, active: p.targetId === active }));
     } finally {
       await sessions.close();
     }
