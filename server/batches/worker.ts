@@ -9,6 +9,7 @@
 // sessions table before anything new is claimed (store.recoverNode), so none is
 // provisioned twice; the waiting ones are simply claimed again.
 import type { Logger } from 'pino';
+import { PollLoop } from '../capability/index.js';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { CreateOptions, CreateResult } from '../sessions/index.js';
@@ -39,59 +40,28 @@ export const RESTART_ERROR = 'The server restarted while this session was starti
 
 export class BatchWorker {
   private readonly inflight = new Set<Promise<void>>();
-  private stopped = false;
-  private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
-  private woken = false;
+  private readonly polling: PollLoop;
   private lastExpiry = 0;
 
-  constructor(private readonly o: BatchWorkerOptions) {}
+  constructor(private readonly o: BatchWorkerOptions) {
+    this.polling = new PollLoop({ name: 'batch worker', log: o.log, busyMs: BUSY_TICK_MS, idleMs: IDLE_TICK_MS, tick: () => this.tick() });
+  }
 
   async start(): Promise<void> {
     const r = await store.recoverNode(this.o.db, this.o.sessions.nodeId, RESTART_ERROR);
     if (r.completed + r.failed + r.requeued > 0) this.o.log.warn(r, 'settled the batch items a previous run was provisioning');
-    this.loop = this.run();
+    this.polling.start();
   }
 
   /** New work (a batch) or freed capacity: look now rather than at the next tick. */
   nudge(): void {
-    this.woken = true;
-    this.wake?.();
+    this.polling.nudge();
   }
 
   /** Stops claiming, and waits for the items in flight to be recorded. */
   async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    this.wake?.();
-    await this.loop;
+    if (!(await this.polling.stop())) return;
     await Promise.allSettled([...this.inflight]);
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      let busy = false;
-      try {
-        busy = await this.tick();
-      } catch (err) {
-        this.o.log.error({ err }, 'batch worker tick failed');
-      }
-      if (this.stopped) break;
-      if (this.woken) {
-        this.woken = false;
-        continue;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, busy ? BUSY_TICK_MS : IDLE_TICK_MS);
-        timer.unref();
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
-      this.woken = false;
-    }
   }
 
   /** One pass: fail what waited too long, claim what fits. Answers whether items wait. */

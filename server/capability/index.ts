@@ -3,3 +3,4 @@
 export type { Capability, OperationId, Upgrade, Worker } from './contract.js';
 export type { EndReason, LaunchAddition, LaunchingSession, RunningSession, SessionEnd, SessionHooks, SessionOptions, SessionProxy } from './session.js';
 export { compose, Composition, type Composed } from './compose.js';
+export { PollLoop, type PollLoopOptions } from './poll-loop.js';

@@ -9,6 +9,7 @@
 // Shutdown: runs in flight are stopped and fail with system_error.
 import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
+import { PollLoop } from '../capability/index.js';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import * as queue from './queue-store.js';
@@ -21,16 +22,15 @@ const IDLE_TICK_MS = 1_000;
 export class TaskWorker {
   private readonly inflight = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private readonly waiters = new Map<string, Set<() => void>>();
-  private stopped = false;
-  private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
-  private woken = false;
+  private readonly polling: PollLoop;
 
-  constructor(private readonly o: RunDeps & { db: Db; config: ServiceConfig; log: Logger }) {}
+  constructor(private readonly o: RunDeps & { db: Db; config: ServiceConfig; log: Logger }) {
+    this.polling = new PollLoop({ name: 'task worker', log: o.log, busyMs: BUSY_TICK_MS, idleMs: IDLE_TICK_MS, tick: () => this.tick() });
+  }
 
   async start(): Promise<void> {
     await this.recover();
-    this.loop = this.run();
+    this.polling.start();
   }
 
   /** The runs a killed predecessor of this node left running: failed, once, with task.failed. */
@@ -63,8 +63,7 @@ export class TaskWorker {
 
   /** New work: look now rather than at the next tick. */
   nudge(): void {
-    this.woken = true;
-    this.wake?.();
+    this.polling.nudge();
   }
 
   /** Stops the run if it runs here; answers whether it did. */
@@ -97,38 +96,9 @@ export class TaskWorker {
   }
 
   async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    this.wake?.();
-    await this.loop;
+    if (!(await this.polling.stop())) return;
     for (const run of this.inflight.values()) run.abort.abort('shutdown' satisfies StopReason);
     await Promise.allSettled([...this.inflight.values()].map((r) => r.done));
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      let busy = false;
-      try {
-        busy = await this.tick();
-      } catch (err) {
-        this.o.log.error({ err }, 'task worker tick failed');
-      }
-      if (this.stopped) break;
-      if (this.woken) {
-        this.woken = false;
-        continue;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, busy ? BUSY_TICK_MS : IDLE_TICK_MS);
-        timer.unref();
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
-      this.woken = false;
-    }
   }
 
   /** One pass: stop what was cancelled elsewhere, claim what fits. Answers whether work waits. */
