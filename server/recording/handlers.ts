@@ -1,6 +1,5 @@
 // The Recordings operations of the contract, and the signed download link (file_link) the
 // listing hands out, served outside /v1 so a player or a browser can open it without a key.
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Hono } from 'hono';
 import type { Db } from '../store/db.js';
 import type { AppHandlers } from '../http/app.js';
@@ -9,6 +8,7 @@ import type { SessionManager } from '../sessions/index.js';
 import type { Recorder } from './recorder.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import { readRanged } from '../storage/ranged.js';
+import { LinkSigner } from '../storage/signed-links.js';
 import * as store from './store.js';
 
 export type RecordingHandlers = Pick<
@@ -30,32 +30,22 @@ const DISCARDED = 'The recording of this session was deleted';
 const NOT_RECORDING = 'This session is not being recorded (its recording could not start)';
 const LINK_PATH = /^([0-9a-f-]{36})\.mp4$/;
 
-/** Links expire at the end of the next full hour (one to two hours): the same link all hour, so two listings agree. */
-function expiry(now = Date.now()): number {
-  return (Math.floor(now / 3_600_000) + 2) * 3_600;
-}
-
 export class RecordingLinks {
-  private secret: Promise<string> | undefined;
+  private readonly signer: LinkSigner;
 
-  constructor(private readonly db: Db, private readonly publicUrl: string) {}
+  constructor(
+    db: Db,
+    private readonly publicUrl: string,
+  ) {
+    this.signer = new LinkSigner(() => store.linkSecret(db));
+  }
 
   async url(id: string): Promise<string> {
-    const expires = expiry();
-    return `${this.publicUrl}/files/recordings/${id}.mp4?expires=${expires}&signature=${await this.sign(id, expires)}`;
+    return `${this.publicUrl}/files/recordings/${id}.mp4?${await this.signer.query(id)}`;
   }
 
-  async verify(id: string, expires: string | undefined, signature: string | undefined): Promise<boolean> {
-    if (!expires || !signature || !/^\d{1,12}$/.test(expires) || Number(expires) * 1000 < Date.now()) return false;
-    const want = Buffer.from(await this.sign(id, Number(expires)));
-    const got = Buffer.from(signature);
-    return want.length === got.length && timingSafeEqual(want, got);
-  }
-
-  private async sign(id: string, expires: number): Promise<string> {
-    this.secret ??= store.linkSecret(this.db);
-    this.secret.catch(() => (this.secret = undefined));
-    return createHmac('sha256', await this.secret).update(`${id}.${expires}`).digest('base64url');
+  verify(id: string, expires: string | undefined, signature: string | undefined): Promise<boolean> {
+    return this.signer.verify(id, expires, signature);
   }
 }
 

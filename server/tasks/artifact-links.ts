@@ -1,11 +1,12 @@
 // Artifacts a run saved: moved into the blob storage area `task-artifacts` once the run
 // ends, and handed out as signed, short-lived links (an hour or two, as recordings' are)
 // served outside /v1, so a webhook receiver can download them without a key.
-import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Hono } from 'hono';
 import type { Db } from '../store/db.js';
 import type { BlobStorage } from '../storage/blobs.js';
+import { LinkSigner } from '../storage/signed-links.js';
 import type { components } from '../../generated/types.js';
 import * as queue from './queue-store.js';
 
@@ -21,19 +22,16 @@ export interface SavedArtifact {
 
 const LINK_PATH = /^[0-9a-f-]{36}$/;
 
-/** Links expire at the end of the next full hour (one to two hours from now). */
-function expiry(now = Date.now()): number {
-  return (Math.floor(now / 3_600_000) + 2) * 3_600;
-}
-
 export class ArtifactLinks {
-  private secret: Promise<string> | undefined;
+  private readonly signer: LinkSigner;
 
   constructor(
     private readonly db: Db,
     private readonly storage: BlobStorage,
     private readonly publicUrl: string,
-  ) {}
+  ) {
+    this.signer = new LinkSigner(() => queue.linkSecret(db, randomBytes(32).toString('base64url')), 'artifact.');
+  }
 
   /** Stores the run's files (moved, not copied) and records them. */
   async keep(execution: { id: string; project_id: string }, files: readonly SavedArtifact[]): Promise<void> {
@@ -52,21 +50,11 @@ export class ArtifactLinks {
   }
 
   async url(id: string, name: string): Promise<string> {
-    const expires = expiry();
-    return `${this.publicUrl}/files/task-artifacts/${id}?expires=${expires}&signature=${await this.sign(id, expires)}&name=${encodeURIComponent(name)}`;
+    return `${this.publicUrl}/files/task-artifacts/${id}?${await this.signer.query(id)}&name=${encodeURIComponent(name)}`;
   }
 
-  async verify(id: string, expires: string | undefined, signature: string | undefined): Promise<boolean> {
-    if (!expires || !signature || !/^\d{1,12}$/.test(expires) || Number(expires) * 1000 < Date.now()) return false;
-    const want = Buffer.from(await this.sign(id, Number(expires)));
-    const got = Buffer.from(signature);
-    return want.length === got.length && timingSafeEqual(want, got);
-  }
-
-  private async sign(id: string, expires: number): Promise<string> {
-    this.secret ??= queue.linkSecret(this.db, randomBytes(32).toString('base64url'));
-    this.secret.catch(() => (this.secret = undefined));
-    return createHmac('sha256', await this.secret).update(`artifact.${id}.${expires}`).digest('base64url');
+  verify(id: string, expires: string | undefined, signature: string | undefined): Promise<boolean> {
+    return this.signer.verify(id, expires, signature);
   }
 
   /** GET /files/task-artifacts/{id}?expires&signature: the file, as saved. */
