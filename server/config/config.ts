@@ -89,6 +89,14 @@ export interface Config {
   webTaskTimeoutSeconds: number;
   /** Credits per step (model turn) of a perform-web-task, on top of its session's. */
   pricePerAgentStep: number;
+  /** This node's name in the cluster; undefined: host name and installation id (DATA_DIR). */
+  nodeId: string | undefined;
+  /** The address other nodes reach this one at; undefined: this node runs alone. */
+  nodeInternalUrl: string | undefined;
+  /** Shared by the nodes of one cluster, authenticates their requests to each other (never log it). */
+  clusterSecret: string | undefined;
+  /** A node that has not heartbeated for this long is dead: survivors fail its sessions. */
+  nodeDeadAfterSeconds: number;
 }
 
 export type LlmProvider = 'openai' | 'anthropic';
@@ -165,6 +173,10 @@ export const variables = {
   SERVICE_PROXY_POOL: 'Path of a JSON or YAML file listing the upstream proxies service_proxy sessions go through ({url, country_code, region?, city?} each; see Service proxies); unset: service proxies answer 400.',
   ADMIN_TOKEN: 'Bearer token of the admin API under /admin/v1 (projects, limits, API keys; see Projects and API keys), at least 32 characters; unset: that API is off and answers 404.',
   METRICS_TOKEN: 'Bearer token GET /metrics asks for, at least 16 characters; unset: /metrics answers anyone who reaches the server.',
+  NODE_ID: 'This node\'s name among the nodes of one database, up to 100 letters, digits, dots, dashes, underscores and colons (default: host name and an id kept in DATA_DIR). A node started again with the same id sweeps what it left.',
+  NODE_INTERNAL_URL: 'http:// or https:// address the other nodes reach this node at, for forwarded CDP, live-view and session requests; set on every node of a cluster (unset: the node runs alone).',
+  CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry it (never logged). Required with NODE_INTERNAL_URL.',
+  NODE_DEAD_AFTER_SECONDS: 'A node whose heartbeat is this many seconds old is dead: the others fail its sessions and take over its queued work, 3 to 3600 (default 15).',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
 
@@ -259,6 +271,23 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, such as http://localhost:4318');
   }
   const llm = readLlm(env, problems, bool('LLM_IMAGES', true));
+  const nodeId = env.NODE_ID || undefined;
+  if (nodeId !== undefined && !/^[A-Za-z0-9._:-]{1,100}$/.test(nodeId)) {
+    problems.push(`NODE_ID=${JSON.stringify(nodeId)} must be 1 to 100 letters, digits, dots, dashes, underscores or colons`);
+  }
+  const nodeInternalUrl = env.NODE_INTERNAL_URL ? env.NODE_INTERNAL_URL.replace(/\/+$/, '') : undefined;
+  if (nodeInternalUrl !== undefined && !/^https?:\/\/[^/\s]+$/.test(nodeInternalUrl)) {
+    problems.push(`NODE_INTERNAL_URL=${JSON.stringify(nodeInternalUrl)} must be an http:// or https:// origin, such as http://10.0.0.5:8080`);
+  }
+  // Never echo the secret.
+  const clusterSecret = env.CLUSTER_SECRET || undefined;
+  if (clusterSecret !== undefined && (clusterSecret.length < 32 || /\s/.test(clusterSecret))) {
+    problems.push('CLUSTER_SECRET must be at least 32 characters without spaces (openssl rand -hex 32)');
+  }
+  if (nodeInternalUrl !== undefined && clusterSecret === undefined) problems.push('NODE_INTERNAL_URL needs CLUSTER_SECRET, shared by every node');
+  if (nodeInternalUrl !== undefined && databaseUrl === undefined) {
+    problems.push('NODE_INTERNAL_URL (several nodes) needs DATABASE_URL: the embedded PGlite database serves one node only');
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -320,6 +349,10 @@ export function loadConfig(env: Env = process.env): Config {
     llmTimeoutSeconds: int('LLM_TIMEOUT_SECONDS', 120, 1, 600),
     webTaskTimeoutSeconds: int('WEB_TASK_TIMEOUT_SECONDS', 600, 1, 3600),
     pricePerAgentStep: num('PRICE_PER_AGENT_STEP', 0.01, 0),
+    nodeId,
+    nodeInternalUrl,
+    clusterSecret,
+    nodeDeadAfterSeconds: int('NODE_DEAD_AFTER_SECONDS', 15, 3, 3600),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -126,7 +126,7 @@ export class SessionManager {
     const { config, log } = o;
     // Host and installation: a restart of the same node recognises the sessions it left
     // behind, a second node does not take them.
-    this.nodeId = `${hostname()}:${installationId(config.dataDir)}`;
+    this.nodeId = config.nodeId ?? `${hostname()}:${installationId(config.dataDir)}`;
     this.browsersDir = browsersDirFor(config.dataDir);
     this.creationRate = new RateLimiter(config.sessionCreateRatePerMinute);
     this.cdpProxy = createCdpProxy({
