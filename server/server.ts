@@ -14,7 +14,7 @@ import { migrate } from './store/migrate.js';
 import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { compose } from './capability/index.js';
-import { fsBlobAreas } from './storage/blobs.js';
+import { openBlobAreas } from './storage/areas.js';
 import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
@@ -83,8 +83,12 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
     const secrets = await openSecrets(db, config);
 
+    const blobs = await openBlobAreas(config);
+    cleanups.push(async () => blobs.close());
+    log.info({ storage: blobs.describe }, 'blob storage');
+
     const metrics = new Metrics();
-    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets, metrics })
+    const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics })
       .add(sessions)
       .add(extensions)
       .add(clientCertificates)
