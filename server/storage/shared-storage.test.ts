@@ -25,6 +25,7 @@ import { s3Client, type S3StorageConfig } from './s3.js';
 const PREFIX = 'e2e';
 // Shared by both servers, as every node of one database must share it.
 const SECRETS_KEY = randomBytes(32).toString('hex');
+const ADMIN_TOKEN = randomBytes(32).toString('hex');
 const HEADLESS = { headless: { active: true } };
 const NO_RECORDING = { recording: { active: false } };
 const markerDir = fileURLToPath(new URL('../../fixtures/extensions/marker/', import.meta.url));
@@ -89,7 +90,7 @@ describe('the server on S3 storage', () => {
     pages = await startPageServer();
     receiver = await startReceiver();
     // On PostgreSQL when there is one, so that the second server can share its schema.
-    server = await startTestServer({ backend: process.env.DATABASE_URL ? 'postgres' : 'pglite', env: { ...s3.env(PREFIX), SECRETS_KEY, RECORDING_FPS: '5' } });
+    server = await startTestServer({ backend: process.env.DATABASE_URL ? 'postgres' : 'pglite', env: { ...s3.env(PREFIX), SECRETS_KEY, ADMIN_TOKEN, RECORDING_FPS: '5' } });
   }, 60_000);
   afterAll(async () => {
     await server?.close();
@@ -228,5 +229,15 @@ describe('the server on S3 storage', () => {
       }
       for (const area of ['recordings', 'extensions', 'profiles']) expect(filesOfArea(secondDir, area), area).toEqual([]);
     });
+  });
+
+  it("deleting the project through the admin API removes its files from the bucket, task artifacts included", { timeout: 60_000 }, async () => {
+    const [{ project_id }] = await server.db.query<{ project_id: string }>('SELECT project_id FROM sessions WHERE id = $1', [made.sessionId]);
+    const areas = ['recordings', 'extensions', 'profiles', 'task-artifacts'];
+    for (const area of areas) expect((await bucketKeys(area)).length, area).toBeGreaterThan(0);
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    // Sessions end in the background: the deletion waits for none to be running.
+    await eventually(async () => (await fetch(`${server.url}/admin/v1/projects/${project_id}`, { method: 'DELETE', headers: admin })).status === 200, 30_000, 'the project deleted');
+    for (const area of areas) expect(await bucketKeys(area), area).toEqual([]);
   });
 });
