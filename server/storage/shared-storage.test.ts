@@ -1,9 +1,10 @@
 // The whole server on STORAGE_URL=s3://... (a local s3rver on loopback), over real HTTP and
 // real Chromium: a recording made and downloaded (whole and ranged, through its signed
-// link), an extension uploaded and run by a session, a profile saved and loaded, a task
-// artifact's link; each finished file in the bucket and none in DATA_DIR. Then a second
-// server (a child process) on the same PostgreSQL schema and bucket serves the recording
-// the first made and launches a session with the first one's extension and profile.
+// link), a session's download, an extension uploaded and run by a session, a profile saved
+// and loaded, a task artifact's link; each finished file in the bucket and none in
+// DATA_DIR. Then a second server (a child process) on the same PostgreSQL schema and bucket
+// serves the recording and download the first made and launches a session with the first
+// one's extension and profile; and deleting the project empties the bucket.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZipFile } from 'yazl';
+import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
 import { createSession, endSession, eventually, startPageServer, type PageServer, type Requester } from '../sessions/test-support.js';
 import { b64, call, deployedTask } from '../tasks/test-support.js';
@@ -54,7 +56,8 @@ describe('the server on S3 storage', () => {
   let server: TestServer;
   let pages: PageServer;
   let receiver: Receiver;
-  const made: { sessionId?: string; recording?: { file_link: string; size: number }; extensionId?: string } = {};
+  let site: FixtureServer;
+  const made: { sessionId?: string; recording?: { file_link: string; size: number }; download?: string; extensionId?: string } = {};
 
   /** Object keys in the bucket under the prefix, per area. */
   async function bucketKeys(area: string): Promise<string[]> {
@@ -89,6 +92,7 @@ describe('the server on S3 storage', () => {
     s3 = await startLocalS3();
     pages = await startPageServer();
     receiver = await startReceiver();
+    site = await startFixtureServer();
     // On PostgreSQL when there is one, so that the second server can share its schema.
     server = await startTestServer({ backend: process.env.DATABASE_URL ? 'postgres' : 'pglite', env: { ...s3.env(PREFIX), SECRETS_KEY, ADMIN_TOKEN, RECORDING_FPS: '5' } });
   }, 60_000);
@@ -96,12 +100,31 @@ describe('the server on S3 storage', () => {
     await server?.close();
     await receiver?.close();
     await pages?.close();
+    await site?.close();
     await s3?.stop();
   });
 
-  it('stores a recording in the bucket and serves it whole and ranged through its signed link', { timeout: 120_000 }, async () => {
+  it('stores a recording and a download in the bucket, and serves them whole and ranged (the recording through its signed link)', { timeout: 120_000 }, async () => {
     const s = await createSession(server, { browser: HEADLESS, session: { initial_url: pages.url('/second') } });
-    await sleep(1_500);
+    await server.request(`/v1/sessions/${s.id}/goto`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${site.url}/files/sized.bin?bytes=1000` }),
+    });
+    const download = (await eventually(async () => {
+      const list = (await (await server.request(`/v1/sessions/${s.id}/downloads`)).json()) as any;
+      return list.data.items[0] as { id: string; file_link: string; size: number } | undefined;
+    }, 15_000, 'the download'))!;
+    expect(await bucketKeys('downloads')).toEqual([expect.stringMatching(new RegExp(`/${s.id}/${download.id}$`))]);
+    expect(localFiles('downloads')).toEqual([]);
+    const file = await server.request(new URL(download.file_link).pathname);
+    expect(file.status).toBe(200);
+    expect(Buffer.from(await file.arrayBuffer()).equals(Buffer.concat([Buffer.alloc(500, 0x61), Buffer.alloc(500, 0x62)]))).toBe(true);
+    const ranged = await server.request(new URL(download.file_link).pathname, { headers: { range: 'bytes=498-501' } });
+    expect(ranged.status).toBe(206);
+    expect(await ranged.text()).toBe('aabb');
+    made.download = new URL(download.file_link).pathname;
+    await sleep(1_000);
     expect((await endSession(server, s.id)).status).toBe(200);
     const item = (await eventually(async () => {
       const list = (await (await server.request(`/v1/sessions/${s.id}/recordings`)).json()) as any;
@@ -195,7 +218,7 @@ describe('the server on S3 storage', () => {
       if (secondDir) rmSync(secondDir, { recursive: true, force: true });
     });
 
-    it('serves the recording the first made, and launches a session with its extension and profile', { timeout: 120_000 }, async (ctx) => {
+    it('serves the recording and the download the first made, and launches a session with its extension and profile', { timeout: 120_000 }, async (ctx) => {
       if (!process.env.DATABASE_URL) {
         console.log(`skipped: ${reason}`);
         ctx.skip();
@@ -220,6 +243,9 @@ describe('the server on S3 storage', () => {
       const viaApi = await second.request(`/v1/sessions/${made.sessionId}/recordings/primary/fetch`, { headers: { range: 'bytes=4-7' } });
       expect(viaApi.status).toBe(206);
       expect(await viaApi.text()).toBe('ftyp');
+      const download = await second.request(made.download!, { headers: { range: 'bytes=499-500' } });
+      expect(download.status).toBe(206);
+      expect(await download.text()).toBe('ab');
 
       const s = await createSession(second as Requester, { browser: { ...HEADLESS, extensions: [made.extensionId], profile: { name: 'shop' } }, session: NO_RECORDING });
       try {
@@ -227,13 +253,13 @@ describe('the server on S3 storage', () => {
       } finally {
         await endSession(second as Requester, s.id);
       }
-      for (const area of ['recordings', 'extensions', 'profiles']) expect(filesOfArea(secondDir, area), area).toEqual([]);
+      for (const area of ['recordings', 'downloads', 'extensions', 'profiles']) expect(filesOfArea(secondDir, area), area).toEqual([]);
     });
   });
 
   it("deleting the project through the admin API removes its files from the bucket, task artifacts included", { timeout: 60_000 }, async () => {
     const [{ project_id }] = await server.db.query<{ project_id: string }>('SELECT project_id FROM sessions WHERE id = $1', [made.sessionId]);
-    const areas = ['recordings', 'extensions', 'profiles', 'task-artifacts'];
+    const areas = ['recordings', 'downloads', 'extensions', 'profiles', 'task-artifacts'];
     for (const area of areas) expect((await bucketKeys(area)).length, area).toBeGreaterThan(0);
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
     // Sessions end in the background: the deletion waits for none to be running.
