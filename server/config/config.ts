@@ -428,7 +428,10 @@ function readStorage(env: Env, problems: string[], forcePathStyle: boolean | und
     problems.push('STORAGE_URL must be file: or s3://BUCKET with an optional /prefix (bucket: 3 to 63 of a-z, 0-9, dots and dashes)');
     return { kind: 'fs' };
   }
-  if (endpoint !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(endpoint)) {
+  if (endpoint !== undefined && endpoint.includes('@')) {
+    // Never echo it: it holds credentials, which the server would otherwise log.
+    problems.push('S3_ENDPOINT must not hold credentials: give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY');
+  } else if (endpoint !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(endpoint)) {
     problems.push(`S3_ENDPOINT=${JSON.stringify(endpoint)} must be an http:// or https:// URL, such as http://127.0.0.1:9000`);
   }
   const region = env.S3_REGION?.trim() || 'us-east-1';

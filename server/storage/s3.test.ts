@@ -190,6 +190,9 @@ describe('STORAGE_URL configuration', () => {
     expect(problems({ STORAGE_URL: 's3://bucket', S3_ENDPOINT: 'minio:9000' })).toContain('S3_ENDPOINT');
     expect(problems({ STORAGE_URL: 's3://bucket', S3_FORCE_PATH_STYLE: 'sometimes' })).toContain('S3_FORCE_PATH_STYLE');
     expect(problems({ S3_ENDPOINT: 'http://minio:9000' })).toContain('S3_ENDPOINT need STORAGE_URL=s3://');
+    const userinfo = problems({ STORAGE_URL: 's3://bucket', S3_ENDPOINT: 'http://admin:hunter2@minio:9000' });
+    expect(userinfo).toContain('S3_ENDPOINT must not hold credentials');
+    expect(userinfo).not.toContain('hunter2');
     const keys = problems({ STORAGE_URL: 's3://bucket', AWS_SECRET_ACCESS_KEY: 'hunter2-secret' });
     expect(keys).toContain('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together');
     expect(keys).not.toContain('hunter2');

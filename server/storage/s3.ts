@@ -9,6 +9,9 @@ import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCom
 import type { StorageConfig } from '../config/config.js';
 import type { BlobStorage, ByteRange } from './blobs.js';
 
+/** Connections to the bucket at once, per node. */
+export const S3_MAX_SOCKETS = 128;
+
 export type S3StorageConfig = Extract<StorageConfig, { kind: 's3' }>;
 
 export function s3Client(c: S3StorageConfig): S3Client {
@@ -24,7 +27,9 @@ export function s3Client(c: S3StorageConfig): S3Client {
     responseChecksumValidation: 'WHEN_REQUIRED',
     // An endpoint that does not answer fails a request in seconds, not at the OS's
     // connect timeout; no socket timeout, as a read may wait on a slow client's download.
-    requestHandler: { connectionTimeout: 5_000 },
+    // A read holds its socket until its client has it all: more sockets than the SDK's 50,
+    // so that slow viewers of recordings do not hold up the storing of new files.
+    requestHandler: { connectionTimeout: 5_000, httpAgent: { keepAlive: true, maxSockets: S3_MAX_SOCKETS }, httpsAgent: { keepAlive: true, maxSockets: S3_MAX_SOCKETS } },
   });
 }
 

@@ -22,7 +22,7 @@ import { b64, call, deployedTask } from '../tasks/test-support.js';
 import { startChildServer, type ChildServer } from '../testing/child-server.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { startLocalS3, type LocalS3 } from '../testing/s3-server.js';
-import { s3Client, type S3StorageConfig } from './s3.js';
+import { S3_MAX_SOCKETS, s3Client, type S3StorageConfig } from './s3.js';
 
 const PREFIX = 'e2e';
 // Shared by both servers, as every node of one database must share it.
@@ -145,6 +145,19 @@ describe('the server on S3 storage', () => {
     const tail = await server.request(`/v1/sessions/${s.id}/recordings/primary/fetch`, { headers: { range: 'bytes=-100' } });
     expect(tail.status).toBe(206);
     expect(Buffer.from(await tail.arrayBuffer()).equals(bytes.subarray(bytes.length - 100))).toBe(true);
+
+    // Reads that stop early (a player's HEAD, a viewer who leaves mid-file) give their
+    // connection to the bucket back: more of them than the S3 client's sockets, then a read.
+    const early = S3_MAX_SOCKETS / 2 + 5;
+    for (let i = 0; i < early; i++) expect((await fetch(item.file_link, { method: 'HEAD' })).status).toBe(200);
+    for (let i = 0; i < early; i++) {
+      const abort = new AbortController();
+      const res = await fetch(item.file_link, { signal: abort.signal });
+      await res.body!.getReader().read();
+      abort.abort();
+    }
+    const after = await fetch(item.file_link, { headers: { range: 'bytes=0-7' }, signal: AbortSignal.timeout(10_000) });
+    expect(Buffer.from(await after.arrayBuffer()).equals(bytes.subarray(0, 8))).toBe(true);
     made.sessionId = s.id;
     made.recording = item;
   });
