@@ -1,7 +1,8 @@
 // Which requests need the node that owns a browser, and why: the one table of the routing.
 // Everything not listed here is answered from the database by whichever node gets it.
 // A request names its session in the path (session sub-resources, CDP, live view), in the
-// query (execute-code and perform-web-task in a running session), by a recording's signed
+// query (execute-code and perform-web-task in a running session), in the JSON body (a
+// profile taken from a running session), by a recording's signed
 // link, or by the MCP session it belongs to.
 
 export type Needs =
@@ -11,6 +12,8 @@ export type Needs =
   | { kind: 'recording'; id: string }
   /** The node whose memory holds this MCP session. */
   | { kind: 'mcp'; id: string }
+  /** The node that owns the session a JSON body names in `field` (the body must be read to know). */
+  | { kind: 'session-in-body'; field: string }
   /** A new session: this node if it has room, else another one with room. */
   | { kind: 'placement' }
   /** Every running session of the caller's project, wherever it runs (DELETE /v1/sessions/all). */
@@ -37,6 +40,8 @@ export function needsOf(method: string, url: URL, header: (name: string) => stri
     return { kind: 'session', id };
   }
   if (method === 'POST' && path === '/v1/sessions') return { kind: 'placement' };
+  // A profile is taken from a running session's browser (its user-data directory).
+  if (method === 'POST' && path === '/v1/profiles') return { kind: 'session-in-body', field: 'session_id' };
   const cdp = CDP_PATH.exec(path) ?? LIVE_PATH.exec(path);
   if (cdp) return { kind: 'session', id: decodeURIComponent(cdp[1]) };
   if (SESSION_IN_QUERY.has(path)) {

@@ -49,13 +49,18 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
   const dead = config.nodeDeadAfterSeconds;
   let presence: Presence | undefined;
 
-  /** The other node that must answer, or undefined: this one answers. */
-  const ownerOf = async (needs: Needs): Promise<routing.Peer | undefined> => {
+  /** The other node that must answer, or undefined: this one answers. `body`: the request's, when needs names a field of it. */
+  const ownerOf = async (needs: Needs, body?: Buffer): Promise<routing.Peer | undefined> => {
     let peer: routing.Peer | undefined;
     switch (needs.kind) {
       case 'session':
         peer = await routing.nodeOfSession(db, needs.id, dead);
         break;
+      case 'session-in-body': {
+        const id = fieldOf(body, needs.field);
+        peer = id === undefined ? undefined : await routing.nodeOfSession(db, id, dead);
+        break;
+      }
       case 'recording':
         peer = await routing.nodeOfRecording(db, needs.id, dead);
         break;
@@ -114,9 +119,11 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
     if (!clustered) return next();
     const needs = needsOf(c.req.method, url, (n) => c.req.header(n));
     if (!proof.forwarded && needs && incoming) {
-      const peer = await ownerOf(needs);
+      // A body that names the session is read from a copy: the handler reads the original if it is answered here.
+      const body = needs.kind === 'session-in-body' ? await smallBody(c.req.raw.clone()) : undefined;
+      const peer = await ownerOf(needs, body);
       if (peer) {
-        const status = await forwardHttp(incoming, c.env.outgoing, peer.internalUrl, proofHeaders(secret!, node.id, c.req.method, target));
+        const status = await forwardHttp(incoming, c.env.outgoing, peer.internalUrl, proofHeaders(secret!, node.id, c.req.method, target), body);
         return alreadySent(status);
       }
     }
@@ -167,4 +174,23 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
       await presence?.stop();
     },
   };
+}
+
+/** Bodies that name a session are small JSON; a larger one is not read (it is answered here, and refused there if wrong). */
+const BODY_LOOKUP_LIMIT = 64 * 1024;
+
+async function smallBody(req: Request): Promise<Buffer | undefined> {
+  if (!req.body || Number(req.headers.get('content-length') ?? 0) > BODY_LOOKUP_LIMIT) return undefined;
+  const buf = Buffer.from(await req.arrayBuffer());
+  return buf.length > BODY_LOOKUP_LIMIT ? undefined : buf;
+}
+
+function fieldOf(body: Buffer | undefined, field: string): string | undefined {
+  if (!body) return undefined;
+  try {
+    const value = (JSON.parse(body.toString('utf8')) as Record<string, unknown> | null)?.[field];
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
