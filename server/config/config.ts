@@ -175,7 +175,7 @@ export const variables = {
   METRICS_TOKEN: 'Bearer token GET /metrics asks for, at least 16 characters; unset: /metrics answers anyone who reaches the server.',
   NODE_ID: 'This node\'s name among the nodes of one database, up to 100 letters, digits, dots, dashes, underscores and colons (default: host name and an id kept in DATA_DIR). A node started again with the same id sweeps what it left.',
   NODE_INTERNAL_URL: 'http:// or https:// address the other nodes reach this node at, for forwarded CDP, live-view and session requests; set on every node of a cluster (unset: the node runs alone).',
-  CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry it (never logged). Required with NODE_INTERNAL_URL.',
+  CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry a proof made with it (an HMAC; the secret itself never travels and is never logged). Required with NODE_INTERNAL_URL.',
   NODE_DEAD_AFTER_SECONDS: 'A node whose heartbeat is this many seconds old is dead: the others fail its sessions and take over its queued work, 3 to 3600 (default 15).',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
