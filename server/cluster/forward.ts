@@ -3,7 +3,7 @@
 // pipe once the upgrade request is written. Both add the cluster proof (proof.ts), keep the
 // client's headers (its API key is checked again by the owner), and apply backpressure
 // through pipe() in both directions.
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -35,34 +35,45 @@ function passHeaders(rawHeaders: string[], upgrade: boolean): [string, string][]
   return out;
 }
 
+/** Bodies up to this size are read before they are sent, so a send can be tried again. */
+const REPLAYABLE_BYTES = 1024 * 1024;
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
+}
+
 /**
  * Sends the request to `target` (an origin) and streams the answer into `res`. Resolves with
  * the answer's status once it has been sent (or with 502 when the owner could not be
  * reached: then a general error body was sent, if nothing had been yet).
+ *
+ * A kept-alive connection may be closed by the owner just as a request is sent on it
+ * (its keep-alive time-out): a request whose body is known in full (none, `body`, or one
+ * up to REPLAYABLE_BYTES, read first) is then sent again once on a new connection. A larger
+ * or chunked body streams on a connection of its own, which cannot be closed that way.
  */
-export function forwardHttp(req: IncomingMessage, res: ServerResponse, target: string, proof: Record<string, string>, body?: Buffer): Promise<number> {
+export async function forwardHttp(req: IncomingMessage, res: ServerResponse, target: string, proof: Record<string, string>, body?: Buffer): Promise<number> {
+  const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  if (body === undefined && !chunked && declared !== undefined && declared <= REPLAYABLE_BYTES) body = declared === 0 ? Buffer.alloc(0) : await readAll(req).catch(() => undefined);
+  const streamed = body === undefined && (chunked || declared !== undefined);
+  const url = new URL(target);
+  const https = url.protocol === 'https:';
+  const headers: [string, string][] = [...passHeaders(req.rawHeaders, false), ...Object.entries(proof)];
+  if (body !== undefined && (declared !== undefined || body.length > 0)) {
+    for (let i = headers.length - 1; i >= 0; i--) if (headers[i][0].toLowerCase() === 'content-length') headers.splice(i, 1);
+    headers.push(['content-length', String(body.length)]);
+  }
   return new Promise((resolve) => {
-    const url = new URL(target);
-    const https = url.protocol === 'https:';
-    const headers: [string, string][] = [...passHeaders(req.rawHeaders, false), ...Object.entries(proof)];
-    if (body !== undefined) {
-      for (let i = headers.length - 1; i >= 0; i--) if (headers[i][0].toLowerCase() === 'content-length') headers.splice(i, 1);
-      headers.push(['content-length', String(body.length)]);
-    }
-    // The request target exactly as the client sent it: the proof signs it.
-    const out = (https ? httpsRequest : httpRequest)({
-      protocol: url.protocol,
-      hostname: url.hostname,
-      port: url.port,
-      path: req.url ?? '/',
-      method: req.method,
-      headers: headers.flat(),
-      agent: https ? agents.https : agents.http,
-      setHost: false,
-    });
+    let out: ClientRequest;
     let answered = false;
-    const unreachable = (err: Error) => {
-      if (answered) return res.destroy(err);
+    const unreachable = () => {
+      if (answered) return void res.destroy();
       answered = true;
       if (!res.headersSent) {
         const text = JSON.stringify({ error: { code: 502, message: 'The node that runs this session could not be reached' } });
@@ -70,26 +81,43 @@ export function forwardHttp(req: IncomingMessage, res: ServerResponse, target: s
       } else res.destroy();
       resolve(502);
     };
-    out.on('error', unreachable);
-    out.on('response', (answer) => {
-      answered = true;
-      const back = passHeaders(answer.rawHeaders, false);
-      res.writeHead(answer.statusCode ?? 502, back.flat());
-      // Server-sent events and chunked downloads: every chunk goes out as it comes.
-      res.flushHeaders();
-      answer.pipe(res);
-      answer.on('error', () => res.destroy());
-      res.on('close', () => {
-        if (!answer.complete) answer.destroy();
-        resolve(answer.statusCode ?? 502);
+    const send = (again: boolean) => {
+      // The request target exactly as the client sent it: the proof signs it.
+      out = (https ? httpsRequest : httpRequest)({
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: url.port,
+        path: req.url ?? '/',
+        method: req.method,
+        headers: headers.flat(),
+        agent: streamed ? false : https ? agents.https : agents.http,
+        setHost: false,
       });
-    });
+      out.on('error', (err: NodeJS.ErrnoException) => {
+        if (!answered && again && out.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) return send(false);
+        unreachable();
+      });
+      out.on('response', (answer) => {
+        answered = true;
+        res.writeHead(answer.statusCode ?? 502, passHeaders(answer.rawHeaders, false).flat());
+        // Server-sent events and chunked downloads: every chunk goes out as it comes.
+        res.flushHeaders();
+        answer.pipe(res);
+        answer.on('error', () => res.destroy());
+        res.on('close', () => {
+          if (!answer.complete) answer.destroy();
+          resolve(answer.statusCode ?? 502);
+        });
+      });
+      if (body !== undefined) out.end(body);
+      else if (streamed) req.pipe(out);
+      else out.end();
+    };
     // The client gave up: so does the owner's request.
     res.on('close', () => {
       if (!res.writableFinished) out.destroy();
     });
-    if (body !== undefined) out.end(body);
-    else req.pipe(out);
+    send(body !== undefined || !streamed);
   });
 }
 

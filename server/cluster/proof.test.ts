@@ -70,5 +70,9 @@ describe('requests that need the node of a browser', () => {
     expect(needs('POST', '/v1/profiles')).toEqual({ kind: 'session-in-body', field: 'session_id' });
     expect(needs('GET', '/files/recordings/0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00.mp4?expires=1')).toEqual({ kind: 'recording', id: '0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00' });
     expect(needs('GET', '/mcp', { 'mcp-session-id': 'm1' })).toEqual({ kind: 'mcp', id: 'm1' });
+    expect(needs('POST', '/v2/tasks/runs/r1/cancel')).toEqual({ kind: 'task-run', id: 'r1' });
+    // Ids no store holds are answered where they land (validation), never looked up.
+    expect(needs('GET', '/v1/sessions/%00/downloads')).toBeUndefined();
+    expect(needs('GET', `/v1/sessions/${'a'.repeat(300)}/downloads`)).toBeUndefined();
   });
 });

@@ -2,7 +2,7 @@
 // Everything not listed here is answered from the database by whichever node gets it.
 // A request names its session in the path (session sub-resources, CDP, live view), in the
 // query (execute-code and perform-web-task in a running session), in the JSON body (a
-// profile taken from a running session), by a recording's signed
+// profile taken from a running session), by a task run being cancelled, by a recording's signed
 // link, or by the MCP session it belongs to.
 
 export type Needs =
@@ -14,6 +14,8 @@ export type Needs =
   | { kind: 'mcp'; id: string }
   /** The node that owns the session a JSON body names in `field` (the body must be read to know). */
   | { kind: 'session-in-body'; field: string }
+  /** The node whose worker runs this task run (its cancel stops it there at once). */
+  | { kind: 'task-run'; id: string }
   /** A new session: this node if it has room, else another one with room. */
   | { kind: 'placement' }
   /** Every running session of the caller's project, wherever it runs (DELETE /v1/sessions/all). */
@@ -30,7 +32,16 @@ const RECORDING_LINK = /^\/files\/recordings\/([^/]+?)(?:\.mp4)?$/;
 /** Operations that act in a running session named by a query parameter. */
 const SESSION_IN_QUERY = new Set(['/v1/tools/execute-code', '/v1/tools/perform-web-task']);
 
+const TASK_RUN_CANCEL = /^\/v2\/tasks\/runs\/([^/]+)\/cancel$/;
+/** An id worth looking up: anything else (control characters, megabytes) is answered where it lands, by validation. */
+const PLAUSIBLE_ID = /^[\w.:@-]{1,200}$/;
+
 export function needsOf(method: string, url: URL, header: (name: string) => string | undefined): Needs | undefined {
+  const needs = tableOf(method, url, header);
+  return needs && 'id' in needs && !PLAUSIBLE_ID.test(needs.id) ? undefined : needs;
+}
+
+function tableOf(method: string, url: URL, header: (name: string) => string | undefined): Needs | undefined {
   const path = url.pathname;
   const m = SESSION_PATH.exec(path);
   if (m) {
@@ -48,6 +59,8 @@ export function needsOf(method: string, url: URL, header: (name: string) => stri
     const id = url.searchParams.get('sessionId');
     return id ? { kind: 'session', id } : undefined;
   }
+  const run = method === 'POST' ? TASK_RUN_CANCEL.exec(path) : null;
+  if (run) return { kind: 'task-run', id: decodeURIComponent(run[1]) };
   const rec = RECORDING_LINK.exec(path);
   if (rec) return { kind: 'recording', id: decodeURIComponent(rec[1]) };
   if (path === '/mcp') {

@@ -67,6 +67,9 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
       case 'mcp':
         peer = await routing.nodeOfMcpSession(db, needs.id, dead);
         break;
+      case 'task-run':
+        peer = await routing.nodeOfTaskRun(db, needs.id, dead);
+        break;
       case 'placement':
         // Room here: here. Otherwise the node with the most room; none: here, which says 429.
         peer = node.capacity() > 0 ? undefined : await routing.nodeWithRoom(db, node.id, dead);
@@ -121,7 +124,8 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
     if (!proof.forwarded && needs && incoming) {
       // A body that names the session is read from a copy: the handler reads the original if it is answered here.
       const body = needs.kind === 'session-in-body' ? await smallBody(c.req.raw.clone()) : undefined;
-      const peer = await ownerOf(needs, body);
+      // A failed lookup (the database briefly away) is answered here, as a node alone would.
+      const peer = await ownerOf(needs, body).catch((err: Error) => void log.error({ err: err.message, path: c.req.path }, 'could not look up the node that owns a request'));
       if (peer) {
         const status = await forwardHttp(incoming, c.env.outgoing, peer.internalUrl, proofHeaders(secret!, node.id, c.req.method, target), body);
         return alreadySent(status);
@@ -162,7 +166,7 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
         (peer) => (peer ? forwardUpgrade(req, socket, head, peer.internalUrl, proofHeaders(secret!, node.id, req.method ?? 'GET', req.url ?? '/')) : handLocal()),
         (err: Error) => {
           log.error({ err: err.message }, 'could not look up the owner of an upgrade');
-          socket.destroy();
+          handLocal();
         },
       );
     },

@@ -49,6 +49,17 @@ export async function nodeOfMcpSession(db: Db, mcpSessionId: string, deadAfterSe
   );
 }
 
+/** The live node whose worker runs a task run (claimed, still running). */
+export async function nodeOfTaskRun(db: Db, runId: string, deadAfterSeconds: number): Promise<Peer | undefined> {
+  return peer(
+    await db.query<{ node_id: string; internal_url: string }>(
+      `SELECT n.id AS node_id, n.internal_url FROM task_executions t JOIN nodes n ON n.id = t.claimed_by
+        WHERE t.run_id = $1 AND t.status = 'running' AND ${LIVE}`,
+      [runId, deadAfterSeconds],
+    ),
+  );
+}
+
 export async function rememberMcpSession(db: Db, mcpSessionId: string, nodeId: string): Promise<void> {
   await db.query('INSERT INTO mcp_sessions (id, node_id) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [mcpSessionId, nodeId]);
 }
