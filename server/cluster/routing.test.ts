@@ -163,6 +163,28 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     for (let i = 0; i < 3; i++) expect((await fetch(listed.data.items[0].file_link)).status).toBe(200);
   }, 120_000);
 
+  it('serves an MCP session opened on A through B and C (its Mcp-Session-Id names A in the database)', async () => {
+    const rpc = (i: number, body: object, sessionId?: string) =>
+      node(i).request('/mcp', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...(sessionId ? { 'mcp-session-id': sessionId } : {}) },
+        body: JSON.stringify(body),
+      });
+    const init = await rpc(0, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    expect(init.status).toBe(200);
+    await init.text();
+    const id = init.headers.get('mcp-session-id')!;
+    expect(id).toBeTruthy();
+    expect((await db.query('SELECT node_id FROM mcp_sessions WHERE id = $1', [id])).rows).toEqual([{ node_id: 'node-a' }]);
+    expect((await rpc(1, { jsonrpc: '2.0', method: 'notifications/initialized' }, id)).status).toBe(202);
+    const tools = await rpc(2, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, id);
+    expect(tools.status).toBe(200);
+    expect(await tools.text()).toContain('session_start');
+    const closed = await node(1).request('/mcp', { method: 'DELETE', headers: { 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' } });
+    expect(closed.status).toBe(200);
+    expect((await db.query('SELECT node_id FROM mcp_sessions WHERE id = $1', [id])).rows).toEqual([]);
+  }, 30_000);
+
   it('refuses a forged or replayed cluster proof with 401, over HTTP and for an upgrade', async () => {
     const B = node(1);
     const path = `/v1/sessions/${main.id}/pages`;
