@@ -66,6 +66,7 @@ describe('requests that need the node of a browser', () => {
       ['POST', '/mcp'],
     ]) expect(needs(m, p), `${m} ${p}`).toBeUndefined();
     expect(needs('POST', '/v1/sessions')).toEqual({ kind: 'placement' });
+    expect(needs('POST', '/v1/tools/perform-web-task')).toEqual({ kind: 'placement' });
     expect(needs('DELETE', '/v1/sessions/all')).toEqual({ kind: 'end-all' });
     expect(needs('POST', '/v1/profiles')).toEqual({ kind: 'session-in-body', field: 'session_id' });
     expect(needs('GET', '/files/recordings/0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00.mp4?expires=1')).toEqual({ kind: 'recording', id: '0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00' });

@@ -57,7 +57,9 @@ function tableOf(method: string, url: URL, header: (name: string) => string | un
   if (cdp) return { kind: 'session', id: decodeURIComponent(cdp[1]) };
   if (SESSION_IN_QUERY.has(path)) {
     const id = url.searchParams.get('sessionId');
-    return id ? { kind: 'session', id } : undefined;
+    if (id) return { kind: 'session', id };
+    // Without a session, a web task starts a temporary one: placed like any other.
+    return method === 'POST' && path === '/v1/tools/perform-web-task' ? { kind: 'placement' } : undefined;
   }
   const run = method === 'POST' ? TASK_RUN_CANCEL.exec(path) : null;
   if (run) return { kind: 'task-run', id: decodeURIComponent(run[1]) };
