@@ -2,6 +2,10 @@
 // front, no stickiness): every request may land on a node that does not own its session.
 // CI runs the families that exercise routing (sessions, CDP, live view, recordings, session
 // files, MCP, execute-code), within a few minutes; CLUSTER_CONFORMANCE_FULL=1 runs every check.
+// Two checks of the full run do not hold for a cluster without what other branches bring:
+// F7 reads one node's MAX_CONCURRENT_BROWSERS from /v1/billing while the cluster holds three
+// times that, and P2 needs a shared STORAGE_URL (a profile saved on one node's disk is not
+// on the node a new session is placed on).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
