@@ -172,6 +172,7 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
     },
     async start() {
       if (!clustered) return;
+      await routing.forgetMcpSessionsOf(db, node.id);
       presence = await startPresence({ db, log, node: { id: node.id, internalUrl: config.nodeInternalUrl!, capacity: config.maxConcurrentBrowsers, running: node.running }, deadAfterSeconds: dead });
     },
     async stop() {

@@ -64,6 +64,11 @@ export async function rememberMcpSession(db: Db, mcpSessionId: string, nodeId: s
   await db.query('INSERT INTO mcp_sessions (id, node_id) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING', [mcpSessionId, nodeId]);
 }
 
+/** A node that starts holds no MCP session: the rows of its previous run lead nowhere. */
+export async function forgetMcpSessionsOf(db: Db, nodeId: string): Promise<void> {
+  await db.query('DELETE FROM mcp_sessions WHERE node_id = $1', [nodeId]);
+}
+
 export async function forgetMcpSession(db: Db, mcpSessionId: string): Promise<void> {
   await db.query('DELETE FROM mcp_sessions WHERE id = $1', [mcpSessionId]);
 }
