@@ -43,6 +43,7 @@ import { installationId } from './browser/index.js';
 import { hostname } from 'node:os';
 import { webConsole } from './console/index.js';
 import { docs } from './docs/index.js';
+import { clusterRouter } from './cluster/router.js';
 
 export interface RunningServer {
   /** The address the server listens on, e.g. http://127.0.0.1:41234. */
@@ -124,9 +125,18 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .build();
     await service.start();
     cleanups.push(() => service.stop());
-    server.on('upgrade', (req, socket, head) => {
-      if (!service.upgrade(req, socket, head)) socket.destroy();
+    // After the capabilities' start (the node's sessions are swept before it says it is live).
+    const manager = service.provided.sessions;
+    const cluster = clusterRouter({
+      db,
+      config,
+      log,
+      node: { id: manager.nodeId, capacity: () => manager.capacity, running: () => manager.running },
+      authenticate: (key) => findKey(db, key),
     });
+    await cluster.start();
+    cleanups.push(() => cluster.stop());
+    server.on('upgrade', (req, socket, head) => cluster.upgrade(req, socket, head, service.upgrade));
 
     const api = createHttpApp({
       handlers: service.handlers,
@@ -137,6 +147,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       publicUrl: config.publicUrl,
       adminToken: config.adminToken,
       observe: metrics.observeRequest,
+      route: cluster.middleware,
     });
     service.routes(api);
     finishApp(api);

@@ -193,7 +193,7 @@ export const variables = {
   METRICS_TOKEN: 'Bearer token GET /metrics asks for, at least 16 characters; unset: /metrics answers anyone who reaches the server.',
   NODE_ID: 'This node\'s name among the nodes of one database, up to 100 letters, digits, dots, dashes, underscores and colons (default: host name and an id kept in DATA_DIR). A node started again with the same id sweeps what it left.',
   NODE_INTERNAL_URL: 'http:// or https:// address the other nodes reach this node at, for forwarded CDP, live-view and session requests; set on every node of a cluster (unset: the node runs alone).',
-  CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry it (never logged). Required with NODE_INTERNAL_URL.',
+  CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry a proof made with it (an HMAC; the secret itself never travels and is never logged). Required with NODE_INTERNAL_URL.',
   NODE_DEAD_AFTER_SECONDS: 'A node whose heartbeat is this many seconds old is dead: the others fail its sessions and take over its queued work, 3 to 3600 (default 15).',
   STORAGE_URL: 'Where finished files (recordings, downloads, profiles, extensions, task artifacts) are kept: unset or file: for folders of DATA_DIR (one node), s3://BUCKET/optional/prefix for an S3-compatible bucket every node shares (see Storage).',
   S3_ENDPOINT: 'http:// or https:// address of an S3-compatible server (MinIO, Ceph, R2...) for STORAGE_URL=s3://...; unset: AWS S3.',

@@ -4,7 +4,7 @@
 // never touch Hono; everything a client can see of an error is built here or in errors.ts.
 import { randomUUID } from 'node:crypto';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv';
 import { routes, type Route } from '../../generated/routes.js';
@@ -28,6 +28,8 @@ export interface HttpAppOptions {
   adminToken?: string;
   /** Told of every answered request (metrics); the contract's operationId when one served it. */
   observe?(sample: { operationId: string | undefined; status: number; seconds: number }): void;
+  /** Runs before every route (after request ids and logging): a cluster's forwarding to the node that owns a session. */
+  route?: MiddlewareHandler;
 }
 
 // Asked for at each use: a server started again in this process (tests) registers a new
@@ -153,6 +155,8 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     log.info({ requestId, method: c.req.method, path: c.req.path, operationId, status: c.res.status, ms: Math.round(ms) }, 'request');
     options.observe?.({ operationId, status: c.res.status, seconds: ms / 1000 });
   });
+
+  if (options.route) app.use('*', options.route);
 
   // The admin API, before any route: off (no ADMIN_TOKEN), everything under /admin is
   // unknown, so a scan learns nothing; on, every request needs the token, checked before its
