@@ -399,9 +399,21 @@ export class SessionManager {
   private recordDurably(id: string, status: 'completed' | 'failed', reason: EndReason, usage: SessionUsage | undefined, deleted: boolean): Promise<store.SessionRow | undefined> {
     const pending = this.unrecorded.get(id);
     if (pending) return pending;
-    const recording = untilCommitted(`the end of session ${id}`, () => recordEnd(this.o, id, status, reason, usage, deleted), {
-      log: this.o.log.child({ sessionId: id }),
-      signal: this.giveUp.signal,
+    const o = { log: this.o.log.child({ sessionId: id }), signal: this.giveUp.signal };
+    let interrupted = false;
+    const recording = untilCommitted(
+      `the end of session ${id}`,
+      () =>
+        recordEnd(this.o, id, status, reason, usage, deleted).catch((err: unknown) => {
+          interrupted ||= isDatabaseUnavailable(err);
+          throw err;
+        }),
+      o,
+    ).then(async (row) => {
+      // A connection lost while COMMIT was answered may have committed the end that failed
+      // here: the retry then finds the row ended, by this very end, and ended hooks still run.
+      if (row || !interrupted) return row;
+      return untilCommitted(`the end of session ${id}`, () => store.endedAs(this.o.db, id, status, reason), o);
     });
     this.unrecorded.set(id, recording);
     void recording.finally(() => this.unrecorded.delete(id)).catch(() => {});
