@@ -48,8 +48,12 @@ function traced(query: Db['query']): Db['query'] {
 
 /** Connections one node holds open to PostgreSQL at most. */
 const POOL_MAX = 10;
-/** A connect that hangs (a host that drops packets) fails after this, as unavailable. */
-const CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * A connect that hangs (a host that drops packets), or a wait this long for a free
+ * connection of the pool, fails as unavailable (503) rather than holding the request forever;
+ * long enough that a busy pool on a loaded machine does not trip it.
+ */
+const CONNECT_TIMEOUT_MS = 30_000;
 /** A cause that lasts is logged again after this long. */
 const OUTAGE_RELOG_MS = 30_000;
 
@@ -205,7 +209,8 @@ async function openPostgres(url: string, watch: ReturnType<typeof outageWatch>):
         return result;
       } catch (err) {
         const e = watch.failed(err);
-        if (e instanceof DatabaseUnavailableError) broken = e;
+        // A lost connection cannot roll back (the server did); a full disk can.
+        if (e instanceof DatabaseUnavailableError && e.reason === 'unreachable') broken = e;
         else await conn.query('ROLLBACK').catch((rollbackErr: unknown) => (broken = rollbackErr));
         throw e;
       } finally {
