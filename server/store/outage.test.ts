@@ -1,7 +1,8 @@
 // PostgreSQL goes away under load and comes back: a PostgreSQL of the test's own (never the
 // shared one) is crashed (pg_ctl stop -m immediate) while sessions run, a webhook delivery
 // waits for its retry and a batch drains. While it is down: the API answers 503 with the
-// general error body, /healthz answers 503 unavailable, the process survives, and sessions
+// general error body (a DELETE too, which changes nothing: its key cannot be checked),
+// /healthz answers 503 unavailable, the process survives, and sessions
 // that end (a client's Browser.close, a Chromium killed) lose their browser at once. Once it
 // is back: the API answers within seconds without a restart, every session's end is
 // recorded, billed and evented exactly once, the batch ends with every item counted, each
@@ -85,7 +86,8 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     const batch = await call(server, 'POST', '/v1/batch-sessions', { count: 3, configuration: HEADLESS });
     expect(batch.status, JSON.stringify(batch.body)).toBe(200);
     const batchId = batch.body.data.batch_id as string;
-    await until(() => getBatch(server, batchId), (b) => b.completed_requests >= 1, 45_000, 50);
+    const draining = await until(() => getBatch(server, batchId), (b) => b.completed_requests >= 1, 45_000, 50);
+    const firstItem = draining.sessions[0].session_id as string;
     const killedPid = (await cdpCommand<{ processInfo: { type: string; id: number }[] }>(killed.cdp_url, 'SystemInfo.getProcessInfo')).processInfo.find(
       (p) => p.type === 'browser',
     )!.id;
@@ -102,6 +104,9 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     const created = await call(server, 'POST', '/v1/sessions', HEADLESS);
     expect(created.status, JSON.stringify(created.body)).toBe(503);
     expect(created.body.error.code).toBe(503);
+    // A DELETE cannot even authenticate its key: 503, and nothing changes.
+    const deleted = await call(server, 'DELETE', `/v1/sessions/${firstItem}`);
+    expect([deleted.status, deleted.body.error?.code]).toEqual([503, 503]);
     const health = await fetch(`${server.url}/healthz`);
     expect(health.status).toBe(503);
     expect(((await health.json()) as { status: string }).status).toBe('unavailable');
@@ -135,6 +140,7 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     const killedRow = await until(() => row(killed.id), (r) => r.status !== 'running', 15_000);
     expect([killedRow.status, killedRow.end_reason]).toEqual(['failed', 'browser_unreachable']);
 
+    expect((await row(firstItem)).status).toBe('running');
     // The batch resumes and counts every item; an item interrupted by the outage is queued again.
     const ended = await until(() => getBatch(server, batchId), (b) => b.status !== 'pending', 60_000);
     expect([ended.status, ended.completed_requests, ended.failed_requests]).toEqual(['completed', 3, 0]);
@@ -147,6 +153,9 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     // before, closed, killed, three batch items; an interrupted batch item may have left one
     // more session (ended launch_failed) before it was queued again.
     expect(sessions.length).toBeGreaterThanOrEqual(6);
+    const reasons = await server.db.query<{ end_reason: string; n: number }>('SELECT end_reason, count(*)::int AS n FROM sessions GROUP BY end_reason ORDER BY end_reason');
+    const waited = logs.filter((l) => l.includes('retrying until it is back')).map((l) => (JSON.parse(l) as { msg: string }).msg.split(':')[0]);
+    console.log(`sessions by end reason: ${JSON.stringify(reasons)}; waited for the database: ${JSON.stringify(waited)}`);
     for (const s of sessions) expect(s.ended_at, `session ${s.id} has not ended`).not.toBeNull();
     const charges = await server.db.query<{ session_id: string; n: number; credits: number }>(
       `SELECT session_id, count(*)::int AS n, sum(credits)::float8 AS credits FROM usage_ledger WHERE kind = 'session' GROUP BY session_id`,
