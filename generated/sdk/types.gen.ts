@@ -4689,7 +4689,7 @@ export type ListSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -4804,7 +4804,7 @@ export type GetSessionHistoryErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -4837,7 +4837,7 @@ export type EndAllSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -4907,7 +4907,7 @@ export type ListSessionStatusesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -4953,7 +4953,7 @@ export type EndSessionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -4999,7 +4999,7 @@ export type GetSessionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5053,7 +5053,7 @@ export type ReplaceSessionTagsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5103,7 +5103,7 @@ export type ListSessionPagesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5158,7 +5158,7 @@ export type ConnectCdpErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5209,7 +5209,7 @@ export type GetCdpVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5255,7 +5255,7 @@ export type ListSessionRecordingsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5311,7 +5311,7 @@ export type FetchPrimaryRecordingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5365,7 +5365,7 @@ export type PauseSessionRecordingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5415,7 +5415,7 @@ export type ResumeSessionRecordingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5469,7 +5469,7 @@ export type DeleteSessionRecordingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5515,7 +5515,7 @@ export type ListSessionDownloadsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5565,7 +5565,7 @@ export type DeleteSessionDownloadErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5625,7 +5625,7 @@ export type FetchSessionDownloadErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5687,7 +5687,7 @@ export type UploadSessionFileErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5745,7 +5745,7 @@ export type MouseClickErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5803,7 +5803,7 @@ export type MouseDoubleClickErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5861,7 +5861,7 @@ export type MouseDownErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5919,7 +5919,7 @@ export type MouseUpErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -5977,7 +5977,7 @@ export type MouseMoveErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6035,7 +6035,7 @@ export type DragAndDropErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6093,7 +6093,7 @@ export type ScrollErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6151,7 +6151,7 @@ export type KeyboardTypeErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6209,7 +6209,7 @@ export type KeyboardShortcutErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6259,7 +6259,7 @@ export type GetClipboardErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6317,7 +6317,7 @@ export type SetClipboardErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6367,7 +6367,7 @@ export type CopySelectionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6425,7 +6425,7 @@ export type PasteTextErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6483,7 +6483,7 @@ export type GotoUrlErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6533,7 +6533,7 @@ export type TakeSessionScreenshotErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6579,7 +6579,7 @@ export type ListRequestedHumanInterventionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6633,7 +6633,7 @@ export type RespondToHumanInterventionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6679,7 +6679,7 @@ export type PauseAgentErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6725,7 +6725,7 @@ export type ResumeAgentErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -6782,7 +6782,7 @@ export type FetchWebpageErrors = {
      */
     502: FetchError;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
     /**
@@ -6854,7 +6854,7 @@ export type FetchWebpageContentErrors = {
      */
     502: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
     /**
@@ -6915,7 +6915,7 @@ export type TakeScreenshotErrors = {
      */
     502: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
     /**
@@ -6976,7 +6976,7 @@ export type RenderPagePdfErrors = {
      */
     502: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
     /**
@@ -7046,7 +7046,7 @@ export type ExecuteCodeErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7170,7 +7170,7 @@ export type GetPerformWebTaskStatusErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7220,7 +7220,7 @@ export type ListBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7273,7 +7273,7 @@ export type CreateBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7323,7 +7323,7 @@ export type CancelBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7369,7 +7369,7 @@ export type GetBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7419,7 +7419,7 @@ export type GetBillingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7465,7 +7465,7 @@ export type ListTasksErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7514,7 +7514,7 @@ export type CreateTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7575,7 +7575,7 @@ export type ExecuteTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7641,7 +7641,7 @@ export type ExecuteTaskByNameErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7687,7 +7687,7 @@ export type DeleteTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7733,7 +7733,7 @@ export type GetTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7791,7 +7791,7 @@ export type UpdateTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7837,7 +7837,7 @@ export type GetTaskDraftErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7891,7 +7891,7 @@ export type SaveTaskDraftErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7945,7 +7945,7 @@ export type DeployTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -7991,7 +7991,7 @@ export type ListTaskVersionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8037,7 +8037,7 @@ export type GetLatestTaskVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8100,7 +8100,7 @@ export type ListTaskExecutionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8150,7 +8150,7 @@ export type GetTaskExecutionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8200,7 +8200,7 @@ export type DeleteTaskVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8250,7 +8250,7 @@ export type GetTaskVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8308,7 +8308,7 @@ export type PublishTaskVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8374,7 +8374,7 @@ export type RunTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8420,7 +8420,7 @@ export type GetTaskRunStatusErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8470,7 +8470,7 @@ export type CancelTaskRunErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8516,7 +8516,7 @@ export type ListProfilesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8569,7 +8569,7 @@ export type CreateProfileErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8615,7 +8615,7 @@ export type DeleteProfileErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8661,7 +8661,7 @@ export type GetProfileErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8694,7 +8694,7 @@ export type ListExtensionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8739,7 +8739,7 @@ export type UploadExtensionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8785,7 +8785,7 @@ export type DeleteExtensionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8831,7 +8831,7 @@ export type GetExtensionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -8992,7 +8992,7 @@ export type ListWebhooksErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9041,7 +9041,7 @@ export type CreateWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9087,7 +9087,7 @@ export type DeleteWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9133,7 +9133,7 @@ export type GetWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9187,7 +9187,7 @@ export type UpdateWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9233,7 +9233,7 @@ export type RotateWebhookSecretErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9287,7 +9287,7 @@ export type TestWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9350,7 +9350,7 @@ export type ListWebhookDeliveriesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9408,7 +9408,7 @@ export type ListIdentitiesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9458,7 +9458,7 @@ export type CreateIdentityErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9504,7 +9504,7 @@ export type DeleteIdentityErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9550,7 +9550,7 @@ export type GetIdentityErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9604,7 +9604,7 @@ export type UpdateIdentityErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9650,7 +9650,7 @@ export type GetIdentityCredentialsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9700,7 +9700,7 @@ export type ListApplicationsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9745,7 +9745,7 @@ export type CreateApplicationErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9795,7 +9795,7 @@ export type DeleteApplicationErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9841,7 +9841,7 @@ export type GetApplicationErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9895,7 +9895,7 @@ export type UpdateApplicationErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9952,7 +9952,7 @@ export type ListApplicationIdentitiesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -9998,7 +9998,7 @@ export type ListApplicationAuthFlowsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10052,7 +10052,7 @@ export type CreateApplicationAuthFlowErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10102,7 +10102,7 @@ export type DeleteApplicationAuthFlowErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10160,7 +10160,7 @@ export type UpdateApplicationAuthFlowErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10214,7 +10214,7 @@ export type CreateIdentityTokenErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10260,7 +10260,7 @@ export type ListClientCertificatesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10305,7 +10305,7 @@ export type UploadClientCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10351,7 +10351,7 @@ export type DeleteClientCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10397,7 +10397,7 @@ export type GetClientCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10430,7 +10430,7 @@ export type ListCaCertificatesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10479,7 +10479,7 @@ export type UploadCaCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10525,7 +10525,7 @@ export type DeleteCaCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10562,7 +10562,7 @@ export type AdminListProjectsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10611,7 +10611,7 @@ export type AdminCreateProjectErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10661,7 +10661,7 @@ export type AdminDeleteProjectErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10707,7 +10707,7 @@ export type AdminGetProjectErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10761,7 +10761,7 @@ export type AdminUpdateProjectErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10807,7 +10807,7 @@ export type AdminListKeysErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10861,7 +10861,7 @@ export type AdminCreateKeyErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };
@@ -10907,7 +10907,7 @@ export type AdminRevokeKeyErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed; try again after Retry-After seconds. The server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
      */
     503: Error;
 };

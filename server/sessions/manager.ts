@@ -19,7 +19,7 @@ import { RateLimiter } from '../http/rate-limit.js';
 import type { ServiceProxyPool } from '../net/service-proxies.js';
 import type { TrafficProxy } from '../net/traffic-proxy.js';
 import type { Db } from '../store/db.js';
-import { isDatabaseUnavailable, untilCommitted } from '../store/unavailable.js';
+import { isDatabaseUnavailable, untilCommitted, type DatabaseUnavailableError } from '../store/unavailable.js';
 import {
   BrowserPool,
   DEFAULT_LAUNCH_OPTIONS,
@@ -125,6 +125,10 @@ export class SessionManager {
    * once, with the usage read when its browser closed.
    */
   private readonly unrecorded = new Map<string, Promise<store.SessionRow | undefined>>();
+  /** Why the last attempt to record a session's end failed, while its retries go on. */
+  private readonly recordFailing = new Map<string, DatabaseUnavailableError>();
+  /** Callers of end() that answer at once (answerNow) and wait to hear of such a failure. */
+  private readonly failWaiters = new Map<string, Set<(err: DatabaseUnavailableError) => void>>();
   /** Aborted when shutdown stops waiting for the database. */
   private readonly giveUp = new AbortController();
   private readonly pool: BrowserPool<SessionBrowser> | undefined;
@@ -353,8 +357,32 @@ export class SessionManager {
     }
   }
 
-  /** Ends a session on this node; resolves with its ended row (undefined if it had ended). */
-  end(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean } = {}): Promise<store.SessionRow | undefined> {
+  /**
+   * Ends a session on this node; resolves with its ended row (undefined if it had ended).
+   * answerNow: rejects with DatabaseUnavailableError as soon as recording the end fails for
+   * that reason, for a caller that must answer now (a request); the browser is gone all the
+   * same, and the end is recorded once the database is back.
+   */
+  end(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean; answerNow?: boolean } = {}): Promise<store.SessionRow | undefined> {
+    const ending = this.endUnanswered(id, status, reason, options);
+    return options.answerNow ? this.answerNow(id, ending) : ending;
+  }
+
+  private answerNow(id: string, ending: Promise<store.SessionRow | undefined>): Promise<store.SessionRow | undefined> {
+    return new Promise((resolve, reject) => {
+      let waiters = this.failWaiters.get(id);
+      if (!waiters) this.failWaiters.set(id, (waiters = new Set()));
+      waiters.add(reject);
+      ending.then(resolve, reject).finally(() => {
+        waiters.delete(reject);
+        if (waiters.size === 0 && this.failWaiters.get(id) === waiters) this.failWaiters.delete(id);
+      });
+      const failing = this.recordFailing.get(id);
+      if (failing) reject(failing);
+    });
+  }
+
+  private endUnanswered(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean }): Promise<store.SessionRow | undefined> {
     const live = this.live.get(id);
     if (!live) {
       const pending = this.unrecorded.get(id);
@@ -405,7 +433,11 @@ export class SessionManager {
       `the end of session ${id}`,
       () =>
         recordEnd(this.o, id, status, reason, usage, deleted).catch((err: unknown) => {
-          interrupted ||= isDatabaseUnavailable(err);
+          if (isDatabaseUnavailable(err)) {
+            interrupted = true;
+            this.recordFailing.set(id, err);
+            for (const tell of this.failWaiters.get(id) ?? []) tell(err);
+          }
           throw err;
         }),
       o,
@@ -416,7 +448,13 @@ export class SessionManager {
       return untilCommitted(`the end of session ${id}`, () => store.endedAs(this.o.db, id, status, reason), o);
     });
     this.unrecorded.set(id, recording);
-    void recording.finally(() => this.unrecorded.delete(id)).catch(() => {});
+    void recording
+      .finally(() => {
+        this.unrecorded.delete(id);
+        this.recordFailing.delete(id);
+        this.failWaiters.delete(id);
+      })
+      .catch(() => {});
     return recording;
   }
 

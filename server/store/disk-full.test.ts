@@ -2,13 +2,16 @@
 // otherwise the test is skipped with the reason), filled to the last block. A write then
 // fails inside PGlite with disk_full (53100): the request answers 503 with the general error
 // body naming the full disk, the log says so, reads still answer, and once space is freed
-// the same write succeeds in the same process, without a restart.
+// the same write succeeds in the same process, without a restart. A session DELETEd
+// meanwhile answers 503 at once, loses its browser, and its end is recorded (once, with its
+// event and charge) when space is freed.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../batches/test-support.js';
+import { call, until } from '../batches/test-support.js';
+import { browsersDirFor, createSession, HEADLESS, roots, sessionEvents } from '../sessions/test-support.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 
 /** Mounts a tmpfs of `size` at a new directory, or answers why it cannot. */
@@ -46,6 +49,8 @@ describe.skipIf('skip' in mounted)('PGlite on a full disk', () => {
 
   it('answers 503 naming the full disk, logs it, and writes again once space is freed', async () => {
     const task = { name: 'disk-full-probe', language: 'typescript' };
+    const session = await createSession(server, HEADLESS);
+    const browsersDir = browsersDirFor(server.config.dataDir);
     // The filesystem full to the last block: a write that needs a new block fails.
     const free = () => {
       const s = statfsSync(dir);
@@ -62,7 +67,26 @@ describe.skipIf('skip' in mounted)('PGlite on a full disk', () => {
     expect((await call(server, 'GET', '/v1/task')).status).toBe(200);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
 
+    // Its end cannot be written: 503 at once, the browser goes all the same.
+    const started = Date.now();
+    const ended = await call(server, 'DELETE', `/v1/sessions/${session.id}`);
+    expect([ended.status, ended.body.error?.message], JSON.stringify(ended.body)).toEqual([503, expect.stringMatching(/disk is full/)]);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    await until(async () => roots(browsersDir).some((r) => r.owner.sessionId === session.id), (left) => !left, 15_000, 100);
+    expect((await call(server, 'GET', `/v1/sessions/${session.id}`)).body.data.status).toBe('running');
+
     rmSync(filler);
+    // The end is recorded once space is freed, once, as the DELETE asked: ended and deleted.
+    await until(() => call(server, 'GET', `/v1/sessions/${session.id}`), (r) => r.status === 404 || r.body.data?.status !== 'running', 15_000, 100);
+    expect((await sessionEvents(server.db, session.id)).map((e) => e.type)).toEqual(['session.completed']);
+    const [charged] = await server.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM usage_ledger WHERE session_id = $1`, [session.id]);
+    expect(charged.n).toBeLessThanOrEqual(1);
+    const [row] = await server.db.query<{ status: string; end_reason: string; deleted: boolean }>(
+      'SELECT status, end_reason, deleted_at IS NOT NULL AS deleted FROM sessions WHERE id = $1',
+      [session.id],
+    );
+    expect(row).toEqual({ status: 'completed', end_reason: 'api', deleted: true });
+    expect((await call(server, 'DELETE', `/v1/sessions/${session.id}`)).status).toBe(404);
     const made = await call(server, 'POST', '/v1/task', task);
     expect(made.status, JSON.stringify(made.body)).toBe(200);
     const listed = await call(server, 'GET', '/v1/task');
