@@ -11,8 +11,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../events/test-support.js';
-import { call, getBatch, HEADLESS, until } from '../batches/test-support.js';
-import { browsersDirFor, createSession, processesUnder, roots, sessionEvents } from '../sessions/test-support.js';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { call, getBatch, until } from '../batches/test-support.js';
+import { browsersDirFor, createSession, HEADLESS, processesUnder, roots, sessionEvents } from '../sessions/test-support.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { ownPostgresUnavailable, startOwnPostgres, type OwnPostgres } from '../testing/own-postgres.js';
 
@@ -43,6 +45,12 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
   let pgsql: OwnPostgres;
   let server: TestServer;
   let receiver: Receiver;
+  /** The batch items' initial_url: the second request is held until the database is down. */
+  let pages: ReturnType<typeof createServer>;
+  let pageUrl: string;
+  let pageRequests = 0;
+  let held: ServerResponse | undefined;
+  let onHeld: (() => void) | undefined;
   const logs: string[] = [];
   /** Receiver answers 200 by event id (webhook-id); first attempts of each event fail. */
   const delivered = new Map<string, number>();
@@ -62,12 +70,27 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
       delivered.set(id, (delivered.get(id) ?? 0) + 1);
       res.writeHead(200).end('ok');
     });
+    pages = createServer((req, res) => {
+      // Only the page counts (a browser also asks for /favicon.ico).
+      if (req.url !== '/item') return void res.writeHead(404).end();
+      if (++pageRequests === 2) {
+        held = res;
+        onHeld?.();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>item</title>');
+    });
+    await new Promise<void>((r) => pages.listen(0, '127.0.0.1', r));
+    pageUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}/item`;
     server = await startTestServer({ env: { DATABASE_URL: pgsql.url, BATCH_CONCURRENCY: '1', LOG_LEVEL: 'info' }, logs });
   }, 60_000);
 
   afterAll(async () => {
     await server?.close();
     await receiver?.close();
+    held?.destroy();
+    pages?.closeAllConnections();
+    await new Promise((r) => pages?.close(r));
     await pgsql?.remove();
   }, 60_000);
 
@@ -80,13 +103,17 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     expect(hook.status, JSON.stringify(hook.body)).toBe(200);
 
     // Before: one session ended (its event's delivery fails once, then waits for its retry),
-    // two running, and a batch of three draining one item at a time.
+    // two running, and a batch of three draining one item at a time, the second item's
+    // session starting (its initial_url held) when the database goes.
     const [before, closed, killed] = await Promise.all([createSession(server, HEADLESS), createSession(server, HEADLESS), createSession(server, HEADLESS)]);
     expect((await call(server, 'DELETE', `/v1/sessions/${before.id}`)).status).toBe(200);
-    const batch = await call(server, 'POST', '/v1/batch-sessions', { count: 3, configuration: HEADLESS });
+    const heldNow = new Promise<void>((r) => (onHeld = r));
+    const batch = await call(server, 'POST', '/v1/batch-sessions', { count: 3, configuration: { ...HEADLESS, session: { ...HEADLESS.session, initial_url: pageUrl } } });
     expect(batch.status, JSON.stringify(batch.body)).toBe(200);
     const batchId = batch.body.data.batch_id as string;
-    const draining = await until(() => getBatch(server, batchId), (b) => b.completed_requests >= 1, 45_000, 50);
+    await heldNow;
+    const draining = await getBatch(server, batchId);
+    expect(draining.completed_requests).toBe(1);
     const firstItem = draining.sessions[0].session_id as string;
     const killedPid = (await cdpCommand<{ processInfo: { type: string; id: number }[] }>(killed.cdp_url, 'SystemInfo.getProcessInfo')).processInfo.find(
       (p) => p.type === 'browser',
@@ -94,6 +121,8 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
 
     await pgsql.crash();
     const downAt = Date.now();
+    // The second item's page loads now: its session cannot be marked running.
+    held!.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>item</title>');
 
     // While it is down: the general error body with 503, and /healthz unavailable.
     const list = await server.request('/v1/sessions');
@@ -150,12 +179,13 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     const sessions = await server.db.query<{ id: string; status: string; ended_at: Date | null; credits_used: number }>(
       'SELECT id, status, ended_at, credits_used FROM sessions',
     );
-    // before, closed, killed, three batch items; an interrupted batch item may have left one
-    // more session (ended launch_failed) before it was queued again.
-    expect(sessions.length).toBeGreaterThanOrEqual(6);
+    // before, closed, killed, three batch items, and the session of the interrupted item
+    // (ended launch_failed) before the item was queued again.
+    expect(sessions.length).toBe(7);
     const reasons = await server.db.query<{ end_reason: string; n: number }>('SELECT end_reason, count(*)::int AS n FROM sessions GROUP BY end_reason ORDER BY end_reason');
     const waited = logs.filter((l) => l.includes('retrying until it is back')).map((l) => (JSON.parse(l) as { msg: string }).msg.split(':')[0]);
     console.log(`sessions by end reason: ${JSON.stringify(reasons)}; waited for the database: ${JSON.stringify(waited)}`);
+    expect(reasons.find((r) => r.end_reason === 'launch_failed')?.n).toBe(1);
     for (const s of sessions) expect(s.ended_at, `session ${s.id} has not ended`).not.toBeNull();
     const charges = await server.db.query<{ session_id: string; n: number; credits: number }>(
       `SELECT session_id, count(*)::int AS n, sum(credits)::float8 AS credits FROM usage_ledger WHERE kind = 'session' GROUP BY session_id`,
