@@ -77,7 +77,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     // First in, last out: spans of the shutdown's own queries still go out.
     const tracing = startTracing({ endpoint: config.otelEndpoint, node: `${hostname()}:${installationId(config.dataDir)}` });
     cleanups.push(() => tracing.close());
-    db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
     cleanups.push(() => db.close());
     const applied = await migrate(db);
     if (applied.length) log.info({ applied }, 'database migrated');

@@ -4688,6 +4688,10 @@ export type ListSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionsError = ListSessionsErrors[keyof ListSessionsErrors];
@@ -4738,7 +4742,7 @@ export type CreateSessionErrors = {
      */
     500: Error;
     /**
-     * Every service proxy of the pool that matches the request is failing its connects and resting; try again after Retry-After seconds.
+     * Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds.
      */
     503: Error;
 };
@@ -4799,6 +4803,10 @@ export type GetSessionHistoryErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetSessionHistoryError = GetSessionHistoryErrors[keyof GetSessionHistoryErrors];
@@ -4828,6 +4836,10 @@ export type EndAllSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type EndAllSessionsError = EndAllSessionsErrors[keyof EndAllSessionsErrors];
@@ -4894,6 +4906,10 @@ export type ListSessionStatusesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionStatusesError = ListSessionStatusesErrors[keyof ListSessionStatusesErrors];
@@ -4936,6 +4952,10 @@ export type EndSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type EndSessionError = EndSessionErrors[keyof EndSessionErrors];
@@ -4978,6 +4998,10 @@ export type GetSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetSessionError = GetSessionErrors[keyof GetSessionErrors];
@@ -5028,6 +5052,10 @@ export type ReplaceSessionTagsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ReplaceSessionTagsError = ReplaceSessionTagsErrors[keyof ReplaceSessionTagsErrors];
@@ -5074,6 +5102,10 @@ export type ListSessionPagesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionPagesError = ListSessionPagesErrors[keyof ListSessionPagesErrors];
@@ -5125,6 +5157,10 @@ export type ConnectCdpErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ConnectCdpError = ConnectCdpErrors[keyof ConnectCdpErrors];
@@ -5172,6 +5208,10 @@ export type GetCdpVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetCdpVersionError = GetCdpVersionErrors[keyof GetCdpVersionErrors];
@@ -5214,6 +5254,10 @@ export type ListSessionRecordingsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionRecordingsError = ListSessionRecordingsErrors[keyof ListSessionRecordingsErrors];
@@ -5266,6 +5310,10 @@ export type FetchPrimaryRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type FetchPrimaryRecordingError = FetchPrimaryRecordingErrors[keyof FetchPrimaryRecordingErrors];
@@ -5316,6 +5364,10 @@ export type PauseSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type PauseSessionRecordingError = PauseSessionRecordingErrors[keyof PauseSessionRecordingErrors];
@@ -5362,6 +5414,10 @@ export type ResumeSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ResumeSessionRecordingError = ResumeSessionRecordingErrors[keyof ResumeSessionRecordingErrors];
@@ -5412,6 +5468,10 @@ export type DeleteSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteSessionRecordingError = DeleteSessionRecordingErrors[keyof DeleteSessionRecordingErrors];
@@ -5454,6 +5514,10 @@ export type ListSessionDownloadsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionDownloadsError = ListSessionDownloadsErrors[keyof ListSessionDownloadsErrors];
@@ -5500,6 +5564,10 @@ export type DeleteSessionDownloadErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteSessionDownloadError = DeleteSessionDownloadErrors[keyof DeleteSessionDownloadErrors];
@@ -5556,6 +5624,10 @@ export type FetchSessionDownloadErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type FetchSessionDownloadError = FetchSessionDownloadErrors[keyof FetchSessionDownloadErrors];
@@ -5614,6 +5686,10 @@ export type UploadSessionFileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UploadSessionFileError = UploadSessionFileErrors[keyof UploadSessionFileErrors];
@@ -5668,6 +5744,10 @@ export type MouseClickErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseClickError = MouseClickErrors[keyof MouseClickErrors];
@@ -5722,6 +5802,10 @@ export type MouseDoubleClickErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseDoubleClickError = MouseDoubleClickErrors[keyof MouseDoubleClickErrors];
@@ -5776,6 +5860,10 @@ export type MouseDownErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseDownError = MouseDownErrors[keyof MouseDownErrors];
@@ -5830,6 +5918,10 @@ export type MouseUpErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseUpError = MouseUpErrors[keyof MouseUpErrors];
@@ -5884,6 +5976,10 @@ export type MouseMoveErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseMoveError = MouseMoveErrors[keyof MouseMoveErrors];
@@ -5938,6 +6034,10 @@ export type DragAndDropErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DragAndDropError = DragAndDropErrors[keyof DragAndDropErrors];
@@ -5992,6 +6092,10 @@ export type ScrollErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ScrollError = ScrollErrors[keyof ScrollErrors];
@@ -6046,6 +6150,10 @@ export type KeyboardTypeErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type KeyboardTypeError = KeyboardTypeErrors[keyof KeyboardTypeErrors];
@@ -6100,6 +6208,10 @@ export type KeyboardShortcutErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type KeyboardShortcutError = KeyboardShortcutErrors[keyof KeyboardShortcutErrors];
@@ -6146,6 +6258,10 @@ export type GetClipboardErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetClipboardError = GetClipboardErrors[keyof GetClipboardErrors];
@@ -6200,6 +6316,10 @@ export type SetClipboardErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type SetClipboardError = SetClipboardErrors[keyof SetClipboardErrors];
@@ -6246,6 +6366,10 @@ export type CopySelectionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CopySelectionError = CopySelectionErrors[keyof CopySelectionErrors];
@@ -6300,6 +6424,10 @@ export type PasteTextErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type PasteTextError = PasteTextErrors[keyof PasteTextErrors];
@@ -6354,6 +6482,10 @@ export type GotoUrlErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GotoUrlError = GotoUrlErrors[keyof GotoUrlErrors];
@@ -6400,6 +6532,10 @@ export type TakeSessionScreenshotErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type TakeSessionScreenshotError = TakeSessionScreenshotErrors[keyof TakeSessionScreenshotErrors];
@@ -6442,6 +6578,10 @@ export type ListRequestedHumanInterventionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListRequestedHumanInterventionsError = ListRequestedHumanInterventionsErrors[keyof ListRequestedHumanInterventionsErrors];
@@ -6492,6 +6632,10 @@ export type RespondToHumanInterventionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type RespondToHumanInterventionError = RespondToHumanInterventionErrors[keyof RespondToHumanInterventionErrors];
@@ -6534,6 +6678,10 @@ export type PauseAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type PauseAgentError = PauseAgentErrors[keyof PauseAgentErrors];
@@ -6576,6 +6724,10 @@ export type ResumeAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ResumeAgentError = ResumeAgentErrors[keyof ResumeAgentErrors];
@@ -6629,6 +6781,10 @@ export type FetchWebpageErrors = {
      * The host does not resolve, the connection failed, or the upstream server answered a 5xx status.
      */
     502: FetchError;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
     /**
      * The page did not load within the time limit (about 120 s).
      */
@@ -6698,6 +6854,10 @@ export type FetchWebpageContentErrors = {
      */
     502: Error;
     /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+    /**
      * The page did not load within the time limit.
      */
     504: Error;
@@ -6755,6 +6915,10 @@ export type TakeScreenshotErrors = {
      */
     502: Error;
     /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+    /**
      * The page did not load within the time limit.
      */
     504: Error;
@@ -6811,6 +6975,10 @@ export type RenderPagePdfErrors = {
      * The host does not resolve, the connection failed, or the server answered a 5xx status.
      */
     502: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
     /**
      * The page did not load within the time limit.
      */
@@ -6877,6 +7045,10 @@ export type ExecuteCodeErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ExecuteCodeError = ExecuteCodeErrors[keyof ExecuteCodeErrors];
@@ -6952,7 +7124,7 @@ export type PerformWebTaskErrors = {
      */
     502: Error;
     /**
-     * No LLM provider is configured on this server.
+     * No LLM provider is configured on this server, or its database is unreachable or out of disk space (then try again later).
      */
     503: Error;
 };
@@ -6997,6 +7169,10 @@ export type GetPerformWebTaskStatusErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetPerformWebTaskStatusError = GetPerformWebTaskStatusErrors[keyof GetPerformWebTaskStatusErrors];
@@ -7043,6 +7219,10 @@ export type ListBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListBatchSessionsError = ListBatchSessionsErrors[keyof ListBatchSessionsErrors];
@@ -7092,6 +7272,10 @@ export type CreateBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateBatchSessionsError = CreateBatchSessionsErrors[keyof CreateBatchSessionsErrors];
@@ -7138,6 +7322,10 @@ export type CancelBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CancelBatchSessionsError = CancelBatchSessionsErrors[keyof CancelBatchSessionsErrors];
@@ -7180,6 +7368,10 @@ export type GetBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetBatchSessionsError = GetBatchSessionsErrors[keyof GetBatchSessionsErrors];
@@ -7226,6 +7418,10 @@ export type GetBillingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetBillingError = GetBillingErrors[keyof GetBillingErrors];
@@ -7268,6 +7464,10 @@ export type ListTasksErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListTasksError = ListTasksErrors[keyof ListTasksErrors];
@@ -7313,6 +7513,10 @@ export type CreateTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateTaskError = CreateTaskErrors[keyof CreateTaskErrors];
@@ -7370,6 +7574,10 @@ export type ExecuteTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ExecuteTaskError = ExecuteTaskErrors[keyof ExecuteTaskErrors];
@@ -7432,6 +7640,10 @@ export type ExecuteTaskByNameErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ExecuteTaskByNameError = ExecuteTaskByNameErrors[keyof ExecuteTaskByNameErrors];
@@ -7474,6 +7686,10 @@ export type DeleteTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteTaskError = DeleteTaskErrors[keyof DeleteTaskErrors];
@@ -7516,6 +7732,10 @@ export type GetTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskError = GetTaskErrors[keyof GetTaskErrors];
@@ -7570,6 +7790,10 @@ export type UpdateTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateTaskError = UpdateTaskErrors[keyof UpdateTaskErrors];
@@ -7612,6 +7836,10 @@ export type GetTaskDraftErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskDraftError = GetTaskDraftErrors[keyof GetTaskDraftErrors];
@@ -7662,6 +7890,10 @@ export type SaveTaskDraftErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type SaveTaskDraftError = SaveTaskDraftErrors[keyof SaveTaskDraftErrors];
@@ -7712,6 +7944,10 @@ export type DeployTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeployTaskError = DeployTaskErrors[keyof DeployTaskErrors];
@@ -7754,6 +7990,10 @@ export type ListTaskVersionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListTaskVersionsError = ListTaskVersionsErrors[keyof ListTaskVersionsErrors];
@@ -7796,6 +8036,10 @@ export type GetLatestTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetLatestTaskVersionError = GetLatestTaskVersionErrors[keyof GetLatestTaskVersionErrors];
@@ -7855,6 +8099,10 @@ export type ListTaskExecutionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListTaskExecutionsError = ListTaskExecutionsErrors[keyof ListTaskExecutionsErrors];
@@ -7901,6 +8149,10 @@ export type GetTaskExecutionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskExecutionError = GetTaskExecutionErrors[keyof GetTaskExecutionErrors];
@@ -7947,6 +8199,10 @@ export type DeleteTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteTaskVersionError = DeleteTaskVersionErrors[keyof DeleteTaskVersionErrors];
@@ -7993,6 +8249,10 @@ export type GetTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskVersionError = GetTaskVersionErrors[keyof GetTaskVersionErrors];
@@ -8047,6 +8307,10 @@ export type PublishTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type PublishTaskVersionError = PublishTaskVersionErrors[keyof PublishTaskVersionErrors];
@@ -8109,6 +8373,10 @@ export type RunTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type RunTaskError = RunTaskErrors[keyof RunTaskErrors];
@@ -8151,6 +8419,10 @@ export type GetTaskRunStatusErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskRunStatusError = GetTaskRunStatusErrors[keyof GetTaskRunStatusErrors];
@@ -8197,6 +8469,10 @@ export type CancelTaskRunErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CancelTaskRunError = CancelTaskRunErrors[keyof CancelTaskRunErrors];
@@ -8239,6 +8515,10 @@ export type ListProfilesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListProfilesError = ListProfilesErrors[keyof ListProfilesErrors];
@@ -8288,6 +8568,10 @@ export type CreateProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateProfileError = CreateProfileErrors[keyof CreateProfileErrors];
@@ -8330,6 +8614,10 @@ export type DeleteProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteProfileError = DeleteProfileErrors[keyof DeleteProfileErrors];
@@ -8372,6 +8660,10 @@ export type GetProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetProfileError = GetProfileErrors[keyof GetProfileErrors];
@@ -8401,6 +8693,10 @@ export type ListExtensionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListExtensionsError = ListExtensionsErrors[keyof ListExtensionsErrors];
@@ -8442,6 +8738,10 @@ export type UploadExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UploadExtensionError = UploadExtensionErrors[keyof UploadExtensionErrors];
@@ -8484,6 +8784,10 @@ export type DeleteExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteExtensionError = DeleteExtensionErrors[keyof DeleteExtensionErrors];
@@ -8526,6 +8830,10 @@ export type GetExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetExtensionError = GetExtensionErrors[keyof GetExtensionErrors];
@@ -8555,6 +8863,10 @@ export type GetAgentAccessGuideErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
+    /**
+     * The server's database is unreachable or out of disk space; nothing was changed. Try again after Retry-After seconds.
+     */
+    503: AgentAccessError;
 };
 
 export type GetAgentAccessGuideError = GetAgentAccessGuideErrors[keyof GetAgentAccessGuideErrors];
@@ -8600,6 +8912,10 @@ export type SubmitAgentAccessErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
+    /**
+     * The server's database is unreachable or out of disk space; nothing was changed. Try again after Retry-After seconds.
+     */
+    503: AgentAccessError;
 };
 
 export type SubmitAgentAccessError = SubmitAgentAccessErrors[keyof SubmitAgentAccessErrors];
@@ -8629,6 +8945,10 @@ export type GetAgentAccessChallengeErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
+    /**
+     * The server's database is unreachable or out of disk space; nothing was changed. Try again after Retry-After seconds.
+     */
+    503: AgentAccessError;
 };
 
 export type GetAgentAccessChallengeError = GetAgentAccessChallengeErrors[keyof GetAgentAccessChallengeErrors];
@@ -8671,6 +8991,10 @@ export type ListWebhooksErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
@@ -8716,6 +9040,10 @@ export type CreateWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
@@ -8758,6 +9086,10 @@ export type DeleteWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
@@ -8800,6 +9132,10 @@ export type GetWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetWebhookError = GetWebhookErrors[keyof GetWebhookErrors];
@@ -8850,6 +9186,10 @@ export type UpdateWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
@@ -8892,6 +9232,10 @@ export type RotateWebhookSecretErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type RotateWebhookSecretError = RotateWebhookSecretErrors[keyof RotateWebhookSecretErrors];
@@ -8942,6 +9286,10 @@ export type TestWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type TestWebhookError = TestWebhookErrors[keyof TestWebhookErrors];
@@ -9001,6 +9349,10 @@ export type ListWebhookDeliveriesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];
@@ -9055,6 +9407,10 @@ export type ListIdentitiesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListIdentitiesError = ListIdentitiesErrors[keyof ListIdentitiesErrors];
@@ -9101,6 +9457,10 @@ export type CreateIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateIdentityError = CreateIdentityErrors[keyof CreateIdentityErrors];
@@ -9143,6 +9503,10 @@ export type DeleteIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteIdentityError = DeleteIdentityErrors[keyof DeleteIdentityErrors];
@@ -9185,6 +9549,10 @@ export type GetIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetIdentityError = GetIdentityErrors[keyof GetIdentityErrors];
@@ -9235,6 +9603,10 @@ export type UpdateIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateIdentityError = UpdateIdentityErrors[keyof UpdateIdentityErrors];
@@ -9277,6 +9649,10 @@ export type GetIdentityCredentialsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetIdentityCredentialsError = GetIdentityCredentialsErrors[keyof GetIdentityCredentialsErrors];
@@ -9323,6 +9699,10 @@ export type ListApplicationsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListApplicationsError = ListApplicationsErrors[keyof ListApplicationsErrors];
@@ -9364,6 +9744,10 @@ export type CreateApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateApplicationError = CreateApplicationErrors[keyof CreateApplicationErrors];
@@ -9410,6 +9794,10 @@ export type DeleteApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteApplicationError = DeleteApplicationErrors[keyof DeleteApplicationErrors];
@@ -9452,6 +9840,10 @@ export type GetApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetApplicationError = GetApplicationErrors[keyof GetApplicationErrors];
@@ -9502,6 +9894,10 @@ export type UpdateApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateApplicationError = UpdateApplicationErrors[keyof UpdateApplicationErrors];
@@ -9555,6 +9951,10 @@ export type ListApplicationIdentitiesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListApplicationIdentitiesError = ListApplicationIdentitiesErrors[keyof ListApplicationIdentitiesErrors];
@@ -9597,6 +9997,10 @@ export type ListApplicationAuthFlowsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListApplicationAuthFlowsError = ListApplicationAuthFlowsErrors[keyof ListApplicationAuthFlowsErrors];
@@ -9647,6 +10051,10 @@ export type CreateApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateApplicationAuthFlowError = CreateApplicationAuthFlowErrors[keyof CreateApplicationAuthFlowErrors];
@@ -9693,6 +10101,10 @@ export type DeleteApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteApplicationAuthFlowError = DeleteApplicationAuthFlowErrors[keyof DeleteApplicationAuthFlowErrors];
@@ -9747,6 +10159,10 @@ export type UpdateApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateApplicationAuthFlowError = UpdateApplicationAuthFlowErrors[keyof UpdateApplicationAuthFlowErrors];
@@ -9797,6 +10213,10 @@ export type CreateIdentityTokenErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateIdentityTokenError = CreateIdentityTokenErrors[keyof CreateIdentityTokenErrors];
@@ -9839,6 +10259,10 @@ export type ListClientCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListClientCertificatesError = ListClientCertificatesErrors[keyof ListClientCertificatesErrors];
@@ -9880,6 +10304,10 @@ export type UploadClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UploadClientCertificateError = UploadClientCertificateErrors[keyof UploadClientCertificateErrors];
@@ -9922,6 +10350,10 @@ export type DeleteClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteClientCertificateError = DeleteClientCertificateErrors[keyof DeleteClientCertificateErrors];
@@ -9964,6 +10396,10 @@ export type GetClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetClientCertificateError = GetClientCertificateErrors[keyof GetClientCertificateErrors];
@@ -9993,6 +10429,10 @@ export type ListCaCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListCaCertificatesError = ListCaCertificatesErrors[keyof ListCaCertificatesErrors];
@@ -10038,6 +10478,10 @@ export type UploadCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UploadCaCertificateError = UploadCaCertificateErrors[keyof UploadCaCertificateErrors];
@@ -10080,6 +10524,10 @@ export type DeleteCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteCaCertificateError = DeleteCaCertificateErrors[keyof DeleteCaCertificateErrors];
@@ -10113,6 +10561,10 @@ export type AdminListProjectsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminListProjectsError = AdminListProjectsErrors[keyof AdminListProjectsErrors];
@@ -10158,6 +10610,10 @@ export type AdminCreateProjectErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminCreateProjectError = AdminCreateProjectErrors[keyof AdminCreateProjectErrors];
@@ -10204,6 +10660,10 @@ export type AdminDeleteProjectErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminDeleteProjectError = AdminDeleteProjectErrors[keyof AdminDeleteProjectErrors];
@@ -10246,6 +10706,10 @@ export type AdminGetProjectErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminGetProjectError = AdminGetProjectErrors[keyof AdminGetProjectErrors];
@@ -10296,6 +10760,10 @@ export type AdminUpdateProjectErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminUpdateProjectError = AdminUpdateProjectErrors[keyof AdminUpdateProjectErrors];
@@ -10338,6 +10806,10 @@ export type AdminListKeysErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminListKeysError = AdminListKeysErrors[keyof AdminListKeysErrors];
@@ -10388,6 +10860,10 @@ export type AdminCreateKeyErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminCreateKeyError = AdminCreateKeyErrors[keyof AdminCreateKeyErrors];
@@ -10430,6 +10906,10 @@ export type AdminRevokeKeyErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminRevokeKeyError = AdminRevokeKeyErrors[keyof AdminRevokeKeyErrors];

@@ -12,6 +12,7 @@ import type { Handlers } from '../../generated/handlers.js';
 import type { AuthedContext, PublicContext } from './context.js';
 import { errorBody } from './errors.js';
 import { sameToken } from '../auth/tokens.js';
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../store/unavailable.js';
 import { compileSchema, createAjv, deref, describeErrors, loadSpec, type JsonObject } from './spec.js';
 
 export type AppHandlers = Handlers<AuthedContext, PublicContext>;
@@ -125,6 +126,8 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       return serialize(result);
     } catch (err) {
       if (err instanceof RequestError) return respondError(c, route, err.status, err.message);
+      // Not the request's fault and not a bug: the store logs the outage once, not here.
+      if (isDatabaseUnavailable(err)) return respondError(c, route, 503, err.message, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
       reqLog.error({ err }, 'handler failed');
       return respondError(c, route, 500, 'Internal server error');
     }
@@ -184,6 +187,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   }
 
   app.onError((err, c) => {
+    if (isDatabaseUnavailable(err)) return respondError(c, route(c), 503, err.message, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     log.error({ err }, 'unhandled error');
     return respondError(c, undefined, 500, 'Internal server error');
   });
