@@ -50,9 +50,14 @@ const HOLD_FACTOR = 3;
 const FAST_HOLD_FACTOR = 32;
 /** Rows buffered at most, in all, as a multiple of `concurrency`. */
 const BUFFER_FACTOR = 16;
-/** Outcomes are written together: after this long, or at once when this many are waiting. */
-const FLUSH_LINGER_MS = 5;
-const FLUSH_BATCH = 128;
+/**
+ * Outcomes are written together: after this long, or at once when this many are waiting.
+ * Each statement costs about as much as a few dozen rows in it, so while draining, batches
+ * of a handful (a 5 ms linger) spent more on statements than on rows. An outcome waiting
+ * here delays only its row's status, never a receipt; stop() writes what is left.
+ */
+const FLUSH_LINGER_MS = 25;
+const FLUSH_BATCH = 512;
 /** Claims are spaced by a few times their own cost (bounds), so they take at most ~20 % of the time. */
 const CLAIM_SPACING = 4;
 const MIN_CLAIM_INTERVAL_MS = 2;
@@ -319,11 +324,16 @@ export class DeliveryWorker {
     const saturated = caps.filter(([, cap]) => cap <= 0).map(([id]) => id);
     const open = caps.filter(([, cap]) => cap > 0);
     const token = `${this.nodeId}:${++this.claimSeq}`;
+    const defaultCap = FAST_HOLD_FACTOR * this.o.perWebhookConcurrency;
+    // The claim looks at this many candidates: no more than the known webhooks may take and
+    // one new webhook's share (a claim scanning the whole buffer's room to take a few
+    // dozen rows for one webhook cost more than the rows); a next claim takes the rest.
+    const limit = Math.min(room, open.reduce((n, [, cap]) => n + cap, defaultCap));
     const rows = await claimDue(this.db, {
       saturated,
-      room,
+      room: limit,
       open,
-      defaultCap: FAST_HOLD_FACTOR * this.o.perWebhookConcurrency,
+      defaultCap,
       token,
       leaseMs: this.o.leaseMs,
     });
@@ -334,7 +344,7 @@ export class DeliveryWorker {
     const per = new Map<string, number>();
     for (const r of rows) per.set(r.webhook_id, (per.get(r.webhook_id) ?? 0) + 1);
     const hitCap = [...per].some(([id, n]) => n >= capFor(id));
-    const more = rows.length === room || saturated.length > 0 || hitCap;
+    const more = rows.length === limit || saturated.length > 0 || hitCap;
     return { claimed: rows.map((r) => ({ ...r, token })), more };
   }
 
@@ -363,7 +373,8 @@ export class DeliveryWorker {
         if (this.stopping) return;
         this.dispatch();
         // Refill before this webhook's buffered rows run out.
-        if (this.maybeMore && (this.queues.get(c.webhook_id)?.length ?? 0) <= this.holdFor(c.webhook_id) / 2) this.schedulePump();
+        // (at a quarter of its hold: claims then bring many rows each, not a few finished since the last.)
+        if (this.maybeMore && (this.queues.get(c.webhook_id)?.length ?? 0) <= this.holdFor(c.webhook_id) / 4) this.schedulePump();
       });
   }
 
