@@ -25,7 +25,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { openDb, type Db } from '../server/store/db.js';
+import { withSearchPath } from '../server/events/test-support.js';
 import { migrate } from '../server/store/migrate.js';
 import { DeliveryWorker } from '../server/events/deliver.js';
 import { emitEvent, emitEvents } from '../server/outbox/emit.js';
@@ -286,7 +288,15 @@ async function main() {
   const perWebhook = 8; // the worker's default in-flight limit for one webhook
   let dataDir: string | undefined;
   if (dbKind === 'dir') dataDir = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
-  const db = await openDb({ databaseUrl: dbKind === 'postgres' ? process.env.DATABASE_URL : undefined, dataDir });
+  // PostgreSQL: a schema of its own, dropped at the end (the database may be shared).
+  const schema = dbKind === 'postgres' ? `bench_webhooks_${randomUUID().slice(0, 8)}` : undefined;
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await c.connect();
+    await c.query(sql).finally(() => c.end());
+  };
+  if (schema) await admin(`CREATE SCHEMA ${schema}`);
+  const db = await openDb({ databaseUrl: schema ? withSearchPath(process.env.DATABASE_URL!, schema) : undefined, dataDir });
   await migrate(db);
   const receiver = await Receiver.start();
   try {
@@ -332,6 +342,7 @@ async function main() {
     receiver.stop();
     await db.close();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    if (schema) await admin(`DROP SCHEMA ${schema} CASCADE`);
   }
 }
 
