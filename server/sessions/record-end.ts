@@ -19,7 +19,7 @@ export interface SessionUsage {
   screenshots: number;
 }
 
-export interface SessionEnd {
+export interface EndToRecord {
   id: string;
   status: 'completed' | 'failed';
   reason: EndReason;
@@ -48,7 +48,7 @@ const ENDS_PER_TRANSACTION = 100;
  * one statement for all their events; answers each one's row in order (undefined when it
  * had already ended).
  */
-export async function recordEnds(o: { db: Db; config: ServiceConfig }, ends: readonly SessionEnd[]): Promise<Array<store.SessionRow | undefined>> {
+export async function recordEnds(o: { db: Db; config: ServiceConfig }, ends: readonly EndToRecord[]): Promise<Array<store.SessionRow | undefined>> {
   const out: Array<store.SessionRow | undefined> = [];
   for (let i = 0; i < ends.length; i += ENDS_PER_TRANSACTION) {
     out.push(...(await recordEndsTogether(o, ends.slice(i, i + ENDS_PER_TRANSACTION))));
@@ -56,7 +56,7 @@ export async function recordEnds(o: { db: Db; config: ServiceConfig }, ends: rea
   return out;
 }
 
-async function recordEndsTogether(o: { db: Db; config: ServiceConfig }, ends: readonly SessionEnd[]): Promise<Array<store.SessionRow | undefined>> {
+async function recordEndsTogether(o: { db: Db; config: ServiceConfig }, ends: readonly EndToRecord[]): Promise<Array<store.SessionRow | undefined>> {
   return o.db.transaction(async (tx) => {
     const rows: Array<store.SessionRow | undefined> = [];
     const events: AnyEventToEmit[] = [];
