@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './deliver.js';
-import { emitEvent } from '../outbox/emit.js';
+import { emitEvent, emitEvents } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 import { generateSecret } from './signing.js';
 import { createProject, insertWebhook, openTestDb, startReceiver, waitFor, type Receiver, type TestDb } from './test-support.js';
@@ -111,6 +111,87 @@ describe('delivery', () => {
     ]);
     await new Promise((r) => setTimeout(r, 400));
     expect(rcv.received).toHaveLength(3);
+  });
+
+  it('events emitted together reach each webhook once each, signed, in the order emitted (one at a time)', async () => {
+    const project = await createProject(t.db);
+    const rcv = await receiver();
+    const a = await insertWebhook(t.db, project, rcv.url.replace('/hook', '/a'), ['session.failed']);
+    const b = await insertWebhook(t.db, project, rcv.url.replace('/hook', '/b'), ['session.failed']);
+    await worker({ perWebhookConcurrency: 1 });
+    const n = 100;
+    const evs = await t.db.transaction((tx) =>
+      emitEvents(
+        tx,
+        Array.from({ length: n }, (_, i) => ({
+          projectId: project,
+          type: 'session.failed' as const,
+          data: { ...sampleEventData('session.failed'), session_id: `s${i}` },
+        })),
+      ),
+    );
+    await waitFor(() => rcv.received.length >= 2 * n, 60_000, `${2 * n} deliveries`);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(rcv.received).toHaveLength(2 * n);
+    for (const [path, wh] of [['/a', a], ['/b', b]] as const) {
+      const got = rcv.received.filter((r) => r.path === path);
+      // One request at a time per webhook: exactly the order of emission.
+      expect(got.map((r) => r.headers['webhook-id'])).toEqual(evs.map((e) => e.id));
+      got.forEach((r, i) => {
+        const payload = new Webhook(wh.secret).verify(r.body, r.headers as Record<string, string>) as { data: { session_id: string } };
+        expect(payload.data.session_id).toBe(`s${i}`);
+      });
+    }
+    await waitFor(async () => {
+      const [{ n: pending }] = await t.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1 AND status <> 'succeeded'`,
+        [project],
+      );
+      return pending === 0;
+    }, 5000, 'every delivery recorded as succeeded');
+  });
+
+  it('a receiver failing some attempts gets each of many events once after retries', async () => {
+    const project = await createProject(t.db);
+    // The first attempt of every third event fails (500 or a dropped connection).
+    const rcv = await receiver((req, _body, res) => {
+      const id = String(req.headers['webhook-id']);
+      const seen = rcv.received.filter((r) => r.headers['webhook-id'] === id).length;
+      const k = parseInt(id.slice(-1), 32) % 3;
+      if (seen === 1 && k === 0) {
+        res.writeHead(500);
+        res.end();
+      } else if (seen === 1 && k === 1 && id.charCodeAt(id.length - 2) % 2 === 0) {
+        res.socket?.destroy();
+      } else {
+        res.writeHead(204);
+        res.end();
+      }
+    });
+    const wh = await insertWebhook(t.db, project, rcv.url, ['task.completed']);
+    await worker({ retrySchedule: [50, 100, 200] });
+    const n = 200;
+    const evs = await emitEvents(
+      t.db,
+      Array.from({ length: n }, () => ({ projectId: project, type: 'task.completed' as const, data: sampleEventData('task.completed') })),
+    );
+    const rows = await waitFor(async () => {
+      const r = await t.db.query<{ event_id: string; attempt: number; status: string }>(
+        `SELECT event_id, attempt, status FROM webhook_deliveries WHERE webhook_id = $1`,
+        [wh.id],
+      );
+      return r.length > 0 && r.every((x) => x.status !== 'pending') ? r : null;
+    }, 30_000, 'every delivery settled');
+    const succeeded = rows.filter((r) => r.status === 'succeeded');
+    expect(succeeded.map((r) => r.event_id).sort()).toEqual(evs.map((e) => e.id).sort());
+    expect(rows.filter((r) => r.status === 'dead')).toEqual([]);
+    const retried = rows.filter((r) => r.status === 'failed').length;
+    expect(retried).toBeGreaterThan(n / 4);
+    expect(rows).toHaveLength(n + retried);
+    // Every request was signed; each event was answered 2xx once, after its failures.
+    for (const r of rcv.received) new Webhook(wh.secret).verify(r.body, r.headers as Record<string, string>);
+    expect(new Set(rcv.received.map((r) => r.headers['webhook-id']))).toEqual(new Set(evs.map((e) => e.id)));
+    expect(rcv.received).toHaveLength(n + retried);
   });
 
   it('marks a delivery dead after the last attempt of the schedule', async () => {

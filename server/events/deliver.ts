@@ -14,10 +14,13 @@
 // webhook whose last attempt timed out or took over 5 s), each with a 10 s deadline, so a
 // slow or hanging receiver holds a few slots, never the worker.
 //
-// Throughput: rows are claimed ahead into a small buffer (a webhook holds at most three
-// times its in-flight limit, so a claim brings several rows and a finished request starts
-// the next one without a database round trip), and outcomes are written together in one
-// statement every few milliseconds. Claims and records are single statements, so the worker
+// Throughput: rows are claimed ahead into a buffer, one queue per webhook, so a claim brings
+// many rows and a finished request starts the next one without a database round trip. A
+// webhook that answers quickly may hold FAST_HOLD_FACTOR times its in-flight limit (a claim
+// every few hundred deliveries, not every few dozen: claims, not requests, bounded a
+// backlog's drain at 0.2x a bare loop of POSTs); a slow one only HOLD_FACTOR times, and
+// gives back what it held beyond that when it turns slow, so its rows are not kept from
+// other workers. Outcomes are written together in one statement every few milliseconds. Claims and records are single statements, so the worker
 // never holds a transaction (PGlite has a single connection shared with requests). A buffered row that could no longer finish inside its
 // lease is given back unsent.
 //
@@ -41,15 +44,26 @@ export type { DeliveryLogger, DeliveryWorkerOptions, DeliveryWorkerStats };
 const SLOW_MEMORY_MS = 10 * 60_000;
 /** Follow-up looks after a nudge: the emitting transaction may commit a little later. */
 const NUDGE_FOLLOW_UPS_MS = [5, 25, 100, 400];
-/** A webhook may hold (in flight + claimed and waiting) this many times its in-flight limit. */
+/** A slow webhook may hold (in flight + claimed and waiting) this many times its in-flight limit... */
 const HOLD_FACTOR = 3;
-/** Outcomes are written together: after this long, or at once when this many are waiting. */
-const FLUSH_LINGER_MS = 5;
-const FLUSH_BATCH = 128;
+/** ...a fast one this many (at 8 in flight, 256 rows: well under a second of its work). */
+const FAST_HOLD_FACTOR = 32;
+/** Rows buffered at most, in all, as a multiple of `concurrency`. */
+const BUFFER_FACTOR = 16;
+/**
+ * Outcomes are written together: after this long, or at once when this many are waiting.
+ * Each statement costs about as much as a few dozen rows in it, so while draining, batches
+ * of a handful (a 5 ms linger) spent more on statements than on rows. An outcome waiting
+ * here delays only its row's status, never a receipt; stop() writes what is left.
+ */
+const FLUSH_LINGER_MS = 25;
+const FLUSH_BATCH = 512;
 /** Claims are spaced by a few times their own cost (bounds), so they take at most ~20 % of the time. */
 const CLAIM_SPACING = 4;
 const MIN_CLAIM_INTERVAL_MS = 2;
 const MAX_CLAIM_INTERVAL_MS = 20;
+
+type Buffered = Claimed & { claimedAt: number };
 
 export class DeliveryWorker {
   readonly nodeId: string;
@@ -59,10 +73,10 @@ export class DeliveryWorker {
   private readonly agents = createAgents();
   private readonly attemptOptions: AttemptOptions;
   private readonly planner: PlannerStats;
-  /** Claimed rows not sent yet, oldest first. */
-  private buffer: Array<Claimed & { claimedAt: number }> = [];
+  /** Claimed rows not sent yet, a queue per webhook (oldest first); no empty queues. */
+  private readonly queues = new Map<string, Buffered[]>();
+  private buffered = 0;
   private readonly inFlightBy = new Map<string, number>();
-  private readonly bufferedBy = new Map<string, number>();
   /** Webhooks whose last attempt was slow, with when: forgotten after SLOW_MEMORY_MS. */
   private readonly slow = new Map<string, number>();
   private readonly controllers = new Set<AbortController>();
@@ -156,7 +170,7 @@ export class DeliveryWorker {
     for (const t of this.followUps) clearTimeout(t);
     this.followUps.clear();
     while (this.pumping) await new Promise((r) => setTimeout(r, 5));
-    this.releaseBuffered(this.buffer.splice(0));
+    for (const id of [...this.queues.keys()]) this.releaseBuffered(id, 0);
     if (this.inFlight > 0) {
       await Promise.race([this.allSettled(), new Promise((r) => setTimeout(r, graceMs))]);
       for (const c of this.controllers) c.abort();
@@ -187,8 +201,13 @@ export class DeliveryWorker {
     return this.slow.has(webhookId) ? this.o.slowWebhookConcurrency : this.o.perWebhookConcurrency;
   }
 
+  /** Rows a webhook may hold (in flight and buffered). */
+  private holdFor(webhookId: string): number {
+    return this.slow.has(webhookId) ? HOLD_FACTOR * this.o.slowWebhookConcurrency : FAST_HOLD_FACTOR * this.o.perWebhookConcurrency;
+  }
+
   private held(webhookId: string): number {
-    return (this.inFlightBy.get(webhookId) ?? 0) + (this.bufferedBy.get(webhookId) ?? 0);
+    return (this.inFlightBy.get(webhookId) ?? 0) + (this.queues.get(webhookId)?.length ?? 0);
   }
 
   private static bump(map: Map<string, number>, key: string, by: number): void {
@@ -227,15 +246,18 @@ export class DeliveryWorker {
         if (this.pumpAgain) this.maybeMore = true;
         this.pumpAgain = false;
         while (!this.stopping && this.maybeMore) {
-          const room = this.o.concurrency - this.buffer.length;
+          const room = BUFFER_FACTOR * this.o.concurrency - this.buffered;
           if (room <= 0) break;
           const { claimed, more } = await this.claim(room);
           this.maybeMore = more;
           const at = Date.now();
           for (const c of claimed) {
-            this.buffer.push({ ...c, claimedAt: at });
-            DeliveryWorker.bump(this.bufferedBy, c.webhook_id, 1);
+            const q = this.queues.get(c.webhook_id);
+            const b: Buffered = { ...c, claimedAt: at };
+            if (q) q.push(b);
+            else this.queues.set(c.webhook_id, [b]);
           }
+          this.buffered += claimed.length;
           this.dispatch();
           if (claimed.length === 0) break;
         }
@@ -248,54 +270,70 @@ export class DeliveryWorker {
     }
   }
 
-  /** Sends buffered rows while slots are free, oldest first, within each webhook's limit. */
+  /**
+   * Sends buffered rows while slots are free, each webhook's oldest first and within its
+   * limit; webhooks take turns (a queue that sent goes to the back). Rows that could no
+   * longer finish inside their lease are given back, whether or not their webhook has a slot.
+   */
   private dispatch(): void {
-    if (this.buffer.length === 0 || this.inFlight >= this.o.concurrency) return;
-    const keep: typeof this.buffer = [];
-    const expired: typeof this.buffer = [];
+    if (this.buffered === 0 || this.stopping) return;
     // A row must be sent early enough to finish well inside its lease.
     const latestClaim = Date.now() - (this.o.leaseMs - this.o.requestTimeoutMs - 1000);
-    for (const c of this.buffer) {
-      if (this.stopping) {
-        keep.push(c);
-      } else if (c.claimedAt < latestClaim) {
-        expired.push(c);
-      } else if (this.inFlight < this.o.concurrency && (this.inFlightBy.get(c.webhook_id) ?? 0) < this.limitFor(c.webhook_id)) {
-        DeliveryWorker.bump(this.bufferedBy, c.webhook_id, -1);
-        this.launch(c);
-      } else {
-        keep.push(c);
+    for (const [id, q] of [...this.queues]) {
+      let expired = 0;
+      while (expired < q.length && q[expired].claimedAt < latestClaim) expired++;
+      if (expired > 0) this.releaseBuffered(id, q.length - expired, true);
+      if (this.inFlight >= this.o.concurrency) continue;
+      const limit = this.limitFor(id);
+      let sent = 0;
+      while (q.length > 0 && this.inFlight < this.o.concurrency && (this.inFlightBy.get(id) ?? 0) < limit) {
+        this.buffered--;
+        sent++;
+        this.launch(q.shift()!);
+      }
+      if (q.length === 0) this.queues.delete(id);
+      else if (sent > 0) {
+        this.queues.delete(id);
+        this.queues.set(id, q);
       }
     }
-    this.buffer = keep;
-    if (expired.length > 0) this.releaseBuffered(expired);
   }
 
-  /** Gives claimed, unsent rows back (their lease is cleared at the next flush). */
-  private releaseBuffered(rows: Claimed[]): void {
-    for (const c of rows) {
-      DeliveryWorker.bump(this.bufferedBy, c.webhook_id, -1);
-      this.outcomes.push(givenBack(c));
-    }
-    if (rows.length > 0) this.scheduleFlush();
+  /**
+   * Gives back a webhook's buffered rows (their lease is cleared at the next flush) so that
+   * `keep` remain: the newest ones, or with `oldest` the oldest ones.
+   */
+  private releaseBuffered(webhookId: string, keep: number, oldest = false): void {
+    const q = this.queues.get(webhookId);
+    if (!q || q.length <= keep) return;
+    const given = oldest ? q.splice(0, q.length - keep) : q.splice(keep);
+    this.buffered -= given.length;
+    if (q.length === 0) this.queues.delete(webhookId);
+    for (const c of given) this.outcomes.push(givenBack(c));
+    this.scheduleFlush();
   }
 
   /** Claims up to `room` due rows, each webhook within what it may still hold. */
   private async claim(room: number): Promise<{ claimed: Claimed[]; more: boolean }> {
     this.lastClaimAt = performance.now();
-    const capFor = (id: string) => HOLD_FACTOR * this.limitFor(id) - this.held(id);
+    const capFor = (id: string) => this.holdFor(id) - this.held(id);
     const forgetBefore = Date.now() - SLOW_MEMORY_MS;
     for (const [id, at] of this.slow) if (at < forgetBefore) this.slow.delete(id);
-    const known = new Set([...this.inFlightBy.keys(), ...this.bufferedBy.keys(), ...this.slow.keys()]);
+    const known = new Set([...this.inFlightBy.keys(), ...this.queues.keys(), ...this.slow.keys()]);
     const caps = [...known].map((id) => [id, capFor(id)] as const);
     const saturated = caps.filter(([, cap]) => cap <= 0).map(([id]) => id);
     const open = caps.filter(([, cap]) => cap > 0);
     const token = `${this.nodeId}:${++this.claimSeq}`;
+    const defaultCap = FAST_HOLD_FACTOR * this.o.perWebhookConcurrency;
+    // The claim looks at this many candidates: no more than the known webhooks may take and
+    // one new webhook's share (a claim scanning the whole buffer's room to take a few
+    // dozen rows for one webhook cost more than the rows); a next claim takes the rest.
+    const limit = Math.min(room, open.reduce((n, [, cap]) => n + cap, defaultCap));
     const rows = await claimDue(this.db, {
       saturated,
-      room,
+      room: limit,
       open,
-      defaultCap: HOLD_FACTOR * this.o.perWebhookConcurrency,
+      defaultCap,
       token,
       leaseMs: this.o.leaseMs,
     });
@@ -306,7 +344,7 @@ export class DeliveryWorker {
     const per = new Map<string, number>();
     for (const r of rows) per.set(r.webhook_id, (per.get(r.webhook_id) ?? 0) + 1);
     const hitCap = [...per].some(([id, n]) => n >= capFor(id));
-    const more = rows.length === room || saturated.length > 0 || hitCap;
+    const more = rows.length === limit || saturated.length > 0 || hitCap;
     return { claimed: rows.map((r) => ({ ...r, token })), more };
   }
 
@@ -321,6 +359,8 @@ export class DeliveryWorker {
         if (!result.aborted) {
           if (wasSlow(result)) {
             this.slow.set(c.webhook_id, Date.now());
+            // It may now hold only a slow webhook's share: the rest goes back for others.
+            this.releaseBuffered(c.webhook_id, Math.max(0, this.holdFor(c.webhook_id) - (this.inFlightBy.get(c.webhook_id) ?? 0)));
           } else {
             this.slow.delete(c.webhook_id);
           }
@@ -333,7 +373,8 @@ export class DeliveryWorker {
         if (this.stopping) return;
         this.dispatch();
         // Refill before this webhook's buffered rows run out.
-        if (this.maybeMore && (this.bufferedBy.get(c.webhook_id) ?? 0) <= this.limitFor(c.webhook_id)) this.schedulePump();
+        // (at a quarter of its hold: claims then bring many rows each, not a few finished since the last.)
+        if (this.maybeMore && (this.queues.get(c.webhook_id)?.length ?? 0) <= this.holdFor(c.webhook_id) / 4) this.schedulePump();
       });
   }
 

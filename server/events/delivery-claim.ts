@@ -15,7 +15,8 @@ export interface Claimed {
   created: Date | string;
   project_id: string;
   text: string;
-  data: unknown;
+  /** The event's data as stored (jsonb as text): put in the body as it is, not parsed and written again. */
+  data_json: string;
   url: string;
   secret: string;
   previous_secret: string | null;
@@ -91,7 +92,7 @@ export function claimDue(db: Db, p: ClaimParams): Promise<Array<Omit<Claimed, 't
        FROM pick, events e, webhooks w
       WHERE d.id = pick.id AND e.id = d.event_id AND w.id = d.webhook_id
     RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.scheduled_at, d.seq, e.type, e.created, e.project_id, e.text,
-              e.data, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`,
+              e.data::text AS data_json, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`,
     [
       p.saturated,
       p.room,

@@ -4,7 +4,7 @@
 import { openDb } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
 import { DeliveryWorker } from './deliver.js';
-import { emitEvent } from '../outbox/emit.js';
+import { emitEvents } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 
 const env = process.env;
@@ -22,13 +22,20 @@ const worker = new DeliveryWorker({
 await worker.start();
 process.stdout.write('ready\n');
 
+// EMIT events, BULK to a transaction (emitEvents), 5 ms apart per event.
 const emit = Number(env.EMIT ?? 0);
+const bulk = Number(env.BULK ?? 1);
 if (emit > 0) {
   void (async () => {
-    for (let i = 0; i < emit; i++) {
-      const ev = await db.transaction((tx) => emitEvent(tx, env.PROJECT_ID!, 'session.completed', sampleEventData('session.completed')));
-      process.stdout.write(`committed ${ev.id}\n`);
-      await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < emit; i += bulk) {
+      const group = Array.from({ length: Math.min(bulk, emit - i) }, () => ({
+        projectId: env.PROJECT_ID!,
+        type: 'session.completed' as const,
+        data: sampleEventData('session.completed'),
+      }));
+      const evs = await db.transaction((tx) => emitEvents(tx, group));
+      process.stdout.write(evs.map((ev) => `committed ${ev.id}\n`).join(''));
+      await new Promise((r) => setTimeout(r, 5 * group.length));
     }
   })();
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitEvent, toEnvelope, type EventRow } from './emit.js';
+import { emitEvent, emitEvents, toEnvelope, type AnyEventToEmit, type EventRow } from './emit.js';
 import { sampleEventData } from '../events/samples.js';
 import { loadEventSchemas } from '../events/schema.js';
 import { summarize } from './summarize.js';
@@ -72,6 +72,84 @@ describe('emitEvent', () => {
   it('refuses an unknown type', async () => {
     const project = await createProject(t.db);
     await expect(emitEvent(t.db, project, 'nope.nope' as never, {} as never)).rejects.toThrow(/unknown event type/);
+  });
+});
+
+describe('emitEvents', () => {
+  it('writes several events of several types and projects, each with its fan-out, deliveries in the order given', async () => {
+    const project = await createProject(t.db);
+    const other = await createProject(t.db);
+    const a = await insertWebhook(t.db, project, 'http://127.0.0.1:9/a', ['session.completed', 'session.failed']);
+    const b = await insertWebhook(t.db, project, 'http://127.0.0.1:9/b', ['session.failed']);
+    const c = await insertWebhook(t.db, other, 'http://127.0.0.1:9/c', ['session.completed']);
+    const events: AnyEventToEmit[] = [
+      { projectId: project, type: 'session.completed', data: sampleEventData('session.completed') },
+      { projectId: project, type: 'session.failed', data: sampleEventData('session.failed') },
+      { projectId: other, type: 'session.completed', data: { ...sampleEventData('session.completed'), session_id: 'other' } },
+      { projectId: project, type: 'batch.completed', data: sampleEventData('batch.completed') },
+      { projectId: project, type: 'session.completed', data: { ...sampleEventData('session.completed'), session_id: 'last' } },
+    ];
+    const out = await t.db.transaction((tx) => emitEvents(tx, events));
+    expect(out.map((o) => o.deliveries)).toEqual([1, 2, 1, 0, 1]);
+    expect(new Set(out.map((o) => o.id)).size).toBe(5);
+    // Each event row is what emitEvent writes for it alone.
+    const rows = await t.db.query<EventRow>(
+      'SELECT id, type, created, project_id, text, data FROM events WHERE id = ANY ($1::text[])',
+      [out.map((o) => o.id)],
+    );
+    const byId = new Map(rows.map((r) => [r.id, toEnvelope(r)]));
+    events.forEach((e, i) =>
+      expect(byId.get(out[i].id)).toEqual({
+        id: out[i].id,
+        type: e.type,
+        created: out[i].created,
+        project_id: e.projectId,
+        text: summarize(e.type, e.data as never),
+        data: e.data,
+      }),
+    );
+    // Deliveries are queued (seq) in the order the events were given.
+    const deliveries = await t.db.query<{ event_id: string; webhook_id: string }>(
+      'SELECT event_id, webhook_id FROM webhook_deliveries WHERE event_id = ANY ($1::text[]) ORDER BY seq',
+      [out.map((o) => o.id)],
+    );
+    expect(deliveries.map((d) => [out.findIndex((o) => o.id === d.event_id), d.webhook_id])).toEqual([
+      [0, a.id],
+      [1, [a.id, b.id].sort()[0]],
+      [1, [a.id, b.id].sort()[1]],
+      [2, c.id],
+      [4, a.id],
+    ]);
+  });
+
+  it('commits and rolls back together with the state change', async () => {
+    const project = await createProject(t.db);
+    await insertWebhook(t.db, project, 'http://127.0.0.1:9/', ['task.failed']);
+    const ids: string[] = [];
+    const many = Array.from({ length: 20 }, () => ({ projectId: project, type: 'task.failed' as const, data: sampleEventData('task.failed') }));
+    await expect(
+      t.db.transaction(async (tx) => {
+        ids.push(...(await emitEvents(tx, many)).map((o) => o.id));
+        throw new Error('state change failed');
+      }),
+    ).rejects.toThrow('state change failed');
+    expect(ids).toHaveLength(20);
+    expect(await t.db.query('SELECT 1 FROM events WHERE id = ANY ($1::text[])', [ids])).toHaveLength(0);
+    expect(await t.db.query('SELECT 1 FROM webhook_deliveries WHERE event_id = ANY ($1::text[])', [ids])).toHaveLength(0);
+  });
+
+  it('writes nothing for no events, and refuses an unknown type before writing any', async () => {
+    const project = await createProject(t.db);
+    expect(await emitEvents(t.db, [])).toEqual([]);
+    const [{ n: before }] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE project_id = $1', [project]);
+    await expect(
+      emitEvents(t.db, [
+        { projectId: project, type: 'task.failed', data: sampleEventData('task.failed') },
+        { projectId: project, type: 'nope.nope', data: {} } as never,
+      ]),
+    ).rejects.toThrow(/unknown event type/);
+    const [{ n: after }] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE project_id = $1', [project]);
+    expect(after).toBe(before);
   });
 });
 

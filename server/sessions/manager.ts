@@ -37,7 +37,7 @@ import {
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
 import { activePage, focused, PageSessions } from '../browser/pages.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
-import { recordEnd, type SessionUsage } from './record-end.js';
+import { recordEnd, recordEnds, type SessionUsage } from './record-end.js';
 import { refusal } from './refusal.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
 import * as store from './store.js';
@@ -188,9 +188,9 @@ export class SessionManager {
   async start(): Promise<void> {
     const swept = await sweepOrphans(this.browsersDir, this.o.log);
     if (swept.length) this.o.log.warn({ swept: swept.length }, 'removed browsers left by a previous run');
-    for (const row of await store.unfinishedOnNode(this.o.db, this.nodeId)) {
-      await recordEnd(this.o, row.id, 'failed', 'browser_pod_not_found', undefined, false);
-    }
+    // Failed together: one transaction and one outbox statement per hundred, not per session.
+    const left = await store.unfinishedOnNode(this.o.db, this.nodeId);
+    await recordEnds(this.o, left.map((row) => ({ id: row.id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })));
     this.tick = setInterval(() => void this.checkTimeouts(), TICK_MS);
     this.tick.unref();
   }

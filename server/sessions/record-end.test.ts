@@ -1,0 +1,59 @@
+// Sessions ending together: recordEnds ends each once, settles its credits and writes its
+// event, in one transaction per hundred; a session that had already ended is left alone.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../config/config.js';
+import { createProject, insertWebhook, openTestDb, type TestDb } from '../events/test-support.js';
+import { recordEnd, recordEnds } from './record-end.js';
+import { insertSession, markRunning } from './store.js';
+
+let t: TestDb;
+beforeAll(async () => {
+  t = await openTestDb();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const config = { ...loadConfig({}), publicUrl: 'http://127.0.0.1:3000' };
+
+async function newSession(projectId: string): Promise<string> {
+  const id = randomUUID();
+  await insertSession(t.db, { id, projectId, nodeId: 'n1', configuration: {} as never, tags: [], cdpToken: randomUUID(), liveViewToken: randomUUID() });
+  await markRunning(t.db, id);
+  return id;
+}
+
+describe('recordEnds', () => {
+  it('ends many sessions at once: each row, its charge and its event once, deliveries queued in order', async () => {
+    const project = await createProject(t.db);
+    const wh = await insertWebhook(t.db, project, 'http://127.0.0.1:9/', ['session.failed', 'session.completed']);
+    const ids = await Promise.all(Array.from({ length: 150 }, () => newSession(project)));
+    // One already ended by another path: recordEnds leaves it (and its single event) alone.
+    await recordEnd({ db: t.db, config }, ids[3], 'completed', 'api', undefined, true);
+    const rows = await recordEnds(
+      { db: t.db, config },
+      ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })),
+    );
+    expect(rows).toHaveLength(150);
+    expect(rows[3]).toBeUndefined();
+    rows.forEach((r, i) => i !== 3 && expect(r).toMatchObject({ id: ids[i], status: 'failed', end_reason: 'browser_pod_not_found' }));
+    const events = await t.db.query<{ type: string; session_id: string }>(
+      `SELECT e.type, e.data->>'session_id' AS session_id FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+        WHERE d.webhook_id = $1 ORDER BY d.seq`,
+      [wh.id],
+    );
+    expect(events.map((e) => e.session_id)).toEqual([ids[3], ...ids.filter((_, i) => i !== 3)]);
+    expect(events.map((e) => e.type)).toEqual(['session.completed', ...Array(149).fill('session.failed')]);
+    // Each settled once: one charge per session (each ran a little, so each costs something).
+    const [{ n }] = await t.db.query<{ n: number }>(
+      `SELECT count(DISTINCT session_id)::int AS n FROM usage_ledger WHERE project_id = $1 AND kind = 'session'`,
+      [project],
+    );
+    expect(n).toBe(150);
+    // Again: nothing more is ended or emitted.
+    expect((await recordEnds({ db: t.db, config }, ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })))).every((r) => r === undefined)).toBe(true);
+    const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
+    expect(m).toBe(150);
+  });
+});
