@@ -9,7 +9,7 @@
 // sessions table before anything new is claimed (store.recoverNode), so none is
 // provisioned twice; the waiting ones are simply claimed again.
 import type { Logger } from 'pino';
-import { PollLoop } from '../capability/index.js';
+import { PollLoop, type LeftNode } from '../capability/index.js';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { CreateOptions, CreateResult } from '../sessions/index.js';
@@ -37,6 +37,7 @@ const IDLE_TICK_MS = 1_000;
 const EXPIRE_EVERY_MS = 1_000;
 
 export const RESTART_ERROR = 'The server restarted while this session was starting';
+export const NODE_DEAD_ERROR = 'The node provisioning this session stopped while it was starting';
 
 export class BatchWorker {
   private readonly inflight = new Set<Promise<void>>();
@@ -51,6 +52,14 @@ export class BatchWorker {
     const r = await store.recoverNode(this.o.db, this.o.sessions.nodeId, RESTART_ERROR);
     if (r.completed + r.failed + r.requeued > 0) this.o.log.warn(r, 'settled the batch items a previous run was provisioning');
     this.polling.start();
+  }
+
+  /** Another node died: its items are settled like a restart's (a session that ran: completed;
+   *  one that was starting: failed; none made: back in the queue, for any node). */
+  async recoverNode(node: LeftNode): Promise<void> {
+    const r = await store.recoverNode(this.o.db, node.id, NODE_DEAD_ERROR, node.before);
+    if (r.completed + r.failed + r.requeued > 0) this.o.log.warn({ ...r, nodeId: node.id }, 'settled the batch items a dead node was provisioning');
+    if (r.requeued > 0) this.nudge();
   }
 
   /** New work (a batch) or freed capacity: look now rather than at the next tick. */
