@@ -20,6 +20,7 @@ const isProjects = schema('AdminProjectListResponse');
 const isKeyMade = schema('AdminKeyCreatedResponse');
 const isKeys = schema('AdminKeyListResponse');
 const isBilling = schema('BillingResponse');
+const isNodes = schema('AdminNodeListResponse');
 
 function zipOf(entries: Record<string, string>): Promise<Buffer> {
   const zip = new ZipFile();
@@ -96,6 +97,18 @@ describe.each(backends)('admin API on %s', (backend) => {
     expect((await send(t, 'GET', '/admin/v1/nothing')).status).toBe(404);
     // Admin operations do not take project keys, and project operations do not take the admin token.
     expect((await send(t, 'GET', '/v1/billing', { token: ADMIN_TOKEN })).status).toBe(401);
+  });
+
+  it('lists the nodes: this one alive, as /healthz names it', async () => {
+    const res = await send(t, 'GET', '/admin/v1/nodes');
+    expect(res.status).toBe(200);
+    expectValid(isNodes, res.body);
+    const health = await (await fetch(`${t.url}/healthz`)).json();
+    expect(health.cluster).toEqual({ node_id: expect.any(String), live_nodes: 1, draining: false });
+    expect(res.body.data).toEqual([
+      expect.objectContaining({ id: health.cluster.node_id, capacity: 4, running: 0, draining: false, status: 'alive', version: expect.any(String) }),
+    ]);
+    expect((await send(t, 'GET', '/admin/v1/nodes', { token: null })).status).toBe(401);
   });
 
   it('creates, lists, reads, updates and refuses bad projects', async () => {
