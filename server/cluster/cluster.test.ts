@@ -191,6 +191,39 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     }
   });
 
+  it("a node whose database connection died is claimed at once, by its advisory lock, before its heartbeat is too old", { timeout: 90_000 }, async () => {
+    // The test plays node G: it holds G's advisory lock on a connection of its own and
+    // heartbeats G's row, as a node does; F is a real node with NODE_DEAD_AFTER_SECONDS=10.
+    const idF = `f-${run}`;
+    const idG = `g-${run}`;
+    const f = await node(idF, dir('f'), { NODE_DEAD_AFTER_SECONDS: '10' });
+    const g = new pg.Client({ connectionString: url });
+    await g.connect();
+    const [{ ok }] = (await g.query(`SELECT pg_try_advisory_lock(hashtext('browser-service:node'), hashtext(current_schema() || '/' || $1)) AS ok`, [idG])).rows;
+    expect(ok).toBe(true);
+    await g.query(`INSERT INTO nodes (id, version, capacity) VALUES ($1, 'test', 1)`, [idG]);
+    const beat = () => g.query('UPDATE nodes SET heartbeat_at = now() WHERE id = $1', [idG]);
+    const beating = setInterval(() => void beat().catch(() => {}), 1_000);
+    // Alive with its lock held: F's looks (every 2 s) leave it alone.
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect((await nodes(f)).find((n) => n.id === idG)?.status).toBe('alive');
+    clearInterval(beating);
+    await beat();
+    await g.end(); // the connection goes, and G's lock with it
+    const [row] = (
+      await until(
+        () => sql.query(`SELECT dead_at, heartbeat_at, extract(epoch FROM dead_at - heartbeat_at) AS silent FROM nodes WHERE id = $1`, [idG]),
+        (r) => r.rows[0]?.dead_at !== null,
+        20_000,
+        100,
+      )
+    ).rows;
+    console.log(`node G claimed dead ${Number(row.silent).toFixed(1)} s after its last heartbeat (NODE_DEAD_AFTER_SECONDS=10)`);
+    expect(Number(row.silent)).toBeLessThan(10);
+    f.child.kill('SIGTERM');
+    await f.exited;
+  });
+
   it('SIGTERM drains: new sessions answer 503, the running one finishes, the node leaves the listing', { timeout: 90_000 }, async () => {
     const idD = `d-${run}`;
     const idE = `e-${run}`;

@@ -135,7 +135,7 @@ export class NodeLifecycle {
     const { db, config } = this.d;
     // Heartbeat too old, or a sweep left unfinished by a survivor that died too.
     const sweepLeaseSeconds = Math.max(30, config.nodeDeadAfterSeconds * 4);
-    for (const node of await store.claimDead(db, this.id, config.nodeDeadAfterSeconds, sweepLeaseSeconds)) await this.sweep(node);
+    for (const node of await store.claimDead(db, this.id, config.nodeDeadAfterSeconds, sweepLeaseSeconds)) await this.sweep(node, 'heartbeat too old');
     await this.lockedOut();
   }
 
@@ -158,13 +158,13 @@ export class NodeLifecycle {
       if (Date.now() - seen.since < 2 * this.periodMs) continue;
       this.suspects.delete(n.id);
       const claimed = await store.claimSilent(this.d.db, n.id, seen.heartbeatAt);
-      if (claimed) await this.sweep(claimed);
+      if (claimed) await this.sweep(claimed, 'connection gone');
     }
   }
 
-  private async sweep(node: store.DeadNode): Promise<void> {
+  private async sweep(node: store.DeadNode, how: 'heartbeat too old' | 'connection gone'): Promise<void> {
     const { log } = this.d;
-    log.warn({ nodeId: node.id, claimedAt: node.deadAt }, 'node dead: failing its sessions and releasing its claims');
+    log.warn({ nodeId: node.id, claimedAt: node.deadAt, how }, 'node dead: failing its sessions and releasing its claims');
     try {
       await this.d.recoverNode({ id: node.id, before: node.deadAt });
       await store.markSwept(this.d.db, node);

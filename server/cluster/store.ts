@@ -90,10 +90,11 @@ export async function claimDead(db: Db, self: string, deadAfterSeconds: number, 
 }
 
 /** Claims one node dead whose connection is gone (its advisory lock was free) and whose
- *  heartbeat has not moved since `seen`; undefined when it beat meanwhile or another survivor won. */
+ *  heartbeat has not moved since `seen`; undefined when it beat meanwhile or another survivor won.
+ *  (`seen` came through a JS Date: milliseconds, where the column keeps microseconds.) */
 export async function claimSilent(db: Db, id: string, seen: Date): Promise<DeadNode | undefined> {
   const [row] = await db.query<{ id: string; dead_at: Date }>(
-    `UPDATE nodes SET dead_at = date_trunc('milliseconds', now()) WHERE id = $1 AND dead_at IS NULL AND heartbeat_at <= $2 RETURNING id, dead_at`,
+    `UPDATE nodes SET dead_at = date_trunc('milliseconds', now()) WHERE id = $1 AND dead_at IS NULL AND date_trunc('milliseconds', heartbeat_at) <= $2 RETURNING id, dead_at`,
     [id, seen],
   );
   return row ? { id: row.id, deadAt: row.dead_at } : undefined;
