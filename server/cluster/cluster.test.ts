@@ -98,7 +98,7 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     return r.body.data as { id: string; status: string; running: number; capacity: number; draining: boolean }[];
   };
 
-  it('a node killed with SIGKILL: the survivors fail its work once, and its restart sweeps its browsers', { timeout: 150_000 }, async () => {
+  it('a node killed with SIGKILL: the survivors fail its work once, and its restart sweeps its browsers', { timeout: 240_000 }, async () => {
     const idA = `a-${run}`;
     const idB = `b-${run}`;
     const idC = `c-${run}`;
@@ -116,7 +116,7 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     const running = await until(() => call(b, 'GET', `/v2/tasks/runs/${taskRun.run_id}/status`).then((r) => r.body), (s) => s.status === 'running' && !!s.session_id, 60_000);
 
     const onB: string[] = [];
-    for (let i = 0; i < 2; i++) {
+    for (let i = 0; i < 1; i++) {
       const r = await call(b, 'POST', '/v1/sessions', SESSION);
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       onB.push(r.body.data.id);
@@ -127,7 +127,7 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     expect(health).toMatchObject({ status: 'ok', cluster: { node_id: idA, live_nodes: 3, draining: false } });
 
     // A batch over the three nodes; B is killed once it has provisioned one of its items.
-    const batch = await call(a, 'POST', '/v1/batch-sessions', { count: 6, configuration: SESSION });
+    const batch = await call(a, 'POST', '/v1/batch-sessions', { count: 4, configuration: SESSION });
     expect(batch.status, JSON.stringify(batch.body)).toBe(200);
     const batchId = batch.body.data.batch_id as string;
     await until(
@@ -154,8 +154,8 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     const failedRun = await until(() => call(a, 'GET', `/v2/tasks/runs/${taskRun.run_id}/status`).then((r) => r.body), (s) => s.status !== 'running', 20_000);
     expect(failedRun.status).toBe('failure');
     const done = await until(() => call(a, 'GET', `/v1/batch-sessions/${batchId}`).then((r) => r.body.data), (d) => d.status !== 'pending', 60_000);
-    expect(done.completed_requests + done.failed_requests).toBe(6);
-    expect(done.sessions.filter((s: { status: string }) => s.status === 'completed' || s.status === 'failed')).toHaveLength(6);
+    expect(done.completed_requests + done.failed_requests).toBe(4);
+    expect(done.sessions.filter((s: { status: string }) => s.status === 'completed' || s.status === 'failed')).toHaveLength(4);
 
     // Exactly one session.failed per session of B, one task.failed, one batch end: the two
     // survivors raced, one claimed.

@@ -84,8 +84,10 @@ export class NodeLifecycle {
     try {
       if (!(await store.leave(this.d.db, this.id))) this.d.log.warn({ nodeId: this.id }, 'left sessions unfinished: the other nodes will fail them');
     } finally {
-      await this.lock?.end().catch(() => {});
+      const lock = this.lock;
       this.lock = undefined;
+      this.holdsLock = false;
+      await lock?.end().catch(() => {});
     }
   }
 
@@ -141,7 +143,8 @@ export class NodeLifecycle {
 
   /** The advisory-lock look: nodes alive by their heartbeat whose connection is gone. */
   private async lockedOut(): Promise<void> {
-    if (!(await this.ensureLock())) return;
+    // Only a node that holds its own lock looks at others' (and the look needs the connection).
+    if (!(await this.holdLock())) return;
     const others = (await store.liveNodes(this.d.db, this.d.config.nodeDeadAfterSeconds)).filter((n) => n.id !== this.id);
     for (const gone of [...this.suspects.keys()]) if (!others.some((n) => n.id === gone)) this.suspects.delete(gone);
     for (const n of others) {
@@ -176,16 +179,24 @@ export class NodeLifecycle {
 
   // The advisory lock, on a connection of its own -----------------------------------------
 
+  /** Takes this node's lock at start. A survivor may hold the key for an instant (its look),
+   *  and after a crash PostgreSQL may not yet have seen the old connection go: then the node
+   *  starts anyway, and its ticks take the lock once it is free. */
   private async takeLock(): Promise<void> {
-    // A survivor may hold our key for an instant (its look): try for a few seconds.
-    for (let i = 0; i < 50; i++) {
-      if (!(await this.ensureLock())) throw new Error('could not open the cluster lock connection');
-      const [row] = (await this.lock!.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ${keyOf('$1')}) AS ok`, [this.id])).rows;
-      if (row?.ok) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`NODE_ID=${this.id} is held by a running node (its advisory lock is taken): give every node its own NODE_ID`);
+    for (let i = 0; i < 20 && !(await this.holdLock()); i++) await new Promise((r) => setTimeout(r, 100));
+    if (!this.holdsLock) this.d.log.warn({ nodeId: this.id }, 'cluster lock of this NODE_ID is held elsewhere (a previous connection not yet gone, or another node with this id); retrying');
   }
+
+  /** Takes the lock if it is not held (the connection reopened when it died); answers whether it is held. */
+  private async holdLock(): Promise<boolean> {
+    if (this.holdsLock && this.lock) return true;
+    if (!(await this.ensureLock())) return false;
+    const [row] = (await this.lock!.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ${keyOf('$1')}) AS ok`, [this.id])).rows;
+    this.holdsLock = row?.ok === true;
+    return this.holdsLock;
+  }
+
+  private holdsLock = false;
 
   /** The lock connection, (re)opened when it died; false when the database cannot be reached. */
   private async ensureLock(): Promise<boolean> {
@@ -193,25 +204,22 @@ export class NodeLifecycle {
     const client = new pg.Client({ connectionString: this.d.config.databaseUrl });
     client.on('error', (err) => {
       this.d.log.warn({ err: err.message }, 'cluster lock connection lost');
-      if (this.lock === client) this.lock = undefined;
-      // Our own lock went with it: take it again at the next tick.
-      this.relock = true;
+      // Our own lock went with it: taken again at the next tick.
+      if (this.lock === client) {
+        this.lock = undefined;
+        this.holdsLock = false;
+      }
     });
     try {
       await client.connect();
     } catch (err) {
       this.d.log.warn({ err: (err as Error).message }, 'cluster lock connection failed');
+      await client.end().catch(() => {});
       return false;
     }
     this.lock = client;
-    if (this.relock) {
-      this.relock = false;
-      await client.query(`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ${keyOf('$1')})`, [this.id]);
-    }
     return true;
   }
-
-  private relock = false;
 
   private async lockIsFree(nodeId: string): Promise<boolean> {
     const [row] = (await this.lock!.query<{ free: boolean }>(`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ${keyOf('$1')}) AS free`, [nodeId])).rows;
