@@ -17,6 +17,7 @@ import { browsersDirFor, processesUnder, roots } from '../sessions/test-support.
 import { startReceiver, type Receiver } from '../events/test-support.js';
 import { urlWithSchema } from '../store/pg-schema.js';
 import { startChildServer, type ChildServer } from '../testing/child-server.js';
+import { freePort } from '../testing/free-port.js';
 import { call, until } from '../batches/test-support.js';
 import { b64 } from '../tasks/test-support.js';
 
@@ -63,11 +64,14 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
   const ofSession = (id: string) => events().filter((e) => e.data.session_id === id && e.type.startsWith('session.') && e.type !== 'session.recording.ready');
 
   async function node(id: string, dataDir: string, env: Record<string, string> = {}): Promise<ChildServer> {
+    const port = await freePort();
     const s = await startChildServer({
       dataDir,
       apiKey,
       databaseUrl: url,
+      port,
       env: {
+        NODE_INTERNAL_URL: `http://127.0.0.1:${port}`,
         NODE_ID: id,
         NODE_DEAD_AFTER_SECONDS: '3',
         CLUSTER_SECRET: clusterSecret,
@@ -76,6 +80,8 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
         MAX_CONCURRENT_BROWSERS: '5',
         BATCH_CONCURRENCY: '1',
         TASK_CONCURRENCY: '1',
+        // The drain test sets its own; the others' final SIGTERM need not wait for their sessions.
+        SHUTDOWN_GRACE_SECONDS: '1',
         ...env,
       },
     });

@@ -68,10 +68,13 @@ export class NodeLifecycle {
   }
 
   /** SIGTERM's first phase: tell the cluster (heartbeat with draining), refuse new sessions, and
-   *  let the running ones finish for up to SHUTDOWN_GRACE_SECONDS. */
+   *  let the running ones finish for up to SHUTDOWN_GRACE_SECONDS. A node alone (no
+   *  NODE_INTERNAL_URL) has no other node to send new sessions to: it ends them at once, as
+   *  a single server always did. */
   async drain(): Promise<void> {
     this.draining = true;
     await this.beat();
+    if (this.d.config.nodeInternalUrl === undefined) return;
     await this.d.sessions.drain(this.d.config.shutdownGraceSeconds * 1000);
     await this.beat();
   }

@@ -19,8 +19,9 @@ export interface ChildServer {
 }
 
 /** Starts the server and waits for /healthz; databaseUrl undefined: PGlite in dataDir. */
-export async function startChildServer(o: { dataDir: string; apiKey: string; databaseUrl?: string; env?: Record<string, string> }): Promise<ChildServer> {
-  const port = await freePort();
+export async function startChildServer(o: { dataDir: string; apiKey: string; databaseUrl?: string; env?: Record<string, string>; port?: number }): Promise<ChildServer> {
+  // A port chosen beforehand: for a NODE_INTERNAL_URL that names it.
+  const port = o.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
     cwd: projectRoot,
