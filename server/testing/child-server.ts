@@ -20,7 +20,7 @@ export interface ChildServer {
 
 /** Starts the server and waits for /healthz; databaseUrl undefined: PGlite in dataDir. */
 export async function startChildServer(o: { dataDir: string; apiKey: string; databaseUrl?: string; env?: Record<string, string>; port?: number }): Promise<ChildServer> {
-  // A port chosen beforehand: for a NODE_INTERNAL_URL that names it.
+  // A port chosen by the caller: a cluster's node is told its own address (NODE_INTERNAL_URL).
   const port = o.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
