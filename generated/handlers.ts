@@ -15,7 +15,8 @@ export type GetAgentAccessGuideRequest = { params: NoFields; query: NoFields; bo
 export type GetAgentAccessGuideResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type SubmitAgentAccessRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["submitAgentAccess"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type SubmitAgentAccessResponse =
@@ -25,14 +26,16 @@ export type SubmitAgentAccessResponse =
   | { status: 413; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["submitAgentAccess"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListApplicationsRequest = { params: NoFields; query: NonNullable<operations["listApplications"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListApplicationsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listApplications"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listApplications"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listApplications"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listApplications"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listApplications"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listApplications"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateApplicationRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createApplication"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateApplicationResponse =
@@ -41,14 +44,16 @@ export type CreateApplicationResponse =
   | { status: 401; contentType?: "application/json"; body: operations["createApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createApplication"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createApplication"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createApplication"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListBatchSessionsRequest = { params: NoFields; query: NonNullable<operations["listBatchSessions"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListBatchSessionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listBatchSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateBatchSessionsRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createBatchSessions"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateBatchSessionsResponse =
@@ -59,20 +64,23 @@ export type CreateBatchSessionsResponse =
   | { status: 413; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createBatchSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetBillingRequest = { params: NoFields; query: NonNullable<operations["getBilling"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetBillingResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getBilling"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["getBilling"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getBilling"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getBilling"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getBilling"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getBilling"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListCaCertificatesRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type ListCaCertificatesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listCaCertificates"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadCaCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadCaCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadCaCertificateResponse =
@@ -82,14 +90,16 @@ export type UploadCaCertificateResponse =
   | { status: 409; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["uploadCaCertificate"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListClientCertificatesRequest = { params: NoFields; query: NonNullable<operations["listClientCertificates"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListClientCertificatesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listClientCertificates"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadClientCertificateRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadClientCertificate"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadClientCertificateResponse =
@@ -98,13 +108,15 @@ export type UploadClientCertificateResponse =
   | { status: 401; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["uploadClientCertificate"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListExtensionsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type ListExtensionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listExtensions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listExtensions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listExtensions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listExtensions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listExtensions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadExtensionRequest = { params: NoFields; query: NoFields; body: Multipart<NonNullable<operations["uploadExtension"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadExtensionResponse =
@@ -113,14 +125,16 @@ export type UploadExtensionResponse =
   | { status: 401; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["uploadExtension"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListIdentitiesRequest = { params: NoFields; query: NonNullable<operations["listIdentities"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListIdentitiesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listIdentities"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listIdentities"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listIdentities"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listIdentities"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateIdentityRequest = { params: NoFields; query: NonNullable<operations["createIdentity"]["parameters"]["query"]>; body: NonNullable<operations["createIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateIdentityResponse =
@@ -129,14 +143,16 @@ export type CreateIdentityResponse =
   | { status: 401; contentType?: "application/json"; body: operations["createIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createIdentity"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createIdentity"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createIdentity"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListProfilesRequest = { params: NoFields; query: NonNullable<operations["listProfiles"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListProfilesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listProfiles"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listProfiles"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listProfiles"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listProfiles"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listProfiles"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listProfiles"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateProfileRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createProfile"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateProfileResponse =
@@ -147,14 +163,16 @@ export type CreateProfileResponse =
   | { status: 409; contentType?: "application/json"; body: operations["createProfile"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createProfile"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createProfile"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createProfile"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionsRequest = { params: NoFields; query: NonNullable<operations["listSessions"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListSessionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listSessions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateSessionRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createSession"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateSessionResponse =
@@ -173,7 +191,8 @@ export type ListTasksResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listTasks"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listTasks"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listTasks"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listTasks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listTasks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listTasks"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateTaskRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateTaskResponse =
@@ -183,14 +202,16 @@ export type CreateTaskResponse =
   | { status: 409; contentType?: "application/json"; body: operations["createTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListWebhooksRequest = { params: NoFields; query: NonNullable<operations["listWebhooks"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListWebhooksResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listWebhooks"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateWebhookRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateWebhookResponse =
@@ -200,21 +221,24 @@ export type CreateWebhookResponse =
   | { status: 409; contentType?: "application/json"; body: operations["createWebhook"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createWebhook"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminListNodesRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type AdminListNodesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminListProjectsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type AdminListProjectsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminCreateProjectRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["adminCreateProject"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type AdminCreateProjectResponse =
@@ -224,26 +248,30 @@ export type AdminCreateProjectResponse =
   | { status: 404; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminCreateProject"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetAgentAccessChallengeRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type GetAgentAccessChallengeResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getAgentAccessChallenge"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type EndAllSessionsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type EndAllSessionsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetSessionHistoryRequest = { params: NoFields; query: NonNullable<operations["getSessionHistory"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetSessionHistoryResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ExecuteTaskRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["executeTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ExecuteTaskResponse =
@@ -256,7 +284,8 @@ export type ExecuteTaskResponse =
   | { status: 413; contentType?: "application/json"; body: operations["executeTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["executeTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["executeTask"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["executeTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["executeTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["executeTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ExecuteCodeRequest = { params: NoFields; query: NonNullable<operations["executeCode"]["parameters"]["query"]>; body: NonNullable<operations["executeCode"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ExecuteCodeResponse =
@@ -269,7 +298,8 @@ export type ExecuteCodeResponse =
   | { status: 413; contentType?: "application/json"; body: operations["executeCode"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["executeCode"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["executeCode"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["executeCode"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["executeCode"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchWebpageContentRequest = { params: NoFields; query: NonNullable<operations["fetchWebpageContent"]["parameters"]["query"]>; body: NonNullable<operations["fetchWebpageContent"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageContentResponse =
@@ -284,6 +314,7 @@ export type FetchWebpageContentResponse =
   | { status: 429; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 502; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["fetchWebpageContent"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RenderPagePdfRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["renderPagePdf"]["requestBody"]>["content"]["application/json"]; headers: Headers };
@@ -297,6 +328,7 @@ export type RenderPagePdfResponse =
   | { status: 429; contentType?: "application/json"; body: operations["renderPagePdf"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["renderPagePdf"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 502; contentType?: "application/json"; body: operations["renderPagePdf"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["renderPagePdf"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["renderPagePdf"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PerformWebTaskRequest = { params: NoFields; query: NonNullable<operations["performWebTask"]["parameters"]["query"]>; body: NonNullable<operations["performWebTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
@@ -327,6 +359,7 @@ export type TakeScreenshotResponse =
   | { status: 429; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 502; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionStatusesRequest = { params: NoFields; query: NonNullable<operations["listSessionStatuses"]["parameters"]["query"]>; body: undefined; headers: Headers };
@@ -334,7 +367,8 @@ export type ListSessionStatusesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 400; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchWebpageRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["fetchWebpage"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type FetchWebpageResponse =
@@ -354,6 +388,7 @@ export type FetchWebpageResponse =
   | { status: 429; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 502; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][502]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["fetchWebpage"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminRevokeKeyRequest = { params: operations["adminRevokeKey"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
@@ -362,7 +397,8 @@ export type AdminRevokeKeyResponse =
   | { status: 400; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminRevokeKey"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminGetProjectRequest = { params: operations["adminGetProject"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type AdminGetProjectResponse =
@@ -370,7 +406,8 @@ export type AdminGetProjectResponse =
   | { status: 400; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminGetProject"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminDeleteProjectRequest = { params: operations["adminDeleteProject"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type AdminDeleteProjectResponse =
@@ -379,7 +416,8 @@ export type AdminDeleteProjectResponse =
   | { status: 401; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminDeleteProject"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminUpdateProjectRequest = { params: operations["adminUpdateProject"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["adminUpdateProject"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type AdminUpdateProjectResponse =
@@ -389,7 +427,8 @@ export type AdminUpdateProjectResponse =
   | { status: 404; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminUpdateProject"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ExecuteTaskByNameRequest = { params: operations["executeTaskByName"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["executeTaskByName"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ExecuteTaskByNameResponse =
@@ -402,7 +441,8 @@ export type ExecuteTaskByNameResponse =
   | { status: 413; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["executeTaskByName"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminListKeysRequest = { params: operations["adminListKeys"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type AdminListKeysResponse =
@@ -410,7 +450,8 @@ export type AdminListKeysResponse =
   | { status: 400; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminListKeys"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type AdminCreateKeyRequest = { params: operations["adminCreateKey"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["adminCreateKey"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
 export type AdminCreateKeyResponse =
@@ -420,7 +461,8 @@ export type AdminCreateKeyResponse =
   | { status: 404; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetPerformWebTaskStatusRequest = { params: operations["getPerformWebTaskStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetPerformWebTaskStatusResponse =
@@ -428,7 +470,8 @@ export type GetPerformWebTaskStatusResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CancelTaskRunRequest = { params: operations["cancelTaskRun"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type CancelTaskRunResponse =
@@ -437,7 +480,8 @@ export type CancelTaskRunResponse =
   | { status: 401; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["cancelTaskRun"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskRunStatusRequest = { params: operations["getTaskRunStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskRunStatusResponse =
@@ -445,7 +489,8 @@ export type GetTaskRunStatusResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getTaskRunStatus"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetApplicationRequest = { params: operations["getApplication"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetApplicationResponse =
@@ -453,7 +498,8 @@ export type GetApplicationResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getApplication"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getApplication"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateApplicationRequest = { params: operations["updateApplication"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateApplication"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateApplicationResponse =
@@ -463,7 +509,8 @@ export type UpdateApplicationResponse =
   | { status: 404; contentType?: "application/json"; body: operations["updateApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateApplication"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateApplication"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["updateApplication"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteApplicationRequest = { params: operations["deleteApplication"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteApplicationResponse =
@@ -472,7 +519,8 @@ export type DeleteApplicationResponse =
   | { status: 401; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteApplication"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetBatchSessionsRequest = { params: operations["getBatchSessions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetBatchSessionsResponse =
@@ -480,7 +528,8 @@ export type GetBatchSessionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getBatchSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CancelBatchSessionsRequest = { params: operations["cancelBatchSessions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type CancelBatchSessionsResponse =
@@ -489,7 +538,8 @@ export type CancelBatchSessionsResponse =
   | { status: 401; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["cancelBatchSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ConnectCdpRequest = { params: operations["connectCdp"]["parameters"]["path"]; query: NonNullable<operations["connectCdp"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ConnectCdpResponse =
@@ -499,7 +549,8 @@ export type ConnectCdpResponse =
   | { status: 401; contentType?: "application/json"; body: operations["connectCdp"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["connectCdp"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 426; contentType?: "application/json"; body: operations["connectCdp"]["responses"][426]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["connectCdp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["connectCdp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["connectCdp"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteCaCertificateRequest = { params: operations["deleteCaCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteCaCertificateResponse =
@@ -507,7 +558,8 @@ export type DeleteCaCertificateResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteCaCertificate"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetClientCertificateRequest = { params: operations["getClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetClientCertificateResponse =
@@ -515,7 +567,8 @@ export type GetClientCertificateResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getClientCertificate"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteClientCertificateRequest = { params: operations["deleteClientCertificate"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteClientCertificateResponse =
@@ -523,7 +576,8 @@ export type DeleteClientCertificateResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetExtensionRequest = { params: operations["getExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetExtensionResponse =
@@ -531,7 +585,8 @@ export type GetExtensionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getExtension"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getExtension"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getExtension"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getExtension"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteExtensionRequest = { params: operations["deleteExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteExtensionResponse =
@@ -539,7 +594,8 @@ export type DeleteExtensionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteExtension"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetIdentityRequest = { params: operations["getIdentity"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetIdentityResponse =
@@ -547,7 +603,8 @@ export type GetIdentityResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getIdentity"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateIdentityRequest = { params: operations["updateIdentity"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateIdentity"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateIdentityResponse =
@@ -557,7 +614,8 @@ export type UpdateIdentityResponse =
   | { status: 404; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["updateIdentity"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteIdentityRequest = { params: operations["deleteIdentity"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteIdentityResponse =
@@ -565,7 +623,8 @@ export type DeleteIdentityResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteIdentity"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetProfileRequest = { params: operations["getProfile"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetProfileResponse =
@@ -573,7 +632,8 @@ export type GetProfileResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getProfile"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getProfile"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getProfile"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getProfile"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteProfileRequest = { params: operations["deleteProfile"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteProfileResponse =
@@ -581,7 +641,8 @@ export type DeleteProfileResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteProfile"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetSessionRequest = { params: operations["getSession"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetSessionResponse =
@@ -589,7 +650,8 @@ export type GetSessionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getSession"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getSession"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getSession"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getSession"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type EndSessionRequest = { params: operations["endSession"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type EndSessionResponse =
@@ -597,7 +659,8 @@ export type EndSessionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["endSession"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["endSession"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["endSession"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["endSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["endSession"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["endSession"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskRequest = { params: operations["getTask"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskResponse =
@@ -605,7 +668,8 @@ export type GetTaskResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateTaskRequest = { params: operations["updateTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateTaskResponse =
@@ -616,7 +680,8 @@ export type UpdateTaskResponse =
   | { status: 409; contentType?: "application/json"; body: operations["updateTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["updateTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteTaskRequest = { params: operations["deleteTask"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteTaskResponse =
@@ -624,7 +689,8 @@ export type DeleteTaskResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetWebhookRequest = { params: operations["getWebhook"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetWebhookResponse =
@@ -632,7 +698,8 @@ export type GetWebhookResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getWebhook"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteWebhookRequest = { params: operations["deleteWebhook"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteWebhookResponse =
@@ -640,7 +707,8 @@ export type DeleteWebhookResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteWebhook"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateWebhookRequest = { params: operations["updateWebhook"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateWebhookResponse =
@@ -650,7 +718,8 @@ export type UpdateWebhookResponse =
   | { status: 404; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["updateWebhook"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListApplicationAuthFlowsRequest = { params: operations["listApplicationAuthFlows"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListApplicationAuthFlowsResponse =
@@ -658,7 +727,8 @@ export type ListApplicationAuthFlowsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listApplicationAuthFlows"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateApplicationAuthFlowRequest = { params: operations["createApplicationAuthFlow"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["createApplicationAuthFlow"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateApplicationAuthFlowResponse =
@@ -668,7 +738,8 @@ export type CreateApplicationAuthFlowResponse =
   | { status: 404; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createApplicationAuthFlow"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListApplicationIdentitiesRequest = { params: operations["listApplicationIdentities"]["parameters"]["path"]; query: NonNullable<operations["listApplicationIdentities"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListApplicationIdentitiesResponse =
@@ -676,7 +747,8 @@ export type ListApplicationIdentitiesResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listApplicationIdentities"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CreateIdentityTokenRequest = { params: operations["createIdentityToken"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["createIdentityToken"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type CreateIdentityTokenResponse =
@@ -686,7 +758,8 @@ export type CreateIdentityTokenResponse =
   | { status: 404; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetIdentityCredentialsRequest = { params: operations["getIdentityCredentials"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetIdentityCredentialsResponse =
@@ -694,7 +767,8 @@ export type GetIdentityCredentialsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionDownloadsRequest = { params: operations["listSessionDownloads"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionDownloadsResponse =
@@ -702,7 +776,8 @@ export type ListSessionDownloadsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionPagesRequest = { params: operations["listSessionPages"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionPagesResponse =
@@ -711,7 +786,8 @@ export type ListSessionPagesResponse =
   | { status: 401; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listSessionPages"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListSessionRecordingsRequest = { params: operations["listSessionRecordings"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionRecordingsResponse =
@@ -719,7 +795,8 @@ export type ListSessionRecordingsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listSessionRecordings"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ReplaceSessionTagsRequest = { params: operations["replaceSessionTags"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["replaceSessionTags"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ReplaceSessionTagsResponse =
@@ -729,7 +806,8 @@ export type ReplaceSessionTagsResponse =
   | { status: 404; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["replaceSessionTags"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetClipboardRequest = { params: operations["getClipboard"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetClipboardResponse =
@@ -738,7 +816,8 @@ export type GetClipboardResponse =
   | { status: 401; contentType?: "application/json"; body: operations["getClipboard"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getClipboard"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["getClipboard"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getClipboard"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getClipboard"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getClipboard"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type SetClipboardRequest = { params: operations["setClipboard"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["setClipboard"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type SetClipboardResponse =
@@ -749,7 +828,8 @@ export type SetClipboardResponse =
   | { status: 409; contentType?: "application/json"; body: operations["setClipboard"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["setClipboard"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["setClipboard"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["setClipboard"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["setClipboard"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["setClipboard"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type CopySelectionRequest = { params: operations["copySelection"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type CopySelectionResponse =
@@ -758,7 +838,8 @@ export type CopySelectionResponse =
   | { status: 401; contentType?: "application/json"; body: operations["copySelection"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["copySelection"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["copySelection"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["copySelection"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["copySelection"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["copySelection"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DragAndDropRequest = { params: operations["dragAndDrop"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["dragAndDrop"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type DragAndDropResponse =
@@ -769,7 +850,8 @@ export type DragAndDropResponse =
   | { status: 409; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["dragAndDrop"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GotoUrlRequest = { params: operations["gotoUrl"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["gotoUrl"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type GotoUrlResponse =
@@ -780,7 +862,8 @@ export type GotoUrlResponse =
   | { status: 409; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["gotoUrl"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PasteTextRequest = { params: operations["pasteText"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["pasteText"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type PasteTextResponse =
@@ -791,7 +874,8 @@ export type PasteTextResponse =
   | { status: 409; contentType?: "application/json"; body: operations["pasteText"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["pasteText"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["pasteText"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["pasteText"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["pasteText"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["pasteText"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type TakeSessionScreenshotRequest = { params: operations["takeSessionScreenshot"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type TakeSessionScreenshotResponse =
@@ -800,7 +884,8 @@ export type TakeSessionScreenshotResponse =
   | { status: 401; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["takeSessionScreenshot"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ScrollRequest = { params: operations["scroll"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["scroll"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type ScrollResponse =
@@ -811,7 +896,8 @@ export type ScrollResponse =
   | { status: 409; contentType?: "application/json"; body: operations["scroll"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["scroll"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["scroll"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["scroll"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["scroll"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["scroll"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UploadSessionFileRequest = { params: operations["uploadSessionFile"]["parameters"]["path"]; query: NoFields; body: Multipart<NonNullable<operations["uploadSessionFile"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
 export type UploadSessionFileResponse =
@@ -822,7 +908,8 @@ export type UploadSessionFileResponse =
   | { status: 409; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["uploadSessionFile"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeployTaskRequest = { params: operations["deployTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["deployTask"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
 export type DeployTaskResponse =
@@ -832,7 +919,8 @@ export type DeployTaskResponse =
   | { status: 404; contentType?: "application/json"; body: operations["deployTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["deployTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["deployTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deployTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deployTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deployTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskDraftRequest = { params: operations["getTaskDraft"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskDraftResponse =
@@ -840,7 +928,8 @@ export type GetTaskDraftResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getTaskDraft"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type SaveTaskDraftRequest = { params: operations["saveTaskDraft"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["saveTaskDraft"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type SaveTaskDraftResponse =
@@ -850,7 +939,8 @@ export type SaveTaskDraftResponse =
   | { status: 404; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["saveTaskDraft"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListTaskExecutionsRequest = { params: operations["listTaskExecutions"]["parameters"]["path"]; query: NonNullable<operations["listTaskExecutions"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListTaskExecutionsResponse =
@@ -858,7 +948,8 @@ export type ListTaskExecutionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listTaskExecutions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetLatestTaskVersionRequest = { params: operations["getLatestTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetLatestTaskVersionResponse =
@@ -866,7 +957,8 @@ export type GetLatestTaskVersionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getLatestTaskVersion"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListTaskVersionsRequest = { params: operations["listTaskVersions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListTaskVersionsResponse =
@@ -874,7 +966,8 @@ export type ListTaskVersionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listTaskVersions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListWebhookDeliveriesRequest = { params: operations["listWebhookDeliveries"]["parameters"]["path"]; query: NonNullable<operations["listWebhookDeliveries"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListWebhookDeliveriesResponse =
@@ -882,7 +975,8 @@ export type ListWebhookDeliveriesResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listWebhookDeliveries"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RotateWebhookSecretRequest = { params: operations["rotateWebhookSecret"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type RotateWebhookSecretResponse =
@@ -890,7 +984,8 @@ export type RotateWebhookSecretResponse =
   | { status: 400; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["rotateWebhookSecret"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type TestWebhookRequest = { params: operations["testWebhook"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["testWebhook"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type TestWebhookResponse =
@@ -900,7 +995,8 @@ export type TestWebhookResponse =
   | { status: 404; contentType?: "application/json"; body: operations["testWebhook"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["testWebhook"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["testWebhook"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["testWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["testWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["testWebhook"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RunTaskRequest = { params: operations["runTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["runTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RunTaskResponse =
@@ -913,7 +1009,8 @@ export type RunTaskResponse =
   | { status: 413; contentType?: "application/json"; body: operations["runTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["runTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 429; contentType?: "application/json"; body: operations["runTask"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["runTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["runTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["runTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetCdpVersionRequest = { params: operations["getCdpVersion"]["parameters"]["path"]; query: NonNullable<operations["getCdpVersion"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetCdpVersionResponse =
@@ -921,7 +1018,8 @@ export type GetCdpVersionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getCdpVersion"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PauseAgentRequest = { params: operations["pauseAgent"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type PauseAgentResponse =
@@ -929,7 +1027,8 @@ export type PauseAgentResponse =
   | { status: 400; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["pauseAgent"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ListRequestedHumanInterventionsRequest = { params: operations["listRequestedHumanInterventions"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListRequestedHumanInterventionsResponse =
@@ -937,7 +1036,8 @@ export type ListRequestedHumanInterventionsResponse =
   | { status: 400; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["listRequestedHumanInterventions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type RespondToHumanInterventionRequest = { params: operations["respondToHumanIntervention"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["respondToHumanIntervention"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RespondToHumanInterventionResponse =
@@ -947,7 +1047,8 @@ export type RespondToHumanInterventionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["respondToHumanIntervention"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ResumeAgentRequest = { params: operations["resumeAgent"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ResumeAgentResponse =
@@ -955,7 +1056,8 @@ export type ResumeAgentResponse =
   | { status: 400; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["resumeAgent"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PauseSessionRecordingRequest = { params: operations["pauseSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type PauseSessionRecordingResponse =
@@ -964,7 +1066,8 @@ export type PauseSessionRecordingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["pauseSessionRecording"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type ResumeSessionRecordingRequest = { params: operations["resumeSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ResumeSessionRecordingResponse =
@@ -973,7 +1076,8 @@ export type ResumeSessionRecordingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type KeyboardShortcutRequest = { params: operations["keyboardShortcut"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["keyboardShortcut"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type KeyboardShortcutResponse =
@@ -984,7 +1088,8 @@ export type KeyboardShortcutResponse =
   | { status: 409; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type KeyboardTypeRequest = { params: operations["keyboardType"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["keyboardType"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type KeyboardTypeResponse =
@@ -995,7 +1100,8 @@ export type KeyboardTypeResponse =
   | { status: 409; contentType?: "application/json"; body: operations["keyboardType"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["keyboardType"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["keyboardType"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["keyboardType"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["keyboardType"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["keyboardType"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseClickRequest = { params: operations["mouseClick"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseClick"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseClickResponse =
@@ -1006,7 +1112,8 @@ export type MouseClickResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseClick"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseClick"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseClick"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseClick"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseClick"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["mouseClick"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseDoubleClickRequest = { params: operations["mouseDoubleClick"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseDoubleClick"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseDoubleClickResponse =
@@ -1017,7 +1124,8 @@ export type MouseDoubleClickResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["mouseDoubleClick"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseDownRequest = { params: operations["mouseDown"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseDown"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseDownResponse =
@@ -1028,7 +1136,8 @@ export type MouseDownResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseDown"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseDown"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseDown"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseDown"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseDown"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["mouseDown"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseMoveRequest = { params: operations["mouseMove"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseMove"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseMoveResponse =
@@ -1039,7 +1148,8 @@ export type MouseMoveResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseMove"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseMove"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseMove"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseMove"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseMove"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["mouseMove"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type MouseUpRequest = { params: operations["mouseUp"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["mouseUp"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type MouseUpResponse =
@@ -1050,7 +1160,8 @@ export type MouseUpResponse =
   | { status: 409; contentType?: "application/json"; body: operations["mouseUp"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["mouseUp"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["mouseUp"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["mouseUp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["mouseUp"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["mouseUp"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchPrimaryRecordingRequest = { params: operations["fetchPrimaryRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type FetchPrimaryRecordingResponse =
@@ -1060,7 +1171,8 @@ export type FetchPrimaryRecordingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 416; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][416]["content"]["application/json"]; headers: { "Content-Range": string } & ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["fetchPrimaryRecording"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteApplicationAuthFlowRequest = { params: operations["deleteApplicationAuthFlow"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteApplicationAuthFlowResponse =
@@ -1068,7 +1180,8 @@ export type DeleteApplicationAuthFlowResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteApplicationAuthFlow"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type UpdateApplicationAuthFlowRequest = { params: operations["updateApplicationAuthFlow"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["updateApplicationAuthFlow"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type UpdateApplicationAuthFlowResponse =
@@ -1078,7 +1191,8 @@ export type UpdateApplicationAuthFlowResponse =
   | { status: 404; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["updateApplicationAuthFlow"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type FetchSessionDownloadRequest = { params: operations["fetchSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type FetchSessionDownloadResponse =
@@ -1090,7 +1204,8 @@ export type FetchSessionDownloadResponse =
   | { status: 401; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 416; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][416]["content"]["application/json"]; headers: { "Content-Range": string } & ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["fetchSessionDownload"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteSessionDownloadRequest = { params: operations["deleteSessionDownload"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteSessionDownloadResponse =
@@ -1098,7 +1213,8 @@ export type DeleteSessionDownloadResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteSessionDownload"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteSessionRecordingRequest = { params: operations["deleteSessionRecording"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteSessionRecordingResponse =
@@ -1107,7 +1223,8 @@ export type DeleteSessionRecordingResponse =
   | { status: 401; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 409; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteSessionRecording"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskExecutionRequest = { params: operations["getTaskExecution"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskExecutionResponse =
@@ -1115,7 +1232,8 @@ export type GetTaskExecutionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getTaskExecution"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetTaskVersionRequest = { params: operations["getTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetTaskVersionResponse =
@@ -1123,7 +1241,8 @@ export type GetTaskVersionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getTaskVersion"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type PublishTaskVersionRequest = { params: operations["publishTaskVersion"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["publishTaskVersion"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type PublishTaskVersionResponse =
@@ -1133,7 +1252,8 @@ export type PublishTaskVersionResponse =
   | { status: 404; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 413; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 415; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["publishTaskVersion"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type DeleteTaskVersionRequest = { params: operations["deleteTaskVersion"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type DeleteTaskVersionResponse =
@@ -1141,7 +1261,8 @@ export type DeleteTaskVersionResponse =
   | { status: 400; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 401; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 404; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
-  | { status: 500; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders };
+  | { status: 500; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["deleteTaskVersion"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 /** One function per operation. AuthedCtx serves operations behind service-api-key. */
 export interface Handlers<AuthedCtx, PublicCtx> {

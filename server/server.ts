@@ -14,7 +14,7 @@ import { migrate } from './store/migrate.js';
 import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { compose } from './capability/index.js';
-import { fsBlobAreas } from './storage/blobs.js';
+import { openBlobAreas } from './storage/areas.js';
 import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
@@ -37,13 +37,14 @@ import { webhooks } from './events/index.js';
 import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
-import { cluster } from './cluster/index.js';
+import { cluster as clusterNode } from './cluster/index.js';
 import { admin } from './admin/index.js';
 import { Metrics, metricsEndpoint, startTracing } from './metrics/index.js';
 import { installationId } from './browser/index.js';
 import { hostname } from 'node:os';
 import { webConsole } from './console/index.js';
 import { docs } from './docs/index.js';
+import { clusterRouter } from './cluster/router.js';
 
 export interface RunningServer {
   /** The address the server listens on, e.g. http://127.0.0.1:41234. */
@@ -80,15 +81,19 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     // First in, last out: spans of the shutdown's own queries still go out.
     const tracing = startTracing({ endpoint: config.otelEndpoint, node: `${hostname()}:${installationId(config.dataDir)}` });
     cleanups.push(() => tracing.close());
-    db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
     cleanups.push(() => db.close());
     const applied = await migrate(db);
     if (applied.length) log.info({ applied }, 'database migrated');
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
     const secrets = await openSecrets(db, config);
 
+    const blobs = await openBlobAreas(config);
+    cleanups.push(async () => blobs.close());
+    log.info({ storage: blobs.describe }, 'blob storage');
+
     const metrics = new Metrics();
-    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets, metrics })
+    const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics })
       .add(sessions)
       .add(extensions)
       .add(clientCertificates)
@@ -115,7 +120,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(billing)
       .add(agentAccess)
       // After every capability a dead node's work is taken over by (recoverNode), before health.
-      .add(cluster)
+      .add(clusterNode)
       .add(health)
       .add(admin)
       // After what it reads: sessions, webhooks' delivery worker.
@@ -126,9 +131,18 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .build();
     await service.start();
     cleanups.push(() => service.stop());
-    server.on('upgrade', (req, socket, head) => {
-      if (!service.upgrade(req, socket, head)) socket.destroy();
+    // After the capabilities' start (the node's sessions are swept before it says it is live).
+    const manager = service.provided.sessions;
+    const cluster = clusterRouter({
+      db,
+      config,
+      log,
+      node: { id: manager.nodeId, capacity: () => manager.capacity, running: () => manager.running },
+      authenticate: (key) => findKey(db, key),
     });
+    await cluster.start();
+    cleanups.push(() => cluster.stop());
+    server.on('upgrade', (req, socket, head) => cluster.upgrade(req, socket, head, service.upgrade));
 
     const api = createHttpApp({
       handlers: service.handlers,
@@ -139,6 +153,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       publicUrl: config.publicUrl,
       adminToken: config.adminToken,
       observe: metrics.observeRequest,
+      route: cluster.middleware,
     });
     service.routes(api);
     finishApp(api);

@@ -4725,6 +4725,10 @@ export type ListSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionsError = ListSessionsErrors[keyof ListSessionsErrors];
@@ -4775,7 +4779,7 @@ export type CreateSessionErrors = {
      */
     500: Error;
     /**
-     * Every service proxy of the pool that matches the request is failing its connects and resting; try again after Retry-After seconds. Or the node that took the request is draining (it received SIGTERM and takes no new sessions): try again, another node answers.
+     * Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds. Or the node that took the request is draining (it received SIGTERM and takes no new sessions): try again, another node answers.
      */
     503: Error;
 };
@@ -4836,6 +4840,10 @@ export type GetSessionHistoryErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetSessionHistoryError = GetSessionHistoryErrors[keyof GetSessionHistoryErrors];
@@ -4865,6 +4873,10 @@ export type EndAllSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type EndAllSessionsError = EndAllSessionsErrors[keyof EndAllSessionsErrors];
@@ -4931,6 +4943,10 @@ export type ListSessionStatusesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionStatusesError = ListSessionStatusesErrors[keyof ListSessionStatusesErrors];
@@ -4973,6 +4989,10 @@ export type EndSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type EndSessionError = EndSessionErrors[keyof EndSessionErrors];
@@ -5015,6 +5035,10 @@ export type GetSessionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetSessionError = GetSessionErrors[keyof GetSessionErrors];
@@ -5065,6 +5089,10 @@ export type ReplaceSessionTagsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ReplaceSessionTagsError = ReplaceSessionTagsErrors[keyof ReplaceSessionTagsErrors];
@@ -5111,6 +5139,10 @@ export type ListSessionPagesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionPagesError = ListSessionPagesErrors[keyof ListSessionPagesErrors];
@@ -5162,6 +5194,10 @@ export type ConnectCdpErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ConnectCdpError = ConnectCdpErrors[keyof ConnectCdpErrors];
@@ -5209,6 +5245,10 @@ export type GetCdpVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetCdpVersionError = GetCdpVersionErrors[keyof GetCdpVersionErrors];
@@ -5251,6 +5291,10 @@ export type ListSessionRecordingsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionRecordingsError = ListSessionRecordingsErrors[keyof ListSessionRecordingsErrors];
@@ -5303,6 +5347,10 @@ export type FetchPrimaryRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type FetchPrimaryRecordingError = FetchPrimaryRecordingErrors[keyof FetchPrimaryRecordingErrors];
@@ -5353,6 +5401,10 @@ export type PauseSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type PauseSessionRecordingError = PauseSessionRecordingErrors[keyof PauseSessionRecordingErrors];
@@ -5399,6 +5451,10 @@ export type ResumeSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ResumeSessionRecordingError = ResumeSessionRecordingErrors[keyof ResumeSessionRecordingErrors];
@@ -5449,6 +5505,10 @@ export type DeleteSessionRecordingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteSessionRecordingError = DeleteSessionRecordingErrors[keyof DeleteSessionRecordingErrors];
@@ -5491,6 +5551,10 @@ export type ListSessionDownloadsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListSessionDownloadsError = ListSessionDownloadsErrors[keyof ListSessionDownloadsErrors];
@@ -5537,6 +5601,10 @@ export type DeleteSessionDownloadErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteSessionDownloadError = DeleteSessionDownloadErrors[keyof DeleteSessionDownloadErrors];
@@ -5593,6 +5661,10 @@ export type FetchSessionDownloadErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type FetchSessionDownloadError = FetchSessionDownloadErrors[keyof FetchSessionDownloadErrors];
@@ -5651,6 +5723,10 @@ export type UploadSessionFileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UploadSessionFileError = UploadSessionFileErrors[keyof UploadSessionFileErrors];
@@ -5705,6 +5781,10 @@ export type MouseClickErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseClickError = MouseClickErrors[keyof MouseClickErrors];
@@ -5759,6 +5839,10 @@ export type MouseDoubleClickErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseDoubleClickError = MouseDoubleClickErrors[keyof MouseDoubleClickErrors];
@@ -5813,6 +5897,10 @@ export type MouseDownErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseDownError = MouseDownErrors[keyof MouseDownErrors];
@@ -5867,6 +5955,10 @@ export type MouseUpErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseUpError = MouseUpErrors[keyof MouseUpErrors];
@@ -5921,6 +6013,10 @@ export type MouseMoveErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type MouseMoveError = MouseMoveErrors[keyof MouseMoveErrors];
@@ -5975,6 +6071,10 @@ export type DragAndDropErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DragAndDropError = DragAndDropErrors[keyof DragAndDropErrors];
@@ -6029,6 +6129,10 @@ export type ScrollErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ScrollError = ScrollErrors[keyof ScrollErrors];
@@ -6083,6 +6187,10 @@ export type KeyboardTypeErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type KeyboardTypeError = KeyboardTypeErrors[keyof KeyboardTypeErrors];
@@ -6137,6 +6245,10 @@ export type KeyboardShortcutErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type KeyboardShortcutError = KeyboardShortcutErrors[keyof KeyboardShortcutErrors];
@@ -6183,6 +6295,10 @@ export type GetClipboardErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetClipboardError = GetClipboardErrors[keyof GetClipboardErrors];
@@ -6237,6 +6353,10 @@ export type SetClipboardErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type SetClipboardError = SetClipboardErrors[keyof SetClipboardErrors];
@@ -6283,6 +6403,10 @@ export type CopySelectionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CopySelectionError = CopySelectionErrors[keyof CopySelectionErrors];
@@ -6337,6 +6461,10 @@ export type PasteTextErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type PasteTextError = PasteTextErrors[keyof PasteTextErrors];
@@ -6391,6 +6519,10 @@ export type GotoUrlErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GotoUrlError = GotoUrlErrors[keyof GotoUrlErrors];
@@ -6437,6 +6569,10 @@ export type TakeSessionScreenshotErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type TakeSessionScreenshotError = TakeSessionScreenshotErrors[keyof TakeSessionScreenshotErrors];
@@ -6479,6 +6615,10 @@ export type ListRequestedHumanInterventionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListRequestedHumanInterventionsError = ListRequestedHumanInterventionsErrors[keyof ListRequestedHumanInterventionsErrors];
@@ -6529,6 +6669,10 @@ export type RespondToHumanInterventionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type RespondToHumanInterventionError = RespondToHumanInterventionErrors[keyof RespondToHumanInterventionErrors];
@@ -6571,6 +6715,10 @@ export type PauseAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type PauseAgentError = PauseAgentErrors[keyof PauseAgentErrors];
@@ -6613,6 +6761,10 @@ export type ResumeAgentErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ResumeAgentError = ResumeAgentErrors[keyof ResumeAgentErrors];
@@ -6666,6 +6818,10 @@ export type FetchWebpageErrors = {
      * The host does not resolve, the connection failed, or the upstream server answered a 5xx status.
      */
     502: FetchError;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
     /**
      * The page did not load within the time limit (about 120 s).
      */
@@ -6735,6 +6891,10 @@ export type FetchWebpageContentErrors = {
      */
     502: Error;
     /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+    /**
      * The page did not load within the time limit.
      */
     504: Error;
@@ -6792,6 +6952,10 @@ export type TakeScreenshotErrors = {
      */
     502: Error;
     /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+    /**
      * The page did not load within the time limit.
      */
     504: Error;
@@ -6848,6 +7012,10 @@ export type RenderPagePdfErrors = {
      * The host does not resolve, the connection failed, or the server answered a 5xx status.
      */
     502: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
     /**
      * The page did not load within the time limit.
      */
@@ -6914,6 +7082,10 @@ export type ExecuteCodeErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ExecuteCodeError = ExecuteCodeErrors[keyof ExecuteCodeErrors];
@@ -6989,7 +7161,7 @@ export type PerformWebTaskErrors = {
      */
     502: Error;
     /**
-     * No LLM provider is configured on this server.
+     * No LLM provider is configured on this server, or its database is unreachable or out of disk space (then try again later).
      */
     503: Error;
 };
@@ -7034,6 +7206,10 @@ export type GetPerformWebTaskStatusErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetPerformWebTaskStatusError = GetPerformWebTaskStatusErrors[keyof GetPerformWebTaskStatusErrors];
@@ -7080,6 +7256,10 @@ export type ListBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListBatchSessionsError = ListBatchSessionsErrors[keyof ListBatchSessionsErrors];
@@ -7129,6 +7309,10 @@ export type CreateBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateBatchSessionsError = CreateBatchSessionsErrors[keyof CreateBatchSessionsErrors];
@@ -7175,6 +7359,10 @@ export type CancelBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CancelBatchSessionsError = CancelBatchSessionsErrors[keyof CancelBatchSessionsErrors];
@@ -7217,6 +7405,10 @@ export type GetBatchSessionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetBatchSessionsError = GetBatchSessionsErrors[keyof GetBatchSessionsErrors];
@@ -7263,6 +7455,10 @@ export type GetBillingErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetBillingError = GetBillingErrors[keyof GetBillingErrors];
@@ -7305,6 +7501,10 @@ export type ListTasksErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListTasksError = ListTasksErrors[keyof ListTasksErrors];
@@ -7350,6 +7550,10 @@ export type CreateTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateTaskError = CreateTaskErrors[keyof CreateTaskErrors];
@@ -7407,6 +7611,10 @@ export type ExecuteTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ExecuteTaskError = ExecuteTaskErrors[keyof ExecuteTaskErrors];
@@ -7469,6 +7677,10 @@ export type ExecuteTaskByNameErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ExecuteTaskByNameError = ExecuteTaskByNameErrors[keyof ExecuteTaskByNameErrors];
@@ -7511,6 +7723,10 @@ export type DeleteTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteTaskError = DeleteTaskErrors[keyof DeleteTaskErrors];
@@ -7553,6 +7769,10 @@ export type GetTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskError = GetTaskErrors[keyof GetTaskErrors];
@@ -7607,6 +7827,10 @@ export type UpdateTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateTaskError = UpdateTaskErrors[keyof UpdateTaskErrors];
@@ -7649,6 +7873,10 @@ export type GetTaskDraftErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskDraftError = GetTaskDraftErrors[keyof GetTaskDraftErrors];
@@ -7699,6 +7927,10 @@ export type SaveTaskDraftErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type SaveTaskDraftError = SaveTaskDraftErrors[keyof SaveTaskDraftErrors];
@@ -7749,6 +7981,10 @@ export type DeployTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeployTaskError = DeployTaskErrors[keyof DeployTaskErrors];
@@ -7791,6 +8027,10 @@ export type ListTaskVersionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListTaskVersionsError = ListTaskVersionsErrors[keyof ListTaskVersionsErrors];
@@ -7833,6 +8073,10 @@ export type GetLatestTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetLatestTaskVersionError = GetLatestTaskVersionErrors[keyof GetLatestTaskVersionErrors];
@@ -7892,6 +8136,10 @@ export type ListTaskExecutionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListTaskExecutionsError = ListTaskExecutionsErrors[keyof ListTaskExecutionsErrors];
@@ -7938,6 +8186,10 @@ export type GetTaskExecutionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskExecutionError = GetTaskExecutionErrors[keyof GetTaskExecutionErrors];
@@ -7984,6 +8236,10 @@ export type DeleteTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteTaskVersionError = DeleteTaskVersionErrors[keyof DeleteTaskVersionErrors];
@@ -8030,6 +8286,10 @@ export type GetTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskVersionError = GetTaskVersionErrors[keyof GetTaskVersionErrors];
@@ -8084,6 +8344,10 @@ export type PublishTaskVersionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type PublishTaskVersionError = PublishTaskVersionErrors[keyof PublishTaskVersionErrors];
@@ -8146,6 +8410,10 @@ export type RunTaskErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type RunTaskError = RunTaskErrors[keyof RunTaskErrors];
@@ -8188,6 +8456,10 @@ export type GetTaskRunStatusErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetTaskRunStatusError = GetTaskRunStatusErrors[keyof GetTaskRunStatusErrors];
@@ -8234,6 +8506,10 @@ export type CancelTaskRunErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CancelTaskRunError = CancelTaskRunErrors[keyof CancelTaskRunErrors];
@@ -8276,6 +8552,10 @@ export type ListProfilesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListProfilesError = ListProfilesErrors[keyof ListProfilesErrors];
@@ -8325,6 +8605,10 @@ export type CreateProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateProfileError = CreateProfileErrors[keyof CreateProfileErrors];
@@ -8367,6 +8651,10 @@ export type DeleteProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteProfileError = DeleteProfileErrors[keyof DeleteProfileErrors];
@@ -8409,6 +8697,10 @@ export type GetProfileErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetProfileError = GetProfileErrors[keyof GetProfileErrors];
@@ -8438,6 +8730,10 @@ export type ListExtensionsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListExtensionsError = ListExtensionsErrors[keyof ListExtensionsErrors];
@@ -8479,6 +8775,10 @@ export type UploadExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UploadExtensionError = UploadExtensionErrors[keyof UploadExtensionErrors];
@@ -8521,6 +8821,10 @@ export type DeleteExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteExtensionError = DeleteExtensionErrors[keyof DeleteExtensionErrors];
@@ -8563,6 +8867,10 @@ export type GetExtensionErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetExtensionError = GetExtensionErrors[keyof GetExtensionErrors];
@@ -8592,6 +8900,10 @@ export type GetAgentAccessGuideErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
+    /**
+     * The server's database is unreachable or out of disk space; nothing was changed. Try again after Retry-After seconds.
+     */
+    503: AgentAccessError;
 };
 
 export type GetAgentAccessGuideError = GetAgentAccessGuideErrors[keyof GetAgentAccessGuideErrors];
@@ -8637,6 +8949,10 @@ export type SubmitAgentAccessErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
+    /**
+     * The server's database is unreachable or out of disk space; nothing was changed. Try again after Retry-After seconds.
+     */
+    503: AgentAccessError;
 };
 
 export type SubmitAgentAccessError = SubmitAgentAccessErrors[keyof SubmitAgentAccessErrors];
@@ -8666,6 +8982,10 @@ export type GetAgentAccessChallengeErrors = {
      * The server failed; the message names no internals.
      */
     500: AgentAccessError;
+    /**
+     * The server's database is unreachable or out of disk space; nothing was changed. Try again after Retry-After seconds.
+     */
+    503: AgentAccessError;
 };
 
 export type GetAgentAccessChallengeError = GetAgentAccessChallengeErrors[keyof GetAgentAccessChallengeErrors];
@@ -8708,6 +9028,10 @@ export type ListWebhooksErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListWebhooksError = ListWebhooksErrors[keyof ListWebhooksErrors];
@@ -8753,6 +9077,10 @@ export type CreateWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateWebhookError = CreateWebhookErrors[keyof CreateWebhookErrors];
@@ -8795,6 +9123,10 @@ export type DeleteWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteWebhookError = DeleteWebhookErrors[keyof DeleteWebhookErrors];
@@ -8837,6 +9169,10 @@ export type GetWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetWebhookError = GetWebhookErrors[keyof GetWebhookErrors];
@@ -8887,6 +9223,10 @@ export type UpdateWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateWebhookError = UpdateWebhookErrors[keyof UpdateWebhookErrors];
@@ -8929,6 +9269,10 @@ export type RotateWebhookSecretErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type RotateWebhookSecretError = RotateWebhookSecretErrors[keyof RotateWebhookSecretErrors];
@@ -8979,6 +9323,10 @@ export type TestWebhookErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type TestWebhookError = TestWebhookErrors[keyof TestWebhookErrors];
@@ -9038,6 +9386,10 @@ export type ListWebhookDeliveriesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListWebhookDeliveriesError = ListWebhookDeliveriesErrors[keyof ListWebhookDeliveriesErrors];
@@ -9092,6 +9444,10 @@ export type ListIdentitiesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListIdentitiesError = ListIdentitiesErrors[keyof ListIdentitiesErrors];
@@ -9138,6 +9494,10 @@ export type CreateIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateIdentityError = CreateIdentityErrors[keyof CreateIdentityErrors];
@@ -9180,6 +9540,10 @@ export type DeleteIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteIdentityError = DeleteIdentityErrors[keyof DeleteIdentityErrors];
@@ -9222,6 +9586,10 @@ export type GetIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetIdentityError = GetIdentityErrors[keyof GetIdentityErrors];
@@ -9272,6 +9640,10 @@ export type UpdateIdentityErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateIdentityError = UpdateIdentityErrors[keyof UpdateIdentityErrors];
@@ -9314,6 +9686,10 @@ export type GetIdentityCredentialsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetIdentityCredentialsError = GetIdentityCredentialsErrors[keyof GetIdentityCredentialsErrors];
@@ -9360,6 +9736,10 @@ export type ListApplicationsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListApplicationsError = ListApplicationsErrors[keyof ListApplicationsErrors];
@@ -9401,6 +9781,10 @@ export type CreateApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateApplicationError = CreateApplicationErrors[keyof CreateApplicationErrors];
@@ -9447,6 +9831,10 @@ export type DeleteApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteApplicationError = DeleteApplicationErrors[keyof DeleteApplicationErrors];
@@ -9489,6 +9877,10 @@ export type GetApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetApplicationError = GetApplicationErrors[keyof GetApplicationErrors];
@@ -9539,6 +9931,10 @@ export type UpdateApplicationErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateApplicationError = UpdateApplicationErrors[keyof UpdateApplicationErrors];
@@ -9592,6 +9988,10 @@ export type ListApplicationIdentitiesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListApplicationIdentitiesError = ListApplicationIdentitiesErrors[keyof ListApplicationIdentitiesErrors];
@@ -9634,6 +10034,10 @@ export type ListApplicationAuthFlowsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListApplicationAuthFlowsError = ListApplicationAuthFlowsErrors[keyof ListApplicationAuthFlowsErrors];
@@ -9684,6 +10088,10 @@ export type CreateApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateApplicationAuthFlowError = CreateApplicationAuthFlowErrors[keyof CreateApplicationAuthFlowErrors];
@@ -9730,6 +10138,10 @@ export type DeleteApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteApplicationAuthFlowError = DeleteApplicationAuthFlowErrors[keyof DeleteApplicationAuthFlowErrors];
@@ -9784,6 +10196,10 @@ export type UpdateApplicationAuthFlowErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UpdateApplicationAuthFlowError = UpdateApplicationAuthFlowErrors[keyof UpdateApplicationAuthFlowErrors];
@@ -9834,6 +10250,10 @@ export type CreateIdentityTokenErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type CreateIdentityTokenError = CreateIdentityTokenErrors[keyof CreateIdentityTokenErrors];
@@ -9876,6 +10296,10 @@ export type ListClientCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListClientCertificatesError = ListClientCertificatesErrors[keyof ListClientCertificatesErrors];
@@ -9917,6 +10341,10 @@ export type UploadClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UploadClientCertificateError = UploadClientCertificateErrors[keyof UploadClientCertificateErrors];
@@ -9959,6 +10387,10 @@ export type DeleteClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteClientCertificateError = DeleteClientCertificateErrors[keyof DeleteClientCertificateErrors];
@@ -10001,6 +10433,10 @@ export type GetClientCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type GetClientCertificateError = GetClientCertificateErrors[keyof GetClientCertificateErrors];
@@ -10030,6 +10466,10 @@ export type ListCaCertificatesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type ListCaCertificatesError = ListCaCertificatesErrors[keyof ListCaCertificatesErrors];
@@ -10075,6 +10515,10 @@ export type UploadCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type UploadCaCertificateError = UploadCaCertificateErrors[keyof UploadCaCertificateErrors];
@@ -10117,6 +10561,10 @@ export type DeleteCaCertificateErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type DeleteCaCertificateError = DeleteCaCertificateErrors[keyof DeleteCaCertificateErrors];
@@ -10150,6 +10598,10 @@ export type AdminListProjectsErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminListProjectsError = AdminListProjectsErrors[keyof AdminListProjectsErrors];
@@ -10195,6 +10647,10 @@ export type AdminCreateProjectErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminCreateProjectError = AdminCreateProjectErrors[keyof AdminCreateProjectErrors];
@@ -10241,6 +10697,10 @@ export type AdminDeleteProjectErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminDeleteProjectError = AdminDeleteProjectErrors[keyof AdminDeleteProjectErrors];
@@ -10283,6 +10743,10 @@ export type AdminGetProjectErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminGetProjectError = AdminGetProjectErrors[keyof AdminGetProjectErrors];
@@ -10333,6 +10797,10 @@ export type AdminUpdateProjectErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminUpdateProjectError = AdminUpdateProjectErrors[keyof AdminUpdateProjectErrors];
@@ -10375,6 +10843,10 @@ export type AdminListKeysErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminListKeysError = AdminListKeysErrors[keyof AdminListKeysErrors];
@@ -10425,6 +10897,10 @@ export type AdminCreateKeyErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminCreateKeyError = AdminCreateKeyErrors[keyof AdminCreateKeyErrors];
@@ -10467,6 +10943,10 @@ export type AdminRevokeKeyErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminRevokeKeyError = AdminRevokeKeyErrors[keyof AdminRevokeKeyErrors];
@@ -10500,6 +10980,10 @@ export type AdminListNodesErrors = {
      * The server failed; the message names no internals.
      */
     500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
 };
 
 export type AdminListNodesError = AdminListNodesErrors[keyof AdminListNodesErrors];

@@ -73,6 +73,7 @@ const STORED_FILES: readonly { table: string; area: string }[] = [
   { table: 'session_downloads', area: 'downloads' },
   { table: 'profiles', area: 'profiles' },
   { table: 'extensions', area: 'extensions' },
+  { table: 'task_artifacts', area: 'task-artifacts' },
 ];
 
 export type DeleteOutcome =

@@ -8,9 +8,14 @@
 // Restart: the items this node was provisioning when it stopped are settled from the
 // sessions table before anything new is claimed (store.recoverNode), so none is
 // provisioned twice; the waiting ones are simply claimed again.
+//
+// The database going away mid-drain: an item whose session could not be made because of it
+// goes back to the queue, and an item's outcome is recorded once the database is back (both
+// retried until they commit), so the batch resumes and its counts add up without a restart.
 import type { Logger } from 'pino';
 import { PollLoop, type LeftNode } from '../capability/index.js';
 import type { Db } from '../store/db.js';
+import { isDatabaseUnavailable, untilCommitted } from '../store/unavailable.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { CreateOptions, CreateResult } from '../sessions/index.js';
 import * as store from './store.js';
@@ -43,6 +48,8 @@ export class BatchWorker {
   private readonly inflight = new Set<Promise<void>>();
   private readonly polling: PollLoop;
   private lastExpiry = 0;
+  /** Aborted at stop: outcomes still waiting for the database are left to recoverNode. */
+  private readonly giveUp = new AbortController();
 
   constructor(private readonly o: BatchWorkerOptions) {
     this.polling = new PollLoop({ name: 'batch worker', log: o.log, busyMs: BUSY_TICK_MS, idleMs: IDLE_TICK_MS, tick: () => this.tick() });
@@ -70,6 +77,7 @@ export class BatchWorker {
   /** Stops claiming, and waits for the items in flight to be recorded. */
   async stop(): Promise<void> {
     if (!(await this.polling.stop())) return;
+    this.giveUp.abort();
     await Promise.allSettled([...this.inflight]);
   }
 
@@ -95,7 +103,7 @@ export class BatchWorker {
 
   private async provision(item: store.ClaimedItem): Promise<void> {
     const { db, log, sessions } = this.o;
-    let result: CreateResult;
+    let result: CreateResult | 'database_unavailable';
     try {
       result = await sessions.create({ projectId: item.projectId, apiKeyId: item.apiKeyId }, item.configuration, {
         internal: true,
@@ -103,21 +111,34 @@ export class BatchWorker {
         batchId: item.batchId,
       });
     } catch (err) {
-      log.error({ err, batchId: item.batchId, itemIndex: item.itemIndex }, 'batch item creation threw');
-      result = { ok: false, status: 500, message: 'The session could not be created' };
+      if (isDatabaseUnavailable(err)) {
+        result = 'database_unavailable';
+      } else {
+        log.error({ err, batchId: item.batchId, itemIndex: item.itemIndex }, 'batch item creation threw');
+        result = { ok: false, status: 500, message: 'The session could not be created' };
+      }
     }
-    try {
-      if (result.ok) {
+    const outcome = result;
+    const record = async () => {
+      if (outcome === 'database_unavailable') {
+        // Not the item's fault: it waits again, and gets a new session id at its next claim.
+        // A session row the attempt left is ended by the SessionManager (launch_failed)
+        // once the database is back; it was never handed to anyone.
+        await store.releaseItem(db, item);
+      } else if (outcome.ok) {
         await store.finishItem(db, item, { status: 'completed' });
         this.nudge();
-      } else if (result.status === 429) {
+      } else if (outcome.status === 429) {
         // Internal creations skip the rate limit: a 429 is the concurrent-browser limit,
         // reached between the claim and the creation. Wait for capacity in the queue.
         await store.releaseItem(db, item);
       } else {
-        await store.finishItem(db, item, { status: 'failed', error: result.message });
+        await store.finishItem(db, item, { status: 'failed', error: outcome.message });
         this.nudge();
       }
+    };
+    try {
+      await untilCommitted(`batch ${item.batchId} item ${item.itemIndex}`, record, { log, signal: this.giveUp.signal });
     } catch (err) {
       // Left provisioning: the next start of this node settles it (recoverNode).
       log.error({ err, batchId: item.batchId, itemIndex: item.itemIndex }, 'could not record a batch item');

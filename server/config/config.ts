@@ -97,7 +97,25 @@ export interface Config {
   clusterSecret: string | undefined;
   /** A node that has not heartbeated for this long is dead: survivors fail its sessions. */
   nodeDeadAfterSeconds: number;
+  /** Where finished files live (STORAGE_URL and the S3_ variables). */
+  storage: StorageConfig;
 }
+
+/** DATA_DIR's folders (one node), or one S3-compatible bucket that every node shares. */
+export type StorageConfig =
+  | { kind: 'fs' }
+  | {
+      kind: 's3';
+      bucket: string;
+      /** Key prefix without slashes at either end; '' for the bucket's root. */
+      prefix: string;
+      /** MinIO, Ceph, R2, a local server; undefined: AWS itself. */
+      endpoint: string | undefined;
+      region: string;
+      forcePathStyle: boolean;
+      /** AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (never logged); undefined: the SDK's default chain. */
+      credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
+    };
 
 export type LlmProvider = 'openai' | 'anthropic';
 
@@ -175,8 +193,14 @@ export const variables = {
   METRICS_TOKEN: 'Bearer token GET /metrics asks for, at least 16 characters; unset: /metrics answers anyone who reaches the server.',
   NODE_ID: 'This node\'s name among the nodes of one database, up to 100 letters, digits, dots, dashes, underscores and colons (default: host name and an id kept in DATA_DIR). A node started again with the same id sweeps what it left.',
   NODE_INTERNAL_URL: 'http:// or https:// address the other nodes reach this node at, for forwarded CDP, live-view and session requests; set on every node of a cluster (unset: the node runs alone).',
-  CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry it (never logged). Required with NODE_INTERNAL_URL.',
+  CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry a proof made with it (an HMAC; the secret itself never travels and is never logged). Required with NODE_INTERNAL_URL.',
   NODE_DEAD_AFTER_SECONDS: 'A node whose heartbeat is this many seconds old is dead: the others fail its sessions and take over its queued work, 3 to 3600 (default 15).',
+  STORAGE_URL: 'Where finished files (recordings, downloads, profiles, extensions, task artifacts) are kept: unset or file: for folders of DATA_DIR (one node), s3://BUCKET/optional/prefix for an S3-compatible bucket every node shares (see Storage).',
+  S3_ENDPOINT: 'http:// or https:// address of an S3-compatible server (MinIO, Ceph, R2...) for STORAGE_URL=s3://...; unset: AWS S3.',
+  S3_REGION: 'Region of the STORAGE_URL bucket (default us-east-1).',
+  S3_FORCE_PATH_STYLE: 'true addresses the bucket in the path (http://endpoint/bucket/key) rather than in the host name (default true when S3_ENDPOINT is set, else false).',
+  AWS_ACCESS_KEY_ID: 'Access key of the STORAGE_URL bucket, with AWS_SECRET_ACCESS_KEY; unset: the AWS SDK\'s default chain (shared config files, instance or container roles).',
+  AWS_SECRET_ACCESS_KEY: 'Secret key paired with AWS_ACCESS_KEY_ID (never logged).',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
 
@@ -288,6 +312,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (nodeInternalUrl !== undefined && databaseUrl === undefined) {
     problems.push('NODE_INTERNAL_URL (several nodes) needs DATABASE_URL: the embedded PGlite database serves one node only');
   }
+  const storage = readStorage(env, problems, env.S3_FORCE_PATH_STYLE ? bool('S3_FORCE_PATH_STYLE', true) : undefined);
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -353,6 +378,7 @@ export function loadConfig(env: Env = process.env): Config {
     nodeInternalUrl,
     clusterSecret,
     nodeDeadAfterSeconds: int('NODE_DEAD_AFTER_SECONDS', 15, 3, 3600),
+    storage,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -380,6 +406,47 @@ function readLlm(env: Env, problems: string[], images: boolean): LlmConfig | und
   // Never echo the URL: it may hold credentials.
   if (!/^https?:\/\/[^/\s]+(\/\S*)?$/.test(baseUrl)) problems.push('LLM_BASE_URL must be an http:// or https:// URL');
   return { provider, baseUrl, apiKey: env.LLM_API_KEY || undefined, model: model ?? '', images };
+}
+
+/** STORAGE_URL and its S3_ companions; forcePathStyle is S3_FORCE_PATH_STYLE read, undefined when unset. */
+function readStorage(env: Env, problems: string[], forcePathStyle: boolean | undefined): StorageConfig {
+  const url = env.STORAGE_URL?.trim() || 'file:';
+  const endpoint = env.S3_ENDPOINT ? env.S3_ENDPOINT.replace(/\/+$/, '') : undefined;
+  const accessKeyId = env.AWS_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY || undefined;
+  if (url === 'file:' || url === 'file://') {
+    const strays = (['S3_ENDPOINT', 'S3_REGION', 'S3_FORCE_PATH_STYLE'] as const).filter((name) => env[name]);
+    if (strays.length > 0) problems.push(`${strays.join(', ')} need STORAGE_URL=s3://BUCKET (files are kept in DATA_DIR)`);
+    return { kind: 'fs' };
+  }
+  // s3://BUCKET/optional/prefix; bucket names as S3 allows them (3-63 of a-z 0-9 . -).
+  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(\/[A-Za-z0-9!_.*'()\/-]*)?$/.exec(url);
+  const prefix = m?.[2]?.replace(/^\/+|\/+$/g, '') ?? '';
+  const badSegment = prefix !== '' && prefix.split('/').some((segment) => segment === '' || segment === '.' || segment === '..');
+  if (!m || badSegment) {
+    // Never echo the value: someone may have put credentials in it.
+    problems.push('STORAGE_URL must be file: or s3://BUCKET with an optional /prefix (bucket: 3 to 63 of a-z, 0-9, dots and dashes)');
+    return { kind: 'fs' };
+  }
+  if (endpoint !== undefined && endpoint.includes('@')) {
+    // Never echo it: it holds credentials, which the server would otherwise log.
+    problems.push('S3_ENDPOINT must not hold credentials: give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY');
+  } else if (endpoint !== undefined && !/^https?:\/\/[^/\s]+(\/\S*)?$/.test(endpoint)) {
+    problems.push(`S3_ENDPOINT=${JSON.stringify(endpoint)} must be an http:// or https:// URL, such as http://127.0.0.1:9000`);
+  }
+  const region = env.S3_REGION?.trim() || 'us-east-1';
+  if (!/^[a-z0-9-]{1,50}$/.test(region)) problems.push(`S3_REGION=${JSON.stringify(region)} must be a region name such as us-east-1 or auto`);
+  // Never echo the keys.
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together: set both, or neither for the AWS default chain');
+  return {
+    kind: 's3',
+    bucket: m[1],
+    prefix,
+    endpoint,
+    region,
+    forcePathStyle: forcePathStyle ?? endpoint !== undefined,
+    credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+  };
 }
 
 /** 32 bytes written as 64 hex digits or as base64 (or base64url); undefined when it is neither. */

@@ -4,7 +4,7 @@
 // never touch Hono; everything a client can see of an error is built here or in errors.ts.
 import { randomUUID } from 'node:crypto';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv';
 import { routes, type Route } from '../../generated/routes.js';
@@ -12,6 +12,7 @@ import type { Handlers } from '../../generated/handlers.js';
 import type { AuthedContext, PublicContext } from './context.js';
 import { errorBody } from './errors.js';
 import { sameToken } from '../auth/tokens.js';
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../store/unavailable.js';
 import { compileSchema, createAjv, deref, describeErrors, loadSpec, type JsonObject } from './spec.js';
 
 export type AppHandlers = Handlers<AuthedContext, PublicContext>;
@@ -28,6 +29,8 @@ export interface HttpAppOptions {
   adminToken?: string;
   /** Told of every answered request (metrics); the contract's operationId when one served it. */
   observe?(sample: { operationId: string | undefined; status: number; seconds: number }): void;
+  /** Runs before every route (after request ids and logging): a cluster's forwarding to the node that owns a session. */
+  route?: MiddlewareHandler;
 }
 
 // Asked for at each use: a server started again in this process (tests) registers a new
@@ -123,6 +126,8 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       return serialize(result);
     } catch (err) {
       if (err instanceof RequestError) return respondError(c, route, err.status, err.message);
+      // Not the request's fault and not a bug: the store logs the outage once, not here.
+      if (isDatabaseUnavailable(err)) return respondError(c, route, 503, err.message, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
       reqLog.error({ err }, 'handler failed');
       return respondError(c, route, 500, 'Internal server error');
     }
@@ -154,6 +159,8 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     options.observe?.({ operationId, status: c.res.status, seconds: ms / 1000 });
   });
 
+  if (options.route) app.use('*', options.route);
+
   // The admin API, before any route: off (no ADMIN_TOKEN), everything under /admin is
   // unknown, so a scan learns nothing; on, every request needs the token, checked before its
   // body or parameters are looked at. The generator keeps admin operations under /admin.
@@ -180,6 +187,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
   }
 
   app.onError((err, c) => {
+    if (isDatabaseUnavailable(err)) return respondError(c, route(c), 503, err.message, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
     log.error({ err }, 'unhandled error');
     return respondError(c, undefined, 500, 'Internal server error');
   });

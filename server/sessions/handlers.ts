@@ -61,7 +61,9 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
       await store.markDeleted(db, row.project_id, row.id);
       return row.status;
     }
-    const ended = await sessions.end(row.id, 'completed', 'api', { deleted: true });
+    // While the database cannot record the end, the request answers 503 at once; the
+    // browser is gone, and the end (deleted, as asked) is recorded once it can be.
+    const ended = await sessions.end(row.id, 'completed', 'api', { deleted: true, answerNow: true });
     // Unless this DELETE recorded the end, the end that did (a timeout, a crash, a client's
     // Browser.close, in progress when the DELETE came) left the session addressable.
     if (!ended || ended.deleted_at === null) await store.markDeleted(db, row.project_id, row.id);

@@ -19,6 +19,7 @@ import { RateLimiter } from '../http/rate-limit.js';
 import type { ServiceProxyPool } from '../net/service-proxies.js';
 import type { TrafficProxy } from '../net/traffic-proxy.js';
 import type { Db } from '../store/db.js';
+import { isDatabaseUnavailable, untilCommitted, type DatabaseUnavailableError } from '../store/unavailable.js';
 import {
   BrowserPool,
   DEFAULT_LAUNCH_OPTIONS,
@@ -36,7 +37,7 @@ import {
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
 import { activePage, focused, PageSessions } from '../browser/pages.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
-import { recordEnd } from './record-end.js';
+import { recordEnd, type SessionUsage } from './record-end.js';
 import { refusal } from './refusal.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
 import * as store from './store.js';
@@ -107,6 +108,8 @@ export interface SessionManagerOptions {
 }
 
 const TICK_MS = 1_000;
+/** How long shutdown waits for the database to record ends; the next start settles the rest. */
+const STOP_RECORD_GRACE_MS = 10_000;
 
 export class SessionManager {
   readonly nodeId: string;
@@ -116,6 +119,18 @@ export class SessionManager {
   private readonly afterEnd = new Set<Promise<void>>();
   /** Sessions whose browser is being launched, by id: end() and stop() abort them. */
   private readonly starting = new Map<string, AbortController>();
+  /**
+   * Ends not recorded yet (the database is unavailable), by session id: each is retried until
+   * it commits, and a second end() of the session waits for the same one, so a session ends
+   * once, with the usage read when its browser closed.
+   */
+  private readonly unrecorded = new Map<string, Promise<store.SessionRow | undefined>>();
+  /** Why the last attempt to record a session's end failed, while its retries go on. */
+  private readonly recordFailing = new Map<string, DatabaseUnavailableError>();
+  /** Callers of end() that answer at once (answerNow) and wait to hear of such a failure. */
+  private readonly failWaiters = new Map<string, Set<(err: DatabaseUnavailableError) => void>>();
+  /** Aborted when shutdown stops waiting for the database. */
+  private readonly giveUp = new AbortController();
   private readonly pool: BrowserPool<SessionBrowser> | undefined;
   private readonly creationRate: RateLimiter;
   private readonly browsersDir: string;
@@ -327,8 +342,7 @@ export class SessionManager {
       // A browser that dies, or stops answering its own CDP socket, fails its session; one
       // that a client closed (Browser.close, as Puppeteer's browser.close() sends) ends it
       // cleanly.
-      const lost = () =>
-        void (live.closeRequested ? this.end(id, 'completed', 'browser_closed') : this.end(id, 'failed', 'browser_unreachable'));
+      const lost = () => (live.closeRequested ? this.endUnattended(id, 'completed', 'browser_closed') : this.endUnattended(id, 'failed', 'browser_unreachable'));
       void sb.browser.exited.then(lost);
       void cdp.closed.then(lost);
       if (session.initialUrl) {
@@ -342,9 +356,18 @@ export class SessionManager {
       await this.o.sessionHooks.started?.(live);
       return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
     } catch (err) {
+      // The database went away during the start: the caller hears 503 at once (a batch item
+      // goes back to its queue), and the session's end, if its row was written, is recorded
+      // once the database is back.
+      const unavailable = isDatabaseUnavailable(err);
       if (this.live.has(id)) {
-        this.o.log.error({ sessionId: id, err }, 'session start failed');
-        await this.end(id, 'failed', 'launch_failed');
+        if (!unavailable) this.o.log.error({ sessionId: id, err }, 'session start failed');
+        const ending = this.end(id, 'failed', 'launch_failed');
+        if (unavailable) {
+          ending.catch((e: unknown) => this.o.log.error({ err: e, sessionId: id }, 'could not record the end of a session'));
+          throw err;
+        }
+        await ending;
       } else {
         cdp?.close();
         if (sb) await closeMeteredBrowser(sb);
@@ -353,13 +376,15 @@ export class SessionManager {
           // it came before the row existed; recording it again is a no-op otherwise.
           const ended = abort.signal.reason as EndRequest;
           this.o.log.info({ sessionId: id, reason: ended.reason }, 'session ended while its browser was starting');
-          await recordEnd(this.o, id, ended.status, ended.reason, undefined, ended.deleted).catch(() => {});
+          await this.recordDurably(id, ended.status, ended.reason, undefined, ended.deleted).catch(() => {});
           if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
           // Created, then ended by request before it was ready: it exists, and has ended.
           return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
         }
-        this.o.log.error({ sessionId: id, err }, 'session start failed');
-        await recordEnd(this.o, id, 'failed', 'launch_failed', undefined, false).catch(() => {});
+        if (!unavailable) this.o.log.error({ sessionId: id, err }, 'session start failed');
+        const recording = this.recordDurably(id, 'failed', 'launch_failed', undefined, false).catch(() => undefined);
+        if (unavailable) throw err;
+        await recording;
       }
       return { ok: false, status: 500, message: 'The browser could not be started' };
     } finally {
@@ -367,10 +392,36 @@ export class SessionManager {
     }
   }
 
-  /** Ends a session on this node; resolves with its ended row (undefined if it had ended). */
-  end(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean } = {}): Promise<store.SessionRow | undefined> {
+  /**
+   * Ends a session on this node; resolves with its ended row (undefined if it had ended).
+   * answerNow: rejects with DatabaseUnavailableError as soon as recording the end fails for
+   * that reason, for a caller that must answer now (a request); the browser is gone all the
+   * same, and the end is recorded once the database is back.
+   */
+  end(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean; answerNow?: boolean } = {}): Promise<store.SessionRow | undefined> {
+    const ending = this.endUnanswered(id, status, reason, options);
+    return options.answerNow ? this.answerNow(id, ending) : ending;
+  }
+
+  private answerNow(id: string, ending: Promise<store.SessionRow | undefined>): Promise<store.SessionRow | undefined> {
+    return new Promise((resolve, reject) => {
+      let waiters = this.failWaiters.get(id);
+      if (!waiters) this.failWaiters.set(id, (waiters = new Set()));
+      waiters.add(reject);
+      ending.then(resolve, reject).finally(() => {
+        waiters.delete(reject);
+        if (waiters.size === 0 && this.failWaiters.get(id) === waiters) this.failWaiters.delete(id);
+      });
+      const failing = this.recordFailing.get(id);
+      if (failing) reject(failing);
+    });
+  }
+
+  private endUnanswered(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean }): Promise<store.SessionRow | undefined> {
     const live = this.live.get(id);
     if (!live) {
+      const pending = this.unrecorded.get(id);
+      if (pending) return pending;
       // Still launching: abort the launch; create() closes whatever it had started.
       const request: EndRequest = { status, reason, deleted: options.deleted ?? false };
       this.starting.get(id)?.abort(request);
@@ -384,13 +435,14 @@ export class SessionManager {
       // The end is recorded while the browser is torn down: the figures are final (the
       // traffic was read above, the CDP clients are gone), and a crash in between is
       // swept at the next start.
-      const closing = closeMeteredBrowser(live);
+      // While the database is unavailable the end waits to be recorded, and the browser
+      // goes all the same: the session leaves this node's count when its browser is gone.
+      const closing = closeMeteredBrowser(live).finally(() => this.live.delete(id));
       let row: store.SessionRow | undefined;
       try {
-        row = await recordEnd(this.o, id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
+        row = await this.recordDurably(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
       } finally {
         await closing;
-        this.live.delete(id);
       }
       if (row) {
         const end = { status: row.status as SessionEnd['status'], reason, endedAt: row.ended_at ?? new Date() };
@@ -401,6 +453,49 @@ export class SessionManager {
       return row;
     })();
     return live.ending;
+  }
+
+  /**
+   * Records a session's end (record-end.ts), retrying while the database is unavailable
+   * until it commits; one record a session however often it is asked.
+   */
+  private recordDurably(id: string, status: 'completed' | 'failed', reason: EndReason, usage: SessionUsage | undefined, deleted: boolean): Promise<store.SessionRow | undefined> {
+    const pending = this.unrecorded.get(id);
+    if (pending) return pending;
+    const o = { log: this.o.log.child({ sessionId: id }), signal: this.giveUp.signal };
+    let interrupted = false;
+    const recording = untilCommitted(
+      `the end of session ${id}`,
+      () =>
+        recordEnd(this.o, id, status, reason, usage, deleted).catch((err: unknown) => {
+          if (isDatabaseUnavailable(err)) {
+            interrupted = true;
+            this.recordFailing.set(id, err);
+            for (const tell of this.failWaiters.get(id) ?? []) tell(err);
+          }
+          throw err;
+        }),
+      o,
+    ).then(async (row) => {
+      // A connection lost while COMMIT was answered may have committed the end that failed
+      // here: the retry then finds the row ended, by this very end, and ended hooks still run.
+      if (row || !interrupted) return row;
+      return untilCommitted(`the end of session ${id}`, () => store.endedAs(this.o.db, id, status, reason), o);
+    });
+    this.unrecorded.set(id, recording);
+    void recording
+      .finally(() => {
+        this.unrecorded.delete(id);
+        this.recordFailing.delete(id);
+        this.failWaiters.delete(id);
+      })
+      .catch(() => {});
+    return recording;
+  }
+
+  /** Ends a session from a timer or a watcher, where nobody awaits the end: failures are logged. */
+  private endUnattended(id: string, status: 'completed' | 'failed', reason: EndReason): void {
+    this.end(id, status, reason).catch((err: unknown) => this.o.log.error({ err, sessionId: id, reason }, 'could not record the end of a session'));
   }
 
   /** A session running on this node, for the capabilities that act on it. */
@@ -508,7 +603,17 @@ export class SessionManager {
     if (this.stopped) return;
     this.stopped = true;
     clearInterval(this.tick);
-    await Promise.all([...this.starting.keys(), ...this.live.keys()].map((id) => this.end(id, 'failed', 'server_shutdown')));
+    const ends = Promise.allSettled([...this.starting.keys(), ...this.live.keys()].map((id) => this.end(id, 'failed', 'server_shutdown')));
+    // Browsers close at once; ends the database cannot take (it is down) are waited for a
+    // while, then left to the next start, which fails the sessions this node left running.
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([ends, new Promise((r) => (grace = setTimeout(r, STOP_RECORD_GRACE_MS)))]);
+    clearTimeout(grace);
+    this.giveUp.abort();
+    const left = this.unrecorded.size;
+    await ends;
+    await Promise.allSettled([...this.unrecorded.values()]);
+    if (left > 0) this.o.log.warn({ sessions: left }, 'ends not recorded at shutdown (database unavailable): the next start fails these sessions');
     // The launches aborted above are closed by their create(): wait for that (bounded).
     for (let i = 0; this.starting.size > 0 && i < 300; i++) await new Promise((r) => setTimeout(r, 100));
     await Promise.all(this.afterEnd);
@@ -529,8 +634,8 @@ export class SessionManager {
     for (const s of this.live.values()) {
       if (s.ending) continue;
       const { maxDurationMs, idleTimeoutMs } = s.options;
-      if (maxDurationMs !== undefined && now - s.createdAt >= maxDurationMs) void this.end(s.id, 'completed', 'max_duration');
-      else if (idleTimeoutMs !== undefined && now - s.lastActivity >= idleTimeoutMs) void this.end(s.id, 'completed', 'idle_timeout');
+      if (maxDurationMs !== undefined && now - s.createdAt >= maxDurationMs) this.endUnattended(s.id, 'completed', 'max_duration');
+      else if (idleTimeoutMs !== undefined && now - s.lastActivity >= idleTimeoutMs) this.endUnattended(s.id, 'completed', 'idle_timeout');
     }
   }
 }

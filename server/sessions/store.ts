@@ -115,6 +115,12 @@ export async function endSessionRow(db: Db, id: string, u: EndUpdate): Promise<S
   return rows[0];
 }
 
+/** The session's row if it has ended with this status and reason (an end whose commit was not acknowledged). */
+export async function endedAs(db: Db, id: string, status: string, reason: string): Promise<SessionRow | undefined> {
+  const rows = await db.query<SessionRow>('SELECT * FROM sessions WHERE id = $1 AND status = $2 AND end_reason = $3', [id, status, reason]);
+  return rows[0];
+}
+
 export async function markDeleted(db: Db, projectId: string, id: string): Promise<void> {
   await db.query('UPDATE sessions SET deleted_at = now() WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL', [projectId, id]);
 }

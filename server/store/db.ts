@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import pg from 'pg';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { asUnavailable, DatabaseUnavailableError, type UnavailableCause } from './unavailable.js';
 
 export interface Db {
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
@@ -46,17 +48,76 @@ function traced(query: Db['query']): Db['query'] {
 
 /** Connections one node holds open to PostgreSQL at most. */
 const POOL_MAX = 10;
+/**
+ * A connect that hangs (a host that drops packets), or a wait this long for a free
+ * connection of the pool, fails as unavailable (503) rather than holding the request forever;
+ * long enough that a busy pool on a loaded machine does not trip it.
+ */
+const CONNECT_TIMEOUT_MS = 30_000;
+/** A cause that lasts is logged again after this long. */
+const OUTAGE_RELOG_MS = 30_000;
+
+/**
+ * Turns a failure that means "the database cannot answer" into DatabaseUnavailableError,
+ * and logs when that starts and ends: an operator reads "database unavailable" or
+ * "database disk is full" once, not a stack a request.
+ */
+function outageWatch(log: Logger | undefined) {
+  let down: UnavailableCause | undefined;
+  let loggedAt = 0;
+  return {
+    failed(err: unknown): unknown {
+      const e = asUnavailable(err);
+      if (!(e instanceof DatabaseUnavailableError)) return e;
+      if (e.reason !== down || Date.now() - loggedAt > OUTAGE_RELOG_MS) {
+        down = e.reason;
+        loggedAt = Date.now();
+        const cause = (e.cause as Error | undefined)?.message;
+        if (e.reason === 'disk_full') log?.error({ cause }, 'database disk is full: writes fail (503) until space is freed');
+        else log?.error({ cause }, 'database unavailable: requests answer 503 until it is back');
+      }
+      return e;
+    },
+    /** A statement succeeded: the database answers (a full disk still lets reads through). */
+    answered(): void {
+      if (down !== 'unreachable') return;
+      down = undefined;
+      log?.info('database available again');
+    },
+    /** A transaction committed: writes succeed again. */
+    committed(): void {
+      if (down === undefined) return;
+      log?.info(down === 'disk_full' ? 'database writes succeed again: disk space was freed' : 'database available again');
+      down = undefined;
+    },
+  };
+}
+
+/** Runs a statement, passing its failure through the outage watch. */
+function watched(watch: ReturnType<typeof outageWatch>, query: Db['query']): Db['query'] {
+  return async <T>(sql: string, params?: readonly unknown[]): Promise<T[]> => {
+    try {
+      const rows = await query<T>(sql, params);
+      watch.answered();
+      return rows;
+    } catch (err) {
+      throw watch.failed(err);
+    }
+  };
+}
 
 // bigint and numeric arrive as strings by default; every number we store fits a double.
 const toNumber = (v: string) => Number(v);
 
-export async function openDb(options: { databaseUrl?: string; dataDir?: string }): Promise<Db> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl);
-  return openPglite(options.dataDir);
+/** `log` is told when the database becomes unavailable (or its disk full) and when it is back. */
+export async function openDb(options: { databaseUrl?: string; dataDir?: string; log?: Logger }): Promise<Db> {
+  const watch = outageWatch(options.log);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, watch);
+  return openPglite(options.dataDir, watch);
 }
 
 /** dataDir undefined keeps the database in memory (tests that need no persistence). */
-async function openPglite(dataDir: string | undefined): Promise<Db> {
+async function openPglite(dataDir: string | undefined, watch: ReturnType<typeof outageWatch>): Promise<Db> {
   let dir: string | undefined;
   if (dataDir) {
     dir = join(dataDir, 'pglite');
@@ -67,7 +128,7 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   });
   await lite.waitReady;
   const wrap = (q: Pick<PGlite, 'query'>): Db['query'] =>
-    traced(async (sql, params = []) => (await q.query(sql, params as unknown[])).rows as never);
+    watched(watch, traced(async (sql, params = []) => (await q.query(sql, params as unknown[])).rows as never));
   // Which transaction the calling code runs inside, if any. Unrelated concurrent callers
   // queue on PGlite's transaction lock; only a call made from inside a transaction's own
   // callback (through the outer handle) is a nested transaction.
@@ -78,15 +139,22 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
     async transaction(fn) {
       // PGlite has one connection: a nested transaction would deadlock, so refuse it loudly.
       if (current.getStore()?.open) throw new Error('nested transaction');
-      return lite.transaction(async (t) => {
-        const marker = { open: true };
-        try {
-          const tx: Db = { ...db, query: wrap(t), transaction: (f) => f(tx) };
-          return await current.run(marker, () => fn(tx));
-        } finally {
-          marker.open = false;
-        }
-      });
+      try {
+        const result = await lite.transaction(async (t) => {
+          const marker = { open: true };
+          try {
+            const tx: Db = { ...db, query: wrap(t), transaction: (f) => f(tx) };
+            return await current.run(marker, () => fn(tx));
+          } finally {
+            marker.open = false;
+          }
+        });
+        watch.committed();
+        return result;
+      } catch (err) {
+        // The commit itself can fail for want of disk.
+        throw watch.failed(err);
+      }
     },
     async close() {
       if (!lite.closed) await lite.close();
@@ -95,39 +163,60 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   return db;
 }
 
-async function openPostgres(url: string): Promise<Db> {
+async function openPostgres(url: string, watch: ReturnType<typeof outageWatch>): Promise<Db> {
   const pool = new pg.Pool({
     connectionString: url,
     max: POOL_MAX,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // A connection whose server vanished without a word (a host gone) is noticed.
+    keepAlive: true,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === 20 || oid === 1700 ? toNumber : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
   });
-  // A dropped idle connection must not crash the process; the pool replaces it.
+  // A dropped idle connection must not crash the process; the pool replaces it, and opens
+  // new ones on demand once the server is back (a failed statement destroys its connection).
   pool.on('error', () => {});
   const client = await pool.connect();
   client.release();
+  // A connection lost while checked out for a transaction, between two statements, reports
+  // on the client itself: without a listener that would crash the process. The next
+  // statement of the transaction fails instead.
+  const ignoreLost = () => {};
   const db: Db = {
     kind: 'postgres',
-    query: traced(async (sql, params = []) => (await pool.query(sql, params as unknown[])).rows),
+    query: watched(watch, traced(async (sql, params = []) => (await pool.query(sql, params as unknown[])).rows)),
     async transaction(fn) {
-      const conn = await pool.connect();
+      let conn: pg.PoolClient;
+      try {
+        conn = await pool.connect();
+      } catch (err) {
+        throw watch.failed(err);
+      }
+      conn.on('error', ignoreLost);
+      let broken: unknown;
       try {
         await conn.query('BEGIN');
         const tx: Db = {
           ...db,
-          query: traced(async (sql, params = []) => (await conn.query(sql, params as unknown[])).rows),
+          query: watched(watch, traced(async (sql, params = []) => (await conn.query(sql, params as unknown[])).rows)),
           transaction: (f) => f(tx),
         };
         const result = await fn(tx);
         await conn.query('COMMIT');
+        watch.committed();
         return result;
       } catch (err) {
-        await conn.query('ROLLBACK').catch(() => {});
-        throw err;
+        const e = watch.failed(err);
+        // A lost connection cannot roll back (the server did); a full disk can.
+        if (e instanceof DatabaseUnavailableError && e.reason === 'unreachable') broken = e;
+        else await conn.query('ROLLBACK').catch((rollbackErr: unknown) => (broken = rollbackErr));
+        throw e;
       } finally {
-        conn.release();
+        conn.removeListener('error', ignoreLost);
+        // A connection that failed is not given to the next caller: the pool drops it.
+        conn.release(broken !== undefined);
       }
     },
     close: () => pool.end(),

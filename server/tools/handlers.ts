@@ -12,6 +12,7 @@ import type { AppHandlers } from '../http/app.js';
 import { fail, failText } from '../http/errors.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import type { Db } from '../store/db.js';
+import { isDatabaseUnavailable } from '../store/unavailable.js';
 import type { SessionManager } from '../sessions/index.js';
 import { ToolError, type ToolService } from './fetch.js';
 import { toMarkdown } from './markdown.js';
@@ -36,6 +37,8 @@ export function toolHandlers({ db, config, log, tools, sessions }: ToolDeps): To
   const pdfRate = new RateLimiter(config.fetchRatePerMinute);
 
   const unexpected = (err: unknown, ctxLog: Logger) => {
+    // The HTTP layer answers a database outage with 503.
+    if (isDatabaseUnavailable(err)) throw err;
     ctxLog.error({ err }, 'tool request failed');
     return fail(500, 'Internal server error');
   };

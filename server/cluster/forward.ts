@@ -1,0 +1,161 @@
+// Forwarding to the owning node, byte for byte: an HTTP request with its body streamed up
+// and the answer (status, headers, body) streamed back; a WebSocket upgrade as a raw socket
+// pipe once the upgrade request is written. Both add the cluster proof (proof.ts), keep the
+// client's headers (its API key is checked again by the owner), and apply backpressure
+// through pipe() in both directions.
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import type { Duplex } from 'node:stream';
+
+/** Headers that belong to one connection, never forwarded (RFC 9110 7.6.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+// Kept-alive connections between nodes: a forwarded request pays no TCP handshake.
+const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
+
+/** The request's headers as [name, value] pairs in their order, minus hop-by-hop ones and those named in Connection. */
+function passHeaders(rawHeaders: string[], upgrade: boolean): [string, string][] {
+  const named = new Set<string>();
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i].toLowerCase() === 'connection') for (const n of rawHeaders[i + 1].split(',')) named.add(n.trim().toLowerCase());
+  }
+  const out: [string, string][] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i].toLowerCase();
+    // An upgrade keeps its Connection and Upgrade headers: they are the request.
+    if (upgrade && (name === 'connection' || name === 'upgrade')) {
+      out.push([rawHeaders[i], rawHeaders[i + 1]]);
+      continue;
+    }
+    if (HOP_BY_HOP.has(name) || named.has(name)) continue;
+    out.push([rawHeaders[i], rawHeaders[i + 1]]);
+  }
+  return out;
+}
+
+/** Bodies up to this size are read before they are sent, so a send can be tried again. */
+const REPLAYABLE_BYTES = 1024 * 1024;
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
+}
+
+/**
+ * Sends the request to `target` (an origin) and streams the answer into `res`. Resolves with
+ * the answer's status once it has been sent (or with 502 when the owner could not be
+ * reached: then a general error body was sent, if nothing had been yet).
+ *
+ * A kept-alive connection may be closed by the owner just as a request is sent on it
+ * (its keep-alive time-out): a request whose body is known in full (none, `body`, or one
+ * up to REPLAYABLE_BYTES, read first) is then sent again once on a new connection. A larger
+ * or chunked body streams on a connection of its own, which cannot be closed that way.
+ */
+export async function forwardHttp(req: IncomingMessage, res: ServerResponse, target: string, proof: Record<string, string>, body?: Buffer): Promise<number> {
+  const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  if (body === undefined && !chunked && declared !== undefined && declared <= REPLAYABLE_BYTES) body = declared === 0 ? Buffer.alloc(0) : await readAll(req).catch(() => undefined);
+  const streamed = body === undefined && (chunked || declared !== undefined);
+  const url = new URL(target);
+  const https = url.protocol === 'https:';
+  const headers: [string, string][] = [...passHeaders(req.rawHeaders, false), ...Object.entries(proof)];
+  if (body !== undefined && (declared !== undefined || body.length > 0)) {
+    for (let i = headers.length - 1; i >= 0; i--) if (headers[i][0].toLowerCase() === 'content-length') headers.splice(i, 1);
+    headers.push(['content-length', String(body.length)]);
+  }
+  return new Promise((resolve) => {
+    let out: ClientRequest;
+    let answered = false;
+    const unreachable = () => {
+      if (answered) return void res.destroy();
+      answered = true;
+      if (!res.headersSent) {
+        const text = JSON.stringify({ error: { code: 502, message: 'The node that runs this session could not be reached' } });
+        res.writeHead(502, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+      } else res.destroy();
+      resolve(502);
+    };
+    const send = (again: boolean) => {
+      // The request target exactly as the client sent it: the proof signs it.
+      out = (https ? httpsRequest : httpRequest)({
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: url.port,
+        path: req.url ?? '/',
+        method: req.method,
+        headers: headers.flat(),
+        agent: streamed ? false : https ? agents.https : agents.http,
+        setHost: false,
+      });
+      out.on('error', (err: NodeJS.ErrnoException) => {
+        if (!answered && again && out.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) return send(false);
+        unreachable();
+      });
+      out.on('response', (answer) => {
+        answered = true;
+        res.writeHead(answer.statusCode ?? 502, passHeaders(answer.rawHeaders, false).flat());
+        // Server-sent events and chunked downloads: every chunk goes out as it comes.
+        res.flushHeaders();
+        answer.pipe(res);
+        answer.on('error', () => res.destroy());
+        res.on('close', () => {
+          if (!answer.complete) answer.destroy();
+          resolve(answer.statusCode ?? 502);
+        });
+      });
+      if (body !== undefined) out.end(body);
+      else if (streamed) req.pipe(out);
+      else out.end();
+    };
+    // The client gave up: so does the owner's request.
+    res.on('close', () => {
+      if (!res.writableFinished) out.destroy();
+    });
+    send(body !== undefined || !streamed);
+  });
+}
+
+/**
+ * Pipes a WebSocket upgrade to `target`: writes the upgrade request (the client's, with the
+ * proof) on a new connection, then joins the two sockets. The owner's answer (101, or its
+ * refusal) reaches the client as it is. Either side closing closes the other.
+ */
+export function forwardUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, target: string, proof: Record<string, string>): void {
+  const url = new URL(target);
+  const https = url.protocol === 'https:';
+  const port = Number(url.port) || (https ? 443 : 80);
+  const upstream: Socket = https ? tlsConnect({ host: url.hostname, port, servername: url.hostname }) : netConnect({ host: url.hostname, port });
+  let connected = false;
+  const close = () => {
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', close);
+  client.on('close', close);
+  upstream.on('error', () => {
+    if (!connected) {
+      // Nothing was said to the client yet: a plain HTTP refusal.
+      const text = JSON.stringify({ error: 'The node that runs this session could not be reached' });
+      client.end(`HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+    }
+    close();
+  });
+  upstream.on('close', close);
+  upstream.once(https ? 'secureConnect' : 'connect', () => {
+    connected = true;
+    upstream.setNoDelay(true);
+    if ('setNoDelay' in client && typeof client.setNoDelay === 'function') (client as Socket).setNoDelay(true);
+    const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`];
+    for (const [name, value] of [...passHeaders(req.rawHeaders, true), ...Object.entries(proof)]) lines.push(`${name}: ${value}`);
+    upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+    if (head.length) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+}

@@ -1,0 +1,198 @@
+// Any node serves any session: the routing of a cluster. One rule for HTTP (a Hono
+// middleware that runs before every route) and one for WebSocket upgrades: a request that
+// needs a browser's node (requests.ts) and lands elsewhere is forwarded to the owner
+// (forward.ts) with the cluster proof (proof.ts); a forwarded request is answered where it
+// arrives, never forwarded again. A node without NODE_INTERNAL_URL runs alone and forwards
+// nothing, but still refuses requests that claim to be forwarded.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { HttpBindings } from '@hono/node-server';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Logger } from 'pino';
+import type { KeyOwner } from '../auth/api-keys.js';
+import type { ServiceConfig } from '../config/config.js';
+import type { Db } from '../store/db.js';
+import { forwardHttp, forwardUpgrade } from './forward.js';
+import { checkProof, proofHeaders } from './proof.js';
+import { needsOf, type Needs } from './requests.js';
+import * as routing from './routing-store.js';
+
+export type LocalUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+export interface ClusterRouter {
+  /** Installed before every route of the HTTP app. */
+  readonly middleware: MiddlewareHandler;
+  /** Takes every upgrade: forwards it to the owner, or hands it to `local`. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, local: LocalUpgrade): void;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface ClusterRouterOptions {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  /** This node, as its SessionManager sees it. */
+  node: { id: string; capacity(): number; running(): number };
+  authenticate(key: string): Promise<KeyOwner | undefined>;
+}
+
+/** Hono's marker for "the response was written to the socket already" (@hono/node-server). */
+const alreadySent = (status: number) => new Response(null, { status, headers: { 'x-hono-already-sent': 'true' } });
+
+export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
+  const { db, config, log, node } = o;
+  const secret = config.clusterSecret;
+  // Several nodes: this one is reachable by the others, and they by it.
+  const clustered = config.nodeInternalUrl !== undefined && secret !== undefined;
+  const dead = config.nodeDeadAfterSeconds;
+
+  /** The other node that must answer, or undefined: this one answers. `body`: the request's, when needs names a field of it. */
+  const ownerOf = async (needs: Needs, body?: Buffer): Promise<routing.Peer | undefined> => {
+    let peer: routing.Peer | undefined;
+    switch (needs.kind) {
+      case 'session':
+        peer = await routing.nodeOfSession(db, needs.id, dead);
+        break;
+      case 'session-in-body': {
+        const id = fieldOf(body, needs.field);
+        peer = id === undefined ? undefined : await routing.nodeOfSession(db, id, dead);
+        break;
+      }
+      case 'recording':
+        peer = await routing.nodeOfRecording(db, needs.id, dead);
+        break;
+      case 'mcp':
+        peer = await routing.nodeOfMcpSession(db, needs.id, dead);
+        break;
+      case 'task-run':
+        peer = await routing.nodeOfTaskRun(db, needs.id, dead);
+        break;
+      case 'placement':
+        // Room here: here. Otherwise the node with the most room; none: here, which says 429.
+        peer = node.capacity() > 0 ? undefined : await routing.nodeWithRoom(db, node.id, dead);
+        break;
+      case 'end-all':
+        return undefined;
+    }
+    return peer?.nodeId === node.id ? undefined : peer;
+  };
+
+  const refusal = (why: string) => `Refused a request that claims to come from another node: ${why}`;
+
+  /** DELETE /v1/sessions/all: the caller's sessions on other nodes end there, first (their browsers are there). */
+  const endRemote = async (c: Context): Promise<number> => {
+    const key = c.req.header('service-api-key');
+    const owner = key ? await o.authenticate(key) : undefined;
+    if (!owner) return 0;
+    const remote = await routing.remoteRunningOfProject(db, owner.projectId, node.id, dead);
+    const ended = await Promise.all(
+      remote.map(async (r) => {
+        const path = `/v1/sessions/${encodeURIComponent(r.sessionId)}`;
+        const answer = await fetch(r.internalUrl + path, { method: 'DELETE', headers: { 'service-api-key': key!, ...proofHeaders(secret!, node.id, 'DELETE', path) } }).catch(
+          (err: Error) => (log.warn({ sessionId: r.sessionId, node: r.nodeId, err: err.message }, 'could not end a session on its node'), undefined),
+        );
+        await answer?.body?.cancel();
+        return answer?.ok ? 1 : 0;
+      }),
+    );
+    return ended.reduce<number>((a, b) => a + b, 0);
+  };
+
+  /** MCP sessions opened or closed here: the table that tells the other nodes where they are. */
+  const noteMcp = async (c: Context) => {
+    const asked = c.req.header('mcp-session-id');
+    if (!asked && c.req.method === 'POST') {
+      const opened = c.res.headers.get('mcp-session-id');
+      if (opened) await routing.rememberMcpSession(db, opened, node.id);
+    } else if (asked && c.req.method === 'DELETE' && c.res.ok) await routing.forgetMcpSession(db, asked);
+  };
+
+  const middleware: MiddlewareHandler<{ Bindings: HttpBindings }> = async (c, next) => {
+    const incoming = c.env?.incoming;
+    const target = incoming?.url ?? new URL(c.req.url).pathname + new URL(c.req.url).search;
+    const proof = checkProof(secret, { method: c.req.method, path: target, header: (n) => c.req.header(n) });
+    if (proof.forwarded && !proof.ok) {
+      log.warn({ path: c.req.path, why: proof.why }, 'refused a forwarded request');
+      return c.json({ error: { code: 401, message: refusal(proof.why) } }, 401);
+    }
+    const url = new URL(c.req.url);
+    if (!clustered) return next();
+    const needs = needsOf(c.req.method, url, (n) => c.req.header(n));
+    if (!proof.forwarded && needs && incoming) {
+      // A body that names the session is read from a copy: the handler reads the original if it is answered here.
+      const body = needs.kind === 'session-in-body' ? await smallBody(c.req.raw.clone()) : undefined;
+      // A failed lookup (the database briefly away) is answered here, as a node alone would.
+      const peer = await ownerOf(needs, body).catch((err: Error) => void log.error({ err: err.message, path: c.req.path }, 'could not look up the node that owns a request'));
+      if (peer) {
+        const status = await forwardHttp(incoming, c.env.outgoing, peer.internalUrl, proofHeaders(secret!, node.id, c.req.method, target), body);
+        return alreadySent(status);
+      }
+    }
+    const endedElsewhere = needs?.kind === 'end-all' && !proof.forwarded ? await endRemote(c) : 0;
+    await next();
+    if (url.pathname === '/mcp') await noteMcp(c).catch((err: Error) => log.error({ err: err.message }, 'could not record where an MCP session is'));
+    if (endedElsewhere > 0 && c.res.ok) {
+      // The count covers the sessions ended on their own nodes too.
+      const body = (await c.res.json()) as { data: { ended: number } };
+      body.data.ended += endedElsewhere;
+      c.res = new Response(JSON.stringify(body), { status: c.res.status, headers: c.res.headers });
+    }
+  };
+
+  const refuseUpgrade = (socket: Duplex, why: string) => {
+    const text = JSON.stringify({ error: { code: 401, message: refusal(why) } });
+    socket.end(`HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+  };
+
+  return {
+    middleware: middleware as MiddlewareHandler,
+    upgrade(req, socket, head, local) {
+      const handLocal = () => {
+        if (!local(req, socket, head)) socket.destroy();
+      };
+      const header = (n: string) => {
+        const v = req.headers[n];
+        return Array.isArray(v) ? v[0] : v;
+      };
+      const proof = checkProof(secret, { method: req.method ?? 'GET', path: req.url ?? '/', header });
+      if (proof.forwarded && !proof.ok) return refuseUpgrade(socket, proof.why);
+      const needs = clustered && !proof.forwarded ? needsOf(req.method ?? 'GET', new URL(req.url ?? '/', 'http://node'), header) : undefined;
+      if (!needs) return handLocal();
+      socket.on('error', () => socket.destroy());
+      ownerOf(needs).then(
+        (peer) => (peer ? forwardUpgrade(req, socket, head, peer.internalUrl, proofHeaders(secret!, node.id, req.method ?? 'GET', req.url ?? '/')) : handLocal()),
+        (err: Error) => {
+          log.error({ err: err.message }, 'could not look up the owner of an upgrade');
+          handLocal();
+        },
+      );
+    },
+    async start() {
+      if (!clustered) return;
+      // The node's registration, heartbeat, drain and death detection are node.ts's (the
+      // cluster capability, started before this).
+      await routing.forgetMcpSessionsOf(db, node.id);
+    },
+    async stop() {},
+  };
+}
+
+/** Bodies that name a session are small JSON; a larger one is not read (it is answered here, and refused there if wrong). */
+const BODY_LOOKUP_LIMIT = 64 * 1024;
+
+async function smallBody(req: Request): Promise<Buffer | undefined> {
+  if (!req.body || Number(req.headers.get('content-length') ?? 0) > BODY_LOOKUP_LIMIT) return undefined;
+  const buf = Buffer.from(await req.arrayBuffer());
+  return buf.length > BODY_LOOKUP_LIMIT ? undefined : buf;
+}
+
+function fieldOf(body: Buffer | undefined, field: string): string | undefined {
+  if (!body) return undefined;
+  try {
+    const value = (JSON.parse(body.toString('utf8')) as Record<string, unknown> | null)?.[field];
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
