@@ -224,6 +224,14 @@ export type CreateWebhookResponse =
   | { status: 500; contentType?: "application/json"; body: operations["createWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["createWebhook"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type AdminListNodesRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
+export type AdminListNodesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["adminListNodes"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type AdminListProjectsRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type AdminListProjectsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["adminListProjects"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1281,6 +1289,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   createTask(req: CreateTaskRequest, ctx: AuthedCtx): MaybePromise<CreateTaskResponse>;
   listWebhooks(req: ListWebhooksRequest, ctx: AuthedCtx): MaybePromise<ListWebhooksResponse>;
   createWebhook(req: CreateWebhookRequest, ctx: AuthedCtx): MaybePromise<CreateWebhookResponse>;
+  adminListNodes(req: AdminListNodesRequest, ctx: PublicCtx): MaybePromise<AdminListNodesResponse>;
   adminListProjects(req: AdminListProjectsRequest, ctx: PublicCtx): MaybePromise<AdminListProjectsResponse>;
   adminCreateProject(req: AdminCreateProjectRequest, ctx: PublicCtx): MaybePromise<AdminCreateProjectResponse>;
   getAgentAccessChallenge(req: GetAgentAccessChallengeRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessChallengeResponse>;

@@ -47,6 +47,7 @@ export type OperationId =
   | "createTask"
   | "listWebhooks"
   | "createWebhook"
+  | "adminListNodes"
   | "adminListProjects"
   | "adminCreateProject"
   | "getAgentAccessChallenge"
@@ -424,6 +425,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,409,413,415,500,503],
     errors: {"400":"general","401":"general","409":"general","413":"general","415":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "adminListNodes",
+    method: "GET",
+    path: "/admin/v1/nodes",
+    honoPath: "/admin/v1/nodes",
+    secured: false,
+    admin: true,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,401,404,500,503],
+    errors: {"401":"general","404":"general","500":"general","503":"general"},
   },
   {
     operationId: "adminListProjects",

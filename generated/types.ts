@@ -19,7 +19,7 @@ export interface paths {
         put?: never;
         /**
          * Start a browser session
-         * @description Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400. A `service_proxy` proxy is an upstream proxy from the operator's pool that matches the asked `country_code`, `region` and `city`: 400 when the server has no pool or the pool has no such proxy (the message says what it offers), 503 when every matching proxy is failing its connects for now.
+         * @description Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400. A `service_proxy` proxy is an upstream proxy from the operator's pool that matches the asked `country_code`, `region` and `city`: 400 when the server has no pool or the pool has no such proxy (the message says what it offers), 503 when every matching proxy is failing its connects for now, or when the node that took the request is draining (shutting down).
          */
         post: operations["createSession"];
         delete?: never;
@@ -2140,6 +2140,26 @@ export interface paths {
          * @description Revokes the key: from this answer on it answers 401 on every node (keys are looked up in the database on every request, never cached). Sessions it started keep running; their CDP and live-view URLs carry their own tokens. Revoking a revoked key answers 200 again.
          */
         delete: operations["adminRevokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the cluster's nodes
+         * @description Every node the database knows, oldest start first: where the other nodes reach it, its version, its browser capacity (`MAX_CONCURRENT_BROWSERS`) and the browsers running or starting at its last heartbeat. `status` is `alive` (heartbeat fresher than `NODE_DEAD_AFTER_SECONDS`), `draining` (alive, shutting down: it takes no new sessions) or `dead` (claimed dead by a survivor, or heartbeat too old). A node that stopped gracefully leaves the list. A node running alone (PGlite) lists itself.
+         */
+        get: operations["adminListNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -5687,6 +5707,30 @@ export interface components {
             /** Format: date-time */
             revoked_at: string | null;
         };
+        /** @description A node of the cluster, as the `nodes` table holds it. */
+        AdminNode: {
+            /** @description `NODE_ID`, or derived from the host and the installation. */
+            id: string;
+            /** @description `NODE_INTERNAL_URL`; null for a node that runs alone. */
+            internal_url: string | null;
+            /** @description The server's version (package.json). */
+            version: string;
+            /** @description `MAX_CONCURRENT_BROWSERS` of that node. */
+            capacity: number;
+            /** @description Browsers running or starting at its last heartbeat. */
+            running: number;
+            /** @description It received SIGTERM: it takes no new sessions while its running ones finish. */
+            draining: boolean;
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            heartbeat_at: string;
+            /** @enum {string} */
+            status: "alive" | "draining" | "dead";
+        };
+        AdminNodeListResponse: {
+            data: components["schemas"]["AdminNode"][];
+        };
         AdminKeyCreateRequest: {
             /** @description A label for the operator. */
             name?: string;
@@ -5916,7 +5960,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds. */
+        /** @description Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds. Or the node that took the request is draining (it received SIGTERM and takes no new sessions): try again, another node answers. */
         SessionCreateUnavailable: {
             headers: {
                 /** @description Seconds until the first matching proxy may be tried again, or to wait for the database. */
@@ -12481,6 +12525,47 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    adminListNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The nodes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "node-a",
+                     *           "internal_url": "http://10.0.0.5:8080",
+                     *           "version": "1.0.0",
+                     *           "capacity": 10,
+                     *           "running": 3,
+                     *           "draining": false,
+                     *           "started_at": "2026-03-02T09:15:00Z",
+                     *           "heartbeat_at": "2026-03-02T10:02:03Z",
+                     *           "status": "alive"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AdminNodeListResponse"];
+                };
+            };
+            401: components["responses"]["AdminUnauthorized"];
+            404: components["responses"]["AdminOff"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

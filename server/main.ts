@@ -46,7 +46,12 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (stopping) process.exit(1);
     stopping = true;
     log.info({ signal }, 'shutting down');
-    server.close().then(
+    // Drain first (still serving: the running sessions' clients reach them), then close.
+    server
+      .drain()
+      .catch((err: unknown) => log.error({ err }, 'drain failed'))
+      .then(() => server.close())
+      .then(
       () => process.exit(0),
       (err) => {
         log.error({ err }, 'shutdown failed');

@@ -37,6 +37,7 @@ import { webhooks } from './events/index.js';
 import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
+import { cluster as clusterNode } from './cluster/index.js';
 import { admin } from './admin/index.js';
 import { Metrics, metricsEndpoint, startTracing } from './metrics/index.js';
 import { installationId } from './browser/index.js';
@@ -55,6 +56,9 @@ export interface RunningServer {
   createdApiKey?: string;
   /** Services of the capabilities that code beside the HTTP API may use (tests, an embedding program). */
   services: { interventions: Interventions };
+  /** SIGTERM's first phase: the node drains (new sessions answer 503, the cluster sees it
+   *  draining) while its running sessions finish, up to SHUTDOWN_GRACE_SECONDS. */
+  drain(): Promise<void>;
   /** Graceful: stops accepting, finishes requests, ends browsers, closes the database. */
   close(): Promise<void>;
 }
@@ -115,6 +119,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(webhooks)
       .add(billing)
       .add(agentAccess)
+      // After every capability a dead node's work is taken over by (recoverNode), before health.
+      .add(clusterNode)
       .add(health)
       .add(admin)
       // After what it reads: sessions, webhooks' delivery worker.
@@ -161,6 +167,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       db,
       createdApiKey: bootstrap.key,
       services: { interventions: service.provided.interventions },
+      drain: () => service.provided.cluster.drain(),
       close: () =>
         (closing ??= (async () => {
           // Stop taking requests while sessions end: their CDP sockets are upgraded

@@ -1,4 +1,4 @@
-// AD1-AD5: the operator's admin API (/admin/v1, tag Admin). It is the operator's, not a
+// AD1-AD6: the operator's admin API (/admin/v1, tag Admin). It is the operator's, not a
 // project's: these checks need the server's ADMIN_TOKEN (--admin-token) and are skipped,
 // saying so, without it. The generic rules leave the admin API out (contract.ts).
 //   AD1 a missing or wrong token, or a project's API key, answers 401 with the documented body.
@@ -8,9 +8,12 @@
 //   AD4 a project's limits take the configuration's place: GET /v1/billing with its key
 //       shows them, and a cost limit of 0 makes session creation answer 402.
 //   AD5 a deleted project is gone (404), and so are its keys (401).
+//   AD6 the cluster's nodes are listed as documented, at least one alive; when /healthz
+//       names the node that answered it (cluster.node_id: ours does), that node is listed
+//       alive (or draining).
 import type { Exchange, SuiteContext } from '../context.js';
 import type { Operation } from '../contract.js';
-import { describe as line, type HttpResponse } from '../http.js';
+import { describe as line, send, type HttpResponse } from '../http.js';
 import { buildRequest } from '../requests.js';
 import { bodyVerdict } from '../responses.js';
 import { check, defineRules, type T } from '../runner.js';
@@ -133,6 +136,20 @@ export default defineRules((ctx: SuiteContext) => {
       await admin(t, op('adminListKeys'), { pathParams: { project_id: p.id }, status: 404 });
       const after = await withKey(t, 'getBilling', k.key);
       t.assert(after.res.status === 401, `the deleted project's key: ${show(after.ex)}`);
+    }),
+
+    check('AD6 the nodes are listed as documented, and the node answering is listed alive', async (t: T) => {
+      needToken(t);
+      if (!ctx.contract.adminOperations.some((o) => o.id === 'adminListNodes')) t.skip('the contract has no adminListNodes');
+      const listed = (await admin(t, op('adminListNodes'), { status: 200 })).data as { id: string; status: string }[];
+      t.assert(listed.some((n) => n.status === 'alive' || n.status === 'draining'), `no node is alive: ${JSON.stringify(listed).slice(0, 300)}`);
+      // /healthz is outside the contract: a server that does not name its node there is not held to it.
+      const health = await send({ method: 'GET', url: `${ctx.options.baseUrl.replace(/\/+$/, '')}/healthz`, timeoutMs: ctx.options.timeoutMs ?? 10_000 }).catch(() => undefined);
+      const nodeId = (health?.json as { cluster?: { node_id?: unknown } } | undefined)?.cluster?.node_id;
+      if (typeof nodeId !== 'string') return;
+      const self = listed.find((n) => n.id === nodeId);
+      t.assert(self !== undefined, `the node that answered /healthz (${nodeId}) is not listed`);
+      t.assert(self!.status === 'alive' || self!.status === 'draining', `the node that answered /healthz (${nodeId}) is listed ${self!.status}`);
     }),
   ];
 });

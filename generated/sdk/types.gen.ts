@@ -4259,6 +4259,43 @@ export type AdminKey = {
     revoked_at: string | null;
 };
 
+/**
+ * A node of the cluster, as the `nodes` table holds it.
+ */
+export type AdminNode = {
+    /**
+     * `NODE_ID`, or derived from the host and the installation.
+     */
+    id: string;
+    /**
+     * `NODE_INTERNAL_URL`; null for a node that runs alone.
+     */
+    internal_url: string | null;
+    /**
+     * The server's version (package.json).
+     */
+    version: string;
+    /**
+     * `MAX_CONCURRENT_BROWSERS` of that node.
+     */
+    capacity: number;
+    /**
+     * Browsers running or starting at its last heartbeat.
+     */
+    running: number;
+    /**
+     * It received SIGTERM: it takes no new sessions while its running ones finish.
+     */
+    draining: boolean;
+    started_at: string;
+    heartbeat_at: string;
+    status: 'alive' | 'draining' | 'dead';
+};
+
+export type AdminNodeListResponse = {
+    data: Array<AdminNode>;
+};
+
 export type AdminKeyCreateRequest = {
     /**
      * A label for the operator.
@@ -4742,7 +4779,7 @@ export type CreateSessionErrors = {
      */
     500: Error;
     /**
-     * Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds.
+     * Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds. Or the node that took the request is draining (it received SIGTERM and takes no new sessions): try again, another node answers.
      */
     503: Error;
 };
@@ -10922,6 +10959,43 @@ export type AdminRevokeKeyResponses = {
 };
 
 export type AdminRevokeKeyResponse = AdminRevokeKeyResponses[keyof AdminRevokeKeyResponses];
+
+export type AdminListNodesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/admin/v1/nodes';
+};
+
+export type AdminListNodesErrors = {
+    /**
+     * The admin token is missing or wrong.
+     */
+    401: Error;
+    /**
+     * The admin API is off (no `ADMIN_TOKEN` is configured).
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type AdminListNodesError = AdminListNodesErrors[keyof AdminListNodesErrors];
+
+export type AdminListNodesResponses = {
+    /**
+     * The nodes.
+     */
+    200: AdminNodeListResponse;
+};
+
+export type AdminListNodesResponse = AdminListNodesResponses[keyof AdminListNodesResponses];
 
 export type TaskCompletedEventWebhookPayload = EventTaskCompleted;
 

@@ -2,7 +2,8 @@
 // under /admin), the token checked before anything else, projects' CRUD, keys made, listed
 // (never shown again) and revoked (401 at once), per-project limits taking the place of the
 // configuration's (included credits, cost limit, concurrent browsers, on real Chromium),
-// and a project's deletion refused while a session runs.
+// a project's deletion refused while a session runs, and the cluster's nodes listed (a
+// silent node reaped on PostgreSQL only).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +21,7 @@ const isProjects = schema('AdminProjectListResponse');
 const isKeyMade = schema('AdminKeyCreatedResponse');
 const isKeys = schema('AdminKeyListResponse');
 const isBilling = schema('BillingResponse');
+const isNodes = schema('AdminNodeListResponse');
 
 function zipOf(entries: Record<string, string>): Promise<Buffer> {
   const zip = new ZipFile();
@@ -96,6 +98,31 @@ describe.each(backends)('admin API on %s', (backend) => {
     expect((await send(t, 'GET', '/admin/v1/nothing')).status).toBe(404);
     // Admin operations do not take project keys, and project operations do not take the admin token.
     expect((await send(t, 'GET', '/v1/billing', { token: ADMIN_TOKEN })).status).toBe(401);
+  });
+
+  it('lists the nodes: this one alive, as /healthz names it', async () => {
+    const res = await send(t, 'GET', '/admin/v1/nodes');
+    expect(res.status).toBe(200);
+    expectValid(isNodes, res.body);
+    const health = await (await fetch(`${t.url}/healthz`)).json();
+    expect(health.cluster).toEqual({ node_id: expect.any(String), live_nodes: 1, draining: false });
+    expect(res.body.data).toEqual([
+      expect.objectContaining({ id: health.cluster.node_id, capacity: 4, running: 0, draining: false, status: 'alive', version: expect.any(String) }),
+    ]);
+    expect((await send(t, 'GET', '/admin/v1/nodes', { token: null })).status).toBe(401);
+  });
+
+  it('reaps a silent node on PostgreSQL only: a node on PGlite runs alone', async () => {
+    await t.db.query(`INSERT INTO nodes (id, version, capacity, heartbeat_at) VALUES ('silent-node', 'old', 1, now() - interval '1 hour')`);
+    // One heartbeat period (NODE_DEAD_AFTER_SECONDS / 5 = 3 s) and a margin.
+    await new Promise((r) => setTimeout(r, 4_500));
+    const [row] = await t.db.query<{ dead_at: Date | null; swept_at: Date | null }>(`SELECT dead_at, swept_at FROM nodes WHERE id = 'silent-node'`);
+    if (backend === 'postgres') expect(row).toEqual({ dead_at: expect.any(Date), swept_at: expect.any(Date) });
+    else expect(row).toEqual({ dead_at: null, swept_at: null });
+    // Listed dead either way: its heartbeat is too old.
+    const listed = await send(t, 'GET', '/admin/v1/nodes');
+    expect(listed.body.data.find((n: { id: string }) => n.id === 'silent-node')?.status).toBe('dead');
+    await t.db.query(`DELETE FROM nodes WHERE id = 'silent-node'`);
   });
 
   it('creates, lists, reads, updates and refuses bad projects', async () => {

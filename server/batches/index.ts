@@ -14,5 +14,6 @@ export function batches(d: { db: Db; config: ServiceConfig; log: Logger; session
     name: 'batches',
     handlers: batchHandlers({ ...d, worker }),
     workers: [worker],
+    recoverNode: (node) => worker.recoverNode(node),
   };
 }

@@ -316,12 +316,13 @@ export interface Recovered {
  * item completed (the restart ended that session, as it ends every session of the node);
  * a session that never ran → the item failed. An item is never provisioned twice.
  */
-export async function recoverNode(db: Db, nodeId: string, restartError: string): Promise<Recovered> {
+export async function recoverNode(db: Db, nodeId: string, restartError: string, before?: Date): Promise<Recovered> {
+  // `before`: a node claimed dead by another; only its claims made before (see LeftNode).
   const items = await db.query<{ batch_id: string; item_index: number; session_id: string; started_at: Date | null; has_session: boolean }>(
     `SELECT i.batch_id, i.item_index, i.session_id, s.started_at, s.id IS NOT NULL AS has_session
        FROM batch_items i LEFT JOIN sessions s ON s.id = i.session_id
-      WHERE i.status = 'provisioning' AND i.claimed_by = $1`,
-    [nodeId],
+      WHERE i.status = 'provisioning' AND i.claimed_by = $1 AND ($2::timestamptz IS NULL OR i.claimed_at < $2)`,
+    [nodeId, before ?? null],
   );
   const out: Recovered = { completed: 0, failed: 0, requeued: 0 };
   for (const i of items) {

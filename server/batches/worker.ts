@@ -13,7 +13,7 @@
 // goes back to the queue, and an item's outcome is recorded once the database is back (both
 // retried until they commit), so the batch resumes and its counts add up without a restart.
 import type { Logger } from 'pino';
-import { PollLoop } from '../capability/index.js';
+import { PollLoop, type LeftNode } from '../capability/index.js';
 import type { Db } from '../store/db.js';
 import { isDatabaseUnavailable, untilCommitted } from '../store/unavailable.js';
 import type { ServiceConfig } from '../config/config.js';
@@ -42,6 +42,7 @@ const IDLE_TICK_MS = 1_000;
 const EXPIRE_EVERY_MS = 1_000;
 
 export const RESTART_ERROR = 'The server restarted while this session was starting';
+export const NODE_DEAD_ERROR = 'The node provisioning this session stopped while it was starting';
 
 export class BatchWorker {
   private readonly inflight = new Set<Promise<void>>();
@@ -58,6 +59,14 @@ export class BatchWorker {
     const r = await store.recoverNode(this.o.db, this.o.sessions.nodeId, RESTART_ERROR);
     if (r.completed + r.failed + r.requeued > 0) this.o.log.warn(r, 'settled the batch items a previous run was provisioning');
     this.polling.start();
+  }
+
+  /** Another node died: its items are settled like a restart's (a session that ran: completed;
+   *  one that was starting: failed; none made: back in the queue, for any node). */
+  async recoverNode(node: LeftNode): Promise<void> {
+    const r = await store.recoverNode(this.o.db, node.id, NODE_DEAD_ERROR, node.before);
+    if (r.completed + r.failed + r.requeued > 0) this.o.log.warn({ ...r, nodeId: node.id }, 'settled the batch items a dead node was provisioning');
+    if (r.requeued > 0) this.nudge();
   }
 
   /** New work (a batch) or freed capacity: look now rather than at the next tick. */

@@ -7,7 +7,7 @@
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { AppHandlers } from '../http/app.js';
-import type { AnyCapability, Capability, OperationId, Upgrade, Worker } from './contract.js';
+import type { AnyCapability, Capability, LeftNode, OperationId, RecoverNode, Upgrade, Worker } from './contract.js';
 import type { LaunchAddition, LaunchingSession, RunningSession, SessionEnd, SessionHooks, SessionOptions } from './session.js';
 
 /** The composed service: what server.ts wires into HTTP and runs. */
@@ -55,6 +55,21 @@ export class Composition<Deps extends object, Ops extends OperationId> {
     if (c.sessionHooks) this.hooks.add(c.name, c.sessionHooks);
     this.capabilities.push(c);
     return this as unknown as Composition<Deps & P, Ops | O>;
+  }
+
+  /** @internal What a dead node left, taken over by every capability in order; a step that
+   *  fails is logged and the next still runs (the node is swept again only if one throws). */
+  async recoverNode(node: LeftNode): Promise<void> {
+    let failed: unknown;
+    for (const c of this.capabilities) {
+      try {
+        await c.recoverNode?.(node);
+      } catch (err) {
+        this.log.error({ err, capability: c.name, nodeId: node.id }, 'taking over a dead node failed');
+        failed ??= err;
+      }
+    }
+    if (failed) throw failed;
   }
 
   /** The service, once every operation has its capability. */
@@ -112,9 +127,15 @@ export class Composition<Deps extends object, Ops extends OperationId> {
 }
 
 /** Starts a composition on the base every factory may use. */
-export function compose<Base extends { log: Logger }>(base: Base): Composition<Base & { sessionHooks: SessionHooks }, never> {
+export function compose<Base extends { log: Logger }>(base: Base): Composition<Base & { sessionHooks: SessionHooks; recoverNode: RecoverNode }, never> {
   const hooks = new HookList(base.log);
-  return new Composition({ ...base, sessionHooks: hooks }, hooks, base.log);
+  const composition: Composition<Base & { sessionHooks: SessionHooks; recoverNode: RecoverNode }, never> = new Composition(
+    // Called at run time (a node found dead), when every capability has been added.
+    { ...base, sessionHooks: hooks, recoverNode: (node: LeftNode) => composition.recoverNode(node) },
+    hooks,
+    base.log,
+  );
+  return composition;
 }
 
 /** Every capability's session hooks as one: started in order, ending in reverse, ended side by side. */

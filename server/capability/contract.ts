@@ -47,9 +47,28 @@ interface Parts<Provides extends object> {
    * while every capability is still up to see it end.
    */
   drain?(): Promise<void>;
+  /**
+   * What another node, claimed dead by this one (cluster/), left in this capability's tables:
+   * fail or release it, once across the cluster (each step conditional, so survivors racing,
+   * or the node's own restart, change it once). Runs in composition order: the sessions'
+   * ends first, then what depends on them.
+   */
+  recoverNode?: RecoverNode;
   /** Shutdown, last phase, in reverse order: release what it holds. */
   close?(): Promise<void>;
 }
+
+/** A node whose work is to be taken over: its id, and for a node claimed dead by another,
+ *  the claim's time (the database's), before which everything of it was made: what a
+ *  restart with the same id makes afterwards is not its leftovers. Undefined: everything
+ *  (a node's own restart, before it makes anything). */
+export interface LeftNode {
+  id: string;
+  before?: Date;
+}
+
+/** Takes over what a dead node left, every capability in composition order (see compose.ts). */
+export type RecoverNode = (node: LeftNode) => Promise<void>;
 
 /** Any capability, as the composition holds it once its type has been checked. */
 export type AnyCapability = Parts<object> & { readonly handlers?: Partial<AppHandlers> };

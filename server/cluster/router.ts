@@ -16,7 +16,6 @@ import { forwardHttp, forwardUpgrade } from './forward.js';
 import { checkProof, proofHeaders } from './proof.js';
 import { needsOf, type Needs } from './requests.js';
 import * as routing from './routing-store.js';
-import { startPresence, type Presence } from './presence.js';
 
 export type LocalUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 
@@ -47,7 +46,6 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
   // Several nodes: this one is reachable by the others, and they by it.
   const clustered = config.nodeInternalUrl !== undefined && secret !== undefined;
   const dead = config.nodeDeadAfterSeconds;
-  let presence: Presence | undefined;
 
   /** The other node that must answer, or undefined: this one answers. `body`: the request's, when needs names a field of it. */
   const ownerOf = async (needs: Needs, body?: Buffer): Promise<routing.Peer | undefined> => {
@@ -172,12 +170,11 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
     },
     async start() {
       if (!clustered) return;
+      // The node's registration, heartbeat, drain and death detection are node.ts's (the
+      // cluster capability, started before this).
       await routing.forgetMcpSessionsOf(db, node.id);
-      presence = await startPresence({ db, log, node: { id: node.id, internalUrl: config.nodeInternalUrl!, capacity: config.maxConcurrentBrowsers, running: node.running }, deadAfterSeconds: dead });
     },
-    async stop() {
-      await presence?.stop();
-    },
+    async stop() {},
   };
 }
 

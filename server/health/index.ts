@@ -1,19 +1,22 @@
-// GET /healthz: the database answers, and how many browsers run and wait warm.
+// GET /healthz: the database answers, how many browsers run and wait warm, and this node in
+// the cluster (its id, the nodes alive, whether it drains).
 import type { Capability } from '../capability/index.js';
+import type { ClusterNode } from '../cluster/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 
-export function health(d: { db: Db; sessions: SessionManager }): Capability {
+export function health(d: { db: Db; sessions: SessionManager; cluster: ClusterNode }): Capability {
   return {
     name: 'health',
     routes(app) {
       app.get('/healthz', async (c) => {
         const browsers = { running: d.sessions.running, warm: d.sessions.warm };
+        const cluster = { node_id: d.cluster.id, live_nodes: null as number | null, draining: d.cluster.isDraining };
         try {
-          await d.db.query('SELECT 1');
-          return c.json({ status: 'ok', database: d.db.kind, browsers });
+          cluster.live_nodes = await d.cluster.liveCount();
+          return c.json({ status: 'ok', database: d.db.kind, browsers, cluster });
         } catch {
-          return c.json({ status: 'unavailable', database: d.db.kind, browsers }, 503);
+          return c.json({ status: 'unavailable', database: d.db.kind, browsers, cluster }, 503);
         }
       });
     },

@@ -63,6 +63,7 @@ export function profiles(d: {
     sessionHooks: keeper,
     provides: { profiles: service },
     start: () => keeper.start(),
+    recoverNode: (node) => keeper.recoverNode(node),
     // A cache: nothing of it outlives the server.
     close: () => unpacked.reset(),
   };

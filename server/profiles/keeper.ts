@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import { rootPaths, within, type BrowserExit } from '../browser/index.js';
-import type { LaunchAddition, LaunchingSession, RunningSession, SessionHooks, SessionOptions } from '../capability/index.js';
+import type { LaunchAddition, LaunchingSession, LeftNode, RunningSession, SessionHooks, SessionOptions } from '../capability/index.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
 import { pack, unpack } from './snapshot.js';
@@ -53,6 +53,12 @@ export class ProfileKeeper implements SessionHooks {
     }
     const failed = await store.failOrphans(this.d.db, this.d.nodeId, 'The server stopped before the session\'s state was saved');
     if (failed > 0) this.d.log.warn({ profiles: failed }, 'profiles left pending by a previous run failed');
+  }
+
+  /** Another node died: the profiles its ended sessions were to save fail (the state was on its disk). */
+  async recoverNode(node: LeftNode): Promise<void> {
+    const failed = await store.failOrphans(this.d.db, node.id, 'The node running the session stopped before its state was saved', node.before);
+    if (failed > 0) this.d.log.warn({ profiles: failed, nodeId: node.id }, 'profiles left pending by a dead node failed');
   }
 
   async check(projectId: string, options: SessionOptions): Promise<string | undefined> {

@@ -98,13 +98,16 @@ export async function markFailed(db: Db, id: string, reason: string): Promise<vo
  * Pending profiles whose session ended on this node without being saved: a server killed
  * before their save. They fail with the reason; answers how many.
  */
-export async function failOrphans(db: Db, nodeId: string, reason: string): Promise<number> {
+export async function failOrphans(db: Db, nodeId: string, reason: string, before?: Date): Promise<number> {
+  // `before`: a node claimed dead by another; only its sessions made before the claim (a
+  // restart with the same id may be saving a newer session's profile right now).
   const rows = await db.query(
     `UPDATE profiles p SET status = 'failed', failure_reason = $2, updated_at = now()
      FROM sessions s
      WHERE p.status = 'pending' AND p.session_id = s.id AND s.node_id = $1 AND s.status IN ('completed', 'failed')
+       AND ($3::timestamptz IS NULL OR s.created_at < $3)
      RETURNING p.id`,
-    [nodeId, reason],
+    [nodeId, reason, before ?? null],
   );
   return rows.length;
 }

@@ -36,6 +36,8 @@ export function sessions(d: {
     },
     provides: { sessions: manager },
     start: () => manager.start(),
+    // A dead node's sessions: failed with browser_pod_not_found, once.
+    recoverNode: async (node) => void (await manager.failSessionsOf(node)),
     // Ends every session while the capabilities that follow them are still up.
     drain: () => manager.stop(),
   };

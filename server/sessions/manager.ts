@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { findKey } from '../auth/api-keys.js';
 import { sameToken } from '../auth/tokens.js';
-import type { EndReason, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
+import type { EndReason, LeftNode, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { refuseUnpaid } from '../credits/account.js';
 import { RateLimiter } from '../http/rate-limit.js';
@@ -136,6 +136,8 @@ export class SessionManager {
   private readonly browsersDir: string;
   private tick: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** SIGTERM received (drain): no new session here, the running ones may finish. */
+  private draining = false;
 
   constructor(private readonly o: SessionManagerOptions) {
     const { config, log } = o;
@@ -188,11 +190,19 @@ export class SessionManager {
   async start(): Promise<void> {
     const swept = await sweepOrphans(this.browsersDir, this.o.log);
     if (swept.length) this.o.log.warn({ swept: swept.length }, 'removed browsers left by a previous run');
-    // Failed together: one transaction and one outbox statement per hundred, not per session.
-    const left = await store.unfinishedOnNode(this.o.db, this.nodeId);
-    await recordEnds(this.o, left.map((row) => ({ id: row.id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })));
+    await this.failSessionsOf({ id: this.nodeId });
     this.tick = setInterval(() => void this.checkTimeouts(), TICK_MS);
     this.tick.unref();
+  }
+
+  /** The sessions a node left unfinished (this one killed, or another claimed dead): failed,
+   *  each once (recordEnd ends a row once), with session.failed and its credits settled. Their
+   *  browsers are the dead machine's business (its restart sweeps them). */
+  async failSessionsOf(node: LeftNode): Promise<number> {
+    // Failed together: one transaction and one outbox statement per hundred, not per session.
+    const left = await store.unfinishedOnNode(this.o.db, node.id, node.before);
+    const ended = await recordEnds(this.o, left.map((row) => ({ id: row.id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })));
+    return ended.filter(Boolean).length;
   }
 
   get running(): number {
@@ -204,9 +214,31 @@ export class SessionManager {
     return this.pool?.available ?? 0;
   }
 
-  /** Browsers that may still start before the concurrent-browser limit. */
+  /** Browsers that may still start before the concurrent-browser limit; none while draining,
+   *  so the batch and task workers claim nothing more here. */
   get capacity(): number {
+    if (this.draining) return 0;
     return Math.max(0, this.o.config.maxConcurrentBrowsers - this.live.size - this.starting.size);
+  }
+
+  /** Browsers running or starting here (what a heartbeat reports). */
+  get busy(): number {
+    return this.live.size + this.starting.size;
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  /**
+   * A graceful stop's first phase: new sessions are refused (503, so a load balancer's retry
+   * or the client goes to another node) while the running ones go on, up to graceMs, for
+   * their clients to finish them. stop() then ends what is left.
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    const deadline = Date.now() + graceMs;
+    while (this.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, Math.min(200, Math.max(1, deadline - Date.now()))));
   }
 
   /** Why create() would refuse this body with 400, or undefined (a batch checks before queueing). */
@@ -234,6 +266,7 @@ export class SessionManager {
     const refused = (await refusal(session, body, this.o)) ?? (await this.o.sessionHooks.check?.(owner.projectId, session));
     if (refused) return { ok: false, status: 400, message: refused };
     if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
+    if (this.draining) return this.refuseDraining(options);
     const unpaid = await refuseUnpaid(this.o.db, owner.projectId, this.o.config);
     if (unpaid) return { ok: false, status: 402, message: unpaid };
     if (!options.internal) {
@@ -249,6 +282,7 @@ export class SessionManager {
     const cap = await this.projectSessionCap(owner.projectId);
     if (cap !== undefined && (session.maxDurationMs === undefined || session.maxDurationMs > cap)) session.maxDurationMs = cap;
     if (this.stopped) return { ok: false, status: 500, message: 'The server is shutting down' };
+    if (this.draining) return this.refuseDraining(options);
     if (this.live.size + this.starting.size >= this.o.config.maxConcurrentBrowsers) {
       return { ok: false, status: 429, message: `Concurrent browser limit reached (${this.o.config.maxConcurrentBrowsers})` };
     }
@@ -547,6 +581,20 @@ export class SessionManager {
 
   liveViewUrl(id: string, token: string): string {
     return `${this.o.config.publicUrl}/live/${id}?token=${token}`;
+  }
+
+  /** This node was claimed dead by another while it still ran (cut off from the database
+   *  longer than NODE_DEAD_AFTER_SECONDS): its sessions were failed there, with their events;
+   *  close their browsers here (their rows are ended already, so no second event). */
+  async abandonAll(): Promise<void> {
+    await Promise.all([...this.starting.keys(), ...this.live.keys()].map((id) => this.end(id, 'failed', 'browser_pod_not_found')));
+  }
+
+  /** A creation on a draining node: 503 for a client; for the server's own callers (batch
+   *  items, task runs) the 429 they already take as "no room here, queue it again". */
+  private refuseDraining(options: CreateOptions): CreateResult {
+    const message = 'This node is draining (shutting down) and takes no new sessions; retry, another node takes it';
+    return { ok: false, status: options.internal ? 429 : 503, message };
   }
 
   /** Graceful shutdown: refuse new work, end every session, close the pool. */

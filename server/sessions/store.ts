@@ -139,8 +139,11 @@ export async function unfinishedOfProject(db: Db, projectId: string): Promise<Se
 }
 
 /** Sessions a node left running: after a restart of that node they have no browser. */
-export async function unfinishedOnNode(db: Db, nodeId: string): Promise<SessionRow[]> {
-  return db.query<SessionRow>(`SELECT * FROM sessions WHERE node_id = $1 AND status IN ('starting', 'running')`, [nodeId]);
+export async function unfinishedOnNode(db: Db, nodeId: string, before?: Date): Promise<SessionRow[]> {
+  return db.query<SessionRow>(`SELECT * FROM sessions WHERE node_id = $1 AND status IN ('starting', 'running') AND ($2::timestamptz IS NULL OR created_at < $2)`, [
+    nodeId,
+    before ?? null,
+  ]);
 }
 
 export interface ListFilter {

@@ -38,5 +38,6 @@ export function tasks(d: {
     routes: (app) => artifacts.route(app),
     // The healer after the worker: a run that fails while stopping may still start a healing.
     workers: [worker, healer],
+    recoverNode: (node) => worker.recoverNode(node),
   };
 }

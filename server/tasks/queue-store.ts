@@ -232,8 +232,12 @@ export async function finish(
 }
 
 /** The runs this node was running when it stopped (a kill): each fails once, with its event. */
-export async function runningOn(db: Db, nodeId: string): Promise<ExecutionRow[]> {
-  return db.query<ExecutionRow>("SELECT * FROM task_executions WHERE claimed_by = $1 AND status = 'running'", [nodeId]);
+export async function runningOn(db: Db, nodeId: string, before?: Date): Promise<ExecutionRow[]> {
+  // `before`: a node claimed dead by another; only the runs it claimed before (see LeftNode).
+  return db.query<ExecutionRow>("SELECT * FROM task_executions WHERE claimed_by = $1 AND status = 'running' AND ($2::timestamptz IS NULL OR started_at < $2)", [
+    nodeId,
+    before ?? null,
+  ]);
 }
 
 // ---------------------------------------------------------------------------------------

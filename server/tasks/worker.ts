@@ -9,7 +9,7 @@
 // Shutdown: runs in flight are stopped and fail with system_error.
 import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { PollLoop } from '../capability/index.js';
+import { PollLoop, type LeftNode } from '../capability/index.js';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import * as queue from './queue-store.js';
@@ -29,25 +29,35 @@ export class TaskWorker {
   }
 
   async start(): Promise<void> {
-    await this.recover();
+    await this.recover({ id: this.o.sessions.nodeId });
     this.polling.start();
   }
 
-  /** The runs a killed predecessor of this node left running: failed, once, with task.failed. */
-  private async recover(): Promise<void> {
-    const { db, config, log, sessions } = this.o;
-    const left = await queue.runningOn(db, sessions.nodeId);
+  /** Another node died (claimed dead by this one): its runs fail as a restart's would. */
+  async recoverNode(node: LeftNode): Promise<void> {
+    await this.recover(node);
+  }
+
+  /** The runs a killed node left running (this node's predecessor, or another node found dead):
+   *  failed, once across the cluster (finish is conditional), with task.failed. */
+  private async recover(node: LeftNode): Promise<void> {
+    const { db, config, log } = this.o;
+    const own = node.id === this.o.sessions.nodeId;
+    const left = await queue.runningOn(db, node.id, node.before);
     for (const row of left) {
-      // The sessions capability, started before this one, has already ended the sessions of
-      // the killed node, and settled their credits.
+      // The sessions capability, started (or recovering) before this one, has already ended
+      // the sessions of the killed node, and settled their credits.
       const s = row.session_id ? await queue.sessionFacts(db, row.session_id) : undefined;
       const durationMs = row.started_at ? Date.now() - new Date(row.started_at).getTime() : 0;
-      const message = 'The server stopped while the task was running';
+      const message = own ? 'The server stopped while the task was running' : 'The node running the task stopped while the task was running';
+      const rootCause = own
+        ? 'The server process ended during the run (killed or crashed); it was marked failed at its next start'
+        : `Node ${node.id} stopped heartbeating during the run (killed, crashed or cut off); another node marked the run failed`;
       const done = await queue.finish(
         db,
         row.id,
         {
-          outcome: { status: 'failure', error: { type: 'system_error', message, rootCause: 'The server process ended during the run (killed or crashed); it was marked failed at its next start' } },
+          outcome: { status: 'failure', error: { type: 'system_error', message, rootCause } },
           durationMs,
           costCredits: row.own_session ? Number(s?.credits_used ?? 0) : 0,
           logs: row.logs ?? [],
@@ -55,9 +65,9 @@ export class TaskWorker {
         },
         (r) => taskEvent(r, { artifacts: [] }, config.publicUrl),
       );
-      if (done) log.warn({ executionId: row.id }, 'failed a task run a previous run of this server left running');
-      // What the killed run had saved and not yet stored.
-      await rm(runDir(config, row.id), { recursive: true, force: true });
+      if (done) log.warn({ executionId: row.id, nodeId: node.id }, 'failed a task run a killed node left running');
+      // What the killed run had saved and not yet stored (on this machine: only our own).
+      if (own) await rm(runDir(config, row.id), { recursive: true, force: true });
     }
   }
 

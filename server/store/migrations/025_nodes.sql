@@ -14,5 +14,8 @@ CREATE TABLE nodes (
   draining boolean NOT NULL DEFAULT false,
   started_at timestamptz NOT NULL DEFAULT now(),
   heartbeat_at timestamptz NOT NULL DEFAULT now(),
-  dead_at timestamptz
+  dead_at timestamptz,
+  -- Set once the survivor that claimed it dead has failed its sessions and released its
+  -- claims. A claim whose sweep never finished (that survivor died too) is taken again.
+  swept_at timestamptz
 );

@@ -1,0 +1,265 @@
+// Node failure and drain, with real processes (node --import tsx server/main.ts) on one
+// PostgreSQL schema: three nodes, each its own DATA_DIR, one SECRETS_KEY. Node B is killed
+// with SIGKILL while it runs sessions, a task run and part of a batch; the survivors A and C
+// race to claim it dead (one wins: every event exactly once), fail its sessions with
+// browser_pod_not_found, fail its task run, settle its batch items; B's restart with the
+// same NODE_ID sweeps its orphaned browsers and finds nothing more to fail. Then a drain:
+// SIGTERM to a node with a running session refuses new sessions with 503 while the session
+// finishes, and the node leaves the listing (not dead).
+// Needs DATABASE_URL (a cluster needs PostgreSQL); skipped with a printed reason without it.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browsersDirFor, processesUnder, roots } from '../sessions/test-support.js';
+import { startReceiver, type Receiver } from '../events/test-support.js';
+import { urlWithSchema } from '../store/pg-schema.js';
+import { startChildServer, type ChildServer } from '../testing/child-server.js';
+import { freePort } from '../testing/free-port.js';
+import { call, until } from '../batches/test-support.js';
+import { b64 } from '../tasks/test-support.js';
+
+const databaseUrl = process.env.DATABASE_URL;
+if (!databaseUrl) console.log('server/cluster/cluster.test.ts skipped: several nodes need PostgreSQL, and DATABASE_URL is not set');
+
+const ADMIN = randomBytes(32).toString('hex');
+const clusterSecret = randomBytes(32).toString('hex');
+const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;
+const secretsKey = randomBytes(32).toString('hex');
+const run = randomBytes(3).toString('hex');
+const SESSION = { session: { recording: { active: false } }, browser: { headless: { active: true } } };
+const SLOW_TASK = `export default async function run(ctx: any) {
+  await new Promise((r) => setTimeout(r, 120000));
+  return 'late';
+}
+`;
+
+const cleanups: (() => Promise<void> | void)[] = [];
+let url = '';
+let sql: pg.Client;
+let receiver: Receiver;
+
+describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
+  beforeAll(async () => {
+    const schema = `test_cluster_${randomBytes(6).toString('hex')}`;
+    sql = new pg.Client({ connectionString: databaseUrl });
+    await sql.connect();
+    await sql.query(`CREATE SCHEMA ${schema}`);
+    cleanups.push(async () => {
+      await sql.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+      await sql.end();
+    });
+    await sql.query(`SET search_path = ${schema}`);
+    url = urlWithSchema(databaseUrl!, schema);
+    receiver = await startReceiver();
+    cleanups.push(() => receiver.close());
+  });
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  const events = () => receiver.received.map((r) => JSON.parse(r.body) as { type: string; data: Record<string, any> });
+  const ofSession = (id: string) => events().filter((e) => e.data.session_id === id && e.type.startsWith('session.') && e.type !== 'session.recording.ready');
+
+  async function node(id: string, dataDir: string, env: Record<string, string> = {}): Promise<ChildServer> {
+    const port = await freePort();
+    const s = await startChildServer({
+      dataDir,
+      apiKey,
+      databaseUrl: url,
+      port,
+      env: {
+        NODE_INTERNAL_URL: `http://127.0.0.1:${port}`,
+        NODE_ID: id,
+        NODE_DEAD_AFTER_SECONDS: '3',
+        CLUSTER_SECRET: clusterSecret,
+        SECRETS_KEY: secretsKey,
+        ADMIN_TOKEN: ADMIN,
+        MAX_CONCURRENT_BROWSERS: '5',
+        BATCH_CONCURRENCY: '1',
+        TASK_CONCURRENCY: '1',
+        // The drain test sets its own; the others' final SIGTERM need not wait for their sessions.
+        SHUTDOWN_GRACE_SECONDS: '1',
+        ...env,
+      },
+    });
+    cleanups.push(async () => {
+      if (s.child.exitCode === null && s.child.signalCode === null) {
+        s.child.kill('SIGKILL');
+        await s.exited;
+      }
+    });
+    return s;
+  }
+  let subscribed = false;
+  /** The receiver's webhook, once for the file (the database, and so the project, is shared). */
+  const subscribe = async (s: ChildServer) => {
+    if (subscribed) return;
+    const r = await call(s, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['session.completed', 'session.failed', 'task.failed', 'batch.completed', 'batch.failed'] });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    subscribed = true;
+  };
+  const dir = (name: string) => {
+    const d = mkdtempSync(join(tmpdir(), `cb-cluster-${name}-`));
+    cleanups.push(() => rmSync(d, { recursive: true, force: true }));
+    return d;
+  };
+  const nodes = async (s: ChildServer) => {
+    const r = await call(s, 'GET', '/admin/v1/nodes', undefined, { authorization: `Bearer ${ADMIN}` });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body.data as { id: string; status: string; running: number; capacity: number; draining: boolean }[];
+  };
+
+  it('a node killed with SIGKILL: the survivors fail its work once, and its restart sweeps its browsers', { timeout: 240_000 }, async () => {
+    const idA = `a-${run}`;
+    const idB = `b-${run}`;
+    const idC = `c-${run}`;
+    const dirB = dir('b');
+    // B first, alone: the task run is claimed there.
+    const b = await node(idB, dirB);
+    await subscribe(b);
+    const task = await call(b, 'POST', '/v1/task', { name: `t-${run}`, language: 'typescript', code: b64(SLOW_TASK) });
+    expect(task.status, JSON.stringify(task.body)).toBe(200);
+    const deployed = await call(b, 'POST', `/v1/task/${task.body.data.id}/deploy`, { browserConfiguration: { recording: { active: false } } });
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    const started = await call(b, 'POST', `/v2/tasks/${task.body.data.id}/run`, { input_params: {} });
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const taskRun = started.body;
+    const running = await until(() => call(b, 'GET', `/v2/tasks/runs/${taskRun.run_id}/status`).then((r) => r.body), (s) => s.status === 'running' && !!s.session_id, 60_000);
+
+    const onB: string[] = [];
+    for (let i = 0; i < 1; i++) {
+      const r = await call(b, 'POST', '/v1/sessions', SESSION);
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      onB.push(r.body.data.id);
+    }
+    const [a, c] = await Promise.all([node(idA, dir('a')), node(idC, dir('c'))]);
+    // Polled: on a loaded machine a node's heartbeat may come late for a moment.
+    await until(async () => (await nodes(a)).filter((n) => [idA, idB, idC].includes(n.id)).map((n) => n.status), (l) => l.join() === 'alive,alive,alive', 20_000, 200);
+    const health = await (await fetch(`${a.url}/healthz`)).json();
+    expect(health).toMatchObject({ status: 'ok', cluster: { node_id: idA, live_nodes: 3, draining: false } });
+
+    // A batch over the three nodes; B is killed once it has provisioned one of its items.
+    const batch = await call(a, 'POST', '/v1/batch-sessions', { count: 4, configuration: SESSION });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    const batchId = batch.body.data.batch_id as string;
+    await until(
+      () => sql.query(`SELECT count(*)::int AS n FROM batch_items WHERE batch_id = $1 AND claimed_by = $2 AND status = 'completed'`, [batchId, idB]),
+      (r) => r.rows[0].n >= 1,
+      60_000,
+      100,
+    );
+    expect(processesUnder(browsersDirFor(dirB)).length).toBeGreaterThan(0);
+    b.child.kill('SIGKILL');
+    await b.exited;
+    const killedAt = Date.now();
+
+    // Every session B ran fails with browser_pod_not_found within the limit and a tick.
+    const ofB = async () => (await sql.query(`SELECT id, status, end_reason, credits_used FROM sessions WHERE node_id = $1`, [idB])).rows;
+    const ended = await until(ofB, (rows) => rows.every((r) => r.status === 'failed'), 20_000, 100);
+    const tookMs = Date.now() - killedAt;
+    console.log(`node B's ${ended.length} sessions failed ${tookMs} ms after its kill (NODE_DEAD_AFTER_SECONDS=3)`);
+    expect(tookMs).toBeLessThan(3_000 + 3_000);
+    for (const r of ended) expect(r.end_reason).toBe('browser_pod_not_found');
+    expect(ended.map((r) => r.id)).toEqual(expect.arrayContaining([...onB, running.session_id]));
+
+    // The task run fails once; the batch still ends with counts that add up.
+    const failedRun = await until(() => call(a, 'GET', `/v2/tasks/runs/${taskRun.run_id}/status`).then((r) => r.body), (s) => s.status !== 'running', 20_000);
+    expect(failedRun.status).toBe('failure');
+    const done = await until(() => call(a, 'GET', `/v1/batch-sessions/${batchId}`).then((r) => r.body.data), (d) => d.status !== 'pending', 60_000);
+    expect(done.completed_requests + done.failed_requests).toBe(4);
+    expect(done.sessions.filter((s: { status: string }) => s.status === 'completed' || s.status === 'failed')).toHaveLength(4);
+
+    // Exactly one session.failed per session of B, one task.failed, one batch end: the two
+    // survivors raced, one claimed.
+    await until(async () => ended.map((r) => ofSession(r.id).length), (l) => l.every((n) => n >= 1), 30_000);
+    await until(async () => events().filter((e) => e.data.run_id === taskRun.run_id), (l) => l.length >= 1, 30_000);
+    await until(async () => events().filter((e) => e.data.batch_id === batchId), (l) => l.length >= 1, 30_000);
+    const [dead] = (await sql.query(`SELECT dead_at, swept_at FROM nodes WHERE id = $1`, [idB])).rows;
+    expect(dead.dead_at).not.toBeNull();
+    expect(dead.swept_at).not.toBeNull();
+    expect((await nodes(c)).find((n) => n.id === idB)?.status).toBe('dead');
+
+    // B's browsers are its machine's business: they exit with B's DevTools pipes, and B's
+    // restart with the same NODE_ID sweeps their roots, and fails nothing a second time.
+    await until(async () => processesUnder(browsersDirFor(dirB)), (l) => l.length === 0, 15_000);
+    expect(roots(browsersDirFor(dirB)).length).toBeGreaterThan(0);
+    const b2 = await node(idB, dirB);
+    expect(roots(browsersDirFor(dirB))).toEqual([]);
+    // Alive again (polled: on this loaded machine a start may starve its first heartbeats).
+    await until(async () => (await nodes(a)).find((n) => n.id === idB)?.status, (st) => st === 'alive', 20_000, 200);
+    await new Promise((r) => setTimeout(r, 1_500));
+    for (const r of ended) {
+      expect(ofSession(r.id).map((e) => e.type), r.id).toEqual(['session.failed']);
+      expect(ofSession(r.id)[0].data.reason).toBe('browser_pod_not_found');
+      // Credits settled once: one charge at most, and the session's row carries it.
+      const charges = (await sql.query(`SELECT credits FROM usage_ledger WHERE session_id = $1`, [r.id])).rows;
+      expect(charges.length).toBeLessThanOrEqual(1);
+      expect(Number(r.credits_used)).toBe(charges.reduce((t, c) => t + Number(c.credits), 0));
+    }
+    expect(events().filter((e) => e.data.run_id === taskRun.run_id).map((e) => e.type)).toEqual(['task.failed']);
+    expect(events().filter((e) => e.data.batch_id === batchId)).toHaveLength(1);
+    for (const s of [a, b2, c]) {
+      s.child.kill('SIGTERM');
+      await s.exited;
+    }
+  });
+
+  it("a node whose database connection died is claimed at once, by its advisory lock, before its heartbeat is too old", { timeout: 90_000 }, async () => {
+    // The test plays node G: it holds G's advisory lock on a connection of its own and
+    // heartbeats G's row, as a node does; F is a real node with NODE_DEAD_AFTER_SECONDS=10.
+    const idF = `f-${run}`;
+    const idG = `g-${run}`;
+    const f = await node(idF, dir('f'), { NODE_DEAD_AFTER_SECONDS: '10' });
+    const g = new pg.Client({ connectionString: url });
+    await g.connect();
+    const [{ ok }] = (await g.query(`SELECT pg_try_advisory_lock(hashtext('browser-service:node'), hashtext(current_schema() || '/' || $1)) AS ok`, [idG])).rows;
+    expect(ok).toBe(true);
+    await g.query(`INSERT INTO nodes (id, version, capacity) VALUES ($1, 'test', 1)`, [idG]);
+    const beat = () => g.query('UPDATE nodes SET heartbeat_at = now() WHERE id = $1', [idG]);
+    const beating = setInterval(() => void beat().catch(() => {}), 1_000);
+    // Alive with its lock held: F's looks (every 2 s) leave it alone.
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect((await nodes(f)).find((n) => n.id === idG)?.status).toBe('alive');
+    clearInterval(beating);
+    await beat();
+    await g.end(); // the connection goes, and G's lock with it
+    const [row] = (
+      await until(
+        () => sql.query(`SELECT dead_at, heartbeat_at, extract(epoch FROM dead_at - heartbeat_at) AS silent FROM nodes WHERE id = $1`, [idG]),
+        (r) => r.rows[0]?.dead_at !== null,
+        20_000,
+        100,
+      )
+    ).rows;
+    console.log(`node G claimed dead ${Number(row.silent).toFixed(1)} s after its last heartbeat (NODE_DEAD_AFTER_SECONDS=10)`);
+    expect(Number(row.silent)).toBeLessThan(10);
+    f.child.kill('SIGTERM');
+    await f.exited;
+  });
+
+  it('SIGTERM drains: new sessions answer 503, the running one finishes, the node leaves the listing', { timeout: 90_000 }, async () => {
+    const idD = `d-${run}`;
+    const d = await node(idD, dir('d'), { SHUTDOWN_GRACE_SECONDS: '30' });
+    await subscribe(d);
+    const created = await call(d, 'POST', '/v1/sessions', SESSION);
+    expect(created.status).toBe(200);
+    const sessionId = created.body.data.id as string;
+    d.child.kill('SIGTERM');
+    await until(async () => (await nodes(d)).find((n) => n.id === idD)?.status, (s) => s === 'draining', 10_000, 100);
+    const refused = await call(d, 'POST', '/v1/sessions', SESSION);
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.message).toMatch(/draining/);
+    expect((await fetch(`${d.url}/healthz`).then((r) => r.json())).cluster).toMatchObject({ node_id: idD, draining: true });
+    // Its client finishes it through the draining node; the node then exits, well within the grace.
+    expect((await call(d, 'DELETE', `/v1/sessions/${sessionId}`)).status).toBe(200);
+    const exit = await Promise.race([d.exited, new Promise((r) => setTimeout(() => r('timeout'), 20_000))]);
+    expect(exit).toMatchObject({ code: 0 });
+    await until(async () => ofSession(sessionId), (l) => l.length >= 1, 20_000);
+    expect(ofSession(sessionId).map((ev) => ev.type)).toEqual(['session.completed']);
+    // It left the table: listed by no node, never dead.
+    expect((await sql.query('SELECT id FROM nodes WHERE id = $1', [idD])).rows).toEqual([]);
+  });
+});
