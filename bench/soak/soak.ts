@@ -24,12 +24,12 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { installationId } from '../server/browser/roots.js';
-import { openDb, type Db } from '../server/store/db.js';
-import { withPostgresSchema } from '../server/store/pg-schema.js';
-import { startChildServer, type ChildServer } from '../server/testing/child-server.js';
-import { browserPidOf, linearFit, openFds, rssBytes, serverProcesses } from './soak-procs.js';
-import { startReceivers, type Receivers } from './soak-receivers.js';
+import { installationId } from '../../server/browser/roots.js';
+import { openDb, type Db } from '../../server/store/db.js';
+import { withPostgresSchema } from '../../server/store/pg-schema.js';
+import { startChildServer, type ChildServer } from '../../server/testing/child-server.js';
+import { browserPidOf, linearFit, openFds, rssBytes, serverProcesses } from './procs.js';
+import { startReceivers, type Receivers } from './receivers.js';
 
 export type EndPath = 'delete' | 'timeout' | 'kill' | 'cdp_vanish' | 'viewer_drop';
 export const END_PATHS: readonly EndPath[] = ['delete', 'timeout', 'kill', 'cdp_vanish', 'viewer_drop'];
