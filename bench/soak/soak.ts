@@ -506,7 +506,14 @@ async function databaseChecks(db: Db, driven: Driven[], fastWebhookId: string, c
 
   const deliveries = await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 GROUP BY status', [fastWebhookId]);
   const notDone = deliveries.filter((x) => x.status !== 'succeeded');
-  check('fast webhook: every delivery succeeded first time', notDone.length === 0, deliveries.map((x) => `${x.status} ${x.n}`).join(', ') || 'no deliveries');
+  const errors = notDone.length
+    ? await db.query<{ error_message: string | null; n: number }>("SELECT error_message, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status <> 'succeeded' GROUP BY 1", [fastWebhookId])
+    : [];
+  check(
+    'fast webhook: every delivery succeeded first time',
+    notDone.length === 0,
+    (deliveries.map((x) => `${x.status} ${x.n}`).join(', ') || 'no deliveries') + (errors.length ? `; errors: ${errors.map((e) => `${e.n}× ${e.error_message}`).join('; ')}` : ''),
+  );
 }
 
 function flag(name: string, fallback: string): string {
