@@ -192,6 +192,13 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
   let receivers: Receivers | undefined;
   let server: ChildServer | undefined;
   try {
+    const t0 = Date.now();
+    const phases: string[] = [];
+    let phaseStart = t0;
+    const phase = (name: string) => {
+      phases.push(`${name} ${((Date.now() - phaseStart) / 1000).toFixed(0)} s`);
+      phaseStart = Date.now();
+    };
     receivers = await startReceivers();
     server = await startChildServer({
       dataDir,
@@ -225,6 +232,7 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     const problems: string[] = [];
     const createFailures: string[] = [];
     const byPath = Object.fromEntries(END_PATHS.map((p) => [p, 0])) as Record<EndPath, number>;
+    phase('server start');
     const started = Date.now();
     const deadline = started + o.minutes * 60_000;
     const samples: { t: number; rss: number; fds: number }[] = [];
@@ -371,7 +379,9 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     await Promise.all(Array.from({ length: o.concurrency }, worker));
     clearInterval(sampler);
     const driveSeconds = (Date.now() - started) / 1000;
+    phase('drive');
     await Promise.all(parked);
+    phase('time-outs to end');
     clearInterval(progressTimer);
     progress();
     log(`drove ${driven.length} sessions in ${driveSeconds.toFixed(0)} s (${(driven.length / (driveSeconds / 60)).toFixed(1)}/min); waiting for webhooks and cleanup`);
@@ -386,6 +396,7 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
       const work = existsSync(recordingsWork) ? readdirSync(recordingsWork) : [];
       return { p, roots, work };
     };
+    phase('outbox to drain');
     let left = leftNow();
     for (const until = Date.now() + 60_000; Date.now() < until && left.p.list.length + left.roots.length + left.work.length > 0; left = leftNow()) await sleep(1_000);
 
@@ -449,6 +460,7 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     figure(`server after the run, idle: RSS ${mib(rssBytes(serverPid))} MiB, fds ${openFds(serverPid)}; load ${load()}`);
 
     // Graceful stop, then what is left and what the database says.
+    phase('cleanup');
     srv.child.kill('SIGTERM');
     const exit = await Promise.race([srv.exited, sleep(60_000).then(() => undefined)]);
     if (!exit) srv.child.kill('SIGKILL');
@@ -458,12 +470,15 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     const tmpLeft = readdirSync(tmp).filter((n) => !n.startsWith('tsx-'));
     check('nothing left after shutdown', after.list.length === 0 && tmpLeft.length === 0, `${after.list.length} processes; in the server's TMPDIR: ${tmpLeft.join(', ') || 'nothing'}`);
 
+    phase('server stop');
     const db = await openDb({ databaseUrl, dataDir });
     try {
       await databaseChecks(db, driven, fastWebhookId, check);
     } finally {
       await db.close();
     }
+    phase('database checks');
+    figure(`phases: ${phases.join(', ')}; ${((Date.now() - t0) / 1000).toFixed(0)} s in all`);
     return { checks, sessions: driven.length, byPath, figures };
   } finally {
     if (server) {
