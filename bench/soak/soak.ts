@@ -417,7 +417,7 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     const recorded = driven.filter((d) => d.plan.recording);
     const twice = [...recordingReady.values()].filter((n) => n > 1).length;
     const unrecorded = [...recordingReady.keys()].filter((sid) => !recorded.some((d) => d.id === sid)).length;
-    check('recording.ready at most once, only for recorded sessions', twice === 0 && unrecorded === 0, `${recordingReady.size} of ${recorded.length} recorded sessions announced a recording; ${twice} twice; ${unrecorded} for sessions not recorded`);
+    check('recording.ready at most once, only for recorded sessions', twice === 0 && unrecorded === 0, `${recordingReady.size} of ${recorded.length} recorded sessions announced a recording (${END_PATHS.map((k) => `${k} ${recorded.filter((d) => d.plan.path === k && recordingReady.has(d.id)).length}/${recorded.filter((d) => d.plan.path === k).length}`).join(', ')}; one with no frame has none); ${twice} twice; ${unrecorded} for sessions not recorded`);
     const hung = receivers.hung();
     figure(`hanging receiver: ${hung.answeredLate} deliveries answered after the deadline, ${hung.neverAnswered} never answered`);
 
