@@ -98,6 +98,7 @@ export function postJson(
     let timer: NodeJS.Timeout | undefined;
     // Set once the status line arrived: a deadline then ends the body read, not the attempt.
     let concludeEarly: (() => void) | undefined;
+    let responded = false;
     const finish = (r: PostResult) => {
       if (settled) return;
       settled = true;
@@ -118,6 +119,7 @@ export function postJson(
         },
       },
       (res) => {
+        responded = true;
         const status = res.statusCode ?? 0;
         const chunks: Buffer[] = [];
         let read = 0;
@@ -179,7 +181,21 @@ export function postJson(
       req.destroy();
       finish(done({ ok: false, status: null, error: `Timed out after ${options.timeoutMs} ms`, body: null, retryAfterMs: null }));
     }, options.timeoutMs);
-    req.on('error', (err) => finish(done({ ok: false, status: null, error: describeError(err), body: null, retryAfterMs: null })));
+    req.on('error', (err) => {
+      // A kept-alive connection that the receiver closed just as we reused it (Node's
+      // documented race, `reusedSocket`): the request never reached it, so it goes again,
+      // on another connection and within the same deadline, instead of counting as a failed
+      // attempt. Each stale connection is used once, so this ends.
+      if (req.reusedSocket && !responded && !settled && (err as NodeJS.ErrnoException).code === 'ECONNRESET') {
+        settled = true;
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        const timeoutMs = Math.max(1, options.timeoutMs - (performance.now() - started));
+        void postJson(url, body, headers, { ...options, timeoutMs }).then((r) => resolve({ ...r, durationMs: Math.round(performance.now() - started) }));
+        return;
+      }
+      finish(done({ ok: false, status: null, error: describeError(err), body: null, retryAfterMs: null }));
+    });
     req.end(payload);
   });
 }
