@@ -12,6 +12,7 @@ import type { Config, ServiceConfig } from './config/config.js';
 import { openDb, type Db } from './store/db.js';
 import { migrate } from './store/migrate.js';
 import { bootstrapKey, findKey } from './auth/api-keys.js';
+import { openRateLimits } from './http/rate-limit/index.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { compose } from './capability/index.js';
 import { fsBlobAreas } from './storage/blobs.js';
@@ -82,9 +83,12 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     if (applied.length) log.info({ applied }, 'database migrated');
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
     const secrets = await openSecrets(db, config);
+    // Counted where every node sees them (http/rate-limit/index.ts chooses).
+    const rateLimits = await openRateLimits({ db, config, log });
+    cleanups.push(() => rateLimits.close());
 
     const metrics = new Metrics();
-    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets, metrics })
+    const service = compose({ db, config, log, blobs: fsBlobAreas(config.dataDir), secrets, metrics, rateLimits })
       .add(sessions)
       .add(extensions)
       .add(clientCertificates)

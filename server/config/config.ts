@@ -97,6 +97,10 @@ export interface Config {
   clusterSecret: string | undefined;
   /** A node that has not heartbeated for this long is dead: survivors fail its sessions. */
   nodeDeadAfterSeconds: number;
+  /** Redis that counts rate limits for every node using it (may hold a password: never log it); undefined: PostgreSQL or memory. */
+  redisUrl: string | undefined;
+  /** Prepended to every Redis key this server writes. */
+  redisKeyPrefix: string;
 }
 
 export type LlmProvider = 'openai' | 'anthropic';
@@ -177,6 +181,8 @@ export const variables = {
   NODE_INTERNAL_URL: 'http:// or https:// address the other nodes reach this node at, for forwarded CDP, live-view and session requests; set on every node of a cluster (unset: the node runs alone).',
   CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry it (never logged). Required with NODE_INTERNAL_URL.',
   NODE_DEAD_AFTER_SECONDS: 'A node whose heartbeat is this many seconds old is dead: the others fail its sessions and take over its queued work, 3 to 3600 (default 15).',
+  REDIS_URL: 'redis:// or rediss:// URL of a Redis that counts the rate limits (session creation, web fetch, agent access) for every node using it; the start fails if it does not answer. Unset: PostgreSQL counts them with DATABASE_URL, this process with PGlite.',
+  REDIS_KEY_PREFIX: 'Prepended to the Redis keys of REDIS_URL, so several services can share one Redis (default cloud-browser:).',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
 
@@ -288,6 +294,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (nodeInternalUrl !== undefined && databaseUrl === undefined) {
     problems.push('NODE_INTERNAL_URL (several nodes) needs DATABASE_URL: the embedded PGlite database serves one node only');
   }
+  const redisUrl = env.REDIS_URL || undefined;
+  // Never echo the URL: it may hold a password.
+  if (redisUrl !== undefined && !/^rediss?:\/\/[^/\s]*/.test(redisUrl)) problems.push('REDIS_URL must start with redis:// or rediss://');
+  const redisKeyPrefix = str('REDIS_KEY_PREFIX', 'cloud-browser:');
+  if (!/^[A-Za-z0-9._:{}-]{1,100}$/.test(redisKeyPrefix)) {
+    problems.push(`REDIS_KEY_PREFIX=${JSON.stringify(redisKeyPrefix)} must be 1 to 100 letters, digits, dots, dashes, underscores, colons or braces`);
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -353,6 +366,8 @@ export function loadConfig(env: Env = process.env): Config {
     nodeInternalUrl,
     clusterSecret,
     nodeDeadAfterSeconds: int('NODE_DEAD_AFTER_SECONDS', 15, 3, 3600),
+    redisUrl,
+    redisKeyPrefix,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -15,7 +15,7 @@ import { sameToken } from '../auth/tokens.js';
 import type { EndReason, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { refuseUnpaid } from '../credits/account.js';
-import { RateLimiter } from '../http/rate-limit.js';
+import type { RateLimiter, RateLimits } from '../http/rate-limit/index.js';
 import type { ServiceProxyPool } from '../net/service-proxies.js';
 import type { TrafficProxy } from '../net/traffic-proxy.js';
 import type { Db } from '../store/db.js';
@@ -104,6 +104,8 @@ export interface SessionManagerOptions {
   /** The composed capabilities' part in every session's life. */
   sessionHooks: SessionHooks;
   serviceProxies: ServiceProxyPool;
+  /** Where the per-key creation rate is counted (shared by the nodes of a cluster). */
+  rateLimits: RateLimits;
 }
 
 const TICK_MS = 1_000;
@@ -128,7 +130,7 @@ export class SessionManager {
     // behind, a second node does not take them.
     this.nodeId = config.nodeId ?? `${hostname()}:${installationId(config.dataDir)}`;
     this.browsersDir = browsersDirFor(config.dataDir);
-    this.creationRate = new RateLimiter(config.sessionCreateRatePerMinute);
+    this.creationRate = o.rateLimits.limiter('session_create', config.sessionCreateRatePerMinute);
     this.cdpProxy = createCdpProxy({
       log,
       resolve: async (sessionId, credential) => {
@@ -222,7 +224,7 @@ export class SessionManager {
     const unpaid = await refuseUnpaid(this.o.db, owner.projectId, this.o.config);
     if (unpaid) return { ok: false, status: 402, message: unpaid };
     if (!options.internal) {
-      const rate = this.creationRate.take(owner.apiKeyId);
+      const rate = await this.creationRate.take(owner.apiKeyId);
       if (!rate.allowed) {
         return { ok: false, status: 429, message: 'Session creation rate limit exceeded', retryAfterSeconds: rate.retryAfterSeconds };
       }
