@@ -48,10 +48,9 @@ export function postgresRateLimits(db: Db, log: Logger): RateLimits {
       return {
         async take(key): Promise<Verdict> {
           sweepSometimes();
-          const params = [name, key, perMinute, WINDOW_MS];
-          const taken = await db.query(TAKE, params);
+          const taken = await db.query(TAKE, [name, key, perMinute, WINDOW_MS]);
           if (taken.length > 0) return { allowed: true };
-          const [row] = await db.query<{ oldest: number; now: number }>(OLDEST, params);
+          const [row] = await db.query<{ oldest: number; now: number }>(OLDEST, [name, key, perMinute]);
           // The row was swept between the two statements: its hits had all left the window.
           if (!row) return { allowed: false, retryAfterSeconds: 1 };
           return { allowed: false, retryAfterSeconds: retryAfterSeconds(row.oldest, row.now) };

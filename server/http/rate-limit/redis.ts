@@ -41,7 +41,9 @@ export async function redisRateLimits(o: { url: string; keyPrefix: string; log: 
   });
   // Reconnections are ioredis's job; an 'error' event without a listener would crash the process.
   let lastWarn = 0;
+  let lastError: Error | undefined;
   redis.on('error', (err: Error) => {
+    lastError = err;
     if (Date.now() - lastWarn < 10_000) return;
     lastWarn = Date.now();
     o.log.warn({ err: err.message }, 'Redis (REDIS_URL) connection error');
@@ -52,7 +54,7 @@ export async function redisRateLimits(o: { url: string; keyPrefix: string; log: 
   } catch (err) {
     redis.disconnect();
     // Never echo the URL: it may hold a password.
-    throw new Error(`REDIS_URL: Redis does not answer (${(err as Error).message})`);
+    throw new Error(`REDIS_URL: Redis does not answer (${(lastError ?? (err as Error)).message})`);
   }
   redis.defineCommand('rateLimitTake', { numberOfKeys: 1, lua: TAKE });
   const take = redis as unknown as TakeCommand;
