@@ -8,11 +8,11 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDb, type Db } from '../../store/db.js';
 import { migrate } from '../../store/migrate.js';
-import { withPostgresSchema } from '../../store/pg-schema.js';
 import { MemoryRateLimiter } from './memory.js';
 import { postgresRateLimits } from './postgres.js';
 import { redisRateLimits } from './redis.js';
 import type { RateLimits } from './limiter.js';
+import { sharedPostgresSchema } from '../../testing/harness.js';
 import { deleteKeys, redisAnswers, TEST_REDIS_URL, testKeyPrefix } from '../../testing/redis.js';
 
 const log = pino({ level: 'silent' });
@@ -69,15 +69,10 @@ describe('rate limits: memory', () => {
 
 describe.skipIf(!process.env.DATABASE_URL)('rate limits: PostgreSQL', () => {
   const dbs: Db[] = [];
-  let release: () => void = () => {};
-  let dropped: Promise<void> | undefined;
+  let schema: Awaited<ReturnType<typeof sharedPostgresSchema>>;
   laws(async () => {
-    const url = await new Promise<string>((resolveUrl) => {
-      dropped = withPostgresSchema(process.env.DATABASE_URL!, 'test_rl', (u) => {
-        resolveUrl(u);
-        return new Promise<void>((r) => (release = r));
-      });
-    });
+    schema = await sharedPostgresSchema();
+    const url = schema.url;
     dbs.push(await openDb({ databaseUrl: url }), await openDb({ databaseUrl: url }));
     await migrate(dbs[0]);
     return [postgresRateLimits(dbs[0], log), postgresRateLimits(dbs[1], log)];
@@ -95,8 +90,7 @@ describe.skipIf(!process.env.DATABASE_URL)('rate limits: PostgreSQL', () => {
 
   afterAll(async () => {
     for (const db of dbs) await db.close();
-    release();
-    await dropped;
+    await schema.drop();
   });
 });
 
