@@ -101,7 +101,11 @@ export interface Config {
   redisUrl: string | undefined;
   /** Prepended to every Redis key this server writes. */
   redisKeyPrefix: string;
+  /** Where rate limits are counted; memory only where this node runs alone. */
+  rateLimitStore: RateLimitStore;
 }
+
+export type RateLimitStore = 'memory' | 'postgres' | 'redis';
 
 export type LlmProvider = 'openai' | 'anthropic';
 
@@ -182,6 +186,7 @@ export const variables = {
   CLUSTER_SECRET: 'Shared by every node of a cluster, at least 32 characters: node-to-node requests carry it (never logged). Required with NODE_INTERNAL_URL.',
   NODE_DEAD_AFTER_SECONDS: 'A node whose heartbeat is this many seconds old is dead: the others fail its sessions and take over its queued work, 3 to 3600 (default 15).',
   REDIS_URL: 'redis:// or rediss:// URL of a Redis that counts the rate limits (session creation, web fetch, agent access) for every node using it; the start fails if it does not answer. Unset: PostgreSQL counts them with DATABASE_URL, this process with PGlite.',
+  RATE_LIMIT_STORE: 'Where the rate limits are counted: redis (needs REDIS_URL), postgres (needs DATABASE_URL) or memory (this node only; refused with NODE_INTERNAL_URL). Default: redis with REDIS_URL, else postgres with DATABASE_URL, else memory.',
   REDIS_KEY_PREFIX: 'Prepended to the Redis keys of REDIS_URL, so several services can share one Redis (default cloud-browser:).',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
@@ -301,6 +306,14 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^[A-Za-z0-9._:{}-]{1,100}$/.test(redisKeyPrefix)) {
     problems.push(`REDIS_KEY_PREFIX=${JSON.stringify(redisKeyPrefix)} must be 1 to 100 letters, digits, dots, dashes, underscores, colons or braces`);
   }
+  const rateLimitStore = str('RATE_LIMIT_STORE', redisUrl ? 'redis' : databaseUrl ? 'postgres' : 'memory') as RateLimitStore;
+  if (rateLimitStore === 'redis' && !redisUrl) problems.push('RATE_LIMIT_STORE=redis needs REDIS_URL');
+  else if (rateLimitStore === 'postgres' && !databaseUrl) problems.push('RATE_LIMIT_STORE=postgres needs DATABASE_URL');
+  else if (rateLimitStore === 'memory' && nodeInternalUrl !== undefined) {
+    problems.push('RATE_LIMIT_STORE=memory counts on each node apart: a cluster (NODE_INTERNAL_URL) needs postgres or redis');
+  } else if (!['memory', 'postgres', 'redis'].includes(rateLimitStore)) {
+    problems.push(`RATE_LIMIT_STORE=${JSON.stringify(rateLimitStore)} must be memory, postgres or redis`);
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -368,6 +381,7 @@ export function loadConfig(env: Env = process.env): Config {
     nodeDeadAfterSeconds: int('NODE_DEAD_AFTER_SECONDS', 15, 3, 3600),
     redisUrl,
     redisKeyPrefix,
+    rateLimitStore,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

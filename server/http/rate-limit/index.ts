@@ -18,8 +18,10 @@ import { redisRateLimits } from './redis.js';
 export type { RateLimitBackend, RateLimiter, RateLimits, Verdict } from './limiter.js';
 export { MemoryRateLimiter } from './memory.js';
 
-export async function openRateLimits(o: { db: Db; config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>; log: Logger }): Promise<RateLimits> {
-  if (o.config.redisUrl) return redisRateLimits({ url: o.config.redisUrl, keyPrefix: o.config.redisKeyPrefix, log: o.log });
-  if (o.db.kind === 'postgres') return postgresRateLimits(o.db, o.log);
+export async function openRateLimits(o: { db: Db; config: Pick<Config, 'rateLimitStore' | 'redisUrl' | 'redisKeyPrefix'>; log: Logger }): Promise<RateLimits> {
+  const { rateLimitStore, redisUrl, redisKeyPrefix } = o.config;
+  // loadConfig has checked that the store's URL is set.
+  if (rateLimitStore === 'redis') return redisRateLimits({ url: redisUrl!, keyPrefix: redisKeyPrefix, log: o.log });
+  if (rateLimitStore === 'postgres' && o.db.kind === 'postgres') return postgresRateLimits(o.db, o.log);
   return memoryRateLimits();
 }
