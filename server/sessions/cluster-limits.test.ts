@@ -2,7 +2,8 @@
 // real HTTP, real Chromium) share one PostgreSQL schema, as two nodes of a cluster do. Each
 // server's memory counts only its own requests, so these pass only when the count lives in
 // the database (or Redis): the per-key session-creation and web-fetch rate limits, and the
-// per-project concurrent-browser cap raced from both servers.
+// per-project concurrent-browser cap raced from both servers; and credits, which are sums
+// over the database's ledger, charged on either node and refused on both.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
@@ -69,6 +70,8 @@ for (const store of ['PostgreSQL', 'Redis'] as const) {
         SESSION_CREATE_RATE_PER_MINUTE: '2',
         FETCH_RATE_PER_MINUTE: '2',
         FETCH_BROWSERS: '1',
+        // Two web fetches (0.005 credits each) and the seconds of two sessions pass it.
+        COST_LIMIT: '0.01',
         ...(store === 'Redis' ? { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: prefix } : {}),
       });
     }, 60_000);
@@ -102,6 +105,19 @@ for (const store of ['PostgreSQL', 'Redis'] as const) {
       expect((await send(b, key, 'POST', '/v1/tools/fetch/webpage', { url })).status).toBe(200);
       await expectRateLimited(await send(b, key, 'POST', '/v1/tools/fetch/webpage', { url }));
       await expectRateLimited(await send(a, key, 'POST', '/v1/tools/fetch/webpage', { url }));
+    });
+
+    it("credits hold across nodes: what either charged counts on both, and a cost limit reached through both refuses on either", async () => {
+      const { a, b, key } = nodes;
+      // After the two tests above: two fetches, one on each node, and two short sessions.
+      const billing = await Promise.all([a, b].map(async (n) => (await (await send(n, key, 'GET', '/v1/billing')).json()).data));
+      expect(billing[0].credits_used).toBeGreaterThanOrEqual(0.01);
+      expect(billing[1]).toEqual(billing[0]);
+      for (const n of [a, b]) {
+        const res = await send(n, key, 'POST', '/v1/sessions', HEADLESS);
+        expect(res.status).toBe(402);
+        expect((await res.json()).error.message).toMatch(/reached the cost limit of 0.01/);
+      }
     });
   });
 }
