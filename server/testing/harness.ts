@@ -63,7 +63,12 @@ export async function startTestServer(
   // options.logs collects every log line, for tests about what logs say (and never say).
   const logs = options.logs;
   const destination = logs ? { write: (line: string) => void logs.push(line) } : undefined;
-  const server = await startServer(config, createLogger(config.logLevel, destination));
+  const server = await startServer(config, createLogger(config.logLevel, destination)).catch(async (err) => {
+    // A start that fails (a test about start errors) leaves nothing behind either.
+    releaseSchema?.();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  });
   const publicUrl = server.url;
   return {
     ...server,

@@ -12,7 +12,7 @@ import { MemoryRateLimiter } from './memory.js';
 import { postgresRateLimits } from './postgres.js';
 import { redisRateLimits } from './redis.js';
 import type { RateLimits } from './limiter.js';
-import { sharedPostgresSchema } from '../../testing/harness.js';
+import { sharedPostgresSchema, startTestServer } from '../../testing/harness.js';
 import { deleteKeys, redisAnswers, TEST_REDIS_URL, testKeyPrefix } from '../../testing/redis.js';
 
 const log = pino({ level: 'silent' });
@@ -111,5 +111,19 @@ describe.skipIf(!redisUp)('rate limits: Redis', () => {
   afterAll(async () => {
     for (const l of opened) await l.close();
     await deleteKeys(prefix);
+  });
+});
+
+describe('a server given a REDIS_URL that does not answer', () => {
+  it('does not start, and says which variable and why, without the password', async () => {
+    const err = await startTestServer({ env: { REDIS_URL: 'redis://:hunter2@127.0.0.1:1' } }).then(
+      async (t) => {
+        await t.close();
+        return undefined;
+      },
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(/^REDIS_URL: Redis does not answer \(.*ECONNREFUSED/);
+    expect(err!.message).not.toContain('hunter2');
   });
 });
