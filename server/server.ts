@@ -12,6 +12,7 @@ import type { Config, ServiceConfig } from './config/config.js';
 import { openDb, type Db } from './store/db.js';
 import { migrate } from './store/migrate.js';
 import { bootstrapKey, findKey } from './auth/api-keys.js';
+import { openRateLimits } from './http/rate-limit/index.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { compose } from './capability/index.js';
 import { openBlobAreas } from './storage/areas.js';
@@ -87,13 +88,16 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     if (applied.length) log.info({ applied }, 'database migrated');
     const bootstrap = await bootstrapKey(db, config.bootstrapApiKey);
     const secrets = await openSecrets(db, config);
+    // Counted where every node sees them (http/rate-limit/index.ts chooses).
+    const rateLimits = await openRateLimits({ db, config, log });
+    cleanups.push(() => rateLimits.close());
 
     const blobs = await openBlobAreas(config);
     cleanups.push(async () => blobs.close());
     log.info({ storage: blobs.describe }, 'blob storage');
 
     const metrics = new Metrics();
-    const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics })
+    const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics, rateLimits })
       .add(sessions)
       .add(extensions)
       .add(clientCertificates)

@@ -6,7 +6,7 @@ import type { components } from '../../generated/types.js';
 import type { Config } from '../config/config.js';
 import type { AppHandlers } from '../http/app.js';
 import type { PublicContext } from '../http/context.js';
-import { RateLimiter } from '../http/rate-limit.js';
+import type { RateLimits } from '../http/rate-limit/index.js';
 import type { Db } from '../store/db.js';
 import { answerMatches, hashAnswer, hashToken, newChallenge, newChallengeId, newToken, rateKey } from './challenge.js';
 import { insertChallenge, redeemChallenge, sweepChallenges } from './store.js';
@@ -26,6 +26,7 @@ export interface AgentAccessDeps {
     | 'agentAccessRatePerMinute'
   > & { publicUrl: string };
   log: Logger;
+  rateLimits: RateLimits;
 }
 
 const GUIDE = '/v1/agent-access';
@@ -41,7 +42,7 @@ const toSessions: Next = {
 const retryChallenge: Next = { path: CHALLENGE, description: 'GET a new challenge and try again.' };
 const SWEEP_EVERY_MS = 60_000;
 
-export function agentAccessHandlers({ db, config, log }: AgentAccessDeps): Pick<AppHandlers, AgentAccessOperation> {
+export function agentAccessHandlers({ db, config, log, rateLimits }: AgentAccessDeps): Pick<AppHandlers, AgentAccessOperation> {
   const docs = `${config.publicUrl}/docs`;
   const ttl = config.agentAccessChallengeTtlSeconds;
   const fail = <S extends 400 | 401 | 429>(status: S, error: string, next: Next, headers?: Record<string, string>) => ({
@@ -54,9 +55,9 @@ export function agentAccessHandlers({ db, config, log }: AgentAccessDeps): Pick<
   // requests, so the default 60 a minute leaves room for retries and nothing for mass
   // minting of projects. Keyed by the TCP peer (ctx.clientIp): behind a reverse proxy that
   // is the proxy, and every client shares its budget.
-  const limiter = new RateLimiter(config.agentAccessRatePerMinute);
-  const limited = (ctx: PublicContext) => {
-    const verdict = limiter.take(rateKey(ctx.clientIp));
+  const limiter = rateLimits.limiter('agent_access', config.agentAccessRatePerMinute);
+  const limited = async (ctx: PublicContext) => {
+    const verdict = await limiter.take(rateKey(ctx.clientIp));
     if (verdict.allowed) return undefined;
     return fail(429, 'Too many requests; retry after the time in Retry-After', { path: GUIDE, description: 'Wait, then retry.' }, {
       'Retry-After': String(verdict.retryAfterSeconds),
@@ -118,12 +119,12 @@ export function agentAccessHandlers({ db, config, log }: AgentAccessDeps): Pick<
   log.debug({ ttlSeconds: ttl, ratePerMinute: config.agentAccessRatePerMinute }, 'agent access ready');
 
   return {
-    getAgentAccessGuide(_req, ctx) {
-      return limited(ctx) ?? { status: 200, body: guide };
+    async getAgentAccessGuide(_req, ctx) {
+      return (await limited(ctx)) ?? { status: 200 as const, body: guide };
     },
 
     async getAgentAccessChallenge(_req, ctx) {
-      const refused = limited(ctx);
+      const refused = await limited(ctx);
       if (refused) return refused;
       sweepSometimes(ctx);
       const challenge = newChallenge();
@@ -151,7 +152,7 @@ export function agentAccessHandlers({ db, config, log }: AgentAccessDeps): Pick<
     },
 
     async submitAgentAccess(req, ctx) {
-      const refused = limited(ctx);
+      const refused = await limited(ctx);
       if (refused) return refused;
       const { token, answer, identity_token } = req.body;
       // Checked before the challenge is touched, so the same token and answer can be sent

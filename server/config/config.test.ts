@@ -9,6 +9,31 @@ describe('loadConfig', () => {
     expect(c.publicUrl).toBeUndefined();
   });
 
+  it('counts rate limits in Redis with REDIS_URL, else PostgreSQL with DATABASE_URL, else memory; never memory in a cluster', () => {
+    const pg = 'postgres://postgres@127.0.0.1/x';
+    expect(loadConfig({}).rateLimitStore).toBe('memory');
+    expect(loadConfig({ DATABASE_URL: pg }).rateLimitStore).toBe('postgres');
+    expect(loadConfig({ DATABASE_URL: pg, REDIS_URL: 'redis://127.0.0.1:6379' })).toMatchObject({ rateLimitStore: 'redis', redisKeyPrefix: 'cloud-browser:' });
+    expect(loadConfig({ DATABASE_URL: pg, RATE_LIMIT_STORE: 'memory' }).rateLimitStore).toBe('memory');
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        return (err as ConfigError).problems.join('\n');
+      }
+      return '';
+    };
+    expect(problems({ REDIS_URL: 'http://u:sekrit@h' })).toContain('REDIS_URL must start with redis://');
+    expect(problems({ REDIS_URL: 'http://u:sekrit@h' })).not.toContain('sekrit');
+    expect(problems({ RATE_LIMIT_STORE: 'redis' })).toContain('RATE_LIMIT_STORE=redis needs REDIS_URL');
+    expect(problems({ RATE_LIMIT_STORE: 'postgres' })).toContain('RATE_LIMIT_STORE=postgres needs DATABASE_URL');
+    expect(problems({ RATE_LIMIT_STORE: 'disk' })).toContain('must be memory, postgres or redis');
+    expect(problems({ REDIS_KEY_PREFIX: 'has space' })).toContain('REDIS_KEY_PREFIX');
+    expect(
+      problems({ DATABASE_URL: pg, RATE_LIMIT_STORE: 'memory', NODE_INTERNAL_URL: 'http://10.0.0.5:8080', CLUSTER_SECRET: 'x'.repeat(32) }),
+    ).toContain('RATE_LIMIT_STORE=memory counts on each node apart');
+  });
+
   it('names every bad variable in one error, without echoing a database URL', () => {
     let error: unknown;
     try {

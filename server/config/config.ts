@@ -99,6 +99,12 @@ export interface Config {
   nodeDeadAfterSeconds: number;
   /** Where finished files live (STORAGE_URL and the S3_ variables). */
   storage: StorageConfig;
+  /** Redis that counts rate limits for every node using it (may hold a password: never log it); undefined: PostgreSQL or memory. */
+  redisUrl: string | undefined;
+  /** Prepended to every Redis key this server writes. */
+  redisKeyPrefix: string;
+  /** Where rate limits are counted; memory only where this node runs alone. */
+  rateLimitStore: RateLimitStore;
 }
 
 /** DATA_DIR's folders (one node), or one S3-compatible bucket that every node shares. */
@@ -116,6 +122,8 @@ export type StorageConfig =
       /** AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (never logged); undefined: the SDK's default chain. */
       credentials: { accessKeyId: string; secretAccessKey: string } | undefined;
     };
+
+export type RateLimitStore = 'memory' | 'postgres' | 'redis';
 
 export type LlmProvider = 'openai' | 'anthropic';
 
@@ -201,6 +209,9 @@ export const variables = {
   S3_FORCE_PATH_STYLE: 'true addresses the bucket in the path (http://endpoint/bucket/key) rather than in the host name (default true when S3_ENDPOINT is set, else false).',
   AWS_ACCESS_KEY_ID: 'Access key of the STORAGE_URL bucket, with AWS_SECRET_ACCESS_KEY; unset: the AWS SDK\'s default chain (shared config files, instance or container roles).',
   AWS_SECRET_ACCESS_KEY: 'Secret key paired with AWS_ACCESS_KEY_ID (never logged).',
+  REDIS_URL: 'redis:// or rediss:// URL of a Redis that counts the rate limits (session creation, web fetch, agent access) for every node using it; the start fails if it does not answer. Unset: PostgreSQL counts them with DATABASE_URL, this process with PGlite.',
+  RATE_LIMIT_STORE: 'Where the rate limits are counted: redis (needs REDIS_URL), postgres (needs DATABASE_URL) or memory (this node only; refused with NODE_INTERNAL_URL). Default: redis with REDIS_URL, else postgres with DATABASE_URL, else memory.',
+  REDIS_KEY_PREFIX: 'Prepended to the Redis keys of REDIS_URL, so several services can share one Redis (default cloud-browser:).',
   OTEL_EXPORTER_OTLP_ENDPOINT: 'http(s):// base URL of an OpenTelemetry collector: traces of HTTP requests, database queries, session creation and browser launches go to its /v1/traces over OTLP/HTTP (JSON); unset: no traces.',
 } as const;
 
@@ -313,6 +324,21 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('NODE_INTERNAL_URL (several nodes) needs DATABASE_URL: the embedded PGlite database serves one node only');
   }
   const storage = readStorage(env, problems, env.S3_FORCE_PATH_STYLE ? bool('S3_FORCE_PATH_STYLE', true) : undefined);
+  const redisUrl = env.REDIS_URL || undefined;
+  // Never echo the URL: it may hold a password.
+  if (redisUrl !== undefined && !/^rediss?:\/\/[^/\s]*/.test(redisUrl)) problems.push('REDIS_URL must start with redis:// or rediss://');
+  const redisKeyPrefix = str('REDIS_KEY_PREFIX', 'cloud-browser:');
+  if (!/^[A-Za-z0-9._:{}-]{1,100}$/.test(redisKeyPrefix)) {
+    problems.push(`REDIS_KEY_PREFIX=${JSON.stringify(redisKeyPrefix)} must be 1 to 100 letters, digits, dots, dashes, underscores, colons or braces`);
+  }
+  const rateLimitStore = str('RATE_LIMIT_STORE', redisUrl ? 'redis' : databaseUrl ? 'postgres' : 'memory') as RateLimitStore;
+  if (rateLimitStore === 'redis' && !redisUrl) problems.push('RATE_LIMIT_STORE=redis needs REDIS_URL');
+  else if (rateLimitStore === 'postgres' && !databaseUrl) problems.push('RATE_LIMIT_STORE=postgres needs DATABASE_URL');
+  else if (rateLimitStore === 'memory' && nodeInternalUrl !== undefined) {
+    problems.push('RATE_LIMIT_STORE=memory counts on each node apart: a cluster (NODE_INTERNAL_URL) needs postgres or redis');
+  } else if (!['memory', 'postgres', 'redis'].includes(rateLimitStore)) {
+    problems.push(`RATE_LIMIT_STORE=${JSON.stringify(rateLimitStore)} must be memory, postgres or redis`);
+  }
   const logLevel = str('LOG_LEVEL', 'info') as LogLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)} must be one of fatal, error, warn, info, debug, trace, silent`);
@@ -379,6 +405,9 @@ export function loadConfig(env: Env = process.env): Config {
     clusterSecret,
     nodeDeadAfterSeconds: int('NODE_DEAD_AFTER_SECONDS', 15, 3, 3600),
     storage,
+    redisUrl,
+    redisKeyPrefix,
+    rateLimitStore,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Capability, SessionHooks } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { ServiceProxyPool } from '../net/service-proxies.js';
+import type { RateLimits } from '../http/rate-limit/index.js';
 import type { Db } from '../store/db.js';
 import { sessionHandlers, type SessionHandlers } from './handlers.js';
 import { SessionManager } from './manager.js';
@@ -18,6 +19,7 @@ export function sessions(d: {
   config: ServiceConfig;
   log: Logger;
   sessionHooks: SessionHooks;
+  rateLimits: RateLimits;
 }): Capability<keyof SessionHandlers, { sessions: SessionManager }> {
   // The operator's service proxies, one pool for the server: their health is shared by every session.
   const manager = new SessionManager({ ...d, serviceProxies: new ServiceProxyPool(d.config.serviceProxyPool, { log: d.log }) });

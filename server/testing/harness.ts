@@ -27,13 +27,19 @@ export const backends: Backend[] = process.env.DATABASE_URL ? ['pglite', 'postgr
 let pgCleanups: (() => Promise<void>)[] = [];
 
 export async function startTestServer(
-  options: { backend?: Backend; env?: Partial<Record<VariableName, string>>; logs?: string[] } = {},
+  options: {
+    backend?: Backend;
+    /** A schema several servers share (sharedPostgresSchema): nodes of one cluster. Implies PostgreSQL. */
+    databaseUrl?: string;
+    env?: Partial<Record<VariableName, string>>;
+    logs?: string[];
+  } = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'cb-test-'));
   const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;
-  let databaseUrl: string | undefined;
+  let databaseUrl = options.databaseUrl;
   let releaseSchema: (() => void) | undefined;
-  if (options.backend === 'postgres') {
+  if (options.backend === 'postgres' && databaseUrl === undefined) {
     if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
     // Hold the schema open until the server closes.
     databaseUrl = await new Promise<string>((resolveUrl) => {
@@ -57,7 +63,12 @@ export async function startTestServer(
   // options.logs collects every log line, for tests about what logs say (and never say).
   const logs = options.logs;
   const destination = logs ? { write: (line: string) => void logs.push(line) } : undefined;
-  const server = await startServer(config, createLogger(config.logLevel, destination));
+  const server = await startServer(config, createLogger(config.logLevel, destination)).catch(async (err) => {
+    // A start that fails (a test about start errors) leaves nothing behind either.
+    releaseSchema?.();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  });
   const publicUrl = server.url;
   return {
     ...server,
@@ -72,6 +83,27 @@ export async function startTestServer(
       await Promise.all(pgCleanups);
       pgCleanups = [];
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A PostgreSQL schema of its own for several servers of one test (a cluster on one database);
+ *  drop() removes it once they have closed. */
+export async function sharedPostgresSchema(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
+  let release: () => void = () => {};
+  let done: Promise<void> | undefined;
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    done = withPostgresSchema(process.env.DATABASE_URL!, 'test', (u) => {
+      resolveUrl(u);
+      return new Promise<void>((r) => (release = r));
+    }).catch(reject);
+  });
+  return {
+    url,
+    async drop() {
+      release();
+      await done;
     },
   };
 }

@@ -10,7 +10,7 @@ import { charge } from '../credits/ledger.js';
 import type { Config } from '../config/config.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail, failText } from '../http/errors.js';
-import { RateLimiter } from '../http/rate-limit.js';
+import type { RateLimits } from '../http/rate-limit/index.js';
 import type { Db } from '../store/db.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import type { SessionManager } from '../sessions/index.js';
@@ -26,15 +26,16 @@ export interface ToolDeps {
   log: Logger;
   tools: ToolService;
   sessions: Pick<SessionManager, 'get' | 'lookup' | 'touch'>;
+  rateLimits: RateLimits;
 }
 
 /** What the content tool gives a page of a session to load, as the vendor's does. */
 const SESSION_LOAD_TIMEOUT_MS = 20_000;
 
-export function toolHandlers({ db, config, log, tools, sessions }: ToolDeps): ToolHandlers {
-  const fetchRate = new RateLimiter(config.fetchRatePerMinute);
-  const screenshotRate = new RateLimiter(config.fetchRatePerMinute);
-  const pdfRate = new RateLimiter(config.fetchRatePerMinute);
+export function toolHandlers({ db, config, log, tools, sessions, rateLimits }: ToolDeps): ToolHandlers {
+  const fetchRate = rateLimits.limiter('web_fetch', config.fetchRatePerMinute);
+  const screenshotRate = rateLimits.limiter('screenshot', config.fetchRatePerMinute);
+  const pdfRate = rateLimits.limiter('page_pdf', config.fetchRatePerMinute);
 
   const unexpected = (err: unknown, ctxLog: Logger) => {
     // The HTTP layer answers a database outage with 503.
@@ -62,7 +63,7 @@ export function toolHandlers({ db, config, log, tools, sessions }: ToolDeps): To
         if (b.new_page || b.page_index !== undefined || b.return_partial_on_timeout) {
           return fail(400, 'new_page, page_index and return_partial_on_timeout read a page of a session: give its sessionId');
         }
-        const rate = fetchRate.take(ctx.apiKeyId);
+        const rate = await fetchRate.take(ctx.apiKeyId);
         if (!rate.allowed) return { ...fail(429, 'Rate limit exceeded'), headers: { 'Retry-After': String(rate.retryAfterSeconds) } };
         let result;
         try {
@@ -98,7 +99,7 @@ export function toolHandlers({ db, config, log, tools, sessions }: ToolDeps): To
     },
 
     async fetchWebpage(req, ctx) {
-      const rate = fetchRate.take(ctx.apiKeyId);
+      const rate = await fetchRate.take(ctx.apiKeyId);
       if (!rate.allowed) return { ...failText(429, 'Rate limit exceeded'), headers: { 'Retry-After': String(rate.retryAfterSeconds) } };
       let result;
       try {
@@ -123,7 +124,7 @@ export function toolHandlers({ db, config, log, tools, sessions }: ToolDeps): To
     },
 
     async takeScreenshot(req, ctx) {
-      const rate = screenshotRate.take(ctx.apiKeyId);
+      const rate = await screenshotRate.take(ctx.apiKeyId);
       if (!rate.allowed) return { ...fail(429, 'Rate limit exceeded'), headers: { 'Retry-After': String(rate.retryAfterSeconds) } };
       const b = req.body;
       try {
@@ -147,7 +148,7 @@ export function toolHandlers({ db, config, log, tools, sessions }: ToolDeps): To
     },
 
     async renderPagePdf(req, ctx) {
-      const rate = pdfRate.take(ctx.apiKeyId);
+      const rate = await pdfRate.take(ctx.apiKeyId);
       if (!rate.allowed) return { ...fail(429, 'Rate limit exceeded'), headers: { 'Retry-After': String(rate.retryAfterSeconds) } };
       const b = req.body;
       try {

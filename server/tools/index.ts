@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
+import type { RateLimits } from '../http/rate-limit/index.js';
 import type { Db } from '../store/db.js';
 import type { SessionManager } from '../sessions/index.js';
 import { ToolService } from './fetch.js';
@@ -14,9 +15,10 @@ export function tools(d: {
   config: ServiceConfig;
   log: Logger;
   sessions: SessionManager;
+  rateLimits: RateLimits;
 }): Capability<keyof ToolHandlers, { toolHandlers: ToolHandlers }> {
   const service = new ToolService({ config: d.config, log: d.log });
-  const handlers = toolHandlers({ db: d.db, config: d.config, log: d.log, tools: service, sessions: d.sessions });
+  const handlers = toolHandlers({ db: d.db, config: d.config, log: d.log, tools: service, sessions: d.sessions, rateLimits: d.rateLimits });
   return {
     name: 'tools',
     handlers,
