@@ -1,15 +1,18 @@
 import { defineConfig } from 'vitest/config';
 
-// Real browsers and real databases: generous timeouts, and files run one at a time in
-// forks so two files never fight over the machine's two cores and Chromium processes
-// left by a failing file are reaped with its process.
+// Real browsers and real databases: generous timeouts, and each file in a fork of its own,
+// so Chromium processes left by a failing file are reaped with its process. Two files run at
+// once: most of a browser test's time is spent waiting (for a page, a time-out, a child
+// server's start), not on the CPU, and every test owns its ports, directories, schemas and
+// Xvfb displays (-displayfd), so two files never see each other's browsers.
 export default defineConfig({
   test: {
     include: ['server/**/*.test.ts', 'conformance/**/*.test.ts', 'scripts/**/*.test.ts', 'fixtures/**/*.test.ts', 'bench/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    fileParallelism: false,
+    fileParallelism: true,
+    maxWorkers: 2,
     reporters: ['default'],
   },
 });
