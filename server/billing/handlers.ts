@@ -8,6 +8,7 @@ import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import { historyBuckets, type Granularity } from '../sessions/index.js';
 import { account } from '../credits/account.js';
+import { clusterCapacity } from '../cluster/store.js';
 
 export type BillingHandlers = Pick<AppHandlers, 'getBilling'>;
 
@@ -39,7 +40,10 @@ export function billingHandlers({ db, config }: { db: Db; config: ServiceConfig 
       const wantsUsage = q.from_date !== undefined || q.to_date !== undefined || q.granularity !== undefined;
       const range = wantsUsage ? usageRange(q) : undefined;
       if (range && 'error' in range) return fail(400, range.error);
-      const a = await account(db, ctx.projectId, config);
+      // MAX_CONCURRENT_BROWSERS is per node: a project without a cap of its own may fill
+      // every node of a cluster (placement sends a session where there is room).
+      const capacity = config.nodeInternalUrl ? await clusterCapacity(db, config.nodeDeadAfterSeconds) : undefined;
+      const a = await account(db, ctx.projectId, { ...config, maxConcurrentBrowsers: capacity ?? config.maxConcurrentBrowsers });
       if (!a) return fail(401, 'Unknown project');
       const data = {
         credits: a.credits,

@@ -1,11 +1,10 @@
 // The conformance suite against a three-node cluster through one address (a round-robin
 // front, no stickiness): every request may land on a node that does not own its session.
 // CI runs the families that exercise routing (sessions, CDP, live view, recordings, session
-// files, MCP, execute-code), within a few minutes; CLUSTER_CONFORMANCE_FULL=1 runs every check.
-// Two checks of the full run do not hold for a cluster without what other branches bring:
-// F7 reads one node's MAX_CONCURRENT_BROWSERS from /v1/billing while the cluster holds three
-// times that, and P2 needs a shared STORAGE_URL (a profile saved on one node's disk is not
-// on the node a new session is placed on).
+// files, MCP, execute-code, a profile saved on one node and used on another), within a few
+// minutes; CLUSTER_CONFORMANCE_FULL=1 runs every check. The nodes share one S3-compatible
+// store (a local s3rver), as a cluster must: a profile or recording one node stored is read
+// by another.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,25 +12,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalS3, type LocalS3 } from '../testing/s3-server.js';
 import { startTestCluster, type TestCluster } from './test-support.js';
 
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) console.log('server/cluster/conformance.test.ts skipped: several nodes need PostgreSQL (set DATABASE_URL)');
 const full = process.env.CLUSTER_CONFORMANCE_FULL === '1';
 /** S10 waits out a one-minute idle timeout: the full run has it. */
-const ROUTING_FAMILIES = ['S1', 'S2', 'S3', 'S4', 'S6', 'S7', 'S8', 'S9', 'SF*', 'M*', 'X1', 'X4', 'G9', 'G11'];
+const ROUTING_FAMILIES = ['S1', 'S2', 'S3', 'S4', 'S6', 'S7', 'S8', 'S9', 'SF*', 'M*', 'X1', 'X4', 'G9', 'G11', 'P2'];
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 describe.skipIf(!databaseUrl)(`the conformance suite (${full ? 'every check' : 'routing families'}) through a round-robin front over three nodes`, () => {
   let cluster: TestCluster;
+  let s3: LocalS3;
   const adminToken = `adm_${randomBytes(24).toString('hex')}`;
   const reportDir = mkdtempSync(join(tmpdir(), 'cb-cluster-conformance-'));
 
   beforeAll(async () => {
-    cluster = await startTestCluster({ databaseUrl: databaseUrl!, count: 3, env: { ADMIN_TOKEN: adminToken, MAX_CONCURRENT_BROWSERS: '4' } });
+    s3 = await startLocalS3();
+    cluster = await startTestCluster({ databaseUrl: databaseUrl!, count: 3, env: { ADMIN_TOKEN: adminToken, MAX_CONCURRENT_BROWSERS: '4', ...(s3.env() as Record<string, string>) } });
   }, 120_000);
   afterAll(async () => {
     await cluster?.close();
+    await s3?.stop();
     rmSync(reportDir, { recursive: true, force: true });
   }, 60_000);
 

@@ -45,6 +45,15 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
 
   let main: { id: string; cdp_url: string; live_view_url: string };
 
+  it("reports the cluster's browsers as a project's concurrent-browser limit, from any node", async () => {
+    // MAX_CONCURRENT_BROWSERS is 1 a node; placement lets a project without a cap of its own use all three.
+    for (const i of [0, 1, 2]) {
+      const res = await node(i).request('/v1/billing');
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { data: { max_concurrent_browsers: number } }).data.max_concurrent_browsers).toBe(3);
+    }
+  });
+
   it('places a session on another node when A is full, and answers 429 only when every node is', async () => {
     const first = await create(0, { ...HEADLESS, session: { recording: { active: true } } });
     expect(first.status).toBe(200);

@@ -38,6 +38,17 @@ export async function liveNodes(db: Db, deadAfterSeconds: number): Promise<NodeR
   );
 }
 
+/** Browsers the cluster's live nodes that take sessions may run together: what a project
+ *  without a cap of its own may run. undefined when no such node is registered. */
+export async function clusterCapacity(db: Db, deadAfterSeconds: number): Promise<number | undefined> {
+  const [row] = await db.query<{ capacity: number | null }>(
+    `SELECT SUM(capacity)::int AS capacity FROM nodes
+      WHERE dead_at IS NULL AND NOT draining AND heartbeat_at > now() - make_interval(secs => $1)`,
+    [deadAfterSeconds],
+  );
+  return row?.capacity ?? undefined;
+}
+
 /** Every node the database knows, dead ones included (an operator's view). */
 export async function allNodes(db: Db): Promise<NodeRow[]> {
   return db.query<NodeRow>('SELECT * FROM nodes ORDER BY started_at, id');

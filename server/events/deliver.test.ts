@@ -154,14 +154,18 @@ describe('delivery', () => {
   it('a receiver failing some attempts gets each of many events once after retries', async () => {
     const project = await createProject(t.db);
     // The first attempt of every third event fails (500 or a dropped connection).
+    let answered500 = 0;
+    let dropped = 0;
     const rcv = await receiver((req, _body, res) => {
       const id = String(req.headers['webhook-id']);
       const seen = rcv.received.filter((r) => r.headers['webhook-id'] === id).length;
       const k = parseInt(id.slice(-1), 32) % 3;
       if (seen === 1 && k === 0) {
+        answered500++;
         res.writeHead(500);
         res.end();
       } else if (seen === 1 && k === 1 && id.charCodeAt(id.length - 2) % 2 === 0) {
+        dropped++;
         res.socket?.destroy();
       } else {
         res.writeHead(204);
@@ -185,13 +189,19 @@ describe('delivery', () => {
     const succeeded = rows.filter((r) => r.status === 'succeeded');
     expect(succeeded.map((r) => r.event_id).sort()).toEqual(evs.map((e) => e.id).sort());
     expect(rows.filter((r) => r.status === 'dead')).toEqual([]);
+    // Every 500 is a failed attempt. A dropped connection is one too, unless it was a kept-alive
+    // socket: the sender cannot tell a receiver's drop from a socket the receiver had just closed,
+    // and sends the attempt again at once on a new connection (http-post.ts), so the receiver
+    // sees that request twice with one webhook-id (Standard Webhooks receivers deduplicate by it).
     const retried = rows.filter((r) => r.status === 'failed').length;
-    expect(retried).toBeGreaterThan(n / 4);
+    expect(answered500).toBeGreaterThan(n / 8);
+    expect(retried).toBeGreaterThanOrEqual(answered500);
+    expect(retried).toBeLessThanOrEqual(answered500 + dropped);
     expect(rows).toHaveLength(n + retried);
     // Every request was signed; each event was answered 2xx once, after its failures.
     for (const r of rcv.received) new Webhook(wh.secret).verify(r.body, r.headers as Record<string, string>);
     expect(new Set(rcv.received.map((r) => r.headers['webhook-id']))).toEqual(new Set(evs.map((e) => e.id)));
-    expect(rcv.received).toHaveLength(n + retried);
+    expect(rcv.received).toHaveLength(n + answered500 + dropped);
   });
 
   it('marks a delivery dead after the last attempt of the schedule', async () => {
