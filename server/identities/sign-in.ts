@@ -25,6 +25,12 @@ const HUMAN_WAIT_MS = 10 * 60_000;
 /** The profile that keeps an identity's signed-in state. */
 export const profileNameOf = (identityId: string) => `identity-${identityId}`;
 
+/** What showProgress wrote: the identities found, and the progress shown for each. */
+interface Shown {
+  rows: store.IdentityRow[];
+  progress: store.SessionIdentityProgress[];
+}
+
 export class IdentitySignIn implements SessionHooks {
   /** The identity whose saved profile a launching session got, by session id, until its logins start. */
   private readonly loaded = new Map<string, string>();
@@ -78,7 +84,16 @@ export class IdentitySignIn implements SessionHooks {
 
   async started(s: RunningSession): Promise<void> {
     if (s.options.identities.ids.length === 0) return;
-    const work = this.signInAll(s).catch((err: unknown) => this.d.log.error({ sessionId: s.id, err }, 'identity sign-in failed'));
+    // The progress is on the session's record before the session is answered, even when the
+    // login itself runs in the background.
+    let shown: Shown;
+    try {
+      shown = await this.showProgress(s);
+    } catch (err) {
+      this.d.log.error({ sessionId: s.id, err }, 'identity sign-in failed');
+      return;
+    }
+    const work = this.signInAll(s, shown).catch((err: unknown) => this.d.log.error({ sessionId: s.id, err }, 'identity sign-in failed'));
     if (!s.options.identities.inBackground) return work;
     this.background.add(work);
     void work.finally(() => this.background.delete(work));
@@ -97,21 +112,25 @@ export class IdentitySignIn implements SessionHooks {
     return ids.map((id) => rows.find((r) => r.id === id)).filter((r): r is store.IdentityRow => r !== undefined);
   }
 
-  private async signInAll(s: RunningSession): Promise<void> {
-    const loadedId = this.loaded.get(s.id);
-    this.loaded.delete(s.id);
+  /** Each identity's progress, `authenticating` (or failed when deleted since the check), written on the session's record. */
+  private async showProgress(s: RunningSession): Promise<Shown> {
     const rows = await this.rowsInOrder(s.projectId, s.options.identities.ids);
     // Deleted since the session's check: nothing to sign in with.
     const progress: store.SessionIdentityProgress[] = s.options.identities.ids.map((id) =>
       rows.some((r) => r.id === id) ? { id, status: 'authenticating' } : { id, status: 'failed', failure_type: 'automation_failure', error_message: 'The identity was deleted' },
     );
-    const show = () => store.setSessionProgress(this.d.db, s.id, progress);
+    await store.setSessionProgress(this.d.db, s.id, progress);
+    return { rows, progress };
+  }
+
+  private async signInAll(s: RunningSession, { rows, progress }: Shown): Promise<void> {
+    const loadedId = this.loaded.get(s.id);
+    this.loaded.delete(s.id);
     const mark = (id: string, p: Omit<store.SessionIdentityProgress, 'id'>) => {
       const i = progress.findIndex((x) => x.id === id);
       progress[i] = { id, ...p };
-      return show();
+      return store.setSessionProgress(this.d.db, s.id, progress);
     };
-    await show();
 
     let browser: Browser | undefined;
     try {
