@@ -13,7 +13,13 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
   it('answers /healthz with the database kind', async () => {
     const res = await fetch(`${server.url}/healthz`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok', database: backend, browsers: { running: 0, warm: 0 } });
+    // A lone node is a cluster of one: itself, alive, not draining.
+    expect(await res.json()).toEqual({
+      status: 'ok',
+      database: backend,
+      browsers: { running: 0, warm: 0 },
+      cluster: { node_id: expect.any(String), live_nodes: 1, draining: false },
+    });
   });
 
   it('refuses a missing and a wrong key with 401 and the general body', async () => {
