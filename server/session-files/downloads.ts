@@ -36,6 +36,9 @@ interface Begun {
   /** The tab's page the download started from, and the tab's browser context, when known. */
   originUrl?: string;
   browserContextId?: string;
+  /** Settles once originUrl and browserContextId are known (or cannot be): a small download
+   *  can finish before the browser has answered where it began. */
+  described?: Promise<void>;
   cancelled?: boolean;
 }
 
@@ -97,7 +100,7 @@ export class DownloadKeeper implements SessionHooks {
     if (method === 'Browser.downloadWillBegin') {
       const begun: Begun = { url: String(params.url ?? ''), suggestedFilename: String(params.suggestedFilename ?? ''), startedAt: Date.now() };
       f.begun.set(params.guid, begun);
-      void this.describeOrigin(f, String(params.frameId ?? ''), begun);
+      begun.described = this.describeOrigin(f, String(params.frameId ?? ''), begun);
     } else if (method === 'Browser.downloadProgress') {
       const begun = f.begun.get(params.guid);
       if (params.state === 'inProgress') {
@@ -163,6 +166,7 @@ export class DownloadKeeper implements SessionHooks {
       }
       const info = await stat(path).catch(() => undefined);
       if (!info?.isFile()) return; // kept already (the sweep and the event can both see it)
+      await begun?.described;
       if (f.keptBytes + info.size > this.o.maxBytes) {
         log.warn({ sessionId: session.id, size: info.size, limit: this.o.maxBytes }, 'download not kept: it would take the session past its downloads limit');
         await rm(path, { force: true });
