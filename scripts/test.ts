@@ -4,6 +4,7 @@
 //   → no Chromium process or browser root left behind.
 // Ends with one line `Total: N passed, N failed, N skipped` over tests and checks.
 import { spawn, execFileSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,9 +18,11 @@ const totals = { passed: 0, failed: 0, skipped: 0 };
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)}s`;
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<number> {
+/** Runs a command to its end; with a label, each line it prints is prefixed by it (runs side by side). */
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}, label?: string): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
+    const child = spawn(cmd, args, { cwd: root, stdio: label ? ['ignore', 'pipe', 'pipe'] : 'inherit', env: { ...process.env, ...env } });
+    if (label) for (const out of [child.stdout!, child.stderr!]) createInterface({ input: out }).on('line', (line) => console.log(`[${label}] ${line}`));
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 }
@@ -71,7 +74,7 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
       await new Promise((r) => setTimeout(r, 500));
     }
     const report = join(dataDir, 'conformance.json');
-    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report]);
+    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report], {}, label);
     const summary = JSON.parse(readFileSync(report, 'utf8')).summary as typeof totals;
     totals.passed += summary.passed;
     totals.failed += summary.failed;
@@ -142,14 +145,16 @@ async function main() {
     return code === 0;
   }, true);
   await step('conformance against pnpm mock (stateless checks)', conformanceAgainstMock, true);
-  await step('conformance on PGlite', () => conformance('pglite', undefined), true);
-  if (process.env.DATABASE_URL) {
-    await step('conformance on PostgreSQL', () =>
-      withPostgresSchema(process.env.DATABASE_URL!, 'ci_conformance', (url) => conformance('postgres', url)),
-    true);
-  } else {
-    console.log('\n(DATABASE_URL is not set: PostgreSQL runs skipped)');
-  }
+  // Both backends side by side (each a server of its own): their lines are prefixed.
+  const onPglite = conformance('pglite', undefined);
+  const onPostgres = process.env.DATABASE_URL
+    ? withPostgresSchema(process.env.DATABASE_URL, 'ci_conformance', (url) => conformance('postgres', url))
+    : undefined;
+  // Awaited in turn below: until then a failure must not count as unhandled.
+  for (const p of [onPglite, onPostgres]) p?.catch(() => {});
+  await step('conformance on PGlite', () => onPglite, true);
+  if (onPostgres) await step('conformance on PostgreSQL', () => onPostgres, true);
+  else console.log('\n(DATABASE_URL is not set: PostgreSQL runs skipped)');
   await step('no browser left behind', async () => {
     const left = leftoverBrowsers();
     if (left.length) console.log(left.join('\n'));
