@@ -19,6 +19,7 @@ import { loadavg } from 'node:os';
 import { chromium } from 'playwright-core';
 import { WebSocket } from 'ws';
 import { machine, ms, percentile, takingTurns } from './machine.js';
+import { sessionLife } from './session-life.js';
 import { startTestCluster, type TestCluster } from '../server/cluster/test-support.js';
 
 const arg = (name: string, dflt: number) => Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) || dflt;
@@ -52,18 +53,8 @@ async function cluster(count: number): Promise<TestCluster> {
 }
 
 /** One session's life through the front: create, connect, goto (timed by the caller), end. */
-async function ours(c: TestCluster): Promise<void> {
-  const res = await fetch(`${c.front.url}/v1/sessions`, { method: 'POST', headers: { 'service-api-key': c.apiKey, 'content-type': 'application/json' }, body: JSON.stringify(BODY) });
-  const created = (await res.json()) as { data: { id: string; cdp_url: string } };
-  if (res.status !== 200) throw new Error(`create answered ${res.status}: ${JSON.stringify(created)}`);
-  const browser = await chromium.connectOverCDP(created.data.cdp_url);
-  const context = browser.contexts()[0];
-  const p = context.pages()[0] ?? (await context.newPage());
-  await p.goto(pageUrl);
-  await browser.close();
-  const end = await fetch(`${c.front.url}/v1/sessions/${created.data.id}`, { method: 'DELETE', headers: { 'service-api-key': c.apiKey } });
-  if (end.status !== 200) throw new Error(`end answered ${end.status}`);
-}
+const ours = (c: TestCluster) =>
+  sessionLife((path, init = {}) => fetch(`${c.front.url}${path}`, { ...init, headers: { 'service-api-key': c.apiKey, ...init.headers } }), BODY, pageUrl);
 
 async function raw(): Promise<void> {
   const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--no-first-run'] });

@@ -19,6 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { machine, ms, percentile, takingTurns } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
+import { sessionLife } from './session-life.js';
 
 const N = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 50;
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -31,18 +32,7 @@ const page = createServer((_req, res) => {
 await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
 const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
 
-async function ours(server: ServerProcess, body: object): Promise<void> {
-  const res = await server.request('/v1/sessions', { method: 'POST', body: JSON.stringify(body) });
-  const created = (await res.json()) as { data: { id: string; cdp_url: string } };
-  if (res.status !== 200) throw new Error(`create answered ${res.status}: ${JSON.stringify(created)}`);
-  const browser = await chromium.connectOverCDP(created.data.cdp_url);
-  const context = browser.contexts()[0];
-  const p = context.pages()[0] ?? (await context.newPage());
-  await p.goto(pageUrl);
-  await browser.close();
-  const end = await server.request(`/v1/sessions/${created.data.id}`, { method: 'DELETE' });
-  if (end.status !== 200) throw new Error(`end answered ${end.status}`);
-}
+const ours = (server: ServerProcess, body: object) => sessionLife(server.request, body, pageUrl);
 
 async function waitWarm(server: ServerProcess): Promise<void> {
   for (;;) {

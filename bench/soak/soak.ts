@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { prng } from '../../conformance/prng.js';
 import { installationId } from '../../server/browser/roots.js';
 import { openDb, type Db } from '../../server/store/db.js';
 import { withPostgresSchema } from '../../server/store/pg-schema.js';
@@ -70,23 +71,12 @@ interface Driven {
   expected: { status: 'completed' | 'failed'; reason: string };
 }
 
-/** mulberry32: a small seeded generator; one stream per session index, so the mix does not depend on timing. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 // Weights of the end paths: timeouts hold a browser for a minute, so they are fewer.
 const WEIGHTS: Record<EndPath, number> = { delete: 0.3, timeout: 0.1, kill: 0.2, cdp_vanish: 0.22, viewer_drop: 0.18 };
 
 export function planFor(seed: number, index: number): Plan {
-  const r = rng(seed * 1_000_003 + index * 7919 + 1);
+  // One stream per session index, so the mix does not depend on timing.
+  const r = prng(seed * 1_000_003 + index * 7919 + 1);
   let x = r();
   let path: EndPath = 'delete';
   for (const p of END_PATHS) {

@@ -15,18 +15,7 @@ import { documentedAnswerProblems } from '../responses.js';
 import type { BuiltRequest } from '../requests.js';
 import { check, defineRules, type Check, type T } from '../runner.js';
 import { answered, exchangeLine } from './common.js';
-
-/** mulberry32: a small PRNG, the same sequence for the same seed on every machine. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../prng.js';
 
 function hash(text: string): number {
   let h = 2166136261;

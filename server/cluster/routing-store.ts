@@ -11,8 +11,11 @@ export interface Peer {
 /** Live: not marked dead, heartbeat fresher than deadAfterSeconds, reachable. */
 const LIVE = `n.dead_at IS NULL AND n.heartbeat_at > now() - make_interval(secs => $2) AND n.internal_url IS NOT NULL`;
 
-const peer = (rows: { node_id: string; internal_url: string }[]): Peer | undefined =>
-  rows[0] ? { nodeId: rows[0].node_id, internalUrl: rows[0].internal_url } : undefined;
+/** The first node a query answers (its columns node_id and internal_url), or undefined. */
+async function peerOf(db: Db, sql: string, params: unknown[]): Promise<Peer | undefined> {
+  const [row] = await db.query<{ node_id: string; internal_url: string }>(sql, params);
+  return row ? { nodeId: row.node_id, internalUrl: row.internal_url } : undefined;
+}
 
 /**
  * The live node a session was created on, whatever the session's state: a running one's
@@ -20,43 +23,39 @@ const peer = (rows: { node_id: string; internal_url: string }[]): Peer | undefin
  * the blob storage is shared). Undefined when the session is unknown or its node is dead.
  */
 export async function nodeOfSession(db: Db, sessionId: string, deadAfterSeconds: number): Promise<Peer | undefined> {
-  return peer(
-    await db.query<{ node_id: string; internal_url: string }>(
-      `SELECT n.id AS node_id, n.internal_url FROM sessions s JOIN nodes n ON n.id = s.node_id WHERE s.id = $1 AND ${LIVE}`,
-      [sessionId, deadAfterSeconds],
-    ),
+  return peerOf(
+    db,
+    `SELECT n.id AS node_id, n.internal_url FROM sessions s JOIN nodes n ON n.id = s.node_id WHERE s.id = $1 AND ${LIVE}`,
+    [sessionId, deadAfterSeconds],
   );
 }
 
 /** The live node whose session made a recording. */
 export async function nodeOfRecording(db: Db, recordingId: string, deadAfterSeconds: number): Promise<Peer | undefined> {
-  return peer(
-    await db.query<{ node_id: string; internal_url: string }>(
-      `SELECT n.id AS node_id, n.internal_url FROM recordings r JOIN sessions s ON s.id = r.session_id JOIN nodes n ON n.id = s.node_id
-        WHERE r.id = $1 AND ${LIVE}`,
-      [recordingId, deadAfterSeconds],
-    ),
+  return peerOf(
+    db,
+    `SELECT n.id AS node_id, n.internal_url FROM recordings r JOIN sessions s ON s.id = r.session_id JOIN nodes n ON n.id = s.node_id
+      WHERE r.id = $1 AND ${LIVE}`,
+    [recordingId, deadAfterSeconds],
   );
 }
 
 /** The live node that holds an MCP session. */
 export async function nodeOfMcpSession(db: Db, mcpSessionId: string, deadAfterSeconds: number): Promise<Peer | undefined> {
-  return peer(
-    await db.query<{ node_id: string; internal_url: string }>(
-      `SELECT n.id AS node_id, n.internal_url FROM mcp_sessions m JOIN nodes n ON n.id = m.node_id WHERE m.id = $1 AND ${LIVE}`,
-      [mcpSessionId, deadAfterSeconds],
-    ),
+  return peerOf(
+    db,
+    `SELECT n.id AS node_id, n.internal_url FROM mcp_sessions m JOIN nodes n ON n.id = m.node_id WHERE m.id = $1 AND ${LIVE}`,
+    [mcpSessionId, deadAfterSeconds],
   );
 }
 
 /** The live node whose worker runs a task run (claimed, still running). */
 export async function nodeOfTaskRun(db: Db, runId: string, deadAfterSeconds: number): Promise<Peer | undefined> {
-  return peer(
-    await db.query<{ node_id: string; internal_url: string }>(
-      `SELECT n.id AS node_id, n.internal_url FROM task_executions t JOIN nodes n ON n.id = t.claimed_by
-        WHERE t.run_id = $1 AND t.status = 'running' AND ${LIVE}`,
-      [runId, deadAfterSeconds],
-    ),
+  return peerOf(
+    db,
+    `SELECT n.id AS node_id, n.internal_url FROM task_executions t JOIN nodes n ON n.id = t.claimed_by
+      WHERE t.run_id = $1 AND t.status = 'running' AND ${LIVE}`,
+    [runId, deadAfterSeconds],
   );
 }
 
@@ -79,15 +78,14 @@ export async function forgetMcpSession(db: Db, mcpSessionId: string): Promise<vo
  * is current, rather than from the heartbeat's `running`, which lags by one beat.
  */
 export async function nodeWithRoom(db: Db, exceptNodeId: string, deadAfterSeconds: number): Promise<Peer | undefined> {
-  return peer(
-    await db.query<{ node_id: string; internal_url: string }>(
-      `SELECT node_id, internal_url FROM (
-         SELECT n.id AS node_id, n.internal_url, n.heartbeat_at,
-                n.capacity - (SELECT count(*) FROM sessions s WHERE s.node_id = n.id AND s.status IN ('starting', 'running'))::int AS room
-           FROM nodes n WHERE n.id <> $1 AND NOT n.draining AND ${LIVE}
-       ) AS candidates WHERE room > 0 ORDER BY room DESC, heartbeat_at DESC LIMIT 1`,
-      [exceptNodeId, deadAfterSeconds],
-    ),
+  return peerOf(
+    db,
+    `SELECT node_id, internal_url FROM (
+       SELECT n.id AS node_id, n.internal_url, n.heartbeat_at,
+              n.capacity - (SELECT count(*) FROM sessions s WHERE s.node_id = n.id AND s.status IN ('starting', 'running'))::int AS room
+         FROM nodes n WHERE n.id <> $1 AND NOT n.draining AND ${LIVE}
+     ) AS candidates WHERE room > 0 ORDER BY room DESC, heartbeat_at DESC LIMIT 1`,
+    [exceptNodeId, deadAfterSeconds],
   );
 }
 

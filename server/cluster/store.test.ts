@@ -67,7 +67,7 @@ describe.each(backends)('the nodes table on %s', (backend) => {
   it('claims a silent node only while its heartbeat has not moved since its lock was seen free', async () => {
     await node('silent', 5);
     const [seen] = (await store.allNodes(db)).filter((n) => n.id === 'silent');
-    await store.heartbeat(db, 'silent', 0, false);
+    await store.beat(db, 'silent', 0, false);
     expect(await store.claimSilent(db, 'silent', seen!.heartbeat_at)).toBeUndefined();
     const [now] = (await store.allNodes(db)).filter((n) => n.id === 'silent');
     const [a, b] = await Promise.all([store.claimSilent(db, 'silent', now!.heartbeat_at), store.claimSilent(db, 'silent', now!.heartbeat_at)]);

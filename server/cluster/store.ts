@@ -25,11 +25,6 @@ export async function register(db: Db, node: { id: string; internalUrl: string |
   );
 }
 
-/** This node is alive; `running` is its browsers running or starting. */
-export async function heartbeat(db: Db, id: string, running: number, draining: boolean): Promise<void> {
-  await db.query('UPDATE nodes SET heartbeat_at = now(), running = $2, draining = $3 WHERE id = $1', [id, running, draining]);
-}
-
 /** Nodes whose heartbeat is fresher than deadAfterSeconds, oldest first. */
 export async function liveNodes(db: Db, deadAfterSeconds: number): Promise<NodeRow[]> {
   return db.query<NodeRow>(
@@ -41,29 +36,13 @@ export async function liveNodes(db: Db, deadAfterSeconds: number): Promise<NodeR
 /** Browsers the cluster's live nodes that take sessions may run together: what a project
  *  without a cap of its own may run. undefined when no such node is registered. */
 export async function clusterCapacity(db: Db, deadAfterSeconds: number): Promise<number | undefined> {
-  const [row] = await db.query<{ capacity: number | null }>(
-    `SELECT SUM(capacity)::int AS capacity FROM nodes
-      WHERE dead_at IS NULL AND NOT draining AND heartbeat_at > now() - make_interval(secs => $1)`,
-    [deadAfterSeconds],
-  );
-  return row?.capacity ?? undefined;
+  const taking = (await liveNodes(db, deadAfterSeconds)).filter((n) => !n.draining);
+  return taking.length ? taking.reduce((sum, n) => sum + n.capacity, 0) : undefined;
 }
 
 /** Every node the database knows, dead ones included (an operator's view). */
 export async function allNodes(db: Db): Promise<NodeRow[]> {
   return db.query<NodeRow>('SELECT * FROM nodes ORDER BY started_at, id');
-}
-
-/** Where the node that owns a session answers: undefined when the session is unknown or
- *  finished, or its node runs alone or is dead. */
-export async function ownerOfSession(db: Db, sessionId: string, deadAfterSeconds: number): Promise<{ nodeId: string; internalUrl: string | null } | undefined> {
-  const [row] = await db.query<{ node_id: string; internal_url: string | null }>(
-    `SELECT s.node_id, n.internal_url FROM sessions s JOIN nodes n ON n.id = s.node_id
-      WHERE s.id = $1 AND s.status IN ('starting', 'running')
-        AND n.dead_at IS NULL AND n.heartbeat_at > now() - make_interval(secs => $2)`,
-    [sessionId, deadAfterSeconds],
-  );
-  return row ? { nodeId: row.node_id, internalUrl: row.internal_url } : undefined;
 }
 
 /** The node's heartbeat, and whether a survivor has meanwhile claimed it dead (it must then
