@@ -37,7 +37,7 @@ import {
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
 import { activePage, focused, PageSessions } from '../browser/pages.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
-import { recordEnd, recordEnds, type SessionUsage } from './record-end.js';
+import { EndRecorder, recordEnds, type SessionUsage } from './record-end.js';
 import { refusal } from './refusal.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
 import * as store from './store.js';
@@ -135,6 +135,8 @@ export class SessionManager {
   private readonly giveUp = new AbortController();
   private readonly pool: BrowserPool<SessionBrowser> | undefined;
   private readonly creationRate: RateLimiter;
+  /** Ends asked for at the same moment (shutdown, a timeout sweep) commit together. */
+  private readonly ends: EndRecorder;
   private readonly browsersDir: string;
   private tick: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -147,6 +149,7 @@ export class SessionManager {
     // behind, a second node does not take them.
     this.nodeId = config.nodeId ?? `${hostname()}:${installationId(config.dataDir)}`;
     this.browsersDir = browsersDirFor(config.dataDir);
+    this.ends = new EndRecorder(o, isDatabaseUnavailable);
     this.creationRate = o.rateLimits.limiter('session_create', config.sessionCreateRatePerMinute);
     this.cdpProxy = createCdpProxy({
       log,
@@ -198,7 +201,7 @@ export class SessionManager {
   }
 
   /** The sessions a node left unfinished (this one killed, or another claimed dead): failed,
-   *  each once (recordEnd ends a row once), with session.failed and its credits settled. Their
+   *  each once (an end is recorded once), with session.failed and its credits settled. Their
    *  browsers are the dead machine's business (its restart sweeps them). */
   async failSessionsOf(node: LeftNode): Promise<number> {
     // Failed together: one transaction and one outbox statement per hundred, not per session.
@@ -430,7 +433,7 @@ export class SessionManager {
       // Still launching: abort the launch; create() closes whatever it had started.
       const request: EndRequest = { status, reason, deleted: options.deleted ?? false };
       this.starting.get(id)?.abort(request);
-      return recordEnd(this.o, id, status, reason, undefined, options.deleted ?? false);
+      return this.ends.record({ id, status, reason, deleted: options.deleted ?? false });
     }
     live.ending ??= (async () => {
       this.cdpProxy.closeSession(id);
@@ -472,7 +475,7 @@ export class SessionManager {
     const recording = untilCommitted(
       `the end of session ${id}`,
       () =>
-        recordEnd(this.o, id, status, reason, usage, deleted).catch((err: unknown) => {
+        this.ends.record({ id, status, reason, usage, deleted }).catch((err: unknown) => {
           if (isDatabaseUnavailable(err)) {
             interrupted = true;
             this.recordFailing.set(id, err);

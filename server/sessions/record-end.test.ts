@@ -1,10 +1,11 @@
 // Sessions ending together: recordEnds ends each once, settles its credits and writes its
 // event, in one transaction per hundred; a session that had already ended is left alone.
+// EndRecorder gathers ends asked for one by one at the same moment into those transactions.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/config.js';
 import { createProject, insertWebhook, openTestDb, type TestDb } from '../events/test-support.js';
-import { recordEnd, recordEnds } from './record-end.js';
+import { EndRecorder, recordEnds } from './record-end.js';
 import { insertSession, markRunning } from './store.js';
 
 let t: TestDb;
@@ -30,7 +31,7 @@ describe('recordEnds', () => {
     const wh = await insertWebhook(t.db, project, 'http://127.0.0.1:9/', ['session.failed', 'session.completed']);
     const ids = await Promise.all(Array.from({ length: 150 }, () => newSession(project)));
     // One already ended by another path: recordEnds leaves it (and its single event) alone.
-    await recordEnd({ db: t.db, config }, ids[3], 'completed', 'api', undefined, true);
+    await recordEnds({ db: t.db, config }, [{ id: ids[3], status: 'completed', reason: 'api', deleted: true }]);
     const rows = await recordEnds(
       { db: t.db, config },
       ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })),
@@ -55,5 +56,47 @@ describe('recordEnds', () => {
     expect((await recordEnds({ db: t.db, config }, ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })))).every((r) => r === undefined)).toBe(true);
     const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
     expect(m).toBe(150);
+  });
+});
+
+describe('EndRecorder', () => {
+  /** The test database, counting the transactions begun on it. */
+  function counting(): { db: TestDb['db']; transactions: () => number } {
+    let n = 0;
+    const db = Object.create(t.db, {
+      transaction: { value: (fn: never) => (n++, t.db.transaction(fn)) },
+    }) as TestDb['db'];
+    return { db, transactions: () => n };
+  }
+
+  it('commits ends asked for at the same moment together, each caller hearing its own row', async () => {
+    const project = await createProject(t.db);
+    const ids = await Promise.all(Array.from({ length: 60 }, () => newSession(project)));
+    const { db, transactions } = counting();
+    const recorder = new EndRecorder({ db, config }, () => false);
+    const rows = await Promise.all(ids.map((id, i) => recorder.record({ id, status: i % 2 ? 'completed' : 'failed', reason: i % 2 ? 'idle_timeout' : 'server_shutdown' })));
+    rows.forEach((r, i) => expect(r).toMatchObject({ id: ids[i], status: i % 2 ? 'completed' : 'failed', end_reason: i % 2 ? 'idle_timeout' : 'server_shutdown' }));
+    // The first alone (nothing waited for it), the other 59 in the next.
+    expect(transactions()).toBe(2);
+    const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
+    expect(m).toBe(60);
+    // Asked again: each once, so nothing more.
+    expect(await Promise.all(ids.slice(0, 5).map((id) => recorder.record({ id, status: 'failed', reason: 'api' })))).toEqual([undefined, undefined, undefined, undefined, undefined]);
+  });
+
+  it('an end that fails does not fail the others committed with it', async () => {
+    const project = await createProject(t.db);
+    const ids = await Promise.all(Array.from({ length: 4 }, () => newSession(project)));
+    const recorder = new EndRecorder({ db: t.db, config }, () => false);
+    const first = recorder.record({ id: ids[0], status: 'completed', reason: 'api' });
+    // A byte count that is not a number: its statement fails, and with it its group's transaction.
+    const broken = { networkBytes: Number.NaN, proxyBytes: 0, domains: [], steps: 0, screenshots: 0 };
+    const results = await Promise.allSettled([
+      first,
+      ...[ids[1], ids[2], ids[3]].map((id) => recorder.record({ id, status: 'completed', reason: 'api', ...(id === ids[2] ? { usage: broken } : {}) })),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
+    expect(m).toBe(3);
   });
 });

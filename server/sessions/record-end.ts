@@ -2,7 +2,10 @@
 // its credits settled, and session.completed or session.failed written to the outbox, all
 // in one transaction, so the event exists exactly when the end does. Sessions ending
 // together (a node's left by a crash) are recorded with recordEnds: one transaction and one
-// outbox statement for all of them, not one of each per session.
+// outbox statement for all of them, not one of each per session. Ends that come one by one
+// but at the same moment (a server's shutdown, a timeout sweep, a batch's sessions expiring
+// together, many clients ending theirs) are gathered by an EndRecorder into the same few
+// transactions: a group commit.
 import type { EndReason } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { settleSession } from '../credits/settle.js';
@@ -27,24 +30,54 @@ export interface EndToRecord {
   deleted?: boolean;
 }
 
-/** Marks the row ended and records its event, once; undefined when it had already ended. */
-export async function recordEnd(
-  o: { db: Db; config: ServiceConfig },
-  id: string,
-  status: 'completed' | 'failed',
-  reason: EndReason,
-  usage: SessionUsage | undefined,
-  deleted: boolean,
-): Promise<store.SessionRow | undefined> {
-  const [row] = await recordEnds(o, [{ id, status, reason, usage, deleted }]);
-  return row;
-}
-
 /** Ends at most this many sessions in one transaction (a short one: requests wait on PGlite's). */
 const ENDS_PER_TRANSACTION = 100;
 
 /**
- * recordEnd for several sessions, a transaction for each ENDS_PER_TRANSACTION of them with
+ * Records ends one caller at a time (each once: undefined when it had already ended), but commits the ends asked for while a
+ * commit is under way together in the next one (each caller still hears its own row), so
+ * a hundred sessions ending at once cost a few transactions, not a hundred in a row. A lone
+ * end waits for nothing: it commits at once. When a group fails for any reason but the
+ * database being unavailable, each of its ends is tried on its own, so one end's fault
+ * never fails another's.
+ */
+export class EndRecorder {
+  private waiting: { end: EndToRecord; done: (row: store.SessionRow | undefined) => void; fail: (err: unknown) => void }[] = [];
+  private committing = false;
+
+  constructor(
+    private readonly o: { db: Db; config: ServiceConfig },
+    private readonly isUnavailable: (err: unknown) => boolean,
+  ) {}
+
+  record(end: EndToRecord): Promise<store.SessionRow | undefined> {
+    return new Promise((done, fail) => {
+      this.waiting.push({ end, done, fail });
+      if (!this.committing) void this.commit();
+    });
+  }
+
+  private async commit(): Promise<void> {
+    this.committing = true;
+    while (this.waiting.length > 0) {
+      const group = this.waiting.splice(0, ENDS_PER_TRANSACTION);
+      try {
+        const rows = await recordEndsTogether(this.o, group.map((w) => w.end));
+        group.forEach((w, i) => w.done(rows[i]));
+      } catch (err) {
+        if (group.length === 1 || this.isUnavailable(err)) {
+          for (const w of group) w.fail(err);
+        } else {
+          await Promise.all(group.map((w) => recordEnds(this.o, [w.end]).then(([row]) => w.done(row), w.fail)));
+        }
+      }
+    }
+    this.committing = false;
+  }
+}
+
+/**
+ * Ends several sessions (each once), a transaction for each ENDS_PER_TRANSACTION of them with
  * one statement for all their events; answers each one's row in order (undefined when it
  * had already ended).
  */
