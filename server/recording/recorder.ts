@@ -10,6 +10,7 @@
 // frames are).
 import { randomUUID } from 'node:crypto';
 import { appendFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { setMaxListeners } from 'node:events';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
@@ -198,7 +199,11 @@ export class Recorder implements SessionHooks {
   private readonly background = new Set<Promise<void>>();
   private readonly abort = new AbortController();
 
-  constructor(private readonly o: RecorderOptions) {}
+  constructor(private readonly o: RecorderOptions) {
+    // Every encode running listens to it (ffmpeg is killed at close): a batch of sessions
+    // ending together runs more than Node's default of 10 without any leak.
+    setMaxListeners(0, this.abort.signal);
+  }
 
   get workDir(): string {
     return join(this.o.dataDir, 'recordings', '.work');
