@@ -1,5 +1,5 @@
 // Every benchmark names the machine its figures come from, and shares these helpers.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, totalmem, release } from 'node:os';
 
 export function machine(): string {
@@ -93,4 +93,37 @@ export async function takingTurns<K extends string>(
     progress(names.join(' / '), i, n);
   }
   return out;
+}
+
+/**
+ * CPU time (ms) this process and every process under it have used so far: each live one's
+ * own and its reaped children's (utime, stime, cutime, cstime from /proc), so a browser that
+ * already exited is counted in the parent that reaped it. Where the CPU of a piece of work
+ * went, whatever process did it (Chromium, Xvfb, ffmpeg, the server).
+ */
+export function treeCpuMs(): number {
+  const tick = 100; // USER_HZ on Linux
+  const procs = new Map<number, { ppid: number; cpu: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(name), { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+    } catch {
+      // exited meanwhile: its time is in its parent's cutime from now on
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; hops++) {
+      if (p === process.pid) return true;
+      const next = procs.get(p)?.ppid;
+      if (next === undefined) return false;
+      p = next;
+    }
+    return false;
+  };
+  let ticks = 0;
+  for (const [pid, p] of procs) if (inTree(pid)) ticks += p.cpu;
+  return (ticks * 1000) / tick;
 }
