@@ -31,14 +31,17 @@ describe('forwarding to an owner that may be stale', () => {
     owner = await listen((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.method} ${req.url} ${Buffer.concat(chunks).toString()}`));
+      req.on('end', () =>
+        res.writeHead(200, { 'content-type': 'text/plain', 'x-seen-target': String(req.headers['x-cluster-target']) }).end(`${req.method} ${req.url} ${Buffer.concat(chunks).toString()}`),
+      );
     });
     wss = new WebSocketServer({ server: owner.server });
     wss.on('connection', (ws) => ws.on('message', (m) => ws.send(`echo ${m.toString()}`)));
     middle = await listen((req, res) => {
       const again = req.headers['x-again'] !== undefined;
       const body = req.headers['x-body'] === undefined ? undefined : Buffer.from(String(req.headers['x-body']));
-      void forwardHttp(req, res, String(req.headers['x-target']), {}, body, { again }).then((r) => {
+      const proof: Record<string, string> = req.headers['x-meant'] === undefined ? {} : { 'x-cluster-target': String(req.headers['x-meant']) };
+      void forwardHttp(req, res, String(req.headers['x-target']), proof, body, { again }).then((r) => {
         results.push(r);
         if (r === AGAIN) res.writeHead(299).end('again');
       });
@@ -64,6 +67,14 @@ describe('forwarding to an owner that may be stale', () => {
     const posted = await via(owner.url, { 'x-again': '1', 'x-body': '{"a":1}' }, { method: 'POST', body: '{"a":1}' });
     expect([posted.status, await posted.text()]).toEqual([200, 'POST /v1/sessions/s1/pages?x=1 {"a":1}']);
     expect(results.splice(0)).toEqual([200, 200]);
+  });
+
+  it("sends the forwarder's own cluster headers, never a client's of the same name beside them", async () => {
+    const r = await via(owner.url, { 'x-meant': 'node-a', 'x-cluster-target': 'node-evil' });
+    expect(r.headers.get('x-seen-target')).toBe('node-a');
+    // Headers the forwarder does not set pass as the client sent them.
+    expect((await via(owner.url, { 'x-cluster-target': 'node-b' })).headers.get('x-seen-target')).toBe('node-b');
+    results.splice(0);
   });
 
   it('hands back a refused connection or a misdirected answer with `again`, and sends the client nothing', async () => {

@@ -15,8 +15,9 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'pro
 // Kept-alive connections between nodes: a forwarded request pays no TCP handshake.
 const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
 
-/** The request's headers as [name, value] pairs in their order, minus hop-by-hop ones and those named in Connection. */
-function passHeaders(rawHeaders: string[], upgrade: boolean): [string, string][] {
+/** The request's headers as [name, value] pairs in their order, minus hop-by-hop ones, those
+ *  named in Connection, and those the forwarder sets itself (`own`: its values, not the client's). */
+function passHeaders(rawHeaders: string[], upgrade: boolean, own: Record<string, string> = {}): [string, string][] {
   const named = new Set<string>();
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (rawHeaders[i].toLowerCase() === 'connection') for (const n of rawHeaders[i + 1].split(',')) named.add(n.trim().toLowerCase());
@@ -29,7 +30,7 @@ function passHeaders(rawHeaders: string[], upgrade: boolean): [string, string][]
       out.push([rawHeaders[i], rawHeaders[i + 1]]);
       continue;
     }
-    if (HOP_BY_HOP.has(name) || named.has(name)) continue;
+    if (HOP_BY_HOP.has(name) || named.has(name) || Object.hasOwn(own, name)) continue;
     out.push([rawHeaders[i], rawHeaders[i + 1]]);
   }
   return out;
@@ -83,7 +84,7 @@ export async function forwardHttp(
   const streamed = body === undefined && (chunked || declared !== undefined);
   const url = new URL(target);
   const https = url.protocol === 'https:';
-  const headers: [string, string][] = [...passHeaders(req.rawHeaders, false), ...Object.entries(proof)];
+  const headers: [string, string][] = [...passHeaders(req.rawHeaders, false, proof), ...Object.entries(proof)];
   if (body !== undefined && (declared !== undefined || body.length > 0)) {
     for (let i = headers.length - 1; i >= 0; i--) if (headers[i][0].toLowerCase() === 'content-length') headers.splice(i, 1);
     headers.push(['content-length', String(body.length)]);
@@ -198,7 +199,7 @@ export function forwardUpgrade(req: IncomingMessage, client: Duplex, head: Buffe
     upstream.setNoDelay(true);
     if ('setNoDelay' in client && typeof client.setNoDelay === 'function') (client as Socket).setNoDelay(true);
     const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`];
-    for (const [name, value] of [...passHeaders(req.rawHeaders, true), ...Object.entries(proof)]) lines.push(`${name}: ${value}`);
+    for (const [name, value] of [...passHeaders(req.rawHeaders, true, proof), ...Object.entries(proof)]) lines.push(`${name}: ${value}`);
     upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
     if (head.length) upstream.write(head);
     upstream.once('data', (first: Buffer) => {
