@@ -172,7 +172,10 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
       if (owner?.cached && body === undefined && hasBody(incoming)) {
         // A remembered owner may be stale: its request's body is kept (read from a copy), so
         // that it can be sent again, or answered here. One too large to keep asks the database.
-        body = incoming.headers['content-length'] !== undefined ? await smallBody(c.req.raw.clone(), REPLAYABLE_LIMIT) : undefined;
+        // The length is checked before the request's body stream is touched: making it takes
+        // chunks from `incoming`, which a forward that streams `incoming` would then miss.
+        const declared = Number(incoming.headers['content-length'] ?? NaN);
+        body = declared <= REPLAYABLE_LIMIT ? await smallBody(c.req.raw.clone(), REPLAYABLE_LIMIT) : undefined;
         if (body === undefined) owner = await ownerOf(needs, undefined, true).catch(lookupFailed);
       }
       const send = (o: Owner) => forwardHttp(incoming, c.env.outgoing, o.peer.internalUrl, forwardHeaders(o.peer, c.req.method, target), body, { again: o.cached });

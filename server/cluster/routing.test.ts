@@ -148,6 +148,14 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     const up = await C.request(`/v1/sessions/${main.id}/uploads`, { method: 'POST', body: form });
     expect(up.status).toBe(200);
     expect(JSON.stringify(await json(up))).toMatch(/cluster\.bin/);
+    // A large one (over the 1 MiB a node keeps to send again) through C, which remembers the
+    // owner by now: streamed whole, after a fresh lookup.
+    const large = Buffer.alloc(3 * 1024 * 1024, 7);
+    const bigForm = new FormData();
+    bigForm.set('file', new Blob([new Uint8Array(large)]), 'large.bin');
+    const bigUp = await C.request(`/v1/sessions/${main.id}/uploads`, { method: 'POST', body: bigForm });
+    expect(bigUp.status).toBe(200);
+    expect(JSON.stringify(await json(bigUp))).toContain(`"size":${large.length}`);
 
     // A download the owner's browser made, listed through B and streamed through C.
     expect((await post(B, 'goto', { url: `${site.url}/files/archive.bin` })).status).toBeLessThan(500);
