@@ -141,7 +141,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       db,
       config,
       log,
-      node: { id: manager.nodeId, capacity: () => manager.capacity, running: () => manager.running },
+      node: { id: manager.nodeId, capacity: () => manager.capacity, running: () => manager.running, has: (id) => manager.get(id) !== undefined },
       authenticate: (key) => findKey(db, key),
     });
     await cluster.start();

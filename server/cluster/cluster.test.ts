@@ -1,9 +1,13 @@
 // Node failure and drain, with real processes (node --import tsx server/main.ts) on one
 // PostgreSQL schema: three nodes, each its own DATA_DIR, one SECRETS_KEY. Node B is killed
-// with SIGKILL while it runs sessions, a task run and part of a batch; the survivors A and C
-// race to claim it dead (one wins: every event exactly once), fail its sessions with
-// browser_pod_not_found, fail its task run, settle its batch items; B's restart with the
-// same NODE_ID sweeps its orphaned browsers and finds nothing more to fail. Then a drain:
+// with SIGKILL under load: while it runs sessions, a task run and its part of a batch of 30
+// spread over the three nodes (headless, recording off). The survivors A and C race to claim
+// it dead (one wins: every event exactly once), fail its sessions with browser_pod_not_found,
+// fail its task run, settle its batch items (the ones it had not made go back to the queue
+// and the survivors make them); the batch ends with its counts adding up to 30, every
+// session of it has its one end event delivered, and once the survivors' sessions end
+// nothing of them is left on their machines. B's restart with the same NODE_ID sweeps its
+// orphaned browsers and finds nothing more to fail. Then a drain:
 // SIGTERM to a node with a running session refuses new sessions with 503 while the session
 // finishes, and the node leaves the listing (not dead).
 // Needs DATABASE_URL (a cluster needs PostgreSQL); skipped with a printed reason without it.
@@ -77,8 +81,9 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
         CLUSTER_SECRET: clusterSecret,
         SECRETS_KEY: secretsKey,
         ADMIN_TOKEN: ADMIN,
-        MAX_CONCURRENT_BROWSERS: '5',
-        BATCH_CONCURRENCY: '1',
+        // 30 batch sessions and B's two fit on the two survivors alone (B may die early in its share).
+        MAX_CONCURRENT_BROWSERS: '16',
+        BATCH_CONCURRENCY: '3',
         TASK_CONCURRENCY: '1',
         // The drain test sets its own; the others' final SIGTERM need not wait for their sessions.
         SHUTDOWN_GRACE_SECONDS: '1',
@@ -112,7 +117,7 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     return r.body.data as { id: string; status: string; running: number; capacity: number; draining: boolean }[];
   };
 
-  it('a node killed with SIGKILL: the survivors fail its work once, and its restart sweeps its browsers', { timeout: 240_000 }, async () => {
+  it('a node killed with SIGKILL under a batch of 30: the survivors fail its work once, the batch adds up, no event is lost, and its restart sweeps its browsers', { timeout: 300_000 }, async () => {
     const idA = `a-${run}`;
     const idB = `b-${run}`;
     const idC = `c-${run}`;
@@ -135,22 +140,28 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       onB.push(r.body.data.id);
     }
-    const [a, c] = await Promise.all([node(idA, dir('a')), node(idC, dir('c'))]);
+    const dirA = dir('a');
+    const dirC = dir('c');
+    const [a, c] = await Promise.all([node(idA, dirA), node(idC, dirC)]);
     // Polled: on a loaded machine a node's heartbeat may come late for a moment.
     await until(async () => (await nodes(a)).filter((n) => [idA, idB, idC].includes(n.id)).map((n) => n.status), (l) => l.join() === 'alive,alive,alive', 20_000, 200);
     const health = await (await fetch(`${a.url}/healthz`)).json();
     expect(health).toMatchObject({ status: 'ok', cluster: { node_id: idA, live_nodes: 3, draining: false } });
 
-    // A batch over the three nodes; B is killed once it has provisioned one of its items.
-    const batch = await call(a, 'POST', '/v1/batch-sessions', { count: 4, configuration: SESSION });
+    // A batch of 30 over the three nodes; B is killed under load: once it has made three of
+    // its items and each survivor one, while items are still being made.
+    const BATCH = 30;
+    const batch = await call(a, 'POST', '/v1/batch-sessions', { count: BATCH, configuration: SESSION });
     expect(batch.status, JSON.stringify(batch.body)).toBe(200);
     const batchId = batch.body.data.batch_id as string;
-    await until(
-      () => sql.query(`SELECT count(*)::int AS n FROM batch_items WHERE batch_id = $1 AND claimed_by = $2 AND status = 'completed'`, [batchId, idB]),
-      (r) => r.rows[0].n >= 1,
-      60_000,
-      100,
-    );
+    const madeBy = async () => {
+      const rows = (await sql.query(`SELECT claimed_by, count(*)::int AS n FROM batch_items WHERE batch_id = $1 AND status = 'completed' GROUP BY claimed_by`, [batchId])).rows;
+      return Object.fromEntries(rows.map((r) => [r.claimed_by, r.n])) as Record<string, number>;
+    };
+    const atKill = await until(madeBy, (m) => (m[idB] ?? 0) >= 3 && (m[idA] ?? 0) >= 1 && (m[idC] ?? 0) >= 1, 120_000, 100);
+    const made = Object.values(atKill).reduce((t, n) => t + n, 0);
+    console.log(`B killed with the batch's items made so far: ${JSON.stringify(atKill)}`);
+    expect(made).toBeLessThan(BATCH);
     expect(processesUnder(browsersDirFor(dirB)).length).toBeGreaterThan(0);
     b.child.kill('SIGKILL');
     await b.exited;
@@ -168,9 +179,22 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     // The task run fails once; the batch still ends with counts that add up.
     const failedRun = await until(() => call(a, 'GET', `/v2/tasks/runs/${taskRun.run_id}/status`).then((r) => r.body), (s) => s.status !== 'running', 20_000);
     expect(failedRun.status).toBe('failure');
-    const done = await until(() => call(a, 'GET', `/v1/batch-sessions/${batchId}`).then((r) => r.body.data), (d) => d.status !== 'pending', 60_000);
-    expect(done.completed_requests + done.failed_requests).toBe(4);
-    expect(done.sessions.filter((s: { status: string }) => s.status === 'completed' || s.status === 'failed')).toHaveLength(4);
+    const done = await until(() => call(a, 'GET', `/v1/batch-sessions/${batchId}`).then((r) => r.body.data), (d) => d.status !== 'pending', 120_000);
+    console.log(`the batch ended ${done.status}: ${done.completed_requests} completed, ${done.failed_requests} failed`);
+    expect(done.completed_requests + done.failed_requests).toBe(BATCH);
+    expect(done.sessions.filter((s: { status: string }) => s.status === 'completed' || s.status === 'failed')).toHaveLength(BATCH);
+    // Spread over the three nodes; B's items that it had not made were made by the survivors.
+    const batchSessions = (await sql.query(`SELECT id, node_id, status FROM sessions WHERE batch_id = $1`, [batchId])).rows as { id: string; node_id: string; status: string }[];
+    expect(new Set(batchSessions.map((r) => r.node_id))).toEqual(new Set([idA, idB, idC]));
+    expect(batchSessions.filter((r) => r.node_id === idB).every((r) => r.status === 'failed')).toBe(true);
+    // The survivors' sessions end through A; every session of the batch then has its end
+    // event: session.failed for B's, session.completed for the others.
+    expect((await call(a, 'DELETE', '/v1/sessions/all')).status).toBe(200);
+    await until(async () => batchSessions.filter((r) => ofSession(r.id).length === 0).map((r) => r.id), (l) => l.length === 0, 60_000);
+    // Nothing of the survivors' sessions is left on their machines.
+    for (const d of [dirA, dirC]) {
+      await until(async () => [processesUnder(browsersDirFor(d)).length, roots(browsersDirFor(d)).length], ([p, r]) => p === 0 && r === 0, 30_000);
+    }
 
     // Exactly one session.failed per session of B, one task.failed, one batch end: the two
     // survivors raced, one claimed.
@@ -201,6 +225,9 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     }
     expect(events().filter((e) => e.data.run_id === taskRun.run_id).map((e) => e.type)).toEqual(['task.failed']);
     expect(events().filter((e) => e.data.batch_id === batchId)).toHaveLength(1);
+    const finals = (await sql.query(`SELECT id, node_id, status FROM sessions WHERE batch_id = $1`, [batchId])).rows as { id: string; node_id: string; status: string }[];
+    expect(finals.filter((r) => r.node_id !== idB).map((r) => r.status)).toContain('completed');
+    for (const r of finals) expect(ofSession(r.id).map((e) => e.type), `${r.id} on ${r.node_id}`).toEqual([r.status === 'failed' ? 'session.failed' : 'session.completed']);
     for (const s of [a, b2, c]) {
       s.child.kill('SIGTERM');
       await s.exited;

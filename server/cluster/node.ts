@@ -35,6 +35,9 @@ export interface NodeSessions {
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
+/** How often a node heartbeats (and reaps): five beats in NODE_DEAD_AFTER_SECONDS. */
+export const heartbeatPeriodMs = (deadAfterSeconds: number): number => Math.max(200, (deadAfterSeconds * 1000) / 5);
+
 /** A node whose advisory lock was found free, and its heartbeat then. */
 interface Suspect {
   heartbeatAt: Date;
@@ -52,7 +55,7 @@ export class NodeLifecycle {
 
   constructor(private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: NodeSessions; recoverNode: RecoverNode }) {
     this.id = d.sessions.nodeId;
-    this.periodMs = Math.max(200, (d.config.nodeDeadAfterSeconds * 1000) / 5);
+    this.periodMs = heartbeatPeriodMs(d.config.nodeDeadAfterSeconds);
   }
 
   get isDraining(): boolean {

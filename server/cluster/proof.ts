@@ -8,6 +8,9 @@ import { sameToken } from '../auth/tokens.js';
 
 /** The hop marker: the id of the node that forwarded the request. */
 export const HOP_HEADER = 'x-cluster-forwarded-by';
+/** The id of the node the forwarder meant: one that is not that node answers 421 (a remembered
+ *  owner's address now answered by another node). Unsigned: it can only make a node refuse. */
+export const TARGET_HEADER = 'x-cluster-target';
 /** `t=<unix seconds>,sig=<hex HMAC>`. */
 export const PROOF_HEADER = 'x-cluster-proof';
 

@@ -2,13 +2,16 @@
 // behind a round-robin front, sessions created through node A and driven through node B
 // (CDP) and node C (live view), every session operation through a node that does not own
 // the browser, placement on another node when A is full, and a forged cluster proof refused.
+// Last, a remembered owner that moved: A restarts on another port, and B, which remembers A's
+// old address for a session, finds it again rather than answering 502.
 import { chromium } from 'playwright-core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { startFixtureServer, fixtureBinary, type FixtureServer } from '../../fixtures/server.js';
 import { eventually, tryWebSocket } from '../sessions/test-support.js';
-import { HOP_HEADER, PROOF_HEADER, proofHeaders } from './proof.js';
+import { MISDIRECTED_HEADER } from './forward.js';
+import { HOP_HEADER, PROOF_HEADER, proofHeaders, TARGET_HEADER } from './proof.js';
 import { startTestCluster, TEST_CLUSTER_SECRET, type TestCluster } from './test-support.js';
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -32,8 +35,10 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
 
   beforeAll(async () => {
     site = await startFixtureServer();
-    // One browser a node: A is full with one session, and the cluster with three.
-    cluster = await startTestCluster({ databaseUrl: databaseUrl!, count: 3, env: { MAX_CONCURRENT_BROWSERS: '1' } });
+    // One browser a node: A is full with one session, and the cluster with three. No node
+    // dies here: a long NODE_DEAD_AFTER_SECONDS makes a remembered owner trusted for a minute
+    // (a heartbeat period), longer than the last test's restart takes.
+    cluster = await startTestCluster({ databaseUrl: databaseUrl!, count: 3, env: { MAX_CONCURRENT_BROWSERS: '1', NODE_DEAD_AFTER_SECONDS: '300' } });
     db = new pg.Client({ connectionString: cluster.databaseUrl });
     await db.connect();
   }, 120_000);
@@ -143,6 +148,14 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     const up = await C.request(`/v1/sessions/${main.id}/uploads`, { method: 'POST', body: form });
     expect(up.status).toBe(200);
     expect(JSON.stringify(await json(up))).toMatch(/cluster\.bin/);
+    // A large one (over the 1 MiB a node keeps to send again) through C, which remembers the
+    // owner by now: streamed whole, after a fresh lookup.
+    const large = Buffer.alloc(3 * 1024 * 1024, 7);
+    const bigForm = new FormData();
+    bigForm.set('file', new Blob([new Uint8Array(large)]), 'large.bin');
+    const bigUp = await C.request(`/v1/sessions/${main.id}/uploads`, { method: 'POST', body: bigForm });
+    expect(bigUp.status).toBe(200);
+    expect(JSON.stringify(await json(bigUp))).toContain(`"size":${large.length}`);
 
     // A download the owner's browser made, listed through B and streamed through C.
     expect((await post(B, 'goto', { url: `${site.url}/files/archive.bin` })).status).toBeLessThan(500);
@@ -215,5 +228,42 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
       ws.once('error', () => resolve(-1));
     });
     expect(refused).toBe(401);
+    // A proof that holds, for a request meant for another node (a remembered address that
+    // another node now answers at): 421, so that the forwarder looks again.
+    const misdirected = await B.request(path, { headers: { ...proofHeaders(TEST_CLUSTER_SECRET, 'node-a', 'GET', path), [TARGET_HEADER]: 'node-c' } });
+    expect(misdirected.status).toBe(421);
+    expect(misdirected.headers.get(MISDIRECTED_HEADER)).toBe('node-b');
+    const meantUpgrade = await new Promise<number>((resolve) => {
+      const cdp = `/v1/cdp/${main.id}`;
+      const ws = new WebSocket(`${B.url.replace(/^http/, 'ws')}${cdp}`, { headers: { ...proofHeaders(TEST_CLUSTER_SECRET, 'node-a', 'GET', cdp), [TARGET_HEADER]: 'node-c' } });
+      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.once('error', () => resolve(-1));
+    });
+    expect(meantUpgrade).toBe(421);
   });
+
+  it('finds a remembered owner again when it moved: A restarts on another port, B forwards there, not into the void', async () => {
+    const B = node(1);
+    const onA = `ws${node(0).url.slice(4)}`;
+    const direct = () => main.cdp_url.replace(cluster.front.url.replace(/^http/, 'ws'), `ws${node(0).url.slice(4)}`);
+    // An upgrade through B: B asks the database where main (ended, on A) is, and remembers A's address.
+    const refusedByA = await tryWebSocket(direct());
+    expect(refusedByA).not.toBe('open');
+    expect(await tryWebSocket(via(1, main.cdp_url))).toBe(refusedByA);
+    await cluster.restart(0);
+    expect(`ws${node(0).url.slice(4)}`).not.toBe(onA);
+    // The address B remembers refuses connections now: B looks again, once, and finds A's new
+    // one, which answers as A did (not B's 502 for an owner it cannot reach).
+    expect(await tryWebSocket(via(1, main.cdp_url))).toBe(refusedByA);
+
+    // A request: B remembers A's new address, A moves again.
+    const recordings = `/v1/sessions/${main.id}/recordings`;
+    const before = await B.request(recordings);
+    expect(before.status).toBe(200);
+    const listed = ((await before.json()) as { data: { count: number } }).data.count;
+    await cluster.restart(0);
+    const after = await B.request(recordings);
+    expect(after.status).toBe(200);
+    expect(((await after.json()) as { data: { count: number } }).data.count).toBe(listed);
+  }, 180_000);
 });

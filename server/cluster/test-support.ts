@@ -57,6 +57,13 @@ export interface TestCluster {
   apiKey: string;
   /** The schema's URL, for a test's own queries. */
   databaseUrl: string;
+  /**
+   * Stops node i with SIGTERM (its drain: new sessions go elsewhere, running ones finish up
+   * to SHUTDOWN_GRACE_SECONDS), waits for its exit, and starts it again with the same NODE_ID
+   * and DATA_DIR: on a new port (the address the others remembered no longer answers) unless
+   * `samePort`. The front sends to the new address.
+   */
+  restart(i: number, o?: { samePort?: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -79,10 +86,10 @@ export async function startTestCluster(o: { databaseUrl: string; count: number; 
     });
   });
   const nodes: TestCluster['nodes'] = [];
-  const start = async (i: number) => {
+  const start = async (i: number, again?: { dataDir: string; port?: number }) => {
     const id = `node-${String.fromCharCode(97 + i)}`;
-    const dataDir = mkdtempSync(join(tmpdir(), `cb-${id}-`));
-    const port = await freePort();
+    const dataDir = again?.dataDir ?? mkdtempSync(join(tmpdir(), `cb-${id}-`));
+    const port = again?.port ?? (await freePort());
     const node = await startChildServer({
       dataDir,
       apiKey,
@@ -98,7 +105,7 @@ export async function startTestCluster(o: { databaseUrl: string; count: number; 
         ...o.nodeEnv?.(i),
       },
     }).catch((err: Error) => {
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!again) rmSync(dataDir, { recursive: true, force: true });
       throw err;
     });
     nodes[i] = Object.assign(node, { id, dataDir });
@@ -119,6 +126,13 @@ export async function startTestCluster(o: { databaseUrl: string; count: number; 
     release();
     await schemaDone;
   };
+  const restart = async (i: number, r: { samePort?: boolean } = {}) => {
+    const old = nodes[i];
+    old.child.kill('SIGTERM');
+    await old.exited;
+    await start(i, { dataDir: old.dataDir, port: r.samePort ? Number(new URL(old.url).port) : undefined });
+    front.targets[front.targets.indexOf(old.url)] = nodes[i].url;
+  };
   try {
     await start(0);
     await Promise.all(Array.from({ length: o.count - 1 }, (_, i) => start(i + 1)));
@@ -127,5 +141,5 @@ export async function startTestCluster(o: { databaseUrl: string; count: number; 
     throw err;
   }
   front.targets.push(...nodes.map((n) => n.url));
-  return { front, nodes, apiKey, databaseUrl, close };
+  return { front, nodes, apiKey, databaseUrl, restart, close };
 }
