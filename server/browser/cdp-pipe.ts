@@ -1,20 +1,10 @@
 // Playwright over a browser's --remote-debugging-pipe instead of its DevTools WebSocket.
 // Playwright's client negotiates permessage-deflate with Chromium's WebSocket, so every CDP
 // message would be compressed by the browser and inflated here: about 12 ms of the server's
-// CPU per fetched page, measured. The pipe carries the same JSON without it.
-//
-// chromium.connectOverCDP also takes a ConnectionTransport (Playwright's client checks for an
-// object with send and close): the same one its own launch uses for a pipe, not in its
-// public types, hence the declaration here. The tool tests run every fetch through it.
-import { chromium, type Browser, type ConnectOverCDPOptions } from 'playwright-core';
-
-/** Playwright's ConnectionTransport (playwright-core server/transport.ts). */
-interface ConnectionTransport {
-  send(message: object): void;
-  close(): void;
-  onmessage?: (message: object) => void;
-  onclose?: (reason?: string) => void;
-}
+// CPU per fetched page, measured. The pipe carries the same JSON without it. The tool tests
+// run every fetch through it.
+import type { Browser, ConnectOverCDPOptions } from 'playwright-core';
+import { connectOverTransport, type ConnectionTransport } from './playwright-transport.js';
 
 interface CdpPipe {
   input: NodeJS.WritableStream;
@@ -70,10 +60,7 @@ class PipeTransport implements ConnectionTransport {
   }
 }
 
-type ConnectOverTransport = (transport: ConnectionTransport, options?: ConnectOverCDPOptions) => Promise<Browser>;
-
 /** Playwright connected over the browser's pipe, as chromium.connectOverCDP is over a URL. */
 export function connectOverPipe(pipe: CdpPipe, options?: ConnectOverCDPOptions): Promise<Browser> {
-  const connect = chromium.connectOverCDP.bind(chromium) as unknown as ConnectOverTransport;
-  return connect(new PipeTransport(pipe), options);
+  return connectOverTransport(new PipeTransport(pipe), options);
 }
