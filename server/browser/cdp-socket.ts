@@ -2,35 +2,19 @@
 // own connectOverCDP offers the extension and Chromium takes it: every CDP message is then
 // compressed by the browser and inflated here, each inflation a trip through libuv's thread
 // pool before Playwright sees the message. An action of a few round trips pays it on each:
-// an aria snapshot of a small page took ~35 ms so against ~28 ms without it (and over
-// Playwright's own pipe), click and navigate alike (.scratch measurements, bench/mcp for the
-// end-to-end figures). Between two processes of one machine compression saves nothing.
+// an aria snapshot of the form fixture on a session-flagged browser took ~35 ms so, against
+// ~28 ms without it (as over Playwright's own pipe), click and navigate alike (bench/mcp has
+// the end-to-end figures). Between two processes of one machine compression saves nothing.
 import type { Browser, ConnectOverCDPOptions } from 'playwright-core';
 import { WebSocket } from 'ws';
-import { connectOverTransport, type ConnectionTransport } from './playwright-transport.js';
+import { connectOverTransport, TransportBase } from './playwright-transport.js';
 
-class SocketTransport implements ConnectionTransport {
-  onmessage?: (message: object) => void;
-  private _onclose?: (reason?: string) => void;
-  private closed = false;
-
+class SocketTransport extends TransportBase {
   constructor(private readonly ws: WebSocket) {
-    ws.on('message', (data) => {
-      const message = JSON.parse(data.toString()) as object;
-      // As Playwright's own transports: each message in its own task.
-      setImmediate(() => this.onmessage?.(message));
-    });
-    ws.once('close', (_code, reason) => this.ended(reason.toString()));
+    super();
+    ws.on('message', (data) => this.deliver(JSON.parse(data.toString()) as object));
+    ws.once('close', (_code, reason) => this.end(reason.toString()));
     ws.on('error', () => {}); // 'close' follows
-  }
-
-  get onclose() {
-    return this._onclose;
-  }
-
-  set onclose(fn) {
-    this._onclose = fn;
-    if (fn && this.closed) fn();
   }
 
   send(message: object): void {
@@ -40,12 +24,6 @@ class SocketTransport implements ConnectionTransport {
 
   close(): void {
     this.ws.close();
-  }
-
-  private ended(reason: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    this._onclose?.(reason);
   }
 }
 

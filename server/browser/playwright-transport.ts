@@ -12,6 +12,43 @@ export interface ConnectionTransport {
   onclose?: (reason?: string) => void;
 }
 
+/**
+ * What our transports share: messages handed on each in its own task, as Playwright's own
+ * transports do, and an end told once, to an onclose set before or after it.
+ */
+export abstract class TransportBase implements ConnectionTransport {
+  onmessage?: (message: object) => void;
+  private _onclose?: (reason?: string) => void;
+  private _ended = false;
+
+  get onclose() {
+    return this._onclose;
+  }
+
+  set onclose(fn) {
+    this._onclose = fn;
+    if (fn && this._ended) fn();
+  }
+
+  get ended(): boolean {
+    return this._ended;
+  }
+
+  abstract send(message: object): void;
+  abstract close(): void;
+
+  protected deliver(message: object): void {
+    setImmediate(() => this.onmessage?.(message));
+  }
+
+  /** The connection is over (told once). */
+  protected end(reason?: string): void {
+    if (this._ended) return;
+    this._ended = true;
+    this._onclose?.(reason);
+  }
+}
+
 type ConnectOverTransport = (transport: ConnectionTransport, options?: ConnectOverCDPOptions) => Promise<Browser>;
 
 /** Playwright connected over a transport, as chromium.connectOverCDP is over a URL. */
