@@ -1,60 +1,37 @@
 // Playwright over a browser's --remote-debugging-pipe instead of its DevTools WebSocket.
 // Playwright's client negotiates permessage-deflate with Chromium's WebSocket, so every CDP
 // message would be compressed by the browser and inflated here: about 12 ms of the server's
-// CPU per fetched page, measured. The pipe carries the same JSON without it.
-//
-// chromium.connectOverCDP also takes a ConnectionTransport (Playwright's client checks for an
-// object with send and close): the same one its own launch uses for a pipe, not in its
-// public types, hence the declaration here. The tool tests run every fetch through it.
-import { chromium, type Browser, type ConnectOverCDPOptions } from 'playwright-core';
-
-/** Playwright's ConnectionTransport (playwright-core server/transport.ts). */
-interface ConnectionTransport {
-  send(message: object): void;
-  close(): void;
-  onmessage?: (message: object) => void;
-  onclose?: (reason?: string) => void;
-}
+// CPU per fetched page, measured. The pipe carries the same JSON without it. The tool tests
+// run every fetch through it.
+import type { Browser, ConnectOverCDPOptions } from 'playwright-core';
+import { connectOverTransport, TransportBase } from './playwright-transport.js';
 
 interface CdpPipe {
   input: NodeJS.WritableStream;
   output: NodeJS.ReadableStream;
 }
 
-class PipeTransport implements ConnectionTransport {
-  onmessage?: (message: object) => void;
-  private _onclose?: (reason?: string) => void;
-  private closed = false;
+class PipeTransport extends TransportBase {
   private pending: Buffer[] = [];
   private readonly onData = (chunk: Buffer) => this.dispatch(chunk);
   private readonly onEnd = () => this.close();
 
   constructor(private readonly pipe: CdpPipe) {
+    super();
     pipe.output.on('data', this.onData);
     pipe.output.once('close', this.onEnd);
   }
 
-  get onclose() {
-    return this._onclose;
-  }
-
-  set onclose(fn) {
-    this._onclose = fn;
-    if (fn && this.closed) fn();
-  }
-
   send(message: object): void {
-    if (this.closed) throw new Error('The browser pipe is closed');
+    if (this.ended) throw new Error('The browser pipe is closed');
     this.pipe.input.write(`${JSON.stringify(message)}\0`);
   }
 
   /** Stops listening; the pipe itself stays open (closing it would end the browser). */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
     this.pipe.output.off('data', this.onData);
     this.pipe.output.off('close', this.onEnd);
-    this._onclose?.();
+    this.end();
   }
 
   private dispatch(chunk: Buffer): void {
@@ -63,17 +40,13 @@ class PipeTransport implements ConnectionTransport {
       this.pending.push(chunk.subarray(start, end));
       const message = JSON.parse(Buffer.concat(this.pending).toString('utf8')) as object;
       this.pending = [];
-      // As Playwright's own pipe: each message in its own task.
-      setImmediate(() => this.onmessage?.(message));
+      this.deliver(message);
     }
     if (start < chunk.length) this.pending.push(chunk.subarray(start));
   }
 }
 
-type ConnectOverTransport = (transport: ConnectionTransport, options?: ConnectOverCDPOptions) => Promise<Browser>;
-
 /** Playwright connected over the browser's pipe, as chromium.connectOverCDP is over a URL. */
 export function connectOverPipe(pipe: CdpPipe, options?: ConnectOverCDPOptions): Promise<Browser> {
-  const connect = chromium.connectOverCDP.bind(chromium) as unknown as ConnectOverTransport;
-  return connect(new PipeTransport(pipe), options);
+  return connectOverTransport(new PipeTransport(pipe), options);
 }

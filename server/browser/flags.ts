@@ -65,9 +65,14 @@ const OMNIBOX_WEBUI = ['WebUIOmniboxPopup', 'WebUIOmniboxFullPopup', 'WebUIOmnib
 /**
  * Features every browser of ours runs without. Background calls to Google services (network
  * time, optimization hints) would show up in a session's metered traffic and domains; the
- * omnibox popups above cost every window a renderer.
+ * omnibox popups above cost every window a renderer. Autofill's server queries: on every
+ * page with a form, Chromium sends the form's field signatures to
+ * content-autofill.googleapis.com (two or three CONNECTs through the session's traffic
+ * proxy per load, seen on the form fixture), which would leak what pages a session fills,
+ * count as its traffic, and cost each navigation the proxy's work while the page loads.
+ * Autofill itself keeps working with local heuristics.
  */
-export const DISABLED_FEATURES: readonly string[] = ['NetworkTimeServiceQuerying', 'OptimizationHints', ...OMNIBOX_WEBUI];
+export const DISABLED_FEATURES: readonly string[] = ['NetworkTimeServiceQuerying', 'OptimizationHints', 'AutofillServerCommunication', ...OMNIBOX_WEBUI];
 
 export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string[] {
   const { window, screen } = layout.geometry;

@@ -1,10 +1,10 @@
 // Playwright on a session's browser, for the MCP server's page tools: one connection per
-// browser session in this process (connectOverCDP on the browser's own endpoint, not through
-// the CDP proxy, so the tools' traffic is counted by touch() instead), shared by the MCP
-// sessions that drive it, dropped when the browser session ends. Not over the browser's
-// --remote-debugging-pipe, though it spares the inflating of compressed CDP messages: tried,
-// bench/mcp answered each action 15 to 25 ms later through it than through the socket.
-import { chromium, type Browser, type BrowserContext, type Dialog, type Page } from 'playwright-core';
+// browser session in this process (on the browser's own DevTools WebSocket, not through the
+// CDP proxy, so the tools' traffic is counted by touch() instead), shared by the MCP
+// sessions that drive it, dropped when the browser session ends. The socket carries its
+// messages uncompressed (cdp-socket.ts): inflating each one cost every action several ms.
+import type { Browser, BrowserContext, Dialog, Page } from 'playwright-core';
+import { connectOverSocket } from '../browser/cdp-socket.js';
 
 export class Driver {
   /** The tab the tools act on; the first open one when it closes. */
@@ -22,7 +22,7 @@ export class Driver {
   }
 
   static async connect(wsEndpoint: string): Promise<Driver> {
-    const browser = await chromium.connectOverCDP(wsEndpoint, { timeout: 15_000 });
+    const browser = await connectOverSocket(wsEndpoint, { timeout: 15_000 });
     // The session's browser has its default context, whose pages are those CDP clients see.
     return new Driver(browser, browser.contexts()[0] ?? (await browser.newContext()));
   }

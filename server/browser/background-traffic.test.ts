@@ -1,0 +1,62 @@
+// What a session's browser sends on its own, seen by its traffic proxy: a page with a form
+// costs no query to Chromium's autofill server (DISABLED_FEATURES), which would otherwise be
+// metered as the session's traffic and listed among the domains it visited.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectOverSocket } from './cdp-socket.js';
+import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
+import { closeMeteredBrowser, launchMeteredBrowser } from './metered.js';
+import { chromiumPath, tempBrowsersDir, testLog } from './test-support.js';
+
+const FORM = `<!doctype html><title>Sign up</title>
+<form action="/done"><label>Email <input name="email" type="email" autocomplete="email"></label>
+<label>Name <input name="name" autocomplete="name"></label><button>Send</button></form>`;
+
+describe('a session browser behind its traffic proxy', () => {
+  let site: Server;
+  let base: string;
+  let dir: string;
+
+  beforeAll(async () => {
+    site = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html; charset=utf-8');
+      res.end(FORM);
+    });
+    await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    dir = tempBrowsersDir();
+  });
+
+  afterAll(async () => {
+    await new Promise((r) => site?.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sends nothing to the autofill server for the forms of the pages it loads', async () => {
+    const metered = await launchMeteredBrowser(
+      { ...DEFAULT_LAUNCH_OPTIONS, headless: true },
+      { chromiumPath, rootDir: join(dir, 'b'), log: testLog() },
+      { allowPrivateNetworks: true, log: pino({ level: 'silent' }) },
+    );
+    try {
+      const browser = await connectOverSocket(metered.browser.wsEndpoint);
+      const page = browser.contexts()[0]!.pages()[0]!;
+      // Chromium asks about a form's fields as it parses the page, filled or not; three
+      // pages with forms, one after the other, give it every chance to.
+      for (const path of ['/a', '/b', '/c']) {
+        await page.goto(`${base}${path}`);
+        await page.fill('input[name=email]', 'someone@example.com');
+      }
+      await browser.close();
+    } finally {
+      await closeMeteredBrowser(metered);
+    }
+    const { domains } = metered.traffic.stats();
+    expect(domains).toContain('127.0.0.1');
+    expect(domains.filter((d) => /autofill/.test(d))).toEqual([]);
+  });
+});
