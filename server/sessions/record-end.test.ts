@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/config.js';
 import { createProject, insertWebhook, openTestDb, type TestDb } from '../events/test-support.js';
+import { onEndRecorded } from './end-recorded.js';
 import { recordEnd, recordEnds } from './record-end.js';
 import { insertSession, markRunning } from './store.js';
 
@@ -55,5 +56,28 @@ describe('recordEnds', () => {
     expect((await recordEnds({ db: t.db, config }, ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })))).every((r) => r === undefined)).toBe(true);
     const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
     expect(m).toBe(150);
+  });
+
+  it('announces an end once it is committed, with its settled credits, and not again', async () => {
+    const project = await createProject(t.db);
+    const [id, other] = [await newSession(project), await newSession(project)];
+    const heard: { id: string; credits: number | null; committed: string | undefined }[] = [];
+    const listen = (sessionId: string) =>
+      onEndRecorded(sessionId, (row) => {
+        // Read on another statement: the end is visible, so it was committed.
+        void t.db
+          .query<{ status: string }>('SELECT status FROM sessions WHERE id = $1', [sessionId])
+          .then(([r]) => heard.push({ id: sessionId, credits: row.credits_used, committed: r?.status }));
+      });
+    const stop = listen(id);
+    const stopOther = listen(other);
+    stopOther();
+    const [row] = await recordEnds({ db: t.db, config }, [{ id, status: 'completed', reason: 'api' }, { id: other, status: 'completed', reason: 'api' }]);
+    await recordEnd({ db: t.db, config }, id, 'completed', 'api', undefined, false);
+    stop();
+    await t.db.query('SELECT 1');
+    expect(heard).toEqual([{ id, credits: row!.credits_used, committed: 'completed' }]);
+    const [{ credits_used }] = await t.db.query<{ credits_used: number }>('SELECT credits_used FROM sessions WHERE id = $1', [id]);
+    expect(row!.credits_used).toBe(credits_used);
   });
 });

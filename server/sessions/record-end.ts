@@ -9,6 +9,7 @@ import { settleSession } from '../credits/settle.js';
 import { emitEvents, type AnyEventToEmit } from '../outbox/emit.js';
 import type { Db } from '../store/db.js';
 import * as store from './store.js';
+import { endsRecorded } from './end-recorded.js';
 import { sessionDashboardUrl } from '../outbox/links.js';
 
 export interface SessionUsage {
@@ -51,7 +52,10 @@ const ENDS_PER_TRANSACTION = 100;
 export async function recordEnds(o: { db: Db; config: ServiceConfig }, ends: readonly EndToRecord[]): Promise<Array<store.SessionRow | undefined>> {
   const out: Array<store.SessionRow | undefined> = [];
   for (let i = 0; i < ends.length; i += ENDS_PER_TRANSACTION) {
-    out.push(...(await recordEndsTogether(o, ends.slice(i, i + ENDS_PER_TRANSACTION))));
+    const rows = await recordEndsTogether(o, ends.slice(i, i + ENDS_PER_TRANSACTION));
+    // Committed: those waiting here for these ends may go on.
+    endsRecorded(rows);
+    out.push(...rows);
   }
   return out;
 }
