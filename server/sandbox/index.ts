@@ -240,7 +240,10 @@ async function supervise(
         if (Buffer.byteLength(JSON.stringify(message.value ?? null)) > outputMaxBytes) {
           verdict ??= { ok: false, error: { type: 'automation_failure', message: `the result is over the limit of ${outputMaxBytes} bytes` } };
         } else verdict ??= { ok: true, value: message.value ?? null };
-        return;
+        // The child's last word: it is ended now rather than left to exit on its own (a
+        // Node process with Playwright loaded took 5-10 ms to). Its output is in its pipes
+        // already (written synchronously before this), and is read to their end below.
+        return jailed.kill();
       case 'error':
         verdict ??= {
           ok: false,
@@ -251,7 +254,7 @@ async function supervise(
             ...(typeof message.rootCause === 'string' ? { rootCause: message.rootCause } : {}),
           },
         };
-        return;
+        return jailed.kill();
       default:
         return stop({ ok: false, error: { type: 'system_error', message: 'the sandbox sent an unknown message' } });
     }

@@ -90,6 +90,23 @@ export default async function run(ctx: { page: Page; input: { path: string }; lo
     expect(outcome.durationMs).toBeGreaterThanOrEqual(outcome.sandboxMs);
   });
 
+  it('keeps what the code wrote to stdout and stderr just before its result (the child is ended at its last word)', async () => {
+    const big = 'x'.repeat(200_000);
+    const outcome = await run(`export default async function run() {
+  process.stdout.write('to stdout\\n');
+  process.stderr.write('to stderr\\n');
+  process.stdout.write('${big}' + '\\n');
+  return 'done';
+}`);
+    expect(outcome).toMatchObject({ ok: true, value: 'done' });
+    const logs = outcome.logs.map((l) => [l.level, l.message]);
+    expect(logs).toContainEqual(['info', 'to stdout']);
+    expect(logs).toContainEqual(['error', 'to stderr']);
+    // In chunks as the pipe gave them, all of it.
+    const written = outcome.logs.filter((l) => l.level === 'info').map((l) => l.message).join('');
+    expect(written.includes(big)).toBe(true);
+  });
+
   it('runs a snippet given page, context and browser; no return is null', async () => {
     const outcome = await sandbox.run({
       kind: 'snippet',
