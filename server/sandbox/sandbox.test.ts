@@ -62,7 +62,8 @@ function sandboxProcesses(): number[] {
     .map(Number);
 }
 
-afterEach(() => {
+afterEach(async () => {
+  await sandbox.settled();
   expect(readdirSync(runsRoot)).toEqual([]);
   expect(sandboxProcesses()).toEqual([]);
 });
@@ -105,6 +106,21 @@ export default async function run(ctx: { page: Page; input: { path: string }; lo
     // In chunks as the pipe gave them, all of it.
     const written = outcome.logs.filter((l) => l.level === 'info').map((l) => l.message).join('');
     expect(written.includes(big)).toBe(true);
+  });
+
+  it('tells onResult once, before the run ends, when a result stands; not for an error or a result over the cap', async () => {
+    const told: boolean[] = [];
+    let ended = false;
+    const ok = run('export default async function run() { return { n: 1 }; }', { onResult: () => told.push(ended) });
+    void ok.then(() => (ended = true));
+    expect(await ok).toMatchObject({ ok: true, value: { n: 1 } });
+    expect(told).toEqual([false]);
+    expect(await run("export default async function run() { throw new Error('no'); }", { onResult: () => told.push(true) })).toMatchObject({ ok: false });
+    expect(await run("export default async function run() { return 'x'.repeat(100); }", { outputMaxBytes: 10, onResult: () => told.push(true) })).toMatchObject({
+      ok: false,
+      error: { type: 'automation_failure' },
+    });
+    expect(told).toEqual([false]);
   });
 
   it('runs a snippet given page, context and browser; no return is null', async () => {
@@ -377,6 +393,7 @@ describe('directories of a server that is gone', () => {
     mkdirSync(alive);
     const fresh = createSandbox({ config: { ...server.config, sandboxWarm: 0 }, log: createLogger('silent') });
     expect(await fresh.run({ kind: 'snippet', code: 'return 1;', cdpUrl, timeoutMs: 20_000 })).toMatchObject({ ok: true, value: 1 });
+    await fresh.settled();
     expect(readdirSync(runsRoot)).toEqual([`sbx-${process.ppid}-abcdef`]);
     rmSync(alive, { recursive: true });
   });

@@ -29,11 +29,17 @@ export interface SandboxRequest {
   memoryMb?: number;
   /** The JSON result and the log, each; default 1 MiB. */
   outputMaxBytes?: number;
-  /** Host dir where artifacts.save writes; absent: save throws. */
+  /** Host dir where artifacts.save writes (made at the first artifact); absent: save throws. */
   artifactsDir?: string;
   /** Cancel: the child is killed, outcome 'cancelled'. */
   signal?: AbortSignal;
   onLog?: (line: SandboxLogLine) => void;
+  /**
+   * Called once the code has returned a result that stands (JSON within the limits), as
+   * soon as it is in and before the sandbox is torn down: what needs only that (a task run
+   * ending its session) need not wait for the teardown. The outcome still comes from run().
+   */
+  onResult?: () => void;
   /**
    * ctx.requestIntervention (tasks): asks a person and resolves to the answer; a rejection's
    * message reaches the code as its error. `signal` aborts when the run ends (any end: its

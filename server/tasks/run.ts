@@ -10,7 +10,7 @@
 //
 // ctx.requestIntervention asks a person through the interventions service, for the run's
 // session: the run waits (its time limit running) and a cancel withdraws the request.
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
@@ -57,13 +57,17 @@ export function runDir(config: Pick<ServiceConfig, 'dataDir'>, executionId: stri
   return join(config.dataDir, 'task-runs', executionId);
 }
 
-export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: AbortSignal): Promise<'ended' | 'requeued'> {
+export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: AbortSignal): Promise<'ended' | 'requeued'> {
   const started = Date.now();
   const workDir = runDir(d.config, row.id);
   let sessionId: string | null = row.own_session ? null : row.session_id;
   let outcome: queue.Outcome;
   let logs: queue.LogLine[] = [];
   let healing: FailureScene | undefined;
+  /** Whether the run stored artifacts (else it has none to list). */
+  let kept = false;
+  /** The end of the run's own session, begun as soon as the code's result was in. */
+  let ending: Promise<number> | undefined;
   try {
     const session = await openSession(d, row, signal);
     if (session === 'requeue') {
@@ -77,7 +81,6 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
       if (signal.aborted) {
         outcome = stopped(signal);
       } else {
-        await mkdir(join(workDir, 'artifacts'), { recursive: true });
         const result = await d.sandbox.run({
           kind: 'task',
           code: session.code,
@@ -86,6 +89,12 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
           timeoutMs: timeLeft(row, session.createdAt),
           artifactsDir: join(workDir, 'artifacts'),
           signal,
+          // The code's result is in: its own session may end while the sandbox is torn down.
+          onResult: () => {
+            if (!row.own_session || !row.cleanup_sessions) return;
+            ending = endSession(d, session.id);
+            ending.catch(() => {});
+          },
           onIntervention: (q, ended) =>
             d.interventions.ask({ id: session.id, projectId: row.project_id }, { ...q, signal: AbortSignal.any([signal, ended]) }),
         });
@@ -93,7 +102,10 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
         outcome = signal.aborted && !result.ok ? stopped(signal) : toOutcome(result);
         // Self-healing needs the page as the failure left it: taken now, before the session ends.
         if (outcome.status === 'failure' && outcome.error.type === 'automation_failure') healing = await d.healer.capture(row, session.cdpUrl);
-        if (result.artifacts.length > 0) await d.artifacts.keep(row, result.artifacts);
+        if (result.artifacts.length > 0) {
+          kept = true;
+          await d.artifacts.keep(row, result.artifacts);
+        }
       }
     }
   } catch (err) {
@@ -104,8 +116,8 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
   // The session's end, and the artifacts' links with the work directory's removal, together:
   // neither waits on the other.
   const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
-    settle(d, row, sessionId, outcome, durationMs),
-    d.artifacts.list(row.id).then(async (links) => {
+    settle(d, row, sessionId, outcome, durationMs, ending),
+    (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
       // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
       await rm(workDir, { recursive: true, force: true }).catch(() => {});
       return links;
@@ -131,12 +143,13 @@ async function settle(
   sessionId: string | null,
   outcome: queue.Outcome,
   durationMs: number,
+  ending: Promise<number> | undefined,
 ): Promise<{ costCredits: number; recordingUrl?: string }> {
   if (!sessionId) return { costCredits: 0 };
   if (!row.own_session || !row.cleanup_sessions) return { costCredits: sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config)) };
   let costCredits = 0;
   try {
-    costCredits = await endSession(d, sessionId);
+    costCredits = await (ending ?? endSession(d, sessionId));
     const recording = row.browser_configuration.recording?.active ?? true;
     if (!recording) return { costCredits };
     return { costCredits, recordingUrl: await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0) };
@@ -149,10 +162,9 @@ async function settle(
 /** createdAt: when the run's own session was asked for (undefined for a session it was given). */
 type OpenedSession = { id: string; cdpUrl: string; code: string; createdAt: number | undefined } | { failure: Failure; id?: undefined };
 
-async function openSession(d: RunDeps, row: queue.ExecutionRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
-  const [version] = await d.db.query<{ code: string }>('SELECT code FROM task_versions WHERE id = $1', [row.task_version_id]);
-  if (!version) return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
-  const code = Buffer.from(version.code, 'base64').toString('utf8');
+async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
+  if (row.version_code === null) return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
+  const code = Buffer.from(row.version_code, 'base64').toString('utf8');
   if (!row.own_session) {
     const s = row.session_id ? await queue.sessionFacts(d.db, row.session_id) : undefined;
     if (!s || s.status !== 'running') {
