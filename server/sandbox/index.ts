@@ -260,14 +260,7 @@ async function supervise(
       case 'result':
         if (Buffer.byteLength(JSON.stringify(message.value ?? null)) > outputMaxBytes) {
           verdict ??= { ok: false, error: { type: 'automation_failure', message: `the result is over the limit of ${outputMaxBytes} bytes` } };
-        } else if (!verdict) {
-          verdict = { ok: true, value: message.value ?? null };
-          try {
-            req.onResult?.();
-          } catch {
-            // The caller's own failure: it changes nothing of the run.
-          }
-        }
+        } else verdict ??= { ok: true, value: message.value ?? null };
         // The child's last word: it is ended now rather than left to exit on its own (a
         // Node process with Playwright loaded took 5-10 ms to). Its output is in its pipes
         // already (written synchronously before this), and is read to their end below.

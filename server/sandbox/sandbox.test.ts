@@ -108,21 +108,6 @@ export default async function run(ctx: { page: Page; input: { path: string }; lo
     expect(written.includes(big)).toBe(true);
   });
 
-  it('tells onResult once, before the run ends, when a result stands; not for an error or a result over the cap', async () => {
-    const told: boolean[] = [];
-    let ended = false;
-    const ok = run('export default async function run() { return { n: 1 }; }', { onResult: () => told.push(ended) });
-    void ok.then(() => (ended = true));
-    expect(await ok).toMatchObject({ ok: true, value: { n: 1 } });
-    expect(told).toEqual([false]);
-    expect(await run("export default async function run() { throw new Error('no'); }", { onResult: () => told.push(true) })).toMatchObject({ ok: false });
-    expect(await run("export default async function run() { return 'x'.repeat(100); }", { outputMaxBytes: 10, onResult: () => told.push(true) })).toMatchObject({
-      ok: false,
-      error: { type: 'automation_failure' },
-    });
-    expect(told).toEqual([false]);
-  });
-
   it('runs a snippet given page, context and browser; no return is null', async () => {
     const outcome = await sandbox.run({
       kind: 'snippet',

@@ -35,12 +35,6 @@ export interface SandboxRequest {
   signal?: AbortSignal;
   onLog?: (line: SandboxLogLine) => void;
   /**
-   * Called once the code has returned a result that stands (JSON within the limits), as
-   * soon as it is in and before the sandbox is torn down: what needs only that (a task run
-   * ending its session) need not wait for the teardown. The outcome still comes from run().
-   */
-  onResult?: () => void;
-  /**
    * ctx.requestIntervention (tasks): asks a person and resolves to the answer; a rejection's
    * message reaches the code as its error. `signal` aborts when the run ends (any end: its
    * time limit keeps running while a person is awaited), and the run waits for the returned

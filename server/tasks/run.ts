@@ -66,8 +66,6 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   let healing: FailureScene | undefined;
   /** Whether the run stored artifacts (else it has none to list). */
   let kept = false;
-  /** The end of the run's own session, begun as soon as the code's result was in. */
-  let ending: Promise<number> | undefined;
   try {
     const session = await openSession(d, row, signal);
     if (session === 'requeue') {
@@ -89,12 +87,6 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
           timeoutMs: timeLeft(row, session.createdAt),
           artifactsDir: join(workDir, 'artifacts'),
           signal,
-          // The code's result is in: its own session may end while the sandbox is torn down.
-          onResult: () => {
-            if (!row.own_session || !row.cleanup_sessions) return;
-            ending = endSession(d, session.id);
-            ending.catch(() => {});
-          },
           onIntervention: (q, ended) =>
             d.interventions.ask({ id: session.id, projectId: row.project_id }, { ...q, signal: AbortSignal.any([signal, ended]) }),
         });
@@ -116,7 +108,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   // The session's end, and the artifacts' links with the work directory's removal, together:
   // neither waits on the other.
   const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
-    settle(d, row, sessionId, outcome, durationMs, ending),
+    settle(d, row, sessionId, outcome, durationMs),
     (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
       // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
       await rm(workDir, { recursive: true, force: true }).catch(() => {});
@@ -143,13 +135,12 @@ async function settle(
   sessionId: string | null,
   outcome: queue.Outcome,
   durationMs: number,
-  ending: Promise<number> | undefined,
 ): Promise<{ costCredits: number; recordingUrl?: string }> {
   if (!sessionId) return { costCredits: 0 };
   if (!row.own_session || !row.cleanup_sessions) return { costCredits: sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config)) };
   let costCredits = 0;
   try {
-    costCredits = await (ending ?? endSession(d, sessionId));
+    costCredits = await endSession(d, sessionId);
     const recording = row.browser_configuration.recording?.active ?? true;
     if (!recording) return { costCredits };
     return { costCredits, recordingUrl: await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0) };
