@@ -1,6 +1,6 @@
 // Artifacts arrive as bytes over the pipe and are written here, by the server, into the
 // caller's directory: the child never gets a writable view of the host's disk.
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SandboxArtifact } from './types.js';
 
@@ -18,6 +18,8 @@ export async function writeArtifact(
   const total = saved.filter((a) => a.name !== message.name).reduce((sum, a) => sum + a.size, 0) + bytes.length;
   if (total > maxBytes) throw new Error(`artifacts over ${maxBytes} bytes`);
   const path = join(dir, message.name);
+  // Made at the first artifact: most runs save none.
+  await mkdir(dir, { recursive: true });
   await writeFile(path, bytes);
   const entry: SandboxArtifact = { name: message.name, path, size: bytes.length, contentType: message.contentType };
   const at = saved.findIndex((a) => a.name === message.name);

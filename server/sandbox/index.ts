@@ -42,7 +42,10 @@ export interface Sandbox {
   readonly available: boolean;
   /** What it cannot do on this machine, for a clear startup/log message. */
   readonly unavailableReason: string | undefined;
-  /** Ends the warm children (runs in flight finish on their own). */
+  /** Resolves once the sandboxes of the runs that have ended are gone to the last file: a
+   * run's outcome waits for its child to be gone, not for its directory's removal. */
+  settled(): Promise<void>;
+  /** Ends the warm children (runs in flight finish on their own), and waits for settled(). */
   close(): Promise<void>;
 }
 
@@ -101,6 +104,16 @@ export function createSandbox(d: { config: ServiceConfig; log: Logger }): Sandbo
     clearTimeout(entry.idle);
     void entry.jailed.dispose();
   };
+  // Sandboxes of ended runs whose relay and directory are still being removed.
+  const retiring = new Set<Promise<void>>();
+  const retire = (jailed: Jailed) => {
+    const gone = jailed.dispose();
+    retiring.add(gone);
+    void gone.finally(() => retiring.delete(gone));
+  };
+  const settled = async () => {
+    while (retiring.size > 0) await Promise.all([...retiring]);
+  };
   let swept: Promise<void> | undefined;
   const take = async (memoryMb: number): Promise<Jailed> => {
     await (swept ??= sweepStaleDirs(log));
@@ -123,17 +136,19 @@ export function createSandbox(d: { config: ServiceConfig; log: Logger }): Sandbo
   return {
     available: !missing,
     unavailableReason: missing,
-    run: (req) => runOnce(req, { missing, log, take }),
+    run: (req) => runOnce(req, { missing, log, take, retire }),
+    settled,
     async close() {
       closed = true;
       await Promise.all(warm.splice(0).map((e) => (clearTimeout(e.idle), e.jailed.dispose())));
+      await settled();
     },
   };
 }
 
 async function runOnce(
   req: SandboxRequest,
-  d: { missing: string | undefined; log: Logger; take(memoryMb: number): Promise<Jailed> },
+  d: { missing: string | undefined; log: Logger; take(memoryMb: number): Promise<Jailed>; retire(jailed: Jailed): void },
 ): Promise<SandboxOutcome> {
   const started = Date.now();
   const logs: SandboxLogLine[] = [];
@@ -159,7 +174,13 @@ async function runOnce(
     d.log.error({ err }, 'sandbox run failed');
     return end({ ok: false, error: { type: 'system_error', message: `the sandbox failed: ${(err as Error).message}` } });
   } finally {
-    await jailed?.dispose();
+    if (jailed) {
+      // Gone before the outcome is told (killed if it still runs); its relay and directory
+      // are removed after, which settled() and close() wait for.
+      jailed.kill();
+      await jailed.exited;
+      d.retire(jailed);
+    }
   }
 }
 
@@ -240,7 +261,10 @@ async function supervise(
         if (Buffer.byteLength(JSON.stringify(message.value ?? null)) > outputMaxBytes) {
           verdict ??= { ok: false, error: { type: 'automation_failure', message: `the result is over the limit of ${outputMaxBytes} bytes` } };
         } else verdict ??= { ok: true, value: message.value ?? null };
-        return;
+        // The child's last word: it is ended now rather than left to exit on its own (a
+        // Node process with Playwright loaded took 5-10 ms to). Its output is in its pipes
+        // already (written synchronously before this), and is read to their end below.
+        return jailed.kill();
       case 'error':
         verdict ??= {
           ok: false,
@@ -251,7 +275,7 @@ async function supervise(
             ...(typeof message.rootCause === 'string' ? { rootCause: message.rootCause } : {}),
           },
         };
-        return;
+        return jailed.kill();
       default:
         return stop({ ok: false, error: { type: 'system_error', message: 'the sandbox sent an unknown message' } });
     }

@@ -62,7 +62,8 @@ function sandboxProcesses(): number[] {
     .map(Number);
 }
 
-afterEach(() => {
+afterEach(async () => {
+  await sandbox.settled();
   expect(readdirSync(runsRoot)).toEqual([]);
   expect(sandboxProcesses()).toEqual([]);
 });
@@ -88,6 +89,23 @@ export default async function run(ctx: { page: Page; input: { path: string }; lo
     ]);
     expect(outcome.sandboxMs).toBeGreaterThan(0);
     expect(outcome.durationMs).toBeGreaterThanOrEqual(outcome.sandboxMs);
+  });
+
+  it('keeps what the code wrote to stdout and stderr just before its result (the child is ended at its last word)', async () => {
+    const big = 'x'.repeat(200_000);
+    const outcome = await run(`export default async function run() {
+  process.stdout.write('to stdout\\n');
+  process.stderr.write('to stderr\\n');
+  process.stdout.write('${big}' + '\\n');
+  return 'done';
+}`);
+    expect(outcome).toMatchObject({ ok: true, value: 'done' });
+    const logs = outcome.logs.map((l) => [l.level, l.message]);
+    expect(logs).toContainEqual(['info', 'to stdout']);
+    expect(logs).toContainEqual(['error', 'to stderr']);
+    // In chunks as the pipe gave them, all of it.
+    const written = outcome.logs.filter((l) => l.level === 'info').map((l) => l.message).join('');
+    expect(written.includes(big)).toBe(true);
   });
 
   it('runs a snippet given page, context and browser; no return is null', async () => {
@@ -360,6 +378,7 @@ describe('directories of a server that is gone', () => {
     mkdirSync(alive);
     const fresh = createSandbox({ config: { ...server.config, sandboxWarm: 0 }, log: createLogger('silent') });
     expect(await fresh.run({ kind: 'snippet', code: 'return 1;', cdpUrl, timeoutMs: 20_000 })).toMatchObject({ ok: true, value: 1 });
+    await fresh.settled();
     expect(readdirSync(runsRoot)).toEqual([`sbx-${process.ppid}-abcdef`]);
     rmSync(alive, { recursive: true });
   });

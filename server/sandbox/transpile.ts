@@ -1,6 +1,7 @@
 // TypeScript in, ES module out, with esbuild (a transform: no bundling, no type check, so
 // it costs a few milliseconds). A snippet is the body of an async function: it is wrapped
 // into a task module first, and the wrapper's lines are taken off every line reported.
+import { createHash } from 'node:crypto';
 import { transform, transformSync, type Message, type TransformOptions } from 'esbuild';
 
 export type CodeKind = 'task' | 'snippet';
@@ -48,7 +49,31 @@ export function checkTypeScript(code: string, kind: CodeKind): { ok: true } | { 
   }
 }
 
+/** Runs of one task version transpile the same code: the last few results are kept (a
+ * transform costs 1-5 ms, and more on a busy machine, on every run's way in). Big sources
+ * are not kept, so the cache stays small whatever the code. */
+const CACHE_ENTRIES = 32;
+const CACHE_MAX_SOURCE = 256 * 1024;
+const cache = new Map<string, Transpiled>();
+
 export async function transpile(code: string, kind: CodeKind): Promise<Transpiled> {
+  const key = code.length <= CACHE_MAX_SOURCE ? createHash('sha256').update(kind).update('\0').update(code).digest('base64') : undefined;
+  const kept = key === undefined ? undefined : cache.get(key);
+  if (kept) {
+    // Most recently used last: the first is the one to drop.
+    cache.delete(key!);
+    cache.set(key!, kept);
+    return kept;
+  }
+  const out = await transpileNow(code, kind);
+  if (key !== undefined) {
+    cache.set(key, out);
+    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+  }
+  return out;
+}
+
+async function transpileNow(code: string, kind: CodeKind): Promise<Transpiled> {
   const { source, lineOffset } = wrap(code, kind);
   try {
     const out = await transform(source, options);

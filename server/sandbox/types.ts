@@ -29,7 +29,7 @@ export interface SandboxRequest {
   memoryMb?: number;
   /** The JSON result and the log, each; default 1 MiB. */
   outputMaxBytes?: number;
-  /** Host dir where artifacts.save writes; absent: save throws. */
+  /** Host dir where artifacts.save writes (made at the first artifact); absent: save throws. */
   artifactsDir?: string;
   /** Cancel: the child is killed, outcome 'cancelled'. */
   signal?: AbortSignal;

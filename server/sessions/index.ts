@@ -12,6 +12,7 @@ import { SessionManager } from './manager.js';
 
 export { SessionManager, type CreateOptions, type CreateResult } from './manager.js';
 export type { SessionCreateBody } from './options.js';
+export { onEndRecorded } from './end-recorded.js';
 export { findSessionRecord, historyBuckets, listSessions, type Granularity, type ListFilter, type SessionRow, type SessionStatus } from './store.js';
 
 export function sessions(d: {

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/config.js';
 import { createProject, insertWebhook, openTestDb, type TestDb } from '../events/test-support.js';
+import { onEndRecorded } from './end-recorded.js';
 import { EndRecorder, recordEnds } from './record-end.js';
 import { insertSession, markRunning } from './store.js';
 
@@ -57,6 +58,30 @@ describe('recordEnds', () => {
     const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
     expect(m).toBe(150);
   });
+
+  it('announces an end once it is committed, with its settled credits, and not again', async () => {
+    const project = await createProject(t.db);
+    const [id, other] = [await newSession(project), await newSession(project)];
+    const heard: { id: string; credits: number | null; committed: string | undefined }[] = [];
+    const listen = (sessionId: string) =>
+      onEndRecorded(sessionId, (row) => {
+        // Read on another statement: the end is visible, so it was committed.
+        void t.db
+          .query<{ status: string }>('SELECT status FROM sessions WHERE id = $1', [sessionId])
+          .then(([r]) => heard.push({ id: sessionId, credits: row.credits_used, committed: r?.status }));
+      });
+    const stop = listen(id);
+    const stopOther = listen(other);
+    stopOther();
+    const [row] = await recordEnds({ db: t.db, config }, [{ id, status: 'completed', reason: 'api' }, { id: other, status: 'completed', reason: 'api' }]);
+    // Again, through an EndRecorder: already ended, so not announced again.
+    await new EndRecorder({ db: t.db, config }, () => false).record({ id, status: 'completed', reason: 'api' });
+    stop();
+    await t.db.query('SELECT 1');
+    expect(heard).toEqual([{ id, credits: row!.credits_used, committed: 'completed' }]);
+    const [{ credits_used }] = await t.db.query<{ credits_used: number }>('SELECT credits_used FROM sessions WHERE id = $1', [id]);
+    expect(row!.credits_used).toBe(credits_used);
+  });
 });
 
 describe('EndRecorder', () => {
@@ -74,10 +99,15 @@ describe('EndRecorder', () => {
     const ids = await Promise.all(Array.from({ length: 60 }, () => newSession(project)));
     const { db, transactions } = counting();
     const recorder = new EndRecorder({ db, config }, () => false);
+    // A grouped end is announced like any other (a task run waits for its session's).
+    const heard: string[] = [];
+    const stop = onEndRecorded(ids[30]!, (row) => heard.push(String(row.credits_used)));
     const rows = await Promise.all(ids.map((id, i) => recorder.record({ id, status: i % 2 ? 'completed' : 'failed', reason: i % 2 ? 'idle_timeout' : 'server_shutdown' })));
     rows.forEach((r, i) => expect(r).toMatchObject({ id: ids[i], status: i % 2 ? 'completed' : 'failed', end_reason: i % 2 ? 'idle_timeout' : 'server_shutdown' }));
     // The first alone (nothing waited for it), the other 59 in the next.
     expect(transactions()).toBe(2);
+    stop();
+    expect(heard).toEqual([String(rows[30]!.credits_used)]);
     const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
     expect(m).toBe(60);
     // Asked again: each once, so nothing more.

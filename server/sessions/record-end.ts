@@ -12,6 +12,7 @@ import { settleSession } from '../credits/settle.js';
 import { emitEvents, type AnyEventToEmit } from '../outbox/emit.js';
 import type { Db } from '../store/db.js';
 import * as store from './store.js';
+import { endsRecorded } from './end-recorded.js';
 import { sessionDashboardUrl } from '../outbox/links.js';
 
 export interface SessionUsage {
@@ -90,7 +91,7 @@ export async function recordEnds(o: { db: Db; config: ServiceConfig }, ends: rea
 }
 
 async function recordEndsTogether(o: { db: Db; config: ServiceConfig }, ends: readonly EndToRecord[]): Promise<Array<store.SessionRow | undefined>> {
-  return o.db.transaction(async (tx) => {
+  const rows = await o.db.transaction(async (tx) => {
     const rows: Array<store.SessionRow | undefined> = [];
     const events: AnyEventToEmit[] = [];
     for (const { id, status, reason, usage, deleted } of ends) {
@@ -112,6 +113,9 @@ async function recordEndsTogether(o: { db: Db; config: ServiceConfig }, ends: re
     await emitEvents(tx, events);
     return rows;
   });
+  // Committed: those waiting here for these ends may go on.
+  endsRecorded(rows);
+  return rows;
 }
 
 /** session.completed or session.failed for an ended row. */

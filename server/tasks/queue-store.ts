@@ -126,13 +126,22 @@ export async function listExecutions(
   return { rows, total: n };
 }
 
-/** Claims up to `n` queued runs for this node, oldest first; several nodes claim different ones. */
-export async function claim(db: Db, nodeId: string, n: number): Promise<ExecutionRow[]> {
+/** A claimed run, with its version's code (null when the version is gone). */
+export type ClaimedRow = ExecutionRow & { version_code: string | null };
+
+/**
+ * Claims up to `n` queued runs for this node, oldest first; several nodes claim different
+ * ones. The version's code comes in the same statement: a run starts one round trip sooner.
+ */
+export async function claim(db: Db, nodeId: string, n: number): Promise<ClaimedRow[]> {
   if (n <= 0) return [];
-  return db.query<ExecutionRow>(
-    `UPDATE task_executions SET status = 'running', claimed_by = $1, started_at = now()
-      WHERE id IN (SELECT id FROM task_executions WHERE status = 'queued' ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
-      RETURNING *`,
+  return db.query<ClaimedRow>(
+    `WITH claimed AS (
+       UPDATE task_executions SET status = 'running', claimed_by = $1, started_at = now()
+        WHERE id IN (SELECT id FROM task_executions WHERE status = 'queued' ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+        RETURNING *
+     )
+     SELECT claimed.*, v.code AS version_code FROM claimed LEFT JOIN task_versions v ON v.id = claimed.task_version_id`,
     [nodeId, n],
   );
 }

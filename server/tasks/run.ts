@@ -10,12 +10,12 @@
 //
 // ctx.requestIntervention asks a person through the interventions service, for the run's
 // session: the run waits (its time limit running) and a cancel withdraws the request.
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
-import type { SessionManager } from '../sessions/index.js';
+import { onEndRecorded, type SessionManager } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { Sandbox, SandboxOutcome } from '../sandbox/index.js';
 import type { Interventions } from '../interventions/index.js';
@@ -45,6 +45,8 @@ export type StopReason = 'cancel' | 'shutdown';
 const RUN_CEILING_MS = 24 * 3_600_000;
 /** How long a completed run waits for its session's recording to be stored, for recording_url. */
 const RECORDING_WAIT_MS = 30_000;
+/** How often a run ending its session reads the session's row, besides the announcement. */
+const END_LOOK_MS = 250;
 /** Lines of the task's log kept on the execution. */
 const MAX_LOG_LINES = 1_000;
 
@@ -55,13 +57,15 @@ export function runDir(config: Pick<ServiceConfig, 'dataDir'>, executionId: stri
   return join(config.dataDir, 'task-runs', executionId);
 }
 
-export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: AbortSignal): Promise<'ended' | 'requeued'> {
+export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: AbortSignal): Promise<'ended' | 'requeued'> {
   const started = Date.now();
   const workDir = runDir(d.config, row.id);
   let sessionId: string | null = row.own_session ? null : row.session_id;
   let outcome: queue.Outcome;
   let logs: queue.LogLine[] = [];
   let healing: FailureScene | undefined;
+  /** Whether the run stored artifacts (else it has none to list). */
+  let kept = false;
   try {
     const session = await openSession(d, row, signal);
     if (session === 'requeue') {
@@ -75,7 +79,6 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
       if (signal.aborted) {
         outcome = stopped(signal);
       } else {
-        await mkdir(join(workDir, 'artifacts'), { recursive: true });
         const result = await d.sandbox.run({
           kind: 'task',
           code: session.code,
@@ -91,7 +94,10 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
         outcome = signal.aborted && !result.ok ? stopped(signal) : toOutcome(result);
         // Self-healing needs the page as the failure left it: taken now, before the session ends.
         if (outcome.status === 'failure' && outcome.error.type === 'automation_failure') healing = await d.healer.capture(row, session.cdpUrl);
-        if (result.artifacts.length > 0) await d.artifacts.keep(row, result.artifacts);
+        if (result.artifacts.length > 0) {
+          kept = true;
+          await d.artifacts.keep(row, result.artifacts);
+        }
       }
     }
   } catch (err) {
@@ -99,28 +105,16 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
     outcome = { status: 'failure', error: { type: 'system_error', message: 'The server could not run the task', rootCause: (err as Error).message ?? String(err) } };
   }
   const durationMs = Date.now() - started;
-  let costCredits = 0;
-  let recordingUrl: string | undefined;
-  try {
-    if (sessionId && row.own_session) {
-      // The run's own session: ended now unless it is to be kept; its settled credits are
-      // the run's cost. A kept session is charged when it ends; the run's share is its time.
-      if (row.cleanup_sessions) {
-        costCredits = await endSession(d, sessionId);
-        const recording = row.browser_configuration.recording?.active ?? true;
-        if (recording) recordingUrl = await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0);
-      } else {
-        costCredits = sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config));
-      }
-    } else if (sessionId) {
-      costCredits = sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config));
-    }
-  } catch (err) {
-    d.log.error({ err, executionId: row.id, sessionId }, 'task run: could not end its session');
-  }
-  const artifacts = await d.artifacts.list(row.id);
-  // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
-  await rm(workDir, { recursive: true, force: true }).catch(() => {});
+  // The session's end, and the artifacts' links with the work directory's removal, together:
+  // neither waits on the other.
+  const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
+    settle(d, row, sessionId, outcome, durationMs),
+    (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
+      // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
+      await rm(workDir, { recursive: true, force: true }).catch(() => {});
+      return links;
+    }),
+  ]);
   const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
     taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
   );
@@ -130,13 +124,38 @@ export async function executeRun(d: RunDeps, row: queue.ExecutionRow, signal: Ab
   return 'ended';
 }
 
+/**
+ * The run's cost, and its recording's link. The run's own session is ended now unless it is
+ * to be kept, and its settled credits are the cost; a kept session is charged when it ends,
+ * and the run's share is its time, as in a session it was given.
+ */
+async function settle(
+  d: RunDeps,
+  row: queue.ExecutionRow,
+  sessionId: string | null,
+  outcome: queue.Outcome,
+  durationMs: number,
+): Promise<{ costCredits: number; recordingUrl?: string }> {
+  if (!sessionId) return { costCredits: 0 };
+  if (!row.own_session || !row.cleanup_sessions) return { costCredits: sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config)) };
+  let costCredits = 0;
+  try {
+    costCredits = await endSession(d, sessionId);
+    const recording = row.browser_configuration.recording?.active ?? true;
+    if (!recording) return { costCredits };
+    return { costCredits, recordingUrl: await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0) };
+  } catch (err) {
+    d.log.error({ err, executionId: row.id, sessionId }, 'task run: could not end its session');
+    return { costCredits };
+  }
+}
+
 /** createdAt: when the run's own session was asked for (undefined for a session it was given). */
 type OpenedSession = { id: string; cdpUrl: string; code: string; createdAt: number | undefined } | { failure: Failure; id?: undefined };
 
-async function openSession(d: RunDeps, row: queue.ExecutionRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
-  const [version] = await d.db.query<{ code: string }>('SELECT code FROM task_versions WHERE id = $1', [row.task_version_id]);
-  if (!version) return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
-  const code = Buffer.from(version.code, 'base64').toString('utf8');
+async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
+  if (row.version_code === null) return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
+  const code = Buffer.from(row.version_code, 'base64').toString('utf8');
   if (!row.own_session) {
     const s = row.session_id ? await queue.sessionFacts(d.db, row.session_id) : undefined;
     if (!s || s.status !== 'running') {
@@ -205,20 +224,33 @@ export function asOutput(value: unknown): Record<string, unknown> {
  * Ends the run's session and answers its settled credits. The end is recorded (credits
  * settled) before the browser's teardown finishes; the outcome need not wait for the
  * teardown, which goes on (the server's shutdown waits for it as for any session's end).
+ * The recording is announced in-process the moment it commits (polling the row every
+ * 25 ms cost a run 12 ms on average); the row is still read now and then, for an end
+ * recorded some other way.
  */
 async function endSession(d: RunDeps, sessionId: string): Promise<number> {
-  const ending = d.sessions.end(sessionId, 'completed', 'api');
-  ending.catch((err: unknown) => d.log.error({ err, sessionId }, 'task run: its session did not end cleanly'));
-  const ended = ending.then(
-    () => true,
-    () => true,
-  );
-  for (;;) {
-    const done = await Promise.race([ended, new Promise<false>((r) => setTimeout(() => r(false), 25))]);
-    const facts = await queue.sessionFacts(d.db, sessionId);
-    if (!facts) return 0;
-    if (facts.status !== 'running' && facts.status !== 'starting') return Number(facts.credits_used ?? 0);
-    if (done) return 0;
+  let announce!: (credits: number) => void;
+  const announced = new Promise<number>((resolve) => (announce = resolve));
+  const unsubscribe = onEndRecorded(sessionId, (row) => announce(Number(row.credits_used ?? 0)));
+  try {
+    const ending = d.sessions.end(sessionId, 'completed', 'api');
+    ending.catch((err: unknown) => d.log.error({ err, sessionId }, 'task run: its session did not end cleanly'));
+    const ended = ending.then(
+      () => 'ended' as const,
+      () => 'ended' as const,
+    );
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined;
+      const next = await Promise.race([announced, ended, new Promise<'look'>((r) => (timer = setTimeout(() => r('look'), END_LOOK_MS)))]);
+      clearTimeout(timer);
+      if (typeof next === 'number') return next;
+      const facts = await queue.sessionFacts(d.db, sessionId);
+      if (!facts) return 0;
+      if (facts.status !== 'running' && facts.status !== 'starting') return Number(facts.credits_used ?? 0);
+      if (next === 'ended') return 0;
+    }
+  } finally {
+    unsubscribe();
   }
 }
 

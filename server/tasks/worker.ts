@@ -23,6 +23,8 @@ export class TaskWorker {
   private readonly inflight = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly polling: PollLoop;
+  /** Work was announced (nudge) since the last pass: that pass claims without asking first. */
+  private announced = false;
 
   constructor(private readonly o: RunDeps & { db: Db; config: ServiceConfig; log: Logger }) {
     this.polling = new PollLoop({ name: 'task worker', log: o.log, busyMs: BUSY_TICK_MS, idleMs: IDLE_TICK_MS, tick: () => this.tick() });
@@ -73,6 +75,7 @@ export class TaskWorker {
 
   /** New work: look now rather than at the next tick. */
   nudge(): void {
+    this.announced = true;
     this.polling.nudge();
   }
 
@@ -117,7 +120,11 @@ export class TaskWorker {
     if (this.inflight.size > 0) {
       for (const id of await queue.cancelRequested(db, sessions.nodeId)) this.abort(id, 'cancel');
     }
-    if (this.inflight.size === 0 && !(await queue.anyQueued(db))) return false;
+    // Idle passes ask cheaply whether anything waits before claiming; a pass for announced
+    // work claims at once (a run starts one round trip sooner).
+    const announced = this.announced;
+    this.announced = false;
+    if (this.inflight.size === 0 && !announced && !(await queue.anyQueued(db))) return false;
     // A run needs a browser unless it runs in an existing session; counting every run as
     // needing one keeps the claim simple and never over-commits.
     const free = Math.min(config.taskConcurrency - this.inflight.size, sessions.capacity);

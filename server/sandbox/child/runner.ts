@@ -168,6 +168,8 @@ async function pageByTarget(context: BrowserContext, targetId: string): Promise<
 /** The in-sandbox end of the relay: loopback TCP to the server's Unix socket. */
 function startRelay(): Promise<number> {
   const server = createServer((client) => {
+    // Small messages each awaited: not held back for Nagle's algorithm (see relay.ts).
+    client.setNoDelay(true);
     const upstream = connect(INSIDE.socket);
     client.pipe(upstream).pipe(client);
     client.on('error', () => upstream.destroy());
