@@ -127,6 +127,31 @@ export class ScreencastHub {
     return this.session.cdp.send(method, params, sessionId);
   }
 
+  /**
+   * The front page as one frame, taken now (Page.captureScreenshot), for a recording that got
+   * none from the screencast: Chromium sends a frame when the page paints, so a page that
+   * painted before the recording began and not since sends none. Undefined when there is no
+   * page to show or the browser does not answer within timeoutMs (it may have crashed).
+   */
+  async still(timeoutMs = 2_000): Promise<Frame | undefined> {
+    if (this.closed) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), timeoutMs)));
+    const take = async (): Promise<Frame | undefined> => {
+      const page = await activePage(this.session.cdp, this.pages, this.target);
+      if (!page) return undefined;
+      const { content } = this.session.browser.geometry;
+      const shot = await this.pages.send<{ data: string }>(page.targetId, 'Page.captureScreenshot', { format: 'jpeg', quality: this.o.quality }, timeoutMs);
+      const now = Date.now();
+      return { seq: ++this.seq, data: Buffer.from(shot.data, 'base64'), meta: { width: content.width, height: content.height, timestamp: now, targetId: page.targetId }, receivedAt: now };
+    };
+    try {
+      return await Promise.race([take().catch(() => undefined), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Stops for good (the session is ending). */
   close(): Promise<void> {
     this.closed = true;

@@ -116,6 +116,12 @@ class Recording {
     }
   }
 
+  /** A frame taken at the end for a recording that has none yet: the video shows it from the start. */
+  keepStill(frame: Frame): void {
+    if (this.frames > 0 || this.state !== 'recording' || this.finished) return;
+    this.keep(frame, 0);
+  }
+
   /** The session is ending: the last frame is written and the video's length fixed. */
   finish(): void {
     if (this.finished) return;
@@ -270,7 +276,16 @@ export class Recorder implements SessionHooks {
   }
 
   async ending(s: RunningSession): Promise<void> {
-    this.active.get(s.id)?.finish();
+    const r = this.active.get(s.id);
+    if (!r) return;
+    // A session whose page never repainted while it was recorded (one that ends soon after
+    // it starts) still gets its recording: of the screen as it is at the end. Before the
+    // screencast's own ending hook (live view is composed before recordings), which closes it.
+    if (r.frames === 0 && r.state === 'recording') {
+      const still = await this.o.screencasts.hub(s).still();
+      if (still) r.keepStill(still);
+    }
+    r.finish();
   }
 
   async ended(s: RunningSession, end: SessionEnd): Promise<void> {

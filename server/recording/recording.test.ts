@@ -254,6 +254,28 @@ describe('recordings', () => {
     expect((await post(`/v1/sessions/${s.id}/recordings/resume`)).status).toBe(409);
   });
 
+  it('records a session that ends before the screencast sent a frame: the screen as it is at the end', async () => {
+    // initial_url is loaded and painted before the recording begins, a still page paints
+    // nothing more, and the session ends at once: no frame came from the screencast.
+    const s = await createSession(server, { session: { initial_url: fixtures.url('/colour/green') }, browser: HEADLESS });
+    expect((await server.request(`/v1/sessions/${s.id}`, { method: 'DELETE' })).status).toBe(200);
+    const item = await waitForRecording(s.id);
+    const file = join(work, `${s.id}.mp4`);
+    writeFileSync(file, Buffer.from(await (await server.request(`/v1/sessions/${s.id}/recordings/primary/fetch`)).arrayBuffer()));
+    const p = await probe(file);
+    expect(p.frames).toBeGreaterThanOrEqual(1);
+    // It shows the page: green, not a blank frame.
+    const pixel = await new Promise<Buffer>((resolve, reject) =>
+      execFile('ffmpeg', ['-v', 'error', '-i', file, '-frames:v', '1', '-vf', 'crop=2:2:400:300', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { encoding: 'buffer' }, (err, out) =>
+        err ? reject(err) : resolve(out),
+      ),
+    );
+    const [r, g, b] = pixel; // the first of the 2x2 (yuv420p cannot be cropped to one pixel)
+    expect(g).toBeGreaterThan(100);
+    expect(r).toBeLessThan(60);
+    expect(b).toBeLessThan(60);
+  });
+
   it('answers 404 for a session that does not exist', async () => {
     const unknown = randomUUID();
     for (const [method, path] of [
