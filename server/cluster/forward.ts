@@ -37,7 +37,7 @@ function passHeaders(rawHeaders: string[], upgrade: boolean, own: Record<string,
 }
 
 /** Bodies up to this size are read before they are sent, so a send can be tried again. */
-const REPLAYABLE_BYTES = 1024 * 1024;
+export const REPLAYABLE_BYTES = 1024 * 1024;
 
 function readAll(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {

@@ -5,6 +5,7 @@
 // a node claimed dead, or registered again at another address, is out of every cache within
 // one period of the database saying so), and the router drops it sooner when a forward to it
 // fails or is refused as misdirected, and when the session is ended through this node.
+import { Lru } from '../store/lru.js';
 import type { Peer } from './routing-store.js';
 
 interface Entry {
@@ -13,12 +14,11 @@ interface Entry {
 }
 
 export class OwnerCache {
-  // A Map keeps insertion order: its first key is the least recently used (get re-inserts).
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: Lru<string, Entry>;
 
-  constructor(
-    private readonly o: { max: number; ttlMs: number; now?: () => number },
-  ) {}
+  constructor(private readonly o: { max: number; ttlMs: number; now?: () => number }) {
+    this.entries = new Lru(o.max);
+  }
 
   private now(): number {
     return this.o.now ? this.o.now() : Date.now();
@@ -28,17 +28,14 @@ export class OwnerCache {
   get(sessionId: string): Peer | undefined {
     const e = this.entries.get(sessionId);
     if (!e) return undefined;
+    if (e.until > this.now()) return e.peer;
     this.entries.delete(sessionId);
-    if (e.until <= this.now()) return undefined;
-    this.entries.set(sessionId, e);
-    return e.peer;
+    return undefined;
   }
 
   /** What the database just said. Bounded: the least recently used entry goes first. */
   set(sessionId: string, peer: Peer): void {
-    this.entries.delete(sessionId);
     this.entries.set(sessionId, { peer, until: this.now() + this.o.ttlMs });
-    while (this.entries.size > this.o.max) this.entries.delete(this.entries.keys().next().value!);
   }
 
   drop(sessionId: string): void {
@@ -47,7 +44,7 @@ export class OwnerCache {
 
   /** A node that could not be reached, or is not where it was: none of its entries is trusted. */
   dropNode(nodeId: string): void {
-    for (const [id, e] of this.entries) if (e.peer.nodeId === nodeId) this.entries.delete(id);
+    this.entries.deleteWhere((e) => e.peer.nodeId === nodeId);
   }
 
   get size(): number {

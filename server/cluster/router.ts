@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import type { KeyOwner } from '../auth/api-keys.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
-import { AGAIN, forwardHttp, forwardUpgrade, MISDIRECTED_HEADER } from './forward.js';
+import { AGAIN, forwardHttp, forwardUpgrade, MISDIRECTED_HEADER, REPLAYABLE_BYTES } from './forward.js';
 import { heartbeatPeriodMs } from './node.js';
 import { OwnerCache } from './owner-cache.js';
 import { checkProof, proofHeaders, TARGET_HEADER } from './proof.js';
@@ -175,7 +175,7 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
         // The length is checked before the request's body stream is touched: making it takes
         // chunks from `incoming`, which a forward that streams `incoming` would then miss.
         const declared = Number(incoming.headers['content-length'] ?? NaN);
-        body = declared <= REPLAYABLE_LIMIT ? await smallBody(c.req.raw.clone(), REPLAYABLE_LIMIT) : undefined;
+        body = declared <= REPLAYABLE_BYTES ? await smallBody(c.req.raw.clone(), REPLAYABLE_BYTES) : undefined;
         if (body === undefined) owner = await ownerOf(needs, undefined, true).catch(lookupFailed);
       }
       const send = (o: Owner) => forwardHttp(incoming, c.env.outgoing, o.peer.internalUrl, forwardHeaders(o.peer, c.req.method, target), body, { again: o.cached });
@@ -257,8 +257,6 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
 
 /** Bodies that name a session are small JSON; a larger one is not read (it is answered here, and refused there if wrong). */
 const BODY_LOOKUP_LIMIT = 64 * 1024;
-/** A body kept to send again when a remembered owner fails: one of a declared length up to this. */
-const REPLAYABLE_LIMIT = 1024 * 1024;
 
 async function smallBody(req: Request, limit: number): Promise<Buffer | undefined> {
   if (!req.body || Number(req.headers.get('content-length') ?? 0) > limit) return undefined;

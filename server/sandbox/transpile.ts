@@ -3,6 +3,7 @@
 // into a task module first, and the wrapper's lines are taken off every line reported.
 import { createHash } from 'node:crypto';
 import { transform, transformSync, type Message, type TransformOptions } from 'esbuild';
+import { Lru } from '../store/lru.js';
 
 export type CodeKind = 'task' | 'snippet';
 
@@ -52,24 +53,15 @@ export function checkTypeScript(code: string, kind: CodeKind): { ok: true } | { 
 /** Runs of one task version transpile the same code: the last few results are kept (a
  * transform costs 1-5 ms, and more on a busy machine, on every run's way in). Big sources
  * are not kept, so the cache stays small whatever the code. */
-const CACHE_ENTRIES = 32;
 const CACHE_MAX_SOURCE = 256 * 1024;
-const cache = new Map<string, Transpiled>();
+const cache = new Lru<string, Transpiled>(32);
 
 export async function transpile(code: string, kind: CodeKind): Promise<Transpiled> {
   const key = code.length <= CACHE_MAX_SOURCE ? createHash('sha256').update(kind).update('\0').update(code).digest('base64') : undefined;
   const kept = key === undefined ? undefined : cache.get(key);
-  if (kept) {
-    // Most recently used last: the first is the one to drop.
-    cache.delete(key!);
-    cache.set(key!, kept);
-    return kept;
-  }
+  if (kept) return kept;
   const out = await transpileNow(code, kind);
-  if (key !== undefined) {
-    cache.set(key, out);
-    if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-  }
+  if (key !== undefined) cache.set(key, out);
   return out;
 }
 
