@@ -20,7 +20,7 @@ import { loadavg } from 'node:os';
 import { chromium, type Browser } from 'playwright-core';
 import { loadConfig } from '../server/config/config.js';
 import { startTestServer, type TestServer } from '../server/testing/harness.js';
-import { machine, ms, treeCpuMs } from './machine.js';
+import { atConcurrency, machine, ms, treeCpuMs } from './machine.js';
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -80,21 +80,6 @@ function encoding(): boolean {
   } catch {
     return false; // ps selected no process: no child at all
   }
-}
-
-/** Runs `fn` `n` times with `c` at once; resolves with the wall time. */
-async function atConcurrency(n: number, c: number, fn: () => Promise<void>): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: c }, async () => {
-      while (next < n) {
-        next++;
-        await fn();
-      }
-    }),
-  );
-  return performance.now() - t0;
 }
 
 /** A rate, sessions per second, and the CPU each session cost (every process: the server, Chromium, Xvfb, ffmpeg), from its start to its end. */

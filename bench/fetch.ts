@@ -22,7 +22,7 @@ import { cpus, loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
 import { startFixtureServer } from '../fixtures/server.js';
-import { machine, percentile, progress, quiet, ratioInterval } from './machine.js';
+import { atConcurrency, machine, percentile, progress, quiet, ratioInterval } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 import { DISABLED_FEATURES } from '../server/browser/index.js';
 import { listPids } from '../server/browser/procfs.js';
@@ -128,19 +128,12 @@ async function block(total: number, concurrency: number, job: () => Promise<void
   const cpu0 = process.cpuUsage();
   const s0 = server?.cpuMs() ?? 0;
   const b0 = marker ? browserCpu(marker) : 0;
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        next++;
-        const t = performance.now();
-        await job();
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  const wallS = (performance.now() - started) / 1000;
+  const wallS =
+    (await atConcurrency(total, concurrency, async () => {
+      const t = performance.now();
+      await job();
+      latencies.push(performance.now() - t);
+    })) / 1000;
   await Promise.all(closing);
   await quiet();
   const cpu = process.cpuUsage(cpu0);

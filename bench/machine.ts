@@ -127,3 +127,18 @@ export function treeCpuMs(): number {
   for (const [pid, p] of procs) if (inTree(pid)) ticks += p.cpu;
   return (ticks * 1000) / tick;
 }
+
+/** Runs `fn` `n` times with `c` at once; resolves with the wall time. */
+export async function atConcurrency(n: number, c: number, fn: () => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      while (next < n) {
+        next++;
+        await fn();
+      }
+    }),
+  );
+  return performance.now() - t0;
+}
