@@ -342,6 +342,48 @@ describe('delivery', () => {
     expect(rcv.received).toHaveLength(2);
   });
 
+  it('a backlog many times a webhook\'s share drains from claims alone, with no poll to fall back on', async () => {
+    // The worker holds at most 256 rows of one fast webhook, so 2,000 take many claims, each
+    // asked for as the buffer runs low. A claim that read as "nothing more due" (requests
+    // finishing while it ran raised the webhook's cap past what it was given) left the rest
+    // to the next poll; here there is none, so such a stall never ends.
+    const project = await createProject(t.db);
+    const r = await receiver();
+    await insertWebhook(t.db, project, r.url, ['session.completed']);
+    for (let i = 0; i < 2000; i += 500) {
+      const group = Array.from({ length: 500 }, () => ({ projectId: project, type: 'session.completed' as const, data: sampleEventData('session.completed') }));
+      await t.db.transaction((tx) => emitEvents(tx, group));
+    }
+    const w = await worker({ pollIntervalMs: 3_600_000 });
+    await waitFor(() => r.received.length >= 2000, 60_000, 'the whole backlog');
+    await w.stop(5000);
+    expect(new Set(r.received.map((x) => x.headers['webhook-id'])).size).toBe(2000);
+    const [{ pending }] = await t.db.query<{ pending: number }>(
+      `SELECT count(*)::int AS pending FROM webhook_deliveries WHERE project_id = $1 AND status <> 'succeeded'`,
+      [project],
+    );
+    expect(pending).toBe(0);
+  }, 90_000);
+
+  it('events for another webhook are claimed while one webhook drains a large backlog', async () => {
+    const project = await createProject(t.db);
+    const busy = await receiver();
+    const other = await receiver();
+    await insertWebhook(t.db, project, busy.url, ['session.completed']);
+    await insertWebhook(t.db, project, other.url, ['session.failed']);
+    for (let i = 0; i < 3000; i += 500) {
+      const group = Array.from({ length: 500 }, () => ({ projectId: project, type: 'session.completed' as const, data: sampleEventData('session.completed') }));
+      await t.db.transaction((tx) => emitEvents(tx, group));
+    }
+    await worker({ pollIntervalMs: 3_600_000 });
+    await waitFor(() => busy.received.length >= 300, 30_000, 'the backlog to be draining');
+    for (let i = 0; i < 5; i++) await emitEvent(t.db, project, 'session.failed', sampleEventData('session.failed'));
+    await waitFor(() => other.received.length === 5, 60_000, 'the other webhook');
+    // The other webhook's events did not wait for the backlog ahead of them to drain.
+    expect(busy.received.length).toBeLessThan(3000);
+    await waitFor(() => busy.received.length >= 3000, 60_000, 'the whole backlog');
+  }, 150_000);
+
   it('a slow receiver does not stall deliveries to another webhook', async () => {
     const project = await createProject(t.db);
     const slow = await receiver(() => {

@@ -248,7 +248,7 @@ export class DeliveryWorker {
         while (!this.stopping && this.maybeMore) {
           const room = BUFFER_FACTOR * this.o.concurrency - this.buffered;
           if (room <= 0) break;
-          const { claimed, more } = await this.claim(room);
+          const { claimed, more, full } = await this.claim(room);
           this.maybeMore = more;
           const at = Date.now();
           for (const c of claimed) {
@@ -259,7 +259,9 @@ export class DeliveryWorker {
           }
           this.buffered += claimed.length;
           this.dispatch();
-          if (claimed.length === 0) break;
+          // Claim again at once only when the room, not the webhooks' caps, ended this claim;
+          // a capped webhook asks again as its queue runs low (launch), with a large claim.
+          if (!full) break;
         }
       } while (this.pumpAgain && !this.stopping);
     } catch (err) {
@@ -313,16 +315,23 @@ export class DeliveryWorker {
     this.scheduleFlush();
   }
 
-  /** Claims up to `room` due rows, each webhook within what it may still hold. */
-  private async claim(room: number): Promise<{ claimed: Claimed[]; more: boolean }> {
+  /**
+   * Claims up to `room` due rows, each webhook within what it may still hold. `more`: due
+   * rows may be left; `full`: the claim took all it looked at, so others may be waiting.
+   */
+  private async claim(room: number): Promise<{ claimed: Claimed[]; more: boolean; full: boolean }> {
     this.lastClaimAt = performance.now();
     const capFor = (id: string) => this.holdFor(id) - this.held(id);
     const forgetBefore = Date.now() - SLOW_MEMORY_MS;
     for (const [id, at] of this.slow) if (at < forgetBefore) this.slow.delete(id);
     const known = new Set([...this.inFlightBy.keys(), ...this.queues.keys(), ...this.slow.keys()]);
     const caps = [...known].map((id) => [id, capFor(id)] as const);
-    const saturated = caps.filter(([, cap]) => cap <= 0).map(([id]) => id);
-    const open = caps.filter(([, cap]) => cap > 0);
+    // A webhook holding more than three quarters of its share takes nothing now (it claims
+    // again when its queue runs low): the claim's candidates are left to other webhooks, and
+    // a draining backlog is claimed in large pieces, not in the few rows sent since the last.
+    const isOpen = ([id, cap]: readonly [string, number]) => cap > 0 && cap * 4 >= this.holdFor(id);
+    const saturated = caps.filter((c) => !isOpen(c)).map(([id]) => id);
+    const open = caps.filter(isOpen);
     const token = `${this.nodeId}:${++this.claimSeq}`;
     const defaultCap = FAST_HOLD_FACTOR * this.o.perWebhookConcurrency;
     // The claim looks at this many candidates: no more than the known webhooks may take and
@@ -343,9 +352,13 @@ export class DeliveryWorker {
     rows.sort(bySchedule);
     const per = new Map<string, number>();
     for (const r of rows) per.set(r.webhook_id, (per.get(r.webhook_id) ?? 0) + 1);
-    const hitCap = [...per].some(([id, n]) => n >= capFor(id));
-    const more = rows.length === limit || saturated.length > 0 || hitCap;
-    return { claimed: rows.map((r) => ({ ...r, token })), more };
+    // Against the caps the claim was given, not ones computed now: requests finishing during
+    // the claim raise a webhook's cap, and a claim that filled the old cap then read as "no
+    // more due", leaving a backlog to the next poll (a second later) once the buffer ran dry.
+    const capAtClaim = new Map(open);
+    const hitCap = [...per].some(([id, n]) => n >= (capAtClaim.get(id) ?? defaultCap));
+    const full = rows.length === limit;
+    return { claimed: rows.map((r) => ({ ...r, token })), more: full || saturated.length > 0 || hitCap, full };
   }
 
   private launch(c: Claimed): void {
@@ -372,9 +385,11 @@ export class DeliveryWorker {
         this.scheduleFlush();
         if (this.stopping) return;
         this.dispatch();
-        // Refill before this webhook's buffered rows run out.
-        // (at a quarter of its hold: claims then bring many rows each, not a few finished since the last.)
-        if (this.maybeMore && (this.queues.get(c.webhook_id)?.length ?? 0) <= this.holdFor(c.webhook_id) / 4) this.schedulePump();
+        // Refill before this webhook's buffered rows run out: at half its hold, so a claim
+        // brings many rows and the other half still covers the claim's own time under load
+        // (at a quarter, a fast receiver emptied the buffer while a PostgreSQL claim ran). A
+        // claim under way brings rows already: asking again would only add an empty claim.
+        if (this.maybeMore && !this.pumping && (this.queues.get(c.webhook_id)?.length ?? 0) <= this.holdFor(c.webhook_id) / 2) this.schedulePump();
       });
   }
 
