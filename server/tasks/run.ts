@@ -17,7 +17,7 @@ import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import { onEndRecorded, type SessionManager } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
-import type { Sandbox, SandboxOutcome } from '../sandbox/index.js';
+import type { PreparedSandbox, Sandbox, SandboxOutcome } from '../sandbox/index.js';
 import type { Interventions } from '../interventions/index.js';
 import { priceTable, sessionCredits } from '../credits/prices.js';
 import type { ArtifactLinks } from './artifact-links.js';
@@ -25,13 +25,16 @@ import { runTimeoutMs, sessionBody } from './configuration.js';
 import { taskEvent } from './events.js';
 import * as queue from './queue-store.js';
 import type { FailureScene, TaskHealer } from './healing.js';
+import type { WarmPairs } from './warm-pair.js';
 
 export interface RunDeps {
   db: Db;
   config: ServiceConfig;
   log: Logger;
-  sessions: Pick<SessionManager, 'nodeId' | 'capacity' | 'create' | 'end' | 'cdpUrl'>;
+  sessions: Pick<SessionManager, 'nodeId' | 'capacity' | 'create' | 'end' | 'cdpUrl' | 'servedByReserved'>;
   sandbox: Sandbox;
+  /** The warm pair a run whose configuration the pool's browser serves takes (absent: none). */
+  warm?: Pick<WarmPairs, 'take' | 'fill'>;
   artifacts: ArtifactLinks;
   recordingLinks: RecordingLinkService;
   interventions: Pick<Interventions, 'ask'>;
@@ -66,8 +69,13 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   let healing: FailureScene | undefined;
   /** Whether the run stored artifacts (else it has none to list). */
   let kept = false;
+  /** The warm pair's sandbox, when the run's session is the pair's browser. */
+  let prepared: PreparedSandbox | undefined;
+  let usedPair = false;
   try {
     const session = await openSession(d, row, signal);
+    if (session !== 'requeue' && !('failure' in session)) prepared = session.prepared;
+    usedPair = prepared !== undefined;
     if (session === 'requeue') {
       await queue.release(d.db, row.id);
       return 'requeued';
@@ -79,7 +87,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
       if (signal.aborted) {
         outcome = stopped(signal);
       } else {
-        const result = await d.sandbox.run({
+        const result = await (prepared ?? d.sandbox).run({
           kind: 'task',
           code: session.code,
           cdpUrl: session.cdpUrl,
@@ -103,6 +111,9 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   } catch (err) {
     d.log.error({ err, executionId: row.id }, 'task run: system error');
     outcome = { status: 'failure', error: { type: 'system_error', message: 'The server could not run the task', rootCause: (err as Error).message ?? String(err) } };
+  } finally {
+    // Not run on (cancelled first, a failure): gone with the run. After a run: a no-op.
+    void prepared?.dispose();
   }
   const durationMs = Date.now() - started;
   // The session's end, and the artifacts' links with the work directory's removal, together:
@@ -120,7 +131,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   );
   // The outcome and task.failed are out: healing goes on in the background.
   if (finished && healing) d.healer.heal(finished, healing);
-  d.log.info({ executionId: row.id, status: outcome.status, durationMs }, 'task run ended');
+  d.log.info({ executionId: row.id, status: outcome.status, durationMs, warmPair: usedPair }, 'task run ended');
   return 'ended';
 }
 
@@ -151,7 +162,9 @@ async function settle(
 }
 
 /** createdAt: when the run's own session was asked for (undefined for a session it was given). */
-type OpenedSession = { id: string; cdpUrl: string; code: string; createdAt: number | undefined } | { failure: Failure; id?: undefined };
+type OpenedSession =
+  | { id: string; cdpUrl: string; code: string; createdAt: number | undefined; prepared?: PreparedSandbox }
+  | { failure: Failure; id?: undefined };
 
 async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
   if (row.version_code === null) return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
@@ -164,8 +177,22 @@ async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSigna
     return { id: row.session_id!, cdpUrl: d.sessions.cdpUrl(row.session_id!, s.cdp_token), code, createdAt: undefined };
   }
   const identity = row.identity_id ? { id: row.identity_id, skipValidation: row.identity_skip_validation } : undefined;
+  const body = sessionBody(row.browser_configuration, identity);
+  // The warm pair, for a configuration its browser serves exactly; any other takes the usual path.
+  const pair = d.warm && (await d.sessions.servedByReserved(row.project_id, body)) ? d.warm.take() : undefined;
+  // The next pair is built behind this run (once the pool has a browser again).
+  d.warm?.fill();
   const createdAt = Date.now();
-  const created = await d.sessions.create({ projectId: row.project_id, apiKeyId: row.api_key_id }, sessionBody(row.browser_configuration, identity), { internal: true });
+  let created: Awaited<ReturnType<RunDeps['sessions']['create']>>;
+  try {
+    created = await d.sessions.create({ projectId: row.project_id, apiKeyId: row.api_key_id }, body, { internal: true, ...(pair ? { reserved: pair.reservedId } : {}) });
+  } catch (err) {
+    void pair?.sandbox.dispose();
+    throw err;
+  }
+  // Not made on the pair's browser (create ended that browser): its sandbox goes too.
+  const prepared = pair && created.ok && created.onReserved ? pair.sandbox : undefined;
+  if (pair && !prepared) void pair.sandbox.dispose();
   if (!created.ok) {
     // No free browser after all: the run waits in the queue for one.
     if (created.status === 429 && !signal.aborted) return 'requeue';
@@ -175,8 +202,13 @@ async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSigna
     }
     return { failure: { type: created.status === 400 ? 'automation_failure' : 'system_error', message, rootCause: created.message } };
   }
-  await queue.setSession(d.db, row.id, created.id);
-  return { id: created.id, cdpUrl: created.cdpUrl, code, createdAt };
+  try {
+    await queue.setSession(d.db, row.id, created.id);
+  } catch (err) {
+    void prepared?.dispose();
+    throw err;
+  }
+  return { id: created.id, cdpUrl: created.cdpUrl, code, createdAt, ...(prepared ? { prepared } : {}) };
 }
 
 /**
