@@ -67,7 +67,7 @@ describe('task runs on a warm pair', () => {
       60_000,
     );
     const [execution] = await t.db.query<{ id: string }>('SELECT id FROM task_executions WHERE run_id = $1', [res.body.run_id]);
-    const log = await eventually(() => ended(execution!.id), 10_000, 'the run ended log');
+    const log = (await eventually(() => ended(execution!.id), 10_000, 'the run ended log'))!;
     return { ...done, warmPair: log.warmPair as boolean };
   }
 
