@@ -316,14 +316,19 @@ async function supervise(
       case 'intervention':
         if (!Number.isSafeInteger(message.id)) return stop({ ok: false, error: { type: 'system_error', message: 'the sandbox sent a malformed request' } });
         return ask(message.id, message);
-      case 'result':
+      case 'result': {
+        const first = verdict === undefined;
         if (Buffer.byteLength(JSON.stringify(message.value ?? null)) > outputMaxBytes) {
           verdict ??= { ok: false, error: { type: 'automation_failure', message: `the result is over the limit of ${outputMaxBytes} bytes` } };
         } else verdict ??= { ok: true, value: message.value ?? null };
         // The child's last word: it is ended now rather than left to exit on its own (a
         // Node process with Playwright loaded took 5-10 ms to). Its output is in its pipes
         // already (written synchronously before this), and is read to their end below.
-        return jailed.kill();
+        jailed.kill();
+        // A verdict once given stays: the run succeeds with this value.
+        if (first && verdict.ok) req.onSuccess?.(verdict.value);
+        return;
+      }
       case 'error':
         verdict ??= {
           ok: false,

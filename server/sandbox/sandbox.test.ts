@@ -91,6 +91,20 @@ export default async function run(ctx: { page: Page; input: { path: string }; lo
     expect(outcome.durationMs).toBeGreaterThanOrEqual(outcome.sandboxMs);
   });
 
+  it('tells onSuccess of a success at the last word, before the outcome; never of a failure', async () => {
+    const told: unknown[] = [];
+    const ok = await run('export default async function run() { console.log("bye"); return { n: 1 }; }', { onSuccess: (v) => told.push(v) });
+    expect(ok).toMatchObject({ ok: true, value: { n: 1 } });
+    expect(told).toEqual([{ n: 1 }]);
+    // The outcome still has the whole output.
+    expect(ok.logs.map((l) => l.message)).toEqual(['bye']);
+    const failed = await run('export default async function run() { throw new Error("no"); }', { onSuccess: (v) => told.push(v) });
+    expect(failed).toMatchObject({ ok: false, error: { type: 'automation_failure' } });
+    const tooBig = await run('export default async function run() { return "x".repeat(2000); }', { outputMaxBytes: 100, onSuccess: (v) => told.push(v) });
+    expect(tooBig).toMatchObject({ ok: false });
+    expect(told).toHaveLength(1);
+  });
+
   it('keeps what the code wrote to stdout and stderr just before its result (the child is ended at its last word)', async () => {
     const big = 'x'.repeat(200_000);
     const outcome = await run(`export default async function run() {

@@ -72,6 +72,8 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   /** The warm pair's sandbox, when the run's session is the pair's browser. */
   let prepared: PreparedSandbox | undefined;
   let usedPair = false;
+  /** The run's own session's end, started the moment its code succeeded (see onSuccess). */
+  let ending: ReturnType<typeof settle> | undefined;
   try {
     const session = await openSession(d, row, signal);
     if (session !== 'requeue' && !('failure' in session)) prepared = session.prepared;
@@ -97,6 +99,12 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
           signal,
           onIntervention: (q, ended) =>
             d.interventions.ask({ id: session.id, projectId: row.project_id }, { ...q, signal: AbortSignal.any([signal, ended]) }),
+          // The code succeeded and its sandbox is killed: the session it ends with is ended
+          // now, while the sandbox's processes go and its output is read to the end, not
+          // after (the session's end and the sandbox's teardown each took 10-30 ms).
+          onSuccess: () => {
+            if (row.own_session && row.cleanup_sessions) ending ??= settle(d, row, session.id, { status: 'success', output: {} }, 0);
+          },
         });
         logs = result.logs.slice(-MAX_LOG_LINES);
         outcome = signal.aborted && !result.ok ? stopped(signal) : toOutcome(result);
@@ -119,7 +127,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   // The session's end, and the artifacts' links with the work directory's removal, together:
   // neither waits on the other.
   const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
-    settle(d, row, sessionId, outcome, durationMs),
+    ending ?? settle(d, row, sessionId, outcome, durationMs),
     (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
       // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
       await rm(workDir, { recursive: true, force: true }).catch(() => {});
