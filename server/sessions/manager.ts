@@ -118,6 +118,8 @@ interface Reservation extends Counted {
   id: string;
   cdpToken: string;
   sb: SessionBrowser;
+  /** The server's own CDP connection to it, opened ahead too (undefined: it failed; the session opens one). */
+  cdp: Promise<CdpClient | undefined>;
   /** The session it became, once it did: its traffic is counted there from then on. */
   live?: LiveSession;
   gone: () => void;
@@ -261,7 +263,8 @@ export class SessionManager {
     let gone!: () => void;
     const lost = new Promise<void>((resolve) => (gone = resolve));
     const now = Date.now();
-    const r: Reservation = { id, cdpToken: randomBytes(24).toString('base64url'), sb, lastActivity: now, steps: 0, screenshots: 0, closeRequested: false, gone };
+    const cdp = CdpClient.connect(sb.browser.wsEndpoint).catch(() => undefined);
+    const r: Reservation = { id, cdpToken: randomBytes(24).toString('base64url'), sb, cdp, lastActivity: now, steps: 0, screenshots: 0, closeRequested: false, gone };
     this.reserved.set(id, r);
     void sb.exited.then(() => this.release(id));
     return { sessionId: id, cdpUrl: this.cdpUrl(id, r.cdpToken), lost, release: () => this.release(id) };
@@ -289,6 +292,7 @@ export class SessionManager {
     if (!r) return;
     this.reserved.delete(id);
     this.cdpProxy.closeSession(id);
+    void r.cdp.then((c) => c?.close());
     try {
       await r.sb.close();
     } finally {
@@ -450,7 +454,7 @@ export class SessionManager {
       sb = warm ?? (await spanned('browser.launch', { 'session.id': id }, () => this.launchCold(id, owner.projectId, launch, session, abort.signal)));
       trace.getActiveSpan()?.setAttribute('browser.warm', warm !== undefined);
       if (up.upstream) sb.traffic.setUpstream(up.upstream);
-      cdp = await CdpClient.connect(sb.browser.wsEndpoint);
+      cdp = (reservation ? await reservation.cdp : undefined) ?? (await CdpClient.connect(sb.browser.wsEndpoint));
       // Warm browsers carry the ad-block (a default); a session without it turns it off here.
       if (warm && !launch.adblock) await turnAdblockOff(cdp);
       // Ended (DELETE) or the server stopping while the browser started: nothing of it may
