@@ -278,12 +278,17 @@ export class SessionManager {
   /** Whether a session of this body would be served by a reserved browser: nothing asked
    *  for that the pool's browser does not have (launch options, extensions, profile, a
    *  proxy, identities, anything a capability launches cold for). */
-  async servedByReserved(projectId: string, body: SessionCreateBody | undefined): Promise<boolean> {
+  private async servedByReserved(projectId: string, body: SessionCreateBody | undefined): Promise<boolean> {
+    return this.reservedFits(body) && !(await this.o.sessionHooks.coldLaunch?.(projectId, normalize(body).session));
+  }
+
+  /** What servedByReserved answers without asking the capabilities (no database): a caller's
+   *  first look, before it takes a pair; create() asks the whole question. */
+  reservedFits(body: SessionCreateBody | undefined): boolean {
     if (!this.pool) return false;
     const { launch, session } = normalize(body);
     if (!fitsWarmPool(launch, session) || launch.adblock !== DEFAULT_LAUNCH_OPTIONS.adblock) return false;
-    if (session.proxy || session.identities.ids.length > 0 || session.captchaSolver) return false;
-    return !(await this.o.sessionHooks.coldLaunch?.(projectId, session));
+    return !session.proxy && session.identities.ids.length === 0 && !session.captchaSolver;
   }
 
   /** Ends a reservation that has not become a session (a no-op for one that has). */

@@ -31,7 +31,7 @@ export interface RunDeps {
   db: Db;
   config: ServiceConfig;
   log: Logger;
-  sessions: Pick<SessionManager, 'nodeId' | 'capacity' | 'create' | 'end' | 'cdpUrl' | 'servedByReserved'>;
+  sessions: Pick<SessionManager, 'nodeId' | 'capacity' | 'create' | 'end' | 'cdpUrl' | 'reservedFits'>;
   sandbox: Sandbox;
   /** The warm pair a run whose configuration the pool's browser serves takes (absent: none). */
   warm?: Pick<WarmPairs, 'take' | 'fill'>;
@@ -186,8 +186,10 @@ async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSigna
   }
   const identity = row.identity_id ? { id: row.identity_id, skipValidation: row.identity_skip_validation } : undefined;
   const body = sessionBody(row.browser_configuration, identity);
-  // The warm pair, for a configuration its browser serves exactly; any other takes the usual path.
-  const pair = d.warm && (await d.sessions.servedByReserved(row.project_id, body)) ? d.warm.take() : undefined;
+  // The warm pair, for a configuration its browser serves exactly; any other takes the usual
+  // path. create() makes the whole check (a capability may need a cold launch for the
+  // project: client certificates), and ends the pair's browser if it does not serve.
+  const pair = d.warm && d.sessions.reservedFits(body) ? d.warm.take() : undefined;
   // The next pair is built behind this run (once the pool has a browser again).
   d.warm?.fill();
   const createdAt = Date.now();
