@@ -545,7 +545,22 @@ export class SessionManager {
    * that reason, for a caller that must answer now (a request); the browser is gone all the
    * same, and the end is recorded once the database is back.
    */
-  end(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean; answerNow?: boolean } = {}): Promise<store.SessionRow | undefined> {
+  end(
+    id: string,
+    status: 'completed' | 'failed',
+    reason: EndReason,
+    options: {
+      deleted?: boolean;
+      answerNow?: boolean;
+      /**
+       * The browser is frozen (SIGSTOP) when the end begins and torn down once this settles,
+       * not at once: a caller that reports something right after the end is recorded (a
+       * task run, its outcome) does so without the teardown's CPU beside it. The returned
+       * promise still waits for the teardown.
+       */
+      teardownAfter?: Promise<unknown>;
+    } = {},
+  ): Promise<store.SessionRow | undefined> {
     const ending = this.endUnanswered(id, status, reason, options);
     return options.answerNow ? this.answerNow(id, ending) : ending;
   }
@@ -564,7 +579,12 @@ export class SessionManager {
     });
   }
 
-  private endUnanswered(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean }): Promise<store.SessionRow | undefined> {
+  private endUnanswered(
+    id: string,
+    status: 'completed' | 'failed',
+    reason: EndReason,
+    options: { deleted?: boolean; teardownAfter?: Promise<unknown> },
+  ): Promise<store.SessionRow | undefined> {
     const live = this.live.get(id);
     if (!live) {
       const pending = this.unrecorded.get(id);
@@ -578,13 +598,19 @@ export class SessionManager {
       this.cdpProxy.closeSession(id);
       await this.o.sessionHooks.ending?.(live);
       live.cdp.close();
+      // Frozen before its traffic is read: nothing it does after goes unmetered.
+      if (options.teardownAfter) live.browser.freeze();
       const traffic = live.traffic.stats();
       // The end is recorded while the browser is torn down: the figures are final (the
       // traffic was read above, the CDP clients are gone), and a crash in between is
       // swept at the next start.
       // While the database is unavailable the end waits to be recorded, and the browser
       // goes all the same: the session leaves this node's count when its browser is gone.
-      const closing = closeMeteredBrowser(live).finally(() => this.live.delete(id));
+      const gate = options.teardownAfter?.then(
+        () => undefined,
+        () => undefined,
+      );
+      const closing = (gate ? gate.then(() => closeMeteredBrowser(live)) : closeMeteredBrowser(live)).finally(() => this.live.delete(id));
       let row: store.SessionRow | undefined;
       try {
         row = await this.recordDurably(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);

@@ -50,6 +50,8 @@ const RUN_CEILING_MS = 24 * 3_600_000;
 const RECORDING_WAIT_MS = 30_000;
 /** How often a run ending its session reads the session's row, besides the announcement. */
 const END_LOOK_MS = 250;
+/** The longest a run's ended session waits for its browser's teardown (see executeRun). */
+const TEARDOWN_HOLD_MAX_MS = 2_000;
 /** Lines of the task's log kept on the execution. */
 const MAX_LOG_LINES = 1_000;
 
@@ -74,11 +76,21 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   let usedPair = false;
   /** The run's own session's end, started the moment its code succeeded (see onSuccess). */
   let ending: ReturnType<typeof settle> | undefined;
+  // The run's own session is recorded as ended at once, and its browser (frozen meanwhile)
+  // is torn down once the run's outcome is recorded: killing Chromium and removing its
+  // root took the CPU from the end's and the outcome's transactions and the event's
+  // delivery (measured on 2 cores: those three took 60 ms longer beside it). Never held
+  // longer than TEARDOWN_HOLD_MAX_MS.
+  let reported!: () => void;
+  const outcomeRecorded = new Promise<void>((resolve) => (reported = resolve));
+  const hold = setTimeout(reported, TEARDOWN_HOLD_MAX_MS);
+  hold.unref();
   try {
     const session = await openSession(d, row, signal);
     if (session !== 'requeue' && !('failure' in session)) prepared = session.prepared;
     usedPair = prepared !== undefined;
     if (session === 'requeue') {
+      clearTimeout(hold);
       await queue.release(d.db, row.id);
       return 'requeued';
     }
@@ -103,7 +115,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
           // now, while the sandbox's processes go and its output is read to the end, not
           // after (the session's end and the sandbox's teardown each took 10-30 ms).
           onSuccess: () => {
-            if (row.own_session && row.cleanup_sessions) ending ??= settle(d, row, session.id, { status: 'success', output: {} }, 0);
+            if (row.own_session && row.cleanup_sessions) ending ??= settle(d, row, session.id, { status: 'success', output: {} }, 0, outcomeRecorded);
           },
         });
         logs = result.logs.slice(-MAX_LOG_LINES);
@@ -123,23 +135,28 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
     // Not run on (cancelled first, a failure): gone with the run. After a run: a no-op.
     void prepared?.dispose();
   }
-  const durationMs = Date.now() - started;
-  // The session's end, and the artifacts' links with the work directory's removal, together:
-  // neither waits on the other.
-  const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
-    ending ?? settle(d, row, sessionId, outcome, durationMs),
-    (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
-      // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
-      await rm(workDir, { recursive: true, force: true }).catch(() => {});
-      return links;
-    }),
-  ]);
-  const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
-    taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
-  );
-  // The outcome and task.failed are out: healing goes on in the background.
-  if (finished && healing) d.healer.heal(finished, healing);
-  d.log.info({ executionId: row.id, status: outcome.status, durationMs, warmPair: usedPair }, 'task run ended');
+  try {
+    const durationMs = Date.now() - started;
+    // The session's end, and the artifacts' links with the work directory's removal, together:
+    // neither waits on the other.
+    const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
+      ending ?? settle(d, row, sessionId, outcome, durationMs, outcomeRecorded),
+      (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
+        // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
+        await rm(workDir, { recursive: true, force: true }).catch(() => {});
+        return links;
+      }),
+    ]);
+    const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
+      taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
+    );
+    // The outcome and task.failed are out: healing goes on in the background.
+    if (finished && healing) d.healer.heal(finished, healing);
+    d.log.info({ executionId: row.id, status: outcome.status, durationMs, warmPair: usedPair }, 'task run ended');
+  } finally {
+    reported();
+    clearTimeout(hold);
+  }
   return 'ended';
 }
 
@@ -154,13 +171,16 @@ async function settle(
   sessionId: string | null,
   outcome: queue.Outcome,
   durationMs: number,
+  teardownAfter: Promise<unknown>,
 ): Promise<{ costCredits: number; recordingUrl?: string }> {
   if (!sessionId) return { costCredits: 0 };
   if (!row.own_session || !row.cleanup_sessions) return { costCredits: sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config)) };
   let costCredits = 0;
   try {
-    costCredits = await endSession(d, sessionId);
     const recording = row.browser_configuration.recording?.active ?? true;
+    // A recording is stored by the session's ended hooks, after its browser's teardown, and
+    // the outcome waits for its link: a recorded session is torn down at once, as before.
+    costCredits = await endSession(d, sessionId, recording ? undefined : teardownAfter);
     if (!recording) return { costCredits };
     return { costCredits, recordingUrl: await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0) };
   } catch (err) {
@@ -270,12 +290,12 @@ export function asOutput(value: unknown): Record<string, unknown> {
  * 25 ms cost a run 12 ms on average); the row is still read now and then, for an end
  * recorded some other way.
  */
-async function endSession(d: RunDeps, sessionId: string): Promise<number> {
+async function endSession(d: RunDeps, sessionId: string, teardownAfter: Promise<unknown> | undefined): Promise<number> {
   let announce!: (credits: number) => void;
   const announced = new Promise<number>((resolve) => (announce = resolve));
   const unsubscribe = onEndRecorded(sessionId, (row) => announce(Number(row.credits_used ?? 0)));
   try {
-    const ending = d.sessions.end(sessionId, 'completed', 'api');
+    const ending = d.sessions.end(sessionId, 'completed', 'api', teardownAfter ? { teardownAfter } : {});
     ending.catch((err: unknown) => d.log.error({ err, sessionId }, 'task run: its session did not end cleanly'));
     const ended = ending.then(
       () => 'ended' as const,
