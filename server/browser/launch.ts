@@ -96,6 +96,12 @@ export interface RunningBrowser {
    * root.
    */
   close(): Promise<void>;
+  /**
+   * SIGSTOP of the process group: it does nothing more (no page script, no request, no
+   * CPU) until close() kills it. For an end that records the session now and tears the
+   * browser down a moment later (a task run's, after its outcome). Never throws.
+   */
+  freeze(): void;
   /** Resolves when the Chromium process exits, for any reason. */
   exited: Promise<BrowserExit>;
 }
@@ -325,6 +331,14 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
         writeOwner(rootDir, { ...current, sessionId });
       },
       close,
+      freeze() {
+        if (closing || hasExited()) return;
+        try {
+          process.kill(-pid, 'SIGSTOP');
+        } catch {
+          // gone
+        }
+      },
       exited,
     };
   } catch (err) {

@@ -36,8 +36,28 @@ import type { SandboxArtifact, SandboxErrorType, SandboxIntervention, SandboxLog
 export { checkTypeScript };
 export type { SandboxErrorType, SandboxLogLine, SandboxArtifact, SandboxRequest, SandboxOutcome, SandboxIntervention };
 
+/**
+ * A sandbox taken ahead of its run and connected (Playwright's connectOverCDP done) to one
+ * CDP endpoint, the browser that is to be its run's session: its relay is bound to that
+ * endpoint for good. It serves one run, for that endpoint, or is disposed unused.
+ */
+export interface PreparedSandbox {
+  readonly cdpUrl: string;
+  /** False once it is gone (died, or ended). */
+  readonly alive: boolean;
+  /** Resolves once every process of it is gone. */
+  readonly exited: Promise<unknown>;
+  /** Its one run (req.cdpUrl must be this.cdpUrl, memoryMb the default); it is gone after. */
+  run(req: SandboxRequest): Promise<SandboxOutcome>;
+  /** Ends it unused, to the last file. */
+  dispose(): Promise<void>;
+}
+
 export interface Sandbox {
   run(req: SandboxRequest): Promise<SandboxOutcome>;
+  /** A sandbox connected now to cdpUrl, for a run later (see PreparedSandbox); rejects
+   * (leaving nothing) when it cannot be had or could not connect. */
+  prepare(cdpUrl: string): Promise<PreparedSandbox>;
   /** False when this machine cannot sandbox (runs then fail with system_error); see `unavailableReason`. */
   readonly available: boolean;
   /** What it cannot do on this machine, for a clear startup/log message. */
@@ -133,14 +153,53 @@ export function createSandbox(d: { config: ServiceConfig; log: Logger }): Sandbo
     return startJailed(memoryMb, log);
   };
 
+  // Prepared sandboxes not yet running: close() ends them.
+  const prepared = new Set<Jailed>();
+  const prepare = async (cdpUrl: string): Promise<PreparedSandbox> => {
+    if (missing) throw new Error(`the code sandbox is not available on this server: ${missing}`);
+    if (closed) throw new Error('the sandbox is closed');
+    const jailed = await take(DEFAULT_MEMORY_MB);
+    prepared.add(jailed);
+    const dispose = () => {
+      prepared.delete(jailed);
+      return jailed.dispose();
+    };
+    try {
+      await Promise.race([jailed.ready, jailed.exited.then(() => Promise.reject(new Error('the sandbox ended before it was ready')))]);
+      if (closed) throw new Error('the sandbox is closed');
+      await jailed.connect(cdpUrl);
+    } catch (err) {
+      await dispose();
+      throw err;
+    }
+    let used = false;
+    return {
+      cdpUrl,
+      exited: jailed.exited,
+      get alive() {
+        return jailed.alive && prepared.has(jailed);
+      },
+      run(req) {
+        if (used || !prepared.has(jailed)) throw new Error('a prepared sandbox serves one run');
+        if (req.cdpUrl !== cdpUrl || (req.memoryMb ?? DEFAULT_MEMORY_MB) !== DEFAULT_MEMORY_MB) throw new Error('a prepared sandbox runs only for its own endpoint, with the default memory');
+        used = true;
+        prepared.delete(jailed);
+        // Also where the run ends before it takes its sandbox (a syntax error, a cancel).
+        return runOnce(req, { missing, log, take: () => Promise.resolve(jailed), retire }).finally(() => retire(jailed));
+      },
+      dispose,
+    };
+  };
+
   return {
     available: !missing,
     unavailableReason: missing,
     run: (req) => runOnce(req, { missing, log, take, retire }),
+    prepare,
     settled,
     async close() {
       closed = true;
-      await Promise.all(warm.splice(0).map((e) => (clearTimeout(e.idle), e.jailed.dispose())));
+      await Promise.all([...warm.splice(0).map((e) => (clearTimeout(e.idle), e.jailed.dispose())), ...[...prepared].map((j) => (prepared.delete(j), j.dispose()))]);
       await settled();
     },
   };
@@ -257,14 +316,19 @@ async function supervise(
       case 'intervention':
         if (!Number.isSafeInteger(message.id)) return stop({ ok: false, error: { type: 'system_error', message: 'the sandbox sent a malformed request' } });
         return ask(message.id, message);
-      case 'result':
+      case 'result': {
+        const first = verdict === undefined;
         if (Buffer.byteLength(JSON.stringify(message.value ?? null)) > outputMaxBytes) {
           verdict ??= { ok: false, error: { type: 'automation_failure', message: `the result is over the limit of ${outputMaxBytes} bytes` } };
         } else verdict ??= { ok: true, value: message.value ?? null };
         // The child's last word: it is ended now rather than left to exit on its own (a
         // Node process with Playwright loaded took 5-10 ms to). Its output is in its pipes
         // already (written synchronously before this), and is read to their end below.
-        return jailed.kill();
+        jailed.kill();
+        // A verdict once given stays: the run succeeds with this value.
+        if (first && verdict.ok) req.onSuccess?.(verdict.value);
+        return;
+      }
       case 'error':
         verdict ??= {
           ok: false,

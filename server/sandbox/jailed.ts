@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { runnerBundle } from './bundle.js';
 import { jailCommand } from './jail.js';
-import type { ChildConfig, ChildMessage, ServerMessage } from './protocol.js';
+import type { ChildConfig, ChildConnect, ChildMessage, ServerMessage } from './protocol.js';
 import { startCdpRelay, type CdpRelay } from './relay.js';
 
 /** The longest message line: an artifact's base64 (artifacts are capped below this). */
@@ -35,6 +35,12 @@ export interface Jailed {
   readonly alive: boolean;
   /** Messages and output from now on go to this listener. */
   listen(listener: JailedListener): void;
+  /**
+   * Binds the relay to this CDP endpoint for good and has the child connect Playwright to it
+   * now, before its run is known (a warm pair); resolves once connected, rejects if the
+   * child died first. Its run must then be for the same endpoint.
+   */
+  connect(cdpUrl: string): Promise<void>;
   /** Hands the child its run: the user's module and the settings. */
   start(js: string, config: Omit<ChildConfig, 'cdpPath'>, cdpUrl: string): Promise<void>;
   /** A line to the running child (after start): stdin stays open for these. */
@@ -110,6 +116,15 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
     failReady = reject;
   });
   ready.catch(() => {});
+  let markConnected!: () => void;
+  let failConnected!: (err: Error) => void;
+  const connected = new Promise<void>((resolve, reject) => {
+    markConnected = resolve;
+    failConnected = reject;
+  });
+  connected.catch(() => {});
+  /** The endpoint the child connected to ahead of its run (connect), if it did. */
+  let boundTo: string | undefined;
 
   const kill = () => {
     if (!alive || !child.pid) return;
@@ -129,6 +144,7 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
       alive = false;
       clearTimeout(graceTimer);
       failReady(new Error(`the sandbox ended before it was ready (${signal ? `signal ${signal}` : `exit code ${code}`})`));
+      failConnected(new Error(`the sandbox ended before it was connected (${signal ? `signal ${signal}` : `exit code ${code}`})`));
       resolve({ code, signal });
     };
     // 'close': every holder of the pipes is gone, so nothing of the sandbox is left.
@@ -160,6 +176,7 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
       return garbled();
     }
     if (message.t === 'ready') return markReady();
+    if (message.t === 'connected') return markConnected();
     deliver((l) => l.message(message));
   };
   const messages = child.stdio[3]!;
@@ -200,7 +217,16 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
       listener = next;
       for (const call of early.splice(0)) call();
     },
+    connect(cdpUrl) {
+      if (boundTo !== undefined) return Promise.reject(new Error('the sandbox is connected already'));
+      boundTo = cdpUrl;
+      const cdpPath = relay!.target(cdpUrl);
+      child.stdin!.write(`${JSON.stringify({ t: 'connect', cdpPath } satisfies ChildConnect)}\n`);
+      return connected;
+    },
     async start(js, config, cdpUrl) {
+      // A child connected ahead of its run is bound to that browser: never pointed elsewhere.
+      if (boundTo !== undefined && boundTo !== cdpUrl) throw new Error('the sandbox is connected to another browser than the run is for');
       await writeFile(join(runDir, 'code', 'user.mjs'), js);
       const cdpPath = relay!.target(cdpUrl);
       // Not ended: the answers to the code's requests for a person follow on it.

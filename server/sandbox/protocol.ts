@@ -12,6 +12,16 @@ export const INSIDE = {
   nodeModules: '/run/node_modules',
 } as const;
 
+/**
+ * Optional, before the run's settings (a warm pair, server/tasks/warm-pair.ts): connect
+ * Playwright now, to the browser that is to be the run's session, and wait for the run. The
+ * settings' cdpPath must then be the same.
+ */
+export interface ChildConnect {
+  t: 'connect';
+  cdpPath: string;
+}
+
 export interface ChildConfig {
   kind: 'task' | 'snippet';
   /** Path and query of the session's CDP endpoint, as the relay outside expects them. */
@@ -61,6 +71,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type ChildMessage =
   /** Playwright is loaded and the relay listens: the child waits for its run on stdin. */
   | { t: 'ready' }
+  /** Answer to ChildConnect: Playwright is connected; the child waits for its run. */
+  | { t: 'connected' }
   /** The bootstrap is done (relay up, Playwright connected): user code starts now. */
   | { t: 'start' }
   | { t: 'log'; level: LogLevel; message: string }

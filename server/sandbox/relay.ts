@@ -10,7 +10,8 @@ import type { Duplex } from 'node:stream';
 
 export interface CdpRelay {
   /** Points the relay at the run's endpoint (a relay is made before its run is known):
-   * answers the path and query the child must ask for. */
+   * answers the path and query the child must ask for. Once only: another endpoint after
+   * the first throws. */
   target(cdpUrl: string): string;
   /** Whether the listening socket keeps the process alive (not while its child waits). */
   hold(on: boolean): void;
@@ -79,6 +80,8 @@ export async function startCdpRelay(socketPath: string): Promise<CdpRelay> {
   });
   return {
     target(cdpUrl) {
+      // Bound once (a warm pair's child connects before its run): never pointed elsewhere after.
+      if (target && target.url.href !== new URL(cdpUrl).href) throw new Error('the relay is bound to another endpoint');
       target = parseTarget(cdpUrl);
       return target.path;
     },

@@ -91,6 +91,20 @@ export default async function run(ctx: { page: Page; input: { path: string }; lo
     expect(outcome.durationMs).toBeGreaterThanOrEqual(outcome.sandboxMs);
   });
 
+  it('tells onSuccess of a success at the last word, before the outcome; never of a failure', async () => {
+    const told: unknown[] = [];
+    const ok = await run('export default async function run() { console.log("bye"); return { n: 1 }; }', { onSuccess: (v) => told.push(v) });
+    expect(ok).toMatchObject({ ok: true, value: { n: 1 } });
+    expect(told).toEqual([{ n: 1 }]);
+    // The outcome still has the whole output.
+    expect(ok.logs.map((l) => l.message)).toEqual(['bye']);
+    const failed = await run('export default async function run() { throw new Error("no"); }', { onSuccess: (v) => told.push(v) });
+    expect(failed).toMatchObject({ ok: false, error: { type: 'automation_failure' } });
+    const tooBig = await run('export default async function run() { return "x".repeat(2000); }', { outputMaxBytes: 100, onSuccess: (v) => told.push(v) });
+    expect(tooBig).toMatchObject({ ok: false });
+    expect(told).toHaveLength(1);
+  });
+
   it('keeps what the code wrote to stdout and stderr just before its result (the child is ended at its last word)', async () => {
     const big = 'x'.repeat(200_000);
     const outcome = await run(`export default async function run() {
@@ -398,5 +412,43 @@ describe('warm children', () => {
     } finally {
       await warm.close();
     }
+  });
+});
+
+describe('prepared (a warm pair)', () => {
+  const snippet = (more: Partial<SandboxRequest> = {}): SandboxRequest => ({ kind: 'snippet', code: 'return page.url();', cdpUrl, timeoutMs: 20_000, ...more });
+
+  it('connects ahead of its run, then runs once, for its own endpoint only', async () => {
+    const prepared = await sandbox.prepare(cdpUrl);
+    expect(prepared.alive).toBe(true);
+    // Bound to its endpoint: a run for another is refused, and the sandbox stays usable.
+    const other = cdpUrl.replace(/token=[^&]+/, 'token=another');
+    expect(() => prepared.run(snippet({ cdpUrl: other }))).toThrow(/own endpoint/);
+    const outcome = await prepared.run(snippet({ code: 'return await page.evaluate(() => 40 + 2);' }));
+    expect(outcome).toMatchObject({ ok: true, value: 42 });
+    expect(prepared.alive).toBe(false);
+    expect(() => prepared.run(snippet())).toThrow(/one run/);
+  });
+
+  it('a prepared sandbox whose run ends before it starts (a syntax error) is gone all the same', async () => {
+    const prepared = await sandbox.prepare(cdpUrl);
+    expect(await prepared.run(snippet({ code: 'return (;' }))).toMatchObject({ ok: false, error: { type: 'automation_failure' } });
+    await prepared.exited;
+  });
+
+  it('leaves nothing when disposed unused, nor when it cannot connect', async () => {
+    const unused = await sandbox.prepare(cdpUrl);
+    await unused.dispose();
+    expect(unused.alive).toBe(false);
+    // An endpoint that answers nothing: rejected, the sandbox ended.
+    await expect(sandbox.prepare(cdpUrl.replace(/\/v1\/cdp\/[^?]+/, '/v1/cdp/no-such-session'))).rejects.toThrow();
+  });
+
+  it('is ended by close() while it waits', async () => {
+    const own = createSandbox({ config: { ...server.config, sandboxWarm: 0 }, log: createLogger('silent') });
+    const prepared = await own.prepare(cdpUrl);
+    await own.close();
+    expect(prepared.alive).toBe(false);
+    await expect(own.prepare(cdpUrl)).rejects.toThrow(/closed/);
   });
 });

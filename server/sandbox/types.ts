@@ -42,6 +42,14 @@ export interface SandboxRequest {
    * (execute-code): the call rejects with "interventions are not available here".
    */
   onIntervention?: (q: SandboxIntervention, signal: AbortSignal) => Promise<string>;
+  /**
+   * Called once, when the code has returned a result that the run will report as its
+   * success (ok: true, with this value): the child has said its last word and is killed,
+   * so it can no longer act, while the outcome still waits for its output to be read to
+   * the end and every process of it to be gone. What the caller does next that needs
+   * neither (a task run ends its session) can start here.
+   */
+  onSuccess?: (value: unknown) => void;
 }
 export interface SandboxIntervention {
   message: string;

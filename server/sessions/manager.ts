@@ -32,6 +32,7 @@ import {
   sweepOrphans,
   turnAdblockOff,
   type CdpProxy,
+  type CdpTarget,
   type RunningBrowser,
 } from '../browser/index.js';
 import { CdpClient, listPages, navigate, type PageTarget } from '../browser/cdp-client.js';
@@ -80,15 +81,60 @@ interface LiveSession extends RunningSession {
 }
 
 export type CreateResult =
-  | { ok: true; id: string; cdpUrl: string; liveViewUrl: string }
+  /** onReserved: the session is on the reserved browser (CreateOptions.reserved). */
+  | { ok: true; id: string; cdpUrl: string; liveViewUrl: string; onReserved?: boolean }
   | { ok: false; status: 400 | 402 | 429 | 500 | 503; message: string; retryAfterSeconds?: number };
 
 /** For callers inside the server (batch items): they are not held to the per-key creation rate. */
 export interface CreateOptions {
   internal?: boolean;
+  /**
+   * The id of a reservation (reserveWarm): the session is that id, with that CDP token, on
+   * that browser, when the body is served by it (servedByReserved); otherwise, and whenever
+   * the creation fails, the reserved browser is ended (never given to anything else).
+   */
+  reserved?: string;
   /** The id to give the session (a batch item chooses it before the session exists). */
   sessionId?: string;
   batchId?: string;
+}
+
+/** What the CDP proxy counts of a browser's traffic: a session's, or a reservation's until it is one. */
+interface Counted {
+  lastActivity: number;
+  steps: number;
+  screenshots: number;
+  closeRequested: boolean;
+}
+
+/**
+ * A warm browser taken from the pool for one future session (a task run's warm pair): its
+ * id and CDP token are the session's to be, so that a client (the run's sandbox) can connect
+ * through the CDP proxy, as to the session, before the session exists. Not a session: no
+ * row, no event, nothing billed, not counted against the browser limit (as a pooled browser
+ * is not). It becomes the session (create with CreateOptions.reserved) or is ended.
+ */
+interface Reservation extends Counted {
+  id: string;
+  cdpToken: string;
+  sb: SessionBrowser;
+  /** The server's own CDP connection to it, opened ahead too (undefined: it failed; the session opens one). */
+  cdp: Promise<CdpClient | undefined>;
+  /** The session it became, once it did: its traffic is counted there from then on. */
+  live?: LiveSession;
+  gone: () => void;
+}
+
+/** What the holder of a reservation has of it. */
+export interface WarmReservation {
+  /** The id the session will have. */
+  sessionId: string;
+  /** The session's cdp_url to be: reachable through the CDP proxy from now. */
+  cdpUrl: string;
+  /** Resolves when it ended without becoming a session (released, its browser died, the server stops). */
+  lost: Promise<void>;
+  /** Ends it unless it became a session; resolves once its browser is gone. */
+  release(): Promise<void>;
 }
 
 /** How a session was asked to end; the abort reason of a launch that end() stops. */
@@ -134,6 +180,8 @@ export class SessionManager {
   /** Aborted when shutdown stops waiting for the database. */
   private readonly giveUp = new AbortController();
   private readonly pool: BrowserPool<SessionBrowser> | undefined;
+  /** Warm browsers set aside for sessions to come (reserveWarm), by the session's id. */
+  private readonly reserved = new Map<string, Reservation>();
   private readonly creationRate: RateLimiter;
   /** Ends asked for at the same moment (shutdown, a timeout sweep) commit together. */
   private readonly ends: EndRecorder;
@@ -155,7 +203,13 @@ export class SessionManager {
       log,
       resolve: async (sessionId, credential) => {
         const s = this.live.get(sessionId);
-        if (!s || s.ending) return 'not_found';
+        if (!s || s.ending) {
+          // A reservation is reached with its own token only (it belongs to no project yet).
+          const r = s ? undefined : this.reserved.get(sessionId);
+          if (!r || !('token' in credential)) return 'not_found';
+          if (!sameToken(credential.token, r.cdpToken)) return null;
+          return this.cdpTarget(r.sb.browser, () => r.live ?? r);
+        }
         if ('token' in credential) {
           if (!sameToken(credential.token, s.cdpToken)) return null;
         } else {
@@ -165,19 +219,7 @@ export class SessionManager {
           // have ended while the key was looked up.
           if (owner.projectId !== s.projectId || s.ending) return 'not_found';
         }
-        return {
-          wsEndpoint: s.browser.wsEndpoint,
-          downloadsDir: downloadsDirOf(s.browser.rootDir),
-          uploadsDir: rootPaths(s.browser.rootDir).uploads,
-          onMessage: (from, data) => {
-            s.lastActivity = Date.now();
-            if (from !== 'client') return;
-            s.steps++;
-            const text = data.toString();
-            if (text.includes('"Page.captureScreenshot"')) s.screenshots++;
-            if (text.includes('"Browser.close"') && isBrowserClose(text)) s.closeRequested = true;
-          },
-        };
+        return this.cdpTarget(s.browser, () => s);
       },
     });
     if (config.browserPoolSize > 0) {
@@ -188,6 +230,78 @@ export class SessionManager {
         log,
         launch: (rootDir, signal) => launchSessionBrowser(this.o, DEFAULT_LAUNCH_OPTIONS, rootDir, signal, null),
       });
+    }
+  }
+
+  /** The CDP proxy's view of a browser; its traffic is counted on counted() (read at each message). */
+  private cdpTarget(browser: RunningBrowser, counted: () => Counted): CdpTarget {
+    return {
+      wsEndpoint: browser.wsEndpoint,
+      downloadsDir: downloadsDirOf(browser.rootDir),
+      uploadsDir: rootPaths(browser.rootDir).uploads,
+      onMessage: (from, data) => {
+        const s = counted();
+        s.lastActivity = Date.now();
+        if (from !== 'client') return;
+        s.steps++;
+        const text = data.toString();
+        if (text.includes('"Page.captureScreenshot"')) s.screenshots++;
+        if (text.includes('"Browser.close"') && isBrowserClose(text)) s.closeRequested = true;
+      },
+    };
+  }
+
+  /**
+   * A warm browser set aside for one session to come (see Reservation), or undefined when
+   * the pool has none ready (or the node stops or drains).
+   */
+  reserveWarm(): WarmReservation | undefined {
+    if (this.stopped || this.draining) return undefined;
+    const sb = this.pool?.take();
+    if (!sb) return undefined;
+    const id = randomUUID();
+    let gone!: () => void;
+    const lost = new Promise<void>((resolve) => (gone = resolve));
+    const now = Date.now();
+    const cdp = CdpClient.connect(sb.browser.wsEndpoint).catch(() => undefined);
+    const r: Reservation = { id, cdpToken: randomBytes(24).toString('base64url'), sb, cdp, lastActivity: now, steps: 0, screenshots: 0, closeRequested: false, gone };
+    this.reserved.set(id, r);
+    void sb.exited.then(() => this.release(id));
+    return { sessionId: id, cdpUrl: this.cdpUrl(id, r.cdpToken), lost, release: () => this.release(id) };
+  }
+
+  /** Resolves once the pool is full again (or closed, or absent): reserveWarm has one then. */
+  whenWarm(): Promise<void> {
+    return this.pool?.whenFull() ?? Promise.resolve();
+  }
+
+  /** Whether a session of this body would be served by a reserved browser: nothing asked
+   *  for that the pool's browser does not have (launch options, extensions, profile, a
+   *  proxy, identities, anything a capability launches cold for). */
+  private async servedByReserved(projectId: string, body: SessionCreateBody | undefined): Promise<boolean> {
+    return this.reservedFits(body) && !(await this.o.sessionHooks.coldLaunch?.(projectId, normalize(body).session));
+  }
+
+  /** What servedByReserved answers without asking the capabilities (no database): a caller's
+   *  first look, before it takes a pair; create() asks the whole question. */
+  reservedFits(body: SessionCreateBody | undefined): boolean {
+    if (!this.pool) return false;
+    const { launch, session } = normalize(body);
+    if (!fitsWarmPool(launch, session) || launch.adblock !== DEFAULT_LAUNCH_OPTIONS.adblock) return false;
+    return !session.proxy && session.identities.ids.length === 0 && !session.captchaSolver;
+  }
+
+  /** Ends a reservation that has not become a session (a no-op for one that has). */
+  private async release(id: string): Promise<void> {
+    const r = this.reserved.get(id);
+    if (!r) return;
+    this.reserved.delete(id);
+    this.cdpProxy.closeSession(id);
+    void r.cdp.then((c) => c?.close());
+    try {
+      await r.sb.close();
+    } finally {
+      r.gone();
     }
   }
 
@@ -242,6 +356,7 @@ export class SessionManager {
    */
   async drain(graceMs: number): Promise<void> {
     this.draining = true;
+    await Promise.all([...this.reserved.keys()].map((id) => this.release(id)));
     const deadline = Date.now() + graceMs;
     while (this.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, Math.min(200, Math.max(1, deadline - Date.now()))));
   }
@@ -256,7 +371,13 @@ export class SessionManager {
   create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions = {}): Promise<CreateResult> {
     return tracer().startActiveSpan('session.create', { attributes: { 'project.id': owner.projectId, ...(options.batchId ? { 'batch.id': options.batchId } : {}) } }, async (span) => {
       try {
-        const result = await this.createUntraced(owner, body, options);
+        let result: CreateResult;
+        try {
+          result = await this.createUntraced(owner, body, options);
+        } finally {
+          // Not become the session (refused, failed, or not served by it): ended, never reused.
+          if (options.reserved !== undefined) await this.release(options.reserved);
+        }
         if (result.ok) span.setAttribute('session.id', result.id);
         else span.setAttributes({ 'session.refused': result.status, 'session.refusal': result.message });
         return result;
@@ -287,6 +408,10 @@ export class SessionManager {
     const sticky = session.proxy?.type === 'service_proxy' ? await this.o.sessionHooks.stickyProxy?.(owner.projectId, session) : undefined;
     const up = await sessionUpstream(session.proxy, this.o.serviceProxies, sticky);
     if (!up.ok) return up;
+    // A reservation serves the session only where a pooled browser would (and the session
+    // then has the id and CDP token its client already connected with).
+    let reservation = options.reserved !== undefined ? this.reserved.get(options.reserved) : undefined;
+    if (reservation && !(await this.servedByReserved(owner.projectId, body))) reservation = undefined;
     // Read before the capacity check: between the check and starting++ nothing may await.
     const cap = await this.projectSessionCap(owner.projectId);
     if (cap !== undefined && (session.maxDurationMs === undefined || session.maxDurationMs > cap)) session.maxDurationMs = cap;
@@ -296,10 +421,12 @@ export class SessionManager {
       return { ok: false, status: 429, message: `Concurrent browser limit reached (${this.o.config.maxConcurrentBrowsers})` };
     }
 
-    const id = options.sessionId ?? randomUUID();
+    if (reservation && !this.reserved.has(reservation.id)) reservation = undefined;
+    const id = reservation?.id ?? options.sessionId ?? randomUUID();
+    if (this.starting.has(id) || this.live.has(id)) return { ok: false, status: 500, message: 'The session id is in use' };
     const abort = new AbortController();
     this.starting.set(id, abort);
-    const cdpToken = randomBytes(24).toString('base64url');
+    const cdpToken = reservation?.cdpToken ?? randomBytes(24).toString('base64url');
     const liveViewToken = randomBytes(24).toString('base64url');
     let sb: SessionBrowser | undefined;
     let cdp: CdpClient | undefined;
@@ -317,12 +444,22 @@ export class SessionManager {
       });
       if ('cap' in inserted) return { ok: false, status: 429, message: `The project's concurrent browser limit is reached (${inserted.cap})` };
       abort.signal.throwIfAborted();
-      const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
-      const warm = fits ? this.pool?.take(id) : undefined;
+      let warm: SessionBrowser | undefined;
+      if (reservation && this.reserved.get(reservation.id) === reservation) {
+        // The session's from here on.
+        this.reserved.delete(reservation.id);
+        warm = reservation.sb;
+        warm.adopt(id);
+      } else {
+        // Its browser died meanwhile: the session is made as without one (onReserved false).
+        reservation = undefined;
+        const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
+        warm = fits ? this.pool?.take(id) : undefined;
+      }
       sb = warm ?? (await spanned('browser.launch', { 'session.id': id }, () => this.launchCold(id, owner.projectId, launch, session, abort.signal)));
       trace.getActiveSpan()?.setAttribute('browser.warm', warm !== undefined);
       if (up.upstream) sb.traffic.setUpstream(up.upstream);
-      cdp = await CdpClient.connect(sb.browser.wsEndpoint);
+      cdp = (reservation ? await reservation.cdp : undefined) ?? (await CdpClient.connect(sb.browser.wsEndpoint));
       // Warm browsers carry the ad-block (a default); a session without it turns it off here.
       if (warm && !launch.adblock) await turnAdblockOff(cdp);
       // Ended (DELETE) or the server stopping while the browser started: nothing of it may
@@ -340,11 +477,13 @@ export class SessionManager {
         cdp,
         createdAt: now,
         lastActivity: now,
-        steps: 0,
-        screenshots: 0,
+        // What its client did through the CDP proxy while it was a reservation.
+        steps: reservation?.steps ?? 0,
+        screenshots: reservation?.screenshots ?? 0,
         serviceProxyId: up.serviceProxyId,
-        closeRequested: false,
+        closeRequested: reservation?.closeRequested ?? false,
       };
+      if (reservation) reservation.live = live;
       this.live.set(id, live);
       this.starting.delete(id);
       // A browser that dies, or stops answering its own CDP socket, fails its session; one
@@ -362,7 +501,7 @@ export class SessionManager {
       }
       await store.markRunning(this.o.db, id);
       await this.o.sessionHooks.started?.(live);
-      return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken) };
+      return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken), ...(reservation ? { onReserved: true } : {}) };
     } catch (err) {
       // The database went away during the start: the caller hears 503 at once (a batch item
       // goes back to its queue), and the session's end, if its row was written, is recorded
@@ -406,7 +545,22 @@ export class SessionManager {
    * that reason, for a caller that must answer now (a request); the browser is gone all the
    * same, and the end is recorded once the database is back.
    */
-  end(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean; answerNow?: boolean } = {}): Promise<store.SessionRow | undefined> {
+  end(
+    id: string,
+    status: 'completed' | 'failed',
+    reason: EndReason,
+    options: {
+      deleted?: boolean;
+      answerNow?: boolean;
+      /**
+       * The browser is frozen (SIGSTOP) when the end begins and torn down once this settles,
+       * not at once: a caller that reports something right after the end is recorded (a
+       * task run, its outcome) does so without the teardown's CPU beside it. The returned
+       * promise still waits for the teardown.
+       */
+      teardownAfter?: Promise<unknown>;
+    } = {},
+  ): Promise<store.SessionRow | undefined> {
     const ending = this.endUnanswered(id, status, reason, options);
     return options.answerNow ? this.answerNow(id, ending) : ending;
   }
@@ -425,7 +579,12 @@ export class SessionManager {
     });
   }
 
-  private endUnanswered(id: string, status: 'completed' | 'failed', reason: EndReason, options: { deleted?: boolean }): Promise<store.SessionRow | undefined> {
+  private endUnanswered(
+    id: string,
+    status: 'completed' | 'failed',
+    reason: EndReason,
+    options: { deleted?: boolean; teardownAfter?: Promise<unknown> },
+  ): Promise<store.SessionRow | undefined> {
     const live = this.live.get(id);
     if (!live) {
       const pending = this.unrecorded.get(id);
@@ -439,13 +598,19 @@ export class SessionManager {
       this.cdpProxy.closeSession(id);
       await this.o.sessionHooks.ending?.(live);
       live.cdp.close();
+      // Frozen before its traffic is read: nothing it does after goes unmetered.
+      if (options.teardownAfter) live.browser.freeze();
       const traffic = live.traffic.stats();
       // The end is recorded while the browser is torn down: the figures are final (the
       // traffic was read above, the CDP clients are gone), and a crash in between is
       // swept at the next start.
       // While the database is unavailable the end waits to be recorded, and the browser
       // goes all the same: the session leaves this node's count when its browser is gone.
-      const closing = closeMeteredBrowser(live).finally(() => this.live.delete(id));
+      const gate = options.teardownAfter?.then(
+        () => undefined,
+        () => undefined,
+      );
+      const closing = (gate ? gate.then(() => closeMeteredBrowser(live)) : closeMeteredBrowser(live)).finally(() => this.live.delete(id));
       let row: store.SessionRow | undefined;
       try {
         row = await this.recordDurably(id, status, reason, { ...traffic, steps: live.steps, screenshots: live.screenshots }, options.deleted ?? false);
@@ -611,6 +776,7 @@ export class SessionManager {
     if (this.stopped) return;
     this.stopped = true;
     clearInterval(this.tick);
+    const reservations = Promise.all([...this.reserved.keys()].map((id) => this.release(id)));
     const ends = Promise.allSettled([...this.starting.keys(), ...this.live.keys()].map((id) => this.end(id, 'failed', 'server_shutdown')));
     // Browsers close at once; ends the database cannot take (it is down) are waited for a
     // while, then left to the next start, which fails the sessions this node left running.
@@ -625,6 +791,7 @@ export class SessionManager {
     // The launches aborted above are closed by their create(): wait for that (bounded).
     for (let i = 0; this.starting.size > 0 && i < 300; i++) await new Promise((r) => setTimeout(r, 100));
     await Promise.all(this.afterEnd);
+    await reservations;
     await this.pool?.close();
     this.cdpProxy.close();
     // The browsers directory itself, once empty (rmdir refuses otherwise): nothing of this

@@ -15,6 +15,7 @@ import { ArtifactLinks } from './artifact-links.js';
 import { taskHandlers, type TaskOperation } from './handlers.js';
 import { TaskWorker } from './worker.js';
 import { TaskHealer } from './healing.js';
+import { WarmPairs } from './warm-pair.js';
 
 export function tasks(d: {
   db: Db;
@@ -30,7 +31,9 @@ export function tasks(d: {
 }): Capability<TaskOperation> {
   const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl);
   const healer = new TaskHealer(d);
-  const worker = new TaskWorker({ ...d, artifacts, healer });
+  // Runs the pool's browser serves start on a warm pair (warm-pair.ts): needs both warm pools.
+  const warm = d.config.browserPoolSize > 0 && d.config.sandboxWarm > 0 ? new WarmPairs(d) : undefined;
+  const worker = new TaskWorker({ ...d, artifacts, healer, ...(warm ? { warm } : {}) });
   return {
     name: 'tasks',
     handlers: taskHandlers({ db: d.db, config: d.config, sessions: d.sessions, worker }),

@@ -17,7 +17,7 @@ import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import { onEndRecorded, type SessionManager } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
-import type { Sandbox, SandboxOutcome } from '../sandbox/index.js';
+import type { PreparedSandbox, Sandbox, SandboxOutcome } from '../sandbox/index.js';
 import type { Interventions } from '../interventions/index.js';
 import { priceTable, sessionCredits } from '../credits/prices.js';
 import type { ArtifactLinks } from './artifact-links.js';
@@ -25,13 +25,16 @@ import { runTimeoutMs, sessionBody } from './configuration.js';
 import { taskEvent } from './events.js';
 import * as queue from './queue-store.js';
 import type { FailureScene, TaskHealer } from './healing.js';
+import type { WarmPairs } from './warm-pair.js';
 
 export interface RunDeps {
   db: Db;
   config: ServiceConfig;
   log: Logger;
-  sessions: Pick<SessionManager, 'nodeId' | 'capacity' | 'create' | 'end' | 'cdpUrl'>;
+  sessions: Pick<SessionManager, 'nodeId' | 'capacity' | 'create' | 'end' | 'cdpUrl' | 'reservedFits'>;
   sandbox: Sandbox;
+  /** The warm pair a run whose configuration the pool's browser serves takes (absent: none). */
+  warm?: Pick<WarmPairs, 'take' | 'fill'>;
   artifacts: ArtifactLinks;
   recordingLinks: RecordingLinkService;
   interventions: Pick<Interventions, 'ask'>;
@@ -47,6 +50,8 @@ const RUN_CEILING_MS = 24 * 3_600_000;
 const RECORDING_WAIT_MS = 30_000;
 /** How often a run ending its session reads the session's row, besides the announcement. */
 const END_LOOK_MS = 250;
+/** The longest a run's ended session waits for its browser's teardown (see executeRun). */
+const TEARDOWN_HOLD_MAX_MS = 2_000;
 /** Lines of the task's log kept on the execution. */
 const MAX_LOG_LINES = 1_000;
 
@@ -66,9 +71,26 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   let healing: FailureScene | undefined;
   /** Whether the run stored artifacts (else it has none to list). */
   let kept = false;
+  /** The warm pair's sandbox, when the run's session is the pair's browser. */
+  let prepared: PreparedSandbox | undefined;
+  let usedPair = false;
+  /** The run's own session's end, started the moment its code succeeded (see onSuccess). */
+  let ending: ReturnType<typeof settle> | undefined;
+  // The run's own session is recorded as ended at once, and its browser (frozen meanwhile)
+  // is torn down once the run's outcome is recorded: killing Chromium and removing its
+  // root took the CPU from the end's and the outcome's transactions and the event's
+  // delivery (measured on 2 cores: those three took 60 ms longer beside it). Never held
+  // longer than TEARDOWN_HOLD_MAX_MS.
+  let reported!: () => void;
+  const outcomeRecorded = new Promise<void>((resolve) => (reported = resolve));
+  const hold = setTimeout(reported, TEARDOWN_HOLD_MAX_MS);
+  hold.unref();
   try {
     const session = await openSession(d, row, signal);
+    if (session !== 'requeue' && !('failure' in session)) prepared = session.prepared;
+    usedPair = prepared !== undefined;
     if (session === 'requeue') {
+      clearTimeout(hold);
       await queue.release(d.db, row.id);
       return 'requeued';
     }
@@ -79,7 +101,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
       if (signal.aborted) {
         outcome = stopped(signal);
       } else {
-        const result = await d.sandbox.run({
+        const result = await (prepared ?? d.sandbox).run({
           kind: 'task',
           code: session.code,
           cdpUrl: session.cdpUrl,
@@ -89,6 +111,12 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
           signal,
           onIntervention: (q, ended) =>
             d.interventions.ask({ id: session.id, projectId: row.project_id }, { ...q, signal: AbortSignal.any([signal, ended]) }),
+          // The code succeeded and its sandbox is killed: the session it ends with is ended
+          // now, while the sandbox's processes go and its output is read to the end, not
+          // after (the session's end and the sandbox's teardown each took 10-30 ms).
+          onSuccess: () => {
+            if (row.own_session && row.cleanup_sessions) ending ??= settle(d, row, session.id, { status: 'success', output: {} }, 0, outcomeRecorded);
+          },
         });
         logs = result.logs.slice(-MAX_LOG_LINES);
         outcome = signal.aborted && !result.ok ? stopped(signal) : toOutcome(result);
@@ -103,24 +131,32 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   } catch (err) {
     d.log.error({ err, executionId: row.id }, 'task run: system error');
     outcome = { status: 'failure', error: { type: 'system_error', message: 'The server could not run the task', rootCause: (err as Error).message ?? String(err) } };
+  } finally {
+    // Not run on (cancelled first, a failure): gone with the run. After a run: a no-op.
+    void prepared?.dispose();
   }
-  const durationMs = Date.now() - started;
-  // The session's end, and the artifacts' links with the work directory's removal, together:
-  // neither waits on the other.
-  const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
-    settle(d, row, sessionId, outcome, durationMs),
-    (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
-      // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
-      await rm(workDir, { recursive: true, force: true }).catch(() => {});
-      return links;
-    }),
-  ]);
-  const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
-    taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
-  );
-  // The outcome and task.failed are out: healing goes on in the background.
-  if (finished && healing) d.healer.heal(finished, healing);
-  d.log.info({ executionId: row.id, status: outcome.status, durationMs }, 'task run ended');
+  try {
+    const durationMs = Date.now() - started;
+    // The session's end, and the artifacts' links with the work directory's removal, together:
+    // neither waits on the other.
+    const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
+      ending ?? settle(d, row, sessionId, outcome, durationMs, outcomeRecorded),
+      (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
+        // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
+        await rm(workDir, { recursive: true, force: true }).catch(() => {});
+        return links;
+      }),
+    ]);
+    const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
+      taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
+    );
+    // The outcome and task.failed are out: healing goes on in the background.
+    if (finished && healing) d.healer.heal(finished, healing);
+    d.log.info({ executionId: row.id, status: outcome.status, durationMs, warmPair: usedPair }, 'task run ended');
+  } finally {
+    reported();
+    clearTimeout(hold);
+  }
   return 'ended';
 }
 
@@ -135,13 +171,16 @@ async function settle(
   sessionId: string | null,
   outcome: queue.Outcome,
   durationMs: number,
+  teardownAfter: Promise<unknown>,
 ): Promise<{ costCredits: number; recordingUrl?: string }> {
   if (!sessionId) return { costCredits: 0 };
   if (!row.own_session || !row.cleanup_sessions) return { costCredits: sessionCredits({ durationMs, proxyBytes: 0, screenshots: 0 }, priceTable(d.config)) };
   let costCredits = 0;
   try {
-    costCredits = await endSession(d, sessionId);
     const recording = row.browser_configuration.recording?.active ?? true;
+    // A recording is stored by the session's ended hooks, after its browser's teardown, and
+    // the outcome waits for its link: a recorded session is torn down at once, as before.
+    costCredits = await endSession(d, sessionId, recording ? undefined : teardownAfter);
     if (!recording) return { costCredits };
     return { costCredits, recordingUrl: await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0) };
   } catch (err) {
@@ -151,7 +190,9 @@ async function settle(
 }
 
 /** createdAt: when the run's own session was asked for (undefined for a session it was given). */
-type OpenedSession = { id: string; cdpUrl: string; code: string; createdAt: number | undefined } | { failure: Failure; id?: undefined };
+type OpenedSession =
+  | { id: string; cdpUrl: string; code: string; createdAt: number | undefined; prepared?: PreparedSandbox }
+  | { failure: Failure; id?: undefined };
 
 async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
   if (row.version_code === null) return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
@@ -164,8 +205,24 @@ async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSigna
     return { id: row.session_id!, cdpUrl: d.sessions.cdpUrl(row.session_id!, s.cdp_token), code, createdAt: undefined };
   }
   const identity = row.identity_id ? { id: row.identity_id, skipValidation: row.identity_skip_validation } : undefined;
+  const body = sessionBody(row.browser_configuration, identity);
+  // The warm pair, for a configuration its browser serves exactly; any other takes the usual
+  // path. create() makes the whole check (a capability may need a cold launch for the
+  // project: client certificates), and ends the pair's browser if it does not serve.
+  const pair = d.warm && d.sessions.reservedFits(body) ? d.warm.take() : undefined;
+  // The next pair is built behind this run (once the pool has a browser again).
+  d.warm?.fill();
   const createdAt = Date.now();
-  const created = await d.sessions.create({ projectId: row.project_id, apiKeyId: row.api_key_id }, sessionBody(row.browser_configuration, identity), { internal: true });
+  let created: Awaited<ReturnType<RunDeps['sessions']['create']>>;
+  try {
+    created = await d.sessions.create({ projectId: row.project_id, apiKeyId: row.api_key_id }, body, { internal: true, ...(pair ? { reserved: pair.reservedId } : {}) });
+  } catch (err) {
+    void pair?.sandbox.dispose();
+    throw err;
+  }
+  // Not made on the pair's browser (create ended that browser): its sandbox goes too.
+  const prepared = pair && created.ok && created.onReserved ? pair.sandbox : undefined;
+  if (pair && !prepared) void pair.sandbox.dispose();
   if (!created.ok) {
     // No free browser after all: the run waits in the queue for one.
     if (created.status === 429 && !signal.aborted) return 'requeue';
@@ -175,8 +232,13 @@ async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSigna
     }
     return { failure: { type: created.status === 400 ? 'automation_failure' : 'system_error', message, rootCause: created.message } };
   }
-  await queue.setSession(d.db, row.id, created.id);
-  return { id: created.id, cdpUrl: created.cdpUrl, code, createdAt };
+  try {
+    await queue.setSession(d.db, row.id, created.id);
+  } catch (err) {
+    void prepared?.dispose();
+    throw err;
+  }
+  return { id: created.id, cdpUrl: created.cdpUrl, code, createdAt, ...(prepared ? { prepared } : {}) };
 }
 
 /**
@@ -228,12 +290,12 @@ export function asOutput(value: unknown): Record<string, unknown> {
  * 25 ms cost a run 12 ms on average); the row is still read now and then, for an end
  * recorded some other way.
  */
-async function endSession(d: RunDeps, sessionId: string): Promise<number> {
+async function endSession(d: RunDeps, sessionId: string, teardownAfter: Promise<unknown> | undefined): Promise<number> {
   let announce!: (credits: number) => void;
   const announced = new Promise<number>((resolve) => (announce = resolve));
   const unsubscribe = onEndRecorded(sessionId, (row) => announce(Number(row.credits_used ?? 0)));
   try {
-    const ending = d.sessions.end(sessionId, 'completed', 'api');
+    const ending = d.sessions.end(sessionId, 'completed', 'api', teardownAfter ? { teardownAfter } : {});
     ending.catch((err: unknown) => d.log.error({ err, sessionId }, 'task run: its session did not end cleanly'));
     const ended = ending.then(
       () => 'ended' as const,

@@ -15,6 +15,7 @@ import type { ServiceConfig } from '../config/config.js';
 import * as queue from './queue-store.js';
 import { executeRun, runDir, type RunDeps, type StopReason } from './run.js';
 import { taskEvent } from './events.js';
+import type { WarmPairs } from './warm-pair.js';
 
 const BUSY_TICK_MS = 200;
 const IDLE_TICK_MS = 1_000;
@@ -26,7 +27,7 @@ export class TaskWorker {
   /** Work was announced (nudge) since the last pass: that pass claims without asking first. */
   private announced = false;
 
-  constructor(private readonly o: RunDeps & { db: Db; config: ServiceConfig; log: Logger }) {
+  constructor(private readonly o: RunDeps & { db: Db; config: ServiceConfig; log: Logger; warm?: Pick<WarmPairs, 'take' | 'fill' | 'stop'> }) {
     this.polling = new PollLoop({ name: 'task worker', log: o.log, busyMs: BUSY_TICK_MS, idleMs: IDLE_TICK_MS, tick: () => this.tick() });
   }
 
@@ -109,9 +110,12 @@ export class TaskWorker {
   }
 
   async stop(): Promise<void> {
-    if (!(await this.polling.stop())) return;
-    for (const run of this.inflight.values()) run.abort.abort('shutdown' satisfies StopReason);
-    await Promise.allSettled([...this.inflight.values()].map((r) => r.done));
+    if (await this.polling.stop()) {
+      for (const run of this.inflight.values()) run.abort.abort('shutdown' satisfies StopReason);
+      await Promise.allSettled([...this.inflight.values()].map((r) => r.done));
+    }
+    // The warm pair waiting for a run: its browser and its sandbox end now.
+    await this.o.warm?.stop();
   }
 
   /** One pass: stop what was cancelled elsewhere, claim what fits. Answers whether work waits. */

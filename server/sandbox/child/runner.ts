@@ -13,12 +13,13 @@ import { writeSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import {
   INSIDE,
   interventionProblem,
   NO_INTERVENTIONS,
   type ChildConfig,
+  type ChildConnect,
   type ChildMessage,
   type InterventionAsk,
   type LogLevel,
@@ -222,35 +223,56 @@ function onServerMessage(message: ServerMessage): void {
   else w.reject(new Error(String(message.message)));
 }
 
-/** The run's settings: the first line on stdin; the server's answers: the lines after it. */
-function readConfig(): Promise<ChildConfig> {
-  return new Promise((resolve, reject) => {
-    let buffered = Buffer.alloc(0);
-    let got = false;
-    process.stdin.on('data', (chunk: Buffer) => {
-      buffered = Buffer.concat([buffered, chunk]);
-      for (let nl = buffered.indexOf(10); nl !== -1; nl = buffered.indexOf(10)) {
-        const line = buffered.subarray(0, nl).toString('utf8');
-        buffered = buffered.subarray(nl + 1);
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(line);
-        } catch (err) {
-          if (!got) return reject(err as Error);
-          continue;
-        }
-        if (!got) {
-          got = true;
-          process.stdin.unref();
-          resolve(parsed as ChildConfig);
-        } else onServerMessage(parsed as ServerMessage);
+/**
+ * Lines from the server on stdin: a ChildConnect perhaps, then the run's settings (the
+ * first line that is not a connect), then the answers to requests for a person.
+ */
+const early: unknown[] = [];
+let lineWanted: ((line: unknown) => void) | undefined;
+let gotSettings = false;
+function readStdin(): void {
+  let buffered = Buffer.alloc(0);
+  process.stdin.on('data', (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    for (let nl = buffered.indexOf(10); nl !== -1; nl = buffered.indexOf(10)) {
+      const line = buffered.subarray(0, nl).toString('utf8');
+      buffered = buffered.subarray(nl + 1);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch (err) {
+        if (!gotSettings) escaped(err);
+        continue;
       }
-    });
-    // The server closed stdin without a run: a warm child no longer wanted.
-    process.stdin.on('end', () => {
-      if (!got) process.exit(0);
-    });
+      if (gotSettings) {
+        onServerMessage(parsed as ServerMessage);
+        continue;
+      }
+      if ((parsed as Partial<ChildConnect>)?.t !== 'connect') {
+        gotSettings = true;
+        process.stdin.unref();
+      }
+      const wanted = lineWanted;
+      lineWanted = undefined;
+      if (wanted) wanted(parsed);
+      else early.push(parsed);
+    }
   });
+  // The server closed stdin without a run: a warm child no longer wanted.
+  process.stdin.on('end', () => {
+    if (!gotSettings) process.exit(0);
+  });
+}
+
+function nextLine(): Promise<unknown> {
+  if (early.length > 0) return Promise.resolve(early.shift());
+  return new Promise((resolve) => (lineWanted = resolve));
+}
+
+async function connectTo(port: number, cdpPath: string): Promise<{ browser: Browser; context: BrowserContext }> {
+  const browser = await chromium.connectOverCDP(`ws://127.0.0.1:${port}${cdpPath}`, { timeout: 15_000 });
+  const context = browser.contexts()[0] ?? (await browser.newContext());
+  return { browser, context };
 }
 
 async function main(): Promise<void> {
@@ -258,11 +280,25 @@ async function main(): Promise<void> {
   const port = await startRelay();
   await rehearse(chromium);
   send({ t: 'ready' });
-  config = await readConfig();
+  readStdin();
+  let line = await nextLine();
+  // A warm pair: connected before the run is known, to the browser that is to be the run's.
+  let connectedTo: string | undefined;
+  if ((line as Partial<ChildConnect>)?.t === 'connect') {
+    connectedTo = String((line as ChildConnect).cdpPath);
+    try {
+      ({ browser, context } = await connectTo(port, connectedTo));
+    } catch (err) {
+      finish({ t: 'error', type: 'system_error', message: `could not connect to the session's browser: ${describe(err).message}` });
+    }
+    send({ t: 'connected' });
+    line = await nextLine();
+  }
+  config = line as ChildConfig;
   try {
-    browser = await chromium.connectOverCDP(`ws://127.0.0.1:${port}${config.cdpPath}`, { timeout: 15_000 });
-    context = browser.contexts()[0] ?? (await browser.newContext());
-    page = (config.pageTargetId ? await pageByTarget(context, config.pageTargetId) : undefined) ?? context.pages()[0] ?? (await context.newPage());
+    if (connectedTo === undefined) ({ browser, context } = await connectTo(port, config.cdpPath));
+    else if (config.cdpPath !== connectedTo) throw new Error('the run is for another browser than the one connected');
+    page = (config.pageTargetId ? await pageByTarget(context!, config.pageTargetId) : undefined) ?? context!.pages()[0] ?? (await context!.newPage());
   } catch (err) {
     finish({ t: 'error', type: 'system_error', message: `could not connect to the session's browser: ${describe(err).message}` });
   }
