@@ -109,20 +109,8 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
   const early: (() => void)[] = [];
   const deliver = (call: (l: JailedListener) => void) => (listener ? call(listener) : early.push(() => call(listener!)));
 
-  let markReady!: () => void;
-  let failReady!: (err: Error) => void;
-  const ready = new Promise<void>((resolve, reject) => {
-    markReady = resolve;
-    failReady = reject;
-  });
-  ready.catch(() => {});
-  let markConnected!: () => void;
-  let failConnected!: (err: Error) => void;
-  const connected = new Promise<void>((resolve, reject) => {
-    markConnected = resolve;
-    failConnected = reject;
-  });
-  connected.catch(() => {});
+  const { promise: ready, resolve: markReady, reject: failReady } = milestone();
+  const { promise: connected, resolve: markConnected, reject: failConnected } = milestone();
   /** The endpoint the child connected to ahead of its run (connect), if it did. */
   let boundTo: string | undefined;
 
@@ -251,4 +239,19 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
   };
   jailed.hold(false);
   return jailed;
+}
+
+/**
+ * A moment in the child's start (ready, connected) that it may never reach: settled once,
+ * and no unhandled rejection when nobody waits for it.
+ */
+function milestone(): { promise: Promise<void>; resolve: () => void; reject: (err: Error) => void } {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {});
+  return { promise, resolve, reject };
 }

@@ -451,7 +451,7 @@ export class SessionManager {
         warm = reservation.sb;
         warm.adopt(id);
       } else {
-        // Its browser died meanwhile: the session is made as without one (onReserved false).
+        // No reservation, or its browser died meanwhile: the pool, or a cold launch (onReserved false).
         reservation = undefined;
         const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
         warm = fits ? this.pool?.take(id) : undefined;
