@@ -343,7 +343,7 @@ describe('delivery', () => {
   });
 
   it('a backlog many times a webhook\'s share drains from claims alone, with no poll to fall back on', async () => {
-    // The worker holds at most 256 rows of one fast webhook, so 2,000 take many claims, each
+    // The worker holds at most 512 rows of one fast webhook, so 2,000 take several claims, each
     // asked for as the buffer runs low. A claim that read as "nothing more due" (requests
     // finishing while it ran raised the webhook's cap past what it was given) left the rest
     // to the next poll; here there is none, so such a stall never ends.

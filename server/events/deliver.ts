@@ -5,9 +5,11 @@
 // Durability: work lives only in webhook_deliveries. A worker leases rows it claims
 // (locked_by / locked_until, claimed with FOR UPDATE SKIP LOCKED so several nodes can run
 // workers on one PostgreSQL); a worker killed mid-delivery leaves leased rows that any
-// worker claims again once the lease runs out (on PGlite, which only one process can open,
-// at once when the next worker starts). A receipt whose outcome was not recorded is sent
-// again: delivery is at least once, and `webhook-id` (the event id) lets receivers dedupe.
+// worker claims again once the lease runs out. PGlite, which only one process can open,
+// keeps its leases in that process's memory (LocalLeases): a claim there reads rows instead
+// of updating each, and a killed process's leases are gone with it. A receipt whose outcome
+// was not recorded is sent again: delivery is at least once, and `webhook-id` (the event
+// id) lets receivers dedupe.
 //
 // Isolation from receivers: at most `concurrency` requests in flight, at most
 // `perWebhookConcurrency` of them to one webhook (fewer, `slowWebhookConcurrency`, for a
@@ -34,7 +36,7 @@ import type { Db } from '../store/db.js';
 import { onDeliveriesWritten } from '../outbox/nudge.js';
 import { createAgents } from './http-post.js';
 import { resolveOptions, type DeliveryLogger, type DeliveryWorkerOptions, type ResolvedOptions } from './delivery-options.js';
-import { anyDue, bySchedule, claimDue, PlannerStats, releaseAllLeases, type Claimed } from './delivery-claim.js';
+import { anyDue, bySchedule, claimDue, localLeases, PlannerStats, releaseAllLeases, type Claimed, type LocalLeases } from './delivery-claim.js';
 import { attempt, wasSlow, type AttemptOptions } from './delivery-attempt.js';
 import { givenBack, recordOutcomes, type Outcome } from './delivery-record.js';
 import { countAttempt, deliveryStats, newCounters, type DeliveryWorkerStats } from './delivery-stats.js';
@@ -69,6 +71,8 @@ type Buffered = Claimed & { claimedAt: number };
 export class DeliveryWorker {
   readonly nodeId: string;
   private readonly db: Db;
+  /** PGlite: the leases of its rows, kept in this process (LocalLeases); PostgreSQL: none, they are in the rows. */
+  private readonly local: LocalLeases | undefined;
   private readonly o: ResolvedOptions;
   private readonly logger: DeliveryLogger;
   private readonly agents = createAgents();
@@ -104,6 +108,7 @@ export class DeliveryWorker {
 
   constructor(options: DeliveryWorkerOptions) {
     this.db = options.db;
+    this.local = localLeases(options.db);
     this.nodeId = options.nodeId ?? `w${randomBytes(6).toString('hex')}`;
     this.logger = options.logger ?? { warn: () => {}, error: () => {} };
     this.o = resolveOptions(options);
@@ -132,7 +137,7 @@ export class DeliveryWorker {
   private async poll(): Promise<void> {
     if (this.pumping || this.pumpScheduled || this.stopping) return;
     try {
-      if (!(await anyDue(this.db))) return;
+      if (!(await anyDue(this.db, this.local))) return;
     } catch {
       // The claim reports what is wrong with the database.
     }
@@ -339,14 +344,7 @@ export class DeliveryWorker {
     // one new webhook's share (a claim scanning the whole buffer's room to take a few
     // dozen rows for one webhook cost more than the rows); a next claim takes the rest.
     const limit = Math.min(room, open.reduce((n, [, cap]) => n + cap, defaultCap));
-    const rows = await claimDue(this.db, {
-      saturated,
-      room: limit,
-      open,
-      defaultCap,
-      token,
-      leaseMs: this.o.leaseMs,
-    });
+    const rows = await claimDue(this.db, { saturated, room: limit, open, defaultCap, token, leaseMs: this.o.leaseMs }, this.local);
     // Schedule order (UPDATE ... RETURNING keeps none).
     this.lastClaimMs = performance.now() - this.lastClaimAt;
     this.planner.maybeAnalyze(this.lastClaimMs);
@@ -436,10 +434,7 @@ export class DeliveryWorker {
 
   /** Records a batch (delivery-record.ts), then counts what was recorded and wakes for the soonest retry. */
   private async record(batch: Outcome[]): Promise<void> {
-    const { statuses, earliestRetryMs } = await recordOutcomes(this.db, batch, {
-      schedule: this.o.retrySchedule,
-      random: this.o.random,
-    });
+    const { statuses, earliestRetryMs } = await recordOutcomes(this.db, batch, { schedule: this.o.retrySchedule, random: this.o.random }, this.local);
     for (const status of statuses) countAttempt(this.counters, status);
     if (earliestRetryMs < Infinity) this.wakeAt(Date.now() + earliestRetryMs);
   }

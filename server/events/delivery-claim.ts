@@ -32,13 +32,69 @@ export async function releaseAllLeases(db: Db): Promise<void> {
 }
 
 /** Whether any row is due and not leased: the cheap look before a claim. */
-export async function anyDue(db: Db): Promise<boolean> {
+export async function anyDue(db: Db, local?: LocalLeases): Promise<boolean> {
   const due = await db.query(
     `SELECT 1 FROM webhook_deliveries
       WHERE status = 'pending' AND scheduled_at <= now() AND (locked_until IS NULL OR locked_until < now())
+        AND NOT (id = ANY ($1::text[]))
       LIMIT 1`,
+    [local?.held() ?? []],
   );
   return due.length > 0;
+}
+
+/**
+ * The leases of a PGlite database, which only one process can open: no worker elsewhere can
+ * take its rows, so a claimed row's lease is kept here, in memory, shared by every worker of
+ * this process on that database, instead of in the row. A claim is then a read rather than
+ * an update of each row it takes, and an outcome's write checks the lease here. Claims run
+ * one at a time (a row read by one claim is leased before the next reads). A lease runs out
+ * as a row's would (leaseMs); a process that ends takes its leases with it, as a restart
+ * releases a row's (releaseLeasesOnStart).
+ */
+export class LocalLeases {
+  private readonly leases = new Map<string, { token: string; until: number; at: Date }>();
+  private claiming: Promise<unknown> = Promise.resolve();
+
+  /** Ids leased now (not run out). */
+  held(): string[] {
+    const now = Date.now();
+    return [...this.leases].filter(([, l]) => l.until > now).map(([id]) => id);
+  }
+
+  /** When the lease of `token` on `id` was taken, unless another claim took the row since:
+   *  as with a row's locked_by, a lease that ran out still records its outcome if nobody
+   *  took the row meanwhile. */
+  heldBy(id: string, token: string): Date | undefined {
+    const l = this.leases.get(id);
+    return l?.token === token ? l.at : undefined;
+  }
+
+  release(id: string, token: string): void {
+    if (this.leases.get(id)?.token === token) this.leases.delete(id);
+  }
+
+  /** Runs one claim after the previous one, leasing what it read. */
+  claim<T extends { id: string }>(token: string, leaseMs: number, read: (held: string[]) => Promise<T[]>): Promise<T[]> {
+    const run = this.claiming.then(async () => {
+      const rows = await read(this.held());
+      const at = new Date();
+      for (const r of rows) this.leases.set(r.id, { token, until: at.getTime() + leaseMs, at });
+      return rows;
+    });
+    this.claiming = run.catch(() => {});
+    return run;
+  }
+}
+
+const localLeasesOf = new WeakMap<Db, LocalLeases>();
+
+/** The in-memory leases of a PGlite database (one set per database); none for PostgreSQL. */
+export function localLeases(db: Db): LocalLeases | undefined {
+  if (db.kind !== 'pglite') return undefined;
+  let leases = localLeasesOf.get(db);
+  if (!leases) localLeasesOf.set(db, (leases = new LocalLeases()));
+  return leases;
 }
 
 export interface ClaimParams {
@@ -55,26 +111,51 @@ export interface ClaimParams {
   leaseMs: number;
 }
 
+/** Due rows in schedule order, at most `room` ($2), and none of the webhooks saturated ($1) or of the ids $extra leaves out. */
+const candidates = (extra: string) => `
+  cand AS (
+    SELECT s.id, s.webhook_id, row_number() OVER (PARTITION BY s.webhook_id ORDER BY s.scheduled_at, s.seq) AS rn
+      FROM (SELECT d.id, d.webhook_id, d.scheduled_at, d.seq
+              FROM webhook_deliveries d
+              JOIN webhooks w ON w.id = d.webhook_id
+             WHERE d.status = 'pending'
+               AND d.scheduled_at <= now()
+               AND (d.locked_until IS NULL OR d.locked_until < now())
+               AND (w.enabled OR EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id AND e.test))
+               AND NOT (d.webhook_id = ANY ($1::text[]))${extra}
+             ORDER BY d.scheduled_at
+             LIMIT $2) s
+  )`;
+
+/** What a claimed row carries: its delivery, its event and its webhook. */
+const CLAIMED_COLUMNS = `d.id, d.webhook_id, d.event_id, d.attempt, d.scheduled_at, d.seq, e.type, e.created, e.project_id, e.text,
+  e.data::text AS data_json, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`;
+
 /**
  * One statement, so no transaction is held: due rows in schedule order, at most `room`,
  * each webhook within its cap, locked with FOR UPDATE SKIP LOCKED (so several nodes
- * never take the same row) and leased.
+ * never take the same row) and leased. On PGlite (`local`) the same rows are read and
+ * leased in memory (LocalLeases).
  */
-export function claimDue(db: Db, p: ClaimParams): Promise<Array<Omit<Claimed, 'token'>>> {
+export function claimDue(db: Db, p: ClaimParams, local?: LocalLeases): Promise<Array<Omit<Claimed, 'token'>>> {
+  const caps = [p.saturated, p.room, p.open.map(([id]) => id), p.open.map(([, cap]) => cap), p.defaultCap];
+  if (local) {
+    return local.claim(p.token, p.leaseMs, (held) =>
+      db.query<Omit<Claimed, 'token'>>(
+        `WITH ${candidates(' AND NOT (d.id = ANY ($6::text[]))')}
+         SELECT ${CLAIMED_COLUMNS}
+           FROM cand c
+           JOIN webhook_deliveries d ON d.id = c.id
+           JOIN events e ON e.id = d.event_id
+           JOIN webhooks w ON w.id = d.webhook_id
+           LEFT JOIN unnest($3::text[], $4::int[]) AS cap(webhook_id, n) ON cap.webhook_id = c.webhook_id
+          WHERE c.rn <= coalesce(cap.n, $5)`,
+        [...caps, held],
+      ),
+    );
+  }
   return db.query<Omit<Claimed, 'token'>>(
-    `WITH cand AS (
-       SELECT s.id, s.webhook_id, row_number() OVER (PARTITION BY s.webhook_id ORDER BY s.scheduled_at, s.seq) AS rn
-         FROM (SELECT d.id, d.webhook_id, d.scheduled_at, d.seq
-                 FROM webhook_deliveries d
-                 JOIN webhooks w ON w.id = d.webhook_id
-                WHERE d.status = 'pending'
-                  AND d.scheduled_at <= now()
-                  AND (d.locked_until IS NULL OR d.locked_until < now())
-                  AND (w.enabled OR EXISTS (SELECT 1 FROM events e WHERE e.id = d.event_id AND e.test))
-                  AND NOT (d.webhook_id = ANY ($1::text[]))
-                ORDER BY d.scheduled_at
-                LIMIT $2) s
-     ),
+    `WITH ${candidates('')},
      pick AS (
        SELECT d.id
          FROM webhook_deliveries d
@@ -91,17 +172,8 @@ export function claimDue(db: Db, p: ClaimParams): Promise<Array<Omit<Claimed, 't
             started_at = now()
        FROM pick, events e, webhooks w
       WHERE d.id = pick.id AND e.id = d.event_id AND w.id = d.webhook_id
-    RETURNING d.id, d.webhook_id, d.event_id, d.attempt, d.scheduled_at, d.seq, e.type, e.created, e.project_id, e.text,
-              e.data::text AS data_json, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at`,
-    [
-      p.saturated,
-      p.room,
-      p.open.map(([id]) => id),
-      p.open.map(([, cap]) => cap),
-      p.defaultCap,
-      p.token,
-      p.leaseMs / 1000,
-    ],
+    RETURNING ${CLAIMED_COLUMNS}`,
+    [...caps, p.token, p.leaseMs / 1000],
   );
 }
 

@@ -3,7 +3,7 @@
 // rows given back unsent only lose their lease.
 import { DELIVERY_ID_SQL } from '../outbox/emit.js';
 import type { Db } from '../store/db.js';
-import type { Claimed } from './delivery-claim.js';
+import type { Claimed, LocalLeases } from './delivery-claim.js';
 import type { PostResult } from './http-post.js';
 import { nextRetryDelay } from './retry.js';
 
@@ -38,9 +38,19 @@ export function givenBack(claim: Claimed): Outcome {
  * Writes outcomes with single statements (no transaction is held, so the worker never
  * contends with request transactions): each finished row gets its result, a failed one
  * its next attempt in the same statement, and rows given back lose their lease. A row
- * whose lease another worker took over meanwhile is left alone.
+ * whose lease another worker took over meanwhile is left alone. With `local` (PGlite) the
+ * leases are that memory's: checked there, and released once the outcomes are written.
  */
-export async function recordOutcomes(db: Db, batch: Outcome[], retry: RetryOptions): Promise<Recorded> {
+export async function recordOutcomes(db: Db, batch: Outcome[], retry: RetryOptions, local?: LocalLeases): Promise<Recorded> {
+  // In memory, a lease no longer held is known before writing (in a row, by the write).
+  const startedAt = new Map<string, Date>();
+  if (local) {
+    for (const { claim } of batch) {
+      const at = local.heldBy(claim.id, claim.token);
+      if (at) startedAt.set(claim.id, at);
+    }
+    batch = batch.filter((o) => startedAt.has(o.claim.id));
+  }
   const done = batch.filter((o) => !o.result.aborted);
   const released = batch.filter((o) => o.result.aborted);
   const ids: string[] = [];
@@ -79,18 +89,21 @@ export async function recordOutcomes(db: Db, batch: Outcome[], retry: RetryOptio
   }
   let recorded = new Set<string>();
   if (ids.length > 0) {
+    // A row's lease is its token in locked_by, or (local) the memory's, checked above: then
+    // the statement only sees that the row is still pending, and records when it started.
+    const leased = local ? `d.status = 'pending'` : `d.locked_by = r.token AND d.status = 'pending'`;
     const rows = await db.query<{ id: string }>(
       `WITH r AS (
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::double precision[])
-           AS r(id, token, status, response_status, error_message, response_body, duration_ms, delay)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::int[], $8::double precision[], $9::timestamptz[])
+           AS r(id, token, status, response_status, error_message, response_body, duration_ms, delay, started_at)
        ),
        done AS (
          UPDATE webhook_deliveries d
             SET status = r.status, response_status = r.response_status, error_message = r.error_message,
                 response_body = r.response_body, duration_ms = r.duration_ms, completed_at = now(),
-                locked_by = NULL, locked_until = NULL
+                locked_by = NULL, locked_until = NULL, started_at = coalesce(r.started_at, d.started_at)
            FROM r
-          WHERE d.id = r.id AND d.locked_by = r.token AND d.status = 'pending'
+          WHERE d.id = r.id AND ${leased}
          RETURNING d.id, d.project_id, d.webhook_id, d.event_id, d.event_type, d.attempt, r.delay
        ),
        next AS (
@@ -101,11 +114,14 @@ export async function recordOutcomes(db: Db, batch: Outcome[], retry: RetryOptio
          ON CONFLICT (event_id, webhook_id, attempt) DO NOTHING
        )
        SELECT id FROM done`,
-      [ids, tokens, statuses, responseStatuses, errors, bodies, durations, delays],
+      [ids, tokens, statuses, responseStatuses, errors, bodies, durations, delays, ids.map((id) => startedAt.get(id) ?? null)],
     );
     recorded = new Set(rows.map((r) => r.id));
   }
-  if (released.length > 0) {
+  if (local) {
+    // Written (or given back unsent, which in memory needs no statement): the leases go.
+    for (const { claim } of batch) local.release(claim.id, claim.token);
+  } else if (released.length > 0) {
     await db.query(
       `UPDATE webhook_deliveries d SET locked_by = NULL, locked_until = NULL, started_at = NULL
          FROM unnest($1::text[], $2::text[]) AS r(id, token)

@@ -11,6 +11,7 @@ import { migrate } from '../store/migrate.js';
 import { emitEvent } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 import { createProject, insertWebhook, openTestDb, startReceiver, waitFor, type TestDb } from './test-support.js';
+import { seedPglite } from '../testing/pglite-template.js';
 
 const child = fileURLToPath(new URL('./test-worker-child.ts', import.meta.url));
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -74,6 +75,7 @@ describe('kill -9 during delivery', () => {
     } else {
       const dataDir = mkdtempSync(join(tmpdir(), 'events-kill-'));
       cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+      seedPglite(dataDir);
       db = await openDb({ dataDir });
       await migrate(db);
       dbEnv = { DATA_DIR: dataDir, DATABASE_URL: '' };

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { openDb, type Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
+import { openTestPglite } from '../testing/pglite-template.js';
 
 export interface TestDb {
   db: Db;
@@ -25,8 +26,7 @@ export function withSearchPath(url: string, schema: string): string {
 export async function openTestDb(): Promise<TestDb> {
   const base = process.env.DATABASE_URL;
   if (!base) {
-    const db = await openDb({});
-    await migrate(db);
+    const db = await openTestPglite();
     return { db, close: () => db.close() };
   }
   const schema = `t_events_${randomBytes(6).toString('hex')}`;
