@@ -13,11 +13,10 @@
 // The server runs as its own process, as deployed (bench/server-process.ts).
 // Goals (issue 3): warm p50 within 1.3x of the warm reference, cold p50 within 1.1x.
 // Usage: pnpm exec tsx bench/session-start.ts [--rounds 50]
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
-import { machine, ms, percentile, takingTurns } from './machine.js';
+import { machine, ms, percentile, startXvfb, takingTurns } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 import { sessionLife } from './session-life.js';
 
@@ -40,14 +39,6 @@ async function waitWarm(server: ServerProcess): Promise<void> {
     if (health.browsers.warm > 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-function startXvfb(): Promise<{ display: string; proc: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn('Xvfb', ['-displayfd', '3', '-screen', '0', '1600x1100x24', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
-    proc.stdio[3]!.once('data', (d) => resolve({ display: `:${d.toString().trim()}`, proc }));
-    proc.once('error', reject);
-  });
 }
 
 function report(label: string, mine: number[], ref: number[], goal?: number) {

@@ -42,7 +42,10 @@ export interface RunningSession {
   /** The server's own CDP connection to the browser. */
   readonly cdp: CdpClient;
   readonly liveViewToken: string;
+  /** When it started running (its maximum duration counts from here). */
   readonly createdAt: number;
+  /** When its creation was asked: its row's created_at, written before its browser launched. */
+  readonly askedAt: number;
   /** The service proxy pool entry its traffic goes through (a profile's sticky proxy keeps it); undefined without a service proxy. */
   readonly serviceProxyId?: string;
 }

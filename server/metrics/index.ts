@@ -50,12 +50,8 @@ export function metricsEndpoint(d: {
     sessionHooks: {
       started(s) {
         browserGroups.set(s.id, s.browser.pid);
-        // From the creation request (the row is written before the browser launches) to now;
-        // read after the answer's way is clear, so a creation never waits for it.
-        void d.db
-          .query<{ created_at: Date }>('SELECT created_at FROM sessions WHERE id = $1', [s.id])
-          .then(([row]) => metrics.sessionStarted(Math.max(0, Date.now() - (row ? new Date(row.created_at).getTime() : s.createdAt)) / 1000))
-          .catch(() => metrics.sessionStarted(Math.max(0, Date.now() - s.createdAt) / 1000));
+        // From the creation request (the row is written before the browser launches) to now.
+        metrics.sessionStarted(Math.max(0, Date.now() - s.askedAt) / 1000);
       },
       async ended(s, end) {
         browserGroups.delete(s.id);

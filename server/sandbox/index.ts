@@ -28,7 +28,7 @@ import type { Logger } from 'pino';
 import type { ServiceConfig } from '../config/config.js';
 import { writeArtifact } from './artifacts.js';
 import { missingTools } from './jail.js';
-import { startJailed, sweepStaleDirs, type Jailed } from './jailed.js';
+import { milestone, startJailed, sweepStaleDirs, type Jailed } from './jailed.js';
 import { interventionProblem, NO_INTERVENTIONS, type ChildMessage } from './protocol.js';
 import { checkTypeScript, transpile } from './transpile.js';
 import type { SandboxArtifact, SandboxErrorType, SandboxIntervention, SandboxLogLine, SandboxOutcome, SandboxRequest } from './types.js';
@@ -234,10 +234,9 @@ async function runOnce(
     return end({ ok: false, error: { type: 'system_error', message: `the sandbox failed: ${(err as Error).message}` } });
   } finally {
     if (jailed) {
-      // Gone before the outcome is told (killed if it still runs); its relay and directory
-      // are removed after, which settled() and close() wait for.
+      // Killed before the outcome is told (if it still runs); its processes' end, its relay
+      // and its directory come after, which settled() and close() wait for.
       jailed.kill();
-      await jailed.exited;
       d.retire(jailed);
     }
   }
@@ -255,6 +254,8 @@ async function supervise(
   started: number,
 ): Promise<Verdict> {
   let verdict: Verdict | undefined;
+  /** The child's last word (result or error) arrived. */
+  const lastWord = milestone();
   let userStarted = false;
   let logBytes = 0;
   let stderrTail = '';
@@ -322,9 +323,10 @@ async function supervise(
           verdict ??= { ok: false, error: { type: 'automation_failure', message: `the result is over the limit of ${outputMaxBytes} bytes` } };
         } else verdict ??= { ok: true, value: message.value ?? null };
         // The child's last word: it is ended now rather than left to exit on its own (a
-        // Node process with Playwright loaded took 5-10 ms to). Its output is in its pipes
-        // already (written synchronously before this), and is read to their end below.
+        // Node process with Playwright loaded took 5-10 ms to). Its output came before it,
+        // up to the end mark (see below).
         jailed.kill();
+        lastWord.resolve();
         // A verdict once given stays: the run succeeds with this value.
         if (first && verdict.ok) req.onSuccess?.(verdict.value);
         return;
@@ -339,7 +341,8 @@ async function supervise(
             ...(typeof message.rootCause === 'string' ? { rootCause: message.rootCause } : {}),
           },
         };
-        return jailed.kill();
+        jailed.kill();
+        return lastWord.resolve();
       default:
         return stop({ ok: false, error: { type: 'system_error', message: 'the sandbox sent an unknown message' } });
     }
@@ -378,10 +381,13 @@ async function supervise(
         req.cdpUrl,
       );
     }
-    const { code: exitCode, signal } = await jailed.exited;
+    // Done at the child's last word once its output has come to the end mark, without
+    // waiting for its processes to go (that took 12-24 ms; the run's caller is told the
+    // outcome meanwhile, and settled() waits for them); else when they are gone.
+    const ended = await Promise.race([jailed.exited, Promise.all([lastWord.promise, jailed.outputEnded]).then(() => undefined)]);
     asking.abort();
     await Promise.all([...writes, ...asks]);
-    return verdict ?? diagnose(exitCode, signal, stderrTail, userStarted);
+    return verdict ?? diagnose(ended?.code ?? null, ended?.signal ?? null, stderrTail, userStarted);
   } finally {
     asking.abort();
     clearTimeout(timer);

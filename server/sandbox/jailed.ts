@@ -2,6 +2,7 @@
 // socket in it, the process tree, the pipes. Started before its run is known (a warm
 // child: Playwright loaded, waiting on stdin); `dispose` leaves nothing of it behind.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chown, chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,9 @@ export interface Jailed {
   readonly ready: Promise<void>;
   /** Resolves once every process of the sandbox is gone (its pipes closed). */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves once stdout and stderr have each brought the run's end mark (the child's last
+   *  word follows it): everything the code wrote has been delivered. Never, if it died first. */
+  readonly outputEnded: Promise<void>;
   readonly alive: boolean;
   /** Messages and output from now on go to this listener. */
   listen(listener: JailedListener): void;
@@ -42,7 +46,7 @@ export interface Jailed {
    */
   connect(cdpUrl: string): Promise<void>;
   /** Hands the child its run: the user's module and the settings. */
-  start(js: string, config: Omit<ChildConfig, 'cdpPath'>, cdpUrl: string): Promise<void>;
+  start(js: string, config: Omit<ChildConfig, 'cdpPath' | 'endMark'>, cdpUrl: string): Promise<void>;
   /** A line to the running child (after start): stdin stays open for these. */
   send(message: ServerMessage): void;
   kill(): void;
@@ -189,8 +193,16 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
   });
   messages.on('error', () => {});
   child.stdin!.on('error', () => {});
-  child.stdout!.setEncoding('utf8').on('data', (text: string) => deliver((l) => l.output('stdout', text)));
-  child.stderr!.setEncoding('utf8').on('data', (text: string) => deliver((l) => l.output('stderr', text)));
+  // The mark is the run's own and unguessable from outside; code that writes it early only
+  // cuts its own output short.
+  const endMark = `\u0000end-${randomBytes(12).toString('hex')}\u0000`;
+  const marked = (['stdout', 'stderr'] as const).map((stream) => {
+    const seen = milestone();
+    const watch = markWatch(endMark, (text) => deliver((l) => l.output(stream, text)), seen.resolve);
+    child[stream]!.setEncoding('utf8').on('data', watch.push).on('end', watch.flush);
+    return seen.promise;
+  });
+  const outputEnded = Promise.all(marked).then(() => {});
 
   let disposed: Promise<void> | undefined;
   const jailed: Jailed = {
@@ -198,6 +210,7 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
     spawnedAt,
     ready,
     exited,
+    outputEnded,
     get alive() {
       return alive;
     },
@@ -218,7 +231,7 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
       await writeFile(join(runDir, 'code', 'user.mjs'), js);
       const cdpPath = relay!.target(cdpUrl);
       // Not ended: the answers to the code's requests for a person follow on it.
-      child.stdin!.write(`${JSON.stringify({ ...config, cdpPath } satisfies ChildConfig)}\n`);
+      child.stdin!.write(`${JSON.stringify({ ...config, cdpPath, endMark } satisfies ChildConfig)}\n`);
     },
     send(message) {
       if (alive && child.stdin!.writable) child.stdin!.write(`${JSON.stringify(message)}\n`);
@@ -242,10 +255,10 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
 }
 
 /**
- * A moment in the child's start (ready, connected) that it may never reach: settled once,
- * and no unhandled rejection when nobody waits for it.
+ * A moment in the child's life (ready, connected, its last word, its end mark) that it may
+ * never reach: settled once, and no unhandled rejection when nobody waits for it.
  */
-function milestone(): { promise: Promise<void>; resolve: () => void; reject: (err: Error) => void } {
+export function milestone(): { promise: Promise<void>; resolve: () => void; reject: (err: Error) => void } {
   let resolve!: () => void;
   let reject!: (err: Error) => void;
   const promise = new Promise<void>((res, rej) => {
@@ -254,4 +267,41 @@ function milestone(): { promise: Promise<void>; resolve: () => void; reject: (er
   });
   promise.catch(() => {});
   return { promise, resolve, reject };
+}
+
+/**
+ * Passes a stream's text on without `mark`, and tells when the mark has gone by. A chunk
+ * that ends with what may be the mark's beginning keeps that part until the next chunk.
+ */
+export function markWatch(mark: string, emit: (text: string) => void, onMark: () => void): { push(text: string): void; flush(): void } {
+  let held = '';
+  let passed = false;
+  const out = (text: string) => text && emit(text);
+  return {
+    push(text) {
+      let s = held + text;
+      held = '';
+      if (!passed) {
+        const at = s.indexOf(mark);
+        if (at !== -1) {
+          passed = true;
+          out(s.slice(0, at));
+          out(s.slice(at + mark.length));
+          return onMark();
+        }
+        for (let k = Math.min(mark.length - 1, s.length); k > 0; k--) {
+          if (mark.startsWith(s.slice(-k))) {
+            held = s.slice(-k);
+            s = s.slice(0, -k);
+            break;
+          }
+        }
+      }
+      out(s);
+    },
+    flush() {
+      out(held);
+      held = '';
+    },
+  };
 }

@@ -35,6 +35,9 @@ export interface ChildConfig {
   artifacts: { enabled: boolean; maxBytes: number; maxCount: number };
   /** Whether ctx.requestIntervention can reach a person (task runs); false: it rejects. */
   interventions: boolean;
+  /** Written to stdout and stderr just before the last word (result or error): the server
+   *  then has all of the code's output without waiting for the sandbox's processes to end. */
+  endMark: string;
 }
 
 export const INTERVENTION_INPUT_TYPES = ['confirm', 'text', 'otp', 'takeover'] as const;

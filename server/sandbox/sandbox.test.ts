@@ -114,12 +114,10 @@ export default async function run(ctx: { page: Page; input: { path: string }; lo
   return 'done';
 }`);
     expect(outcome).toMatchObject({ ok: true, value: 'done' });
-    const logs = outcome.logs.map((l) => [l.level, l.message]);
-    expect(logs).toContainEqual(['info', 'to stdout']);
-    expect(logs).toContainEqual(['error', 'to stderr']);
-    // In chunks as the pipe gave them, all of it.
+    expect(outcome.logs.map((l) => [l.level, l.message])).toContainEqual(['error', 'to stderr']);
+    // In chunks as the pipe gave them (two writes may arrive as one), all of it, in order.
     const written = outcome.logs.filter((l) => l.level === 'info').map((l) => l.message).join('');
-    expect(written.includes(big)).toBe(true);
+    expect(written.replace(/\n/g, '')).toBe(`to stdout${big}`);
   });
 
   it('runs a snippet given page, context and browser; no return is null', async () => {
@@ -275,7 +273,8 @@ describe('ctx.requestIntervention', () => {
     let signal: AbortSignal | undefined;
     let settled = false;
     const outcome = await run(`export default async function run(ctx) { return ctx.requestIntervention({ message: 'Wait', input_type: 'text' }); }`, {
-      timeoutMs: 3_000,
+      // Counted from before the child starts, which took over 3 s on a loaded machine.
+      timeoutMs: 8_000,
       onIntervention: (_q, s) => {
         signal = s;
         // Like the interventions service: it gives up when told to.

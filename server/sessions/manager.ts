@@ -476,6 +476,7 @@ export class SessionManager {
         traffic: sb.traffic,
         cdp,
         createdAt: now,
+        askedAt: new Date(inserted.row.created_at).getTime(),
         lastActivity: now,
         // What its client did through the CDP proxy while it was a reservation.
         steps: reservation?.steps ?? 0,

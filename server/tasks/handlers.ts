@@ -45,7 +45,7 @@ export interface TaskHandlerOptions {
   config: ServiceConfig;
   /** What the handlers need of the SessionManager: the checks a session creation makes. */
   sessions: { validate(projectId: string, body: SessionCreateBody | undefined): Promise<string | undefined> };
-  worker: Pick<TaskWorker, 'nudge' | 'abort' | 'waitLocal'>;
+  worker: Pick<TaskWorker, 'reserve' | 'abort' | 'waitLocal'>;
 }
 
 /** How long a cancel waits for the running run to stop before it answers. */
@@ -186,21 +186,33 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
     }
     const unpaid = await refuseUnpaid(db, ctx.projectId, config);
     if (unpaid) return fail(402, unpaid);
-    const row = await queue.enqueue(db, {
-      projectId: ctx.projectId,
-      apiKeyId: ctx.apiKeyId,
-      taskId: task.id,
-      versionId: version.id,
-      versionLabel: label(version),
-      runId: o.runId,
-      input: o.input,
-      browserConfiguration: configuration,
-      sessionId: o.sessionId,
-      cleanupSessions: o.cleanup,
-      identityId: o.identityId,
-      identitySkipValidation: o.identitySkipValidation,
-    });
-    worker.nudge();
+    // Room here and nothing queued: the run is this node's from its insert.
+    const slot = worker.reserve();
+    const row = await queue
+      .enqueue(
+        db,
+        {
+          projectId: ctx.projectId,
+          apiKeyId: ctx.apiKeyId,
+          taskId: task.id,
+          versionId: version.id,
+          versionLabel: label(version),
+          runId: o.runId,
+          input: o.input,
+          browserConfiguration: configuration,
+          sessionId: o.sessionId,
+          cleanupSessions: o.cleanup,
+          identityId: o.identityId,
+          identitySkipValidation: o.identitySkipValidation,
+        },
+        slot?.nodeId,
+      )
+      .catch((err: unknown) => {
+        slot?.giveBack();
+        throw err;
+      });
+    if (slot && row.status === 'running') slot.take({ ...row, version_code: version.code });
+    else slot?.giveBack();
     return row;
   }
 

@@ -67,11 +67,21 @@ export interface NewExecution {
   identitySkipValidation?: boolean;
 }
 
-export async function enqueue(db: Db, e: NewExecution): Promise<ExecutionRow> {
+/**
+ * Queues a run. With `claimBy` (a node with room for it now) the run is that node's at once,
+ * status running, in the same statement, unless runs are waiting in the queue: then it
+ * queues behind them, and the row's status says which it is.
+ */
+export async function enqueue(db: Db, e: NewExecution, claimBy?: string): Promise<ExecutionRow> {
   const [row] = await db.query<ExecutionRow>(
-    `INSERT INTO task_executions (id, project_id, api_key_id, task_id, task_version_id, version_label, run_id, input,
-       browser_configuration, session_id, own_session, cleanup_sessions, identity_id, identity_skip_validation)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13, $14) RETURNING *`,
+    `WITH here AS (SELECT $15::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM task_executions WHERE status = 'queued') AS claimed)
+     INSERT INTO task_executions (id, project_id, api_key_id, task_id, task_version_id, version_label, run_id, input,
+       browser_configuration, session_id, own_session, cleanup_sessions, identity_id, identity_skip_validation,
+       status, claimed_by, started_at)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12, $13, $14,
+            CASE WHEN claimed THEN 'running' ELSE 'queued' END, CASE WHEN claimed THEN $15 END, CASE WHEN claimed THEN now() END
+       FROM here
+     RETURNING *`,
     [
       randomUUID(),
       e.projectId,
@@ -87,6 +97,7 @@ export async function enqueue(db: Db, e: NewExecution): Promise<ExecutionRow> {
       e.cleanupSessions,
       e.identityId ?? null,
       e.identitySkipValidation ?? false,
+      claimBy ?? null,
     ],
   );
   return row;

@@ -12,6 +12,7 @@ import { loadEventSchemas } from '../events/schema.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 import { b64, call, deployedTask, TITLE_TASK, until } from './test-support.js';
+import * as queue from './queue-store.js';
 
 const schemas = loadEventSchemas();
 const NO_RECORDING = { recording: { active: false } };
@@ -61,7 +62,8 @@ describe.each(backends)('task runs on %s', (backend) => {
     const taskId = await deployedTask(t, TITLE_TASK, NO_RECORDING);
     const url = `${fixtures.url}/site/form.html`;
     const started = await run(taskId, { input_params: { url } });
-    expect(started.status).toMatch(/^(queued|running)$/);
+    // This node has room and nothing waits: the run is its own from its insert, not queued.
+    expect(started.status).toBe('running');
     expect(started.run_id).toMatch(/^[0-9a-f-]{36}$/);
 
     const done = await ended(started.run_id);
@@ -220,7 +222,9 @@ describe.each(backends)('task runs on %s', (backend) => {
     const b = await run(taskId);
     await until(() => status(a.run_id), (s) => s.status === 'running' && !!s.session_id);
     await until(() => status(b.run_id), (s) => s.status === 'running');
+    expect([a.status, b.status]).toEqual(['running', 'running']);
     const c = await run(taskId);
+    expect(c.status).toBe('queued');
     await new Promise((r) => setTimeout(r, 1_500));
     expect((await status(c.run_id)).status).toBe('queued');
 
@@ -248,6 +252,28 @@ describe.each(backends)('task runs on %s', (backend) => {
     await eventOfRun(b.run_id);
     // One event a run.
     for (const id of [a.run_id, b.run_id, c.run_id]) expect(events().filter((e) => e.data.run_id === id)).toHaveLength(1);
+  });
+
+  it('a run asked of a node with room is claimed by it in its insert, unless runs wait in the queue (then it queues behind them)', async () => {
+    const taskId = await deployedTask(t, TITLE_TASK, NO_RECORDING);
+    const [v] = await t.db.query<{ id: string; project_id: string }>('SELECT id, project_id FROM task_versions WHERE task_id = $1 AND version = 1', [taskId]);
+    const [key] = await t.db.query<{ id: string }>('SELECT id FROM api_keys WHERE project_id = $1 LIMIT 1', [v.project_id]);
+    const e: queue.NewExecution = { projectId: v.project_id, apiKeyId: key.id, taskId, versionId: v.id, versionLabel: '1', input: {}, browserConfiguration: {}, cleanupSessions: true };
+    // In a transaction rolled back at the end: this server's worker never sees these rows.
+    const rollback = new Error('rollback');
+    await t.db
+      .transaction(async (tx) => {
+        const first = await queue.enqueue(tx, e, 'node-a');
+        expect(first).toMatchObject({ status: 'running', claimed_by: 'node-a' });
+        expect(first.started_at).not.toBeNull();
+        const waiting = await queue.enqueue(tx, e);
+        expect(waiting).toMatchObject({ status: 'queued', claimed_by: null, started_at: null });
+        expect(await queue.enqueue(tx, e, 'node-a')).toMatchObject({ status: 'queued', claimed_by: null });
+        throw rollback;
+      })
+      .catch((err: unknown) => {
+        if (err !== rollback) throw err;
+      });
   });
 
   it('runs in an existing session and leaves it running; cleanup_sessions false keeps the run\'s own session', { timeout: 120_000 }, async () => {

@@ -1,6 +1,8 @@
 // Runs queued task executions on this node, asynchronously: claims queued runs while fewer
 // than TASK_CONCURRENCY run here and a browser may start (MAX_CONCURRENT_BROWSERS), and
 // runs each (run.ts). A run whose session finds no free browser goes back to the queue.
+// A run asked of this node while it has room and nothing waits in the queue is this node's
+// from its insert (reserve): no claim, no wait for the loop.
 //
 // Cancel: the API marks the run (any node); the node running it sees the mark at its next
 // tick, or at once when the API call came to it, and aborts the sandbox.
@@ -22,10 +24,13 @@ const IDLE_TICK_MS = 1_000;
 
 export class TaskWorker {
   private readonly inflight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Places promised to runs being inserted (reserve), not yet started. */
+  private reserved = 0;
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly polling: PollLoop;
   /** Work was announced (nudge) since the last pass: that pass claims without asking first. */
   private announced = false;
+  private stopping = false;
 
   constructor(private readonly o: RunDeps & { db: Db; config: ServiceConfig; log: Logger; warm?: Pick<WarmPairs, 'take' | 'fill' | 'stop'> }) {
     this.polling = new PollLoop({ name: 'task worker', log: o.log, busyMs: BUSY_TICK_MS, idleMs: IDLE_TICK_MS, tick: () => this.tick() });
@@ -80,6 +85,41 @@ export class TaskWorker {
     this.polling.nudge();
   }
 
+  /**
+   * A place for a run about to be inserted, when this node has room now: the run then starts
+   * here from its insert (take, with the row inserted as claimed by this node), or the place
+   * is given back (the run was queued behind others, or not inserted). `nodeId`: the node the
+   * row is inserted as claimed by.
+   */
+  reserve(): { nodeId: string; take(row: queue.ClaimedRow): void; giveBack(): void } | undefined {
+    if (this.stopping || this.free() <= 0) return undefined;
+    this.reserved++;
+    let open = true;
+    const close = () => {
+      if (!open) return false;
+      open = false;
+      this.reserved--;
+      return true;
+    };
+    return {
+      nodeId: this.o.sessions.nodeId,
+      take: (row) => {
+        if (!close()) return;
+        // Stopping meanwhile: the run goes back to the queue, for the next start or another node.
+        if (this.stopping) void queue.release(this.o.db, row.id).catch((err: unknown) => this.o.log.error({ err, executionId: row.id }, 'could not queue a run again'));
+        else this.runClaimed(row);
+      },
+      giveBack: () => {
+        if (close()) this.nudge();
+      },
+    };
+  }
+
+  /** Runs this node may start now: within TASK_CONCURRENCY and the browsers it may still launch. */
+  private free(): number {
+    return Math.min(this.o.config.taskConcurrency - this.inflight.size - this.reserved, this.o.sessions.capacity - this.reserved);
+  }
+
   /** Stops the run if it runs here; answers whether it did. */
   abort(executionId: string, reason: StopReason): boolean {
     const run = this.inflight.get(executionId);
@@ -110,6 +150,7 @@ export class TaskWorker {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (await this.polling.stop()) {
       for (const run of this.inflight.values()) run.abort.abort('shutdown' satisfies StopReason);
       await Promise.allSettled([...this.inflight.values()].map((r) => r.done));
@@ -120,7 +161,7 @@ export class TaskWorker {
 
   /** One pass: stop what was cancelled elsewhere, claim what fits. Answers whether work waits. */
   private async tick(): Promise<boolean> {
-    const { db, config, sessions } = this.o;
+    const { db, sessions } = this.o;
     if (this.inflight.size > 0) {
       for (const id of await queue.cancelRequested(db, sessions.nodeId)) this.abort(id, 'cancel');
     }
@@ -131,38 +172,41 @@ export class TaskWorker {
     if (this.inflight.size === 0 && !announced && !(await queue.anyQueued(db))) return false;
     // A run needs a browser unless it runs in an existing session; counting every run as
     // needing one keeps the claim simple and never over-commits.
-    const free = Math.min(config.taskConcurrency - this.inflight.size, sessions.capacity);
+    const free = this.free();
     if (free <= 0) return true;
     const rows = await queue.claim(db, sessions.nodeId, free);
-    for (const row of rows) {
-      const abort = new AbortController();
-      const done = executeRun(this.o, row, abort.signal)
-        .then(() => undefined)
-        .catch(async (err: unknown) => {
-          this.o.log.error({ err, executionId: row.id }, 'task run failed unexpectedly');
-          // Not left running until the next start: failed now, with its event, if it can be.
-          await queue
-            .finish(
-              this.o.db,
-              row.id,
-              {
-                outcome: { status: 'failure', error: { type: 'system_error', message: 'The server could not finish the run', rootCause: (err as Error)?.message ?? String(err) } },
-                durationMs: row.started_at ? Date.now() - new Date(row.started_at).getTime() : 0,
-                costCredits: 0,
-                logs: [],
-                sessionId: null,
-              },
-              (r) => taskEvent(r, { artifacts: [] }, this.o.config.publicUrl),
-            )
-            .catch((again: unknown) => this.o.log.error({ err: again, executionId: row.id }, 'could not record the failed run; the next start will'));
-        })
-        .finally(() => {
-          this.inflight.delete(row.id);
-          this.ended(row.id);
-          this.nudge();
-        });
-      this.inflight.set(row.id, { abort, done });
-    }
+    for (const row of rows) this.runClaimed(row);
     return rows.length > 0 || this.inflight.size > 0;
+  }
+
+  /** Runs a run claimed by this node, in the background. */
+  private runClaimed(row: queue.ClaimedRow): void {
+    const abort = new AbortController();
+    const done = executeRun(this.o, row, abort.signal)
+      .then(() => undefined)
+      .catch(async (err: unknown) => {
+        this.o.log.error({ err, executionId: row.id }, 'task run failed unexpectedly');
+        // Not left running until the next start: failed now, with its event, if it can be.
+        await queue
+          .finish(
+            this.o.db,
+            row.id,
+            {
+              outcome: { status: 'failure', error: { type: 'system_error', message: 'The server could not finish the run', rootCause: (err as Error)?.message ?? String(err) } },
+              durationMs: row.started_at ? Date.now() - new Date(row.started_at).getTime() : 0,
+              costCredits: 0,
+              logs: [],
+              sessionId: null,
+            },
+            (r) => taskEvent(r, { artifacts: [] }, this.o.config.publicUrl),
+          )
+          .catch((again: unknown) => this.o.log.error({ err: again, executionId: row.id }, 'could not record the failed run; the next start will'));
+      })
+      .finally(() => {
+        this.inflight.delete(row.id);
+        this.ended(row.id);
+        this.nudge();
+      });
+    this.inflight.set(row.id, { abort, done });
   }
 }

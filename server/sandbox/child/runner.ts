@@ -29,23 +29,28 @@ import { rehearse } from './rehearsal.js';
 
 let config: ChildConfig;
 
-function send(message: ChildMessage): void {
-  const line = Buffer.from(`${JSON.stringify(message)}\n`);
-  // Blocking writes keep the order of messages and make sure the result is out before exit.
+/** All of `bytes` to `fd`, blocking: keeps the order of what is written and gets it out before exit. */
+function writeAll(fd: number, bytes: Buffer): void {
   let offset = 0;
-  while (offset < line.length) {
+  while (offset < bytes.length) {
     try {
-      offset += writeSync(3, line, offset);
+      offset += writeSync(fd, bytes, offset);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
     }
   }
 }
 
+function send(message: ChildMessage): void {
+  writeAll(3, Buffer.from(`${JSON.stringify(message)}\n`));
+}
+
 let finished = false;
 function finish(message: ChildMessage): never {
   if (!finished) {
     finished = true;
+    // Pipes are written synchronously on Linux: what the code wrote is ahead of the marks.
+    if (config) for (const fd of [1, 2]) writeAll(fd, Buffer.from(config.endMark));
     send(message);
   }
   process.exit(0);
