@@ -7,6 +7,8 @@ import { defineConfig } from 'vitest/config';
 // Xvfb displays (-displayfd), so two files never see each other's browsers.
 export default defineConfig({
   test: {
+    // One migrated PGlite database for the run, copied for each test's (server/testing/pglite-template.ts).
+    globalSetup: ['server/testing/pglite-template.ts'],
     include: ['server/**/*.test.ts', 'conformance/**/*.test.ts', 'scripts/**/*.test.ts', 'fixtures/**/*.test.ts', 'bench/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -19,6 +19,7 @@ import { backends, type Backend } from '../testing/harness.js';
 import { RESTART_ERROR } from './worker.js';
 import { batchEnd, call, getBatch, until } from './test-support.js';
 import { freePort } from '../testing/free-port.js';
+import { seedPglite } from '../testing/pglite-template.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -92,6 +93,7 @@ async function scenario(databaseUrl: string | undefined) {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'cb-batch-restart-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  if (!databaseUrl) seedPglite(dataDir);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;

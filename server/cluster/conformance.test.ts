@@ -31,7 +31,7 @@ describe.skipIf(!databaseUrl)(`the conformance suite (${full ? 'every check' : '
   beforeAll(async () => {
     s3 = await startLocalS3();
     cluster = await startTestCluster({ databaseUrl: databaseUrl!, count: 3, env: { ADMIN_TOKEN: adminToken, MAX_CONCURRENT_BROWSERS: '4', ...(s3.env() as Record<string, string>) } });
-  }, 120_000);
+  }, 240_000);
   afterAll(async () => {
     await cluster?.close();
     await s3?.stop();

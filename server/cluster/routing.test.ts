@@ -41,7 +41,7 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     cluster = await startTestCluster({ databaseUrl: databaseUrl!, count: 3, env: { MAX_CONCURRENT_BROWSERS: '1', NODE_DEAD_AFTER_SECONDS: '300' } });
     db = new pg.Client({ connectionString: cluster.databaseUrl });
     await db.connect();
-  }, 120_000);
+  }, 240_000);
   afterAll(async () => {
     await db?.end();
     await cluster?.close();

@@ -9,6 +9,7 @@ import { openDb, type Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
 import { urlWithSchema } from '../store/pg-schema.js';
 import { backends } from '../testing/harness.js';
+import { openTestPglite } from '../testing/pglite-template.js';
 import pg from 'pg';
 import * as store from './store.js';
 
@@ -27,7 +28,7 @@ describe.each(backends)('the nodes table on %s', (backend) => {
       };
       db = await openDb({ databaseUrl: urlWithSchema(process.env.DATABASE_URL!, schema) });
     } else {
-      db = await openDb({});
+      db = await openTestPglite();
     }
     await migrate(db);
   }, 120_000);

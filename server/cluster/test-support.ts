@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { keepIdleConnections } from '../http/keep-alive.js';
 import { startChildServer, type ChildServer } from '../testing/child-server.js';
 import { freePort } from '../testing/free-port.js';
 import { withPostgresSchema } from '../store/pg-schema.js';
@@ -39,6 +40,8 @@ export async function startFront(): Promise<Front> {
     if (!front.targets.length) return void socket.destroy();
     forwardUpgrade(req, socket, head, pick(), {});
   });
+  // A load balancer's usual idle time-out, below the nodes' 65 s (server.ts).
+  keepIdleConnections(server, 60);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return Object.assign(front, {

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../config/config.js';
 import { createProject } from '../auth/api-keys.js';
-import { openDb, type Db } from '../store/db.js';
-import { migrate } from '../store/migrate.js';
+import type { Db } from '../store/db.js';
+import { openTestPglite } from '../testing/pglite-template.js';
 import { account, billingPeriod, refuseUnpaid } from './account.js';
 import { charge } from './ledger.js';
 import { FETCH_CREDITS, priceTable, sessionCredits } from './prices.js';
@@ -45,8 +45,7 @@ describe('the price table', () => {
 describe('the account', () => {
   let db: Db;
   beforeAll(async () => {
-    db = await openDb({});
-    await migrate(db);
+    db = await openTestPglite();
   });
   afterAll(() => db.close());
 

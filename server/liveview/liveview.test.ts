@@ -297,6 +297,7 @@ describe('the screencast and its viewers, on their own', () => {
       cdp,
       liveViewToken: 'the-token',
       createdAt: Date.now(),
+      askedAt: Date.now(),
     };
     liveView = new LiveView({
       sessions: { get: (id) => (id === session.id ? session : undefined), touch: (id, kind) => (touches.push(`${id}:${kind}`), true) },

@@ -63,12 +63,15 @@ describe('recordEnds', () => {
     const project = await createProject(t.db);
     const [id, other] = [await newSession(project), await newSession(project)];
     const heard: { id: string; credits: number | null; committed: string | undefined }[] = [];
+    const reads: Promise<unknown>[] = [];
     const listen = (sessionId: string) =>
       onEndRecorded(sessionId, (row) => {
         // Read on another statement: the end is visible, so it was committed.
-        void t.db
-          .query<{ status: string }>('SELECT status FROM sessions WHERE id = $1', [sessionId])
-          .then(([r]) => heard.push({ id: sessionId, credits: row.credits_used, committed: r?.status }));
+        reads.push(
+          t.db
+            .query<{ status: string }>('SELECT status FROM sessions WHERE id = $1', [sessionId])
+            .then(([r]) => heard.push({ id: sessionId, credits: row.credits_used, committed: r?.status })),
+        );
       });
     const stop = listen(id);
     const stopOther = listen(other);
@@ -77,7 +80,8 @@ describe('recordEnds', () => {
     // Again, through an EndRecorder: already ended, so not announced again.
     await new EndRecorder({ db: t.db, config }, () => false).record({ id, status: 'completed', reason: 'api' });
     stop();
-    await t.db.query('SELECT 1');
+    // Those reads may run on other connections (PostgreSQL): waited for, not raced.
+    await Promise.all(reads);
     expect(heard).toEqual([{ id, credits: row!.credits_used, committed: 'completed' }]);
     const [{ credits_used }] = await t.db.query<{ credits_used: number }>('SELECT credits_used FROM sessions WHERE id = $1', [id]);
     expect(row!.credits_used).toBe(credits_used);

@@ -116,11 +116,14 @@ export async function openDb(options: { databaseUrl?: string; dataDir?: string; 
   return openPglite(options.dataDir, watch);
 }
 
+/** Where PGlite keeps its files in DATA_DIR. */
+export const pgliteDir = (dataDir: string) => join(dataDir, 'pglite');
+
 /** dataDir undefined keeps the database in memory (tests that need no persistence). */
 async function openPglite(dataDir: string | undefined, watch: ReturnType<typeof outageWatch>): Promise<Db> {
   let dir: string | undefined;
   if (dataDir) {
-    dir = join(dataDir, 'pglite');
+    dir = pgliteDir(dataDir);
     mkdirSync(dir, { recursive: true });
   }
   const lite = new PGlite(dir, {

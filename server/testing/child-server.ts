@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './free-port.js';
+import { seedPglite } from './pglite-template.js';
 
 const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -22,6 +23,7 @@ export interface ChildServer {
 export async function startChildServer(o: { dataDir: string; apiKey: string; databaseUrl?: string; env?: Record<string, string>; port?: number }): Promise<ChildServer> {
   // A port chosen by the caller: a cluster's node is told its own address (NODE_INTERNAL_URL).
   const port = o.port ?? (await freePort());
+  if (!o.databaseUrl && !o.env?.DATABASE_URL) seedPglite(o.dataDir);
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
     cwd: projectRoot,
@@ -43,13 +45,14 @@ export async function startChildServer(o: { dataDir: string; apiKey: string; dat
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8_000)));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const deadline = Date.now() + 60_000;
+  // Generous: three nodes starting side by side with another test file's browsers on 2 cores took over 60 s.
+  const deadline = Date.now() + 120_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server exited during start: ${stderr}`);
     if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`server did not answer /healthz within 60 s: ${stderr}`);
+      throw new Error(`server did not answer /healthz within 120 s: ${stderr}`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -9,6 +9,7 @@ import { createLogger } from '../log.js';
 import { startServer, type RunningServer } from '../server.js';
 import { withPostgresSchema } from '../store/pg-schema.js';
 import { createApiClient } from '../../generated/client.js';
+import { seedPglite } from './pglite-template.js';
 
 export interface TestServer extends RunningServer {
   apiKey: string;
@@ -50,6 +51,7 @@ export async function startTestServer(
       pgCleanups.push(() => done);
     });
   }
+  if (!databaseUrl && !options.env?.DATABASE_URL) seedPglite(options.env?.DATA_DIR ?? dataDir);
   const config = loadConfig({
     PORT: '0',
     DATA_DIR: dataDir,
