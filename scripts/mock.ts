@@ -8,12 +8,16 @@ import { createServer, request } from 'node:http';
 import { join } from 'node:path';
 import { routes } from '../generated/routes.js';
 import { errorBody } from '../server/http/errors.js';
+import { keepIdleConnections } from '../server/http/keep-alive.js';
+import { freePort } from '../server/testing/free-port.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
 const portAt = args.indexOf('--port');
 const port = Number(portAt >= 0 ? args[portAt + 1] : (process.env.PORT ?? '4010'));
-const prismPort = port + 1;
+// Prism listens on a port of its own choosing, not port + 1: that one may be taken, and
+// Prism would then end at once, leaving the layer in front answering 502.
+const prismPort = await freePort();
 
 const prism = spawn(
   join(root, 'node_modules', '.bin', 'prism'),
@@ -67,6 +71,7 @@ const front = createServer((req, res) => {
     upstream.end(body);
   });
 });
+keepIdleConnections(front, 65);
 front.listen(port, '127.0.0.1', () => console.log(`mock: http://127.0.0.1:${port} (Prism on ${prismPort})`));
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -2,7 +2,8 @@
 //   lint → generated/ freshness → type check → import rules → unit and integration tests → conformance
 //   against a freshly started server on PGlite, and on PostgreSQL when DATABASE_URL is set
 //   → no Chromium process or browser root left behind.
-// Ends with one line `Total: N passed, N failed, N skipped` over tests and checks.
+// Ends with what failed, named again (CI keeps only the tail of a long run), and one line
+// `Total: N passed, N failed, N skipped` over tests and checks.
 import { spawn, execFileSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -18,16 +19,30 @@ const totals = { passed: 0, failed: 0, skipped: 0 };
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)}s`;
 
-/** Runs a command to its end; with a label, each line it prints is prefixed by it (runs side by side). */
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = {}, label?: string): Promise<number> {
+/** Runs a command to its end, its output shown as it comes. */
+function run(cmd: string, args: string[]): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: root, stdio: label ? ['ignore', 'pipe', 'pipe'] : 'inherit', env: { ...process.env, ...env } });
-    if (label) for (const out of [child.stdout!, child.stderr!]) createInterface({ input: out }).on('line', (line) => console.log(`[${label}] ${line}`));
+    const child = spawn(cmd, args, { cwd: root, stdio: 'inherit' });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 }
 
 const failedSteps: string[] = [];
+/** Each failed test or check, with the first lines of why: printed again at the end. */
+const failures: string[] = [];
+const firstLines = (text: string) => text.split('\n').slice(0, 6).map((l) => `    ${l.slice(0, 300)}`).join('\n');
+
+/** Totals and failures from a conformance run's JSON report. */
+function countConformance(label: string, file: string): void {
+  const report = JSON.parse(readFileSync(file, 'utf8')) as {
+    summary: typeof totals;
+    checks: { id: string; name: string; status: string; message?: string }[];
+  };
+  totals.passed += report.summary.passed;
+  totals.failed += report.summary.failed;
+  totals.skipped += report.summary.skipped;
+  for (const c of report.checks.filter((c) => c.status === 'fail')) failures.push(`[${label}] ${c.id} ${c.name}\n${firstLines(c.message ?? '')}`);
+}
 const depcruiseArgs = ['server', '--config', '.dependency-cruiser.cjs', '--output-type', 'err'];
 
 /** A step that reports its own counts (tests, checks) or, with counted: false, counts as one check. */
@@ -74,11 +89,8 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
       await new Promise((r) => setTimeout(r, 500));
     }
     const report = join(dataDir, 'conformance.json');
-    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report], {}, label);
-    const summary = JSON.parse(readFileSync(report, 'utf8')).summary as typeof totals;
-    totals.passed += summary.passed;
-    totals.failed += summary.failed;
-    totals.skipped += summary.skipped;
+    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report]);
+    countConformance(label, report);
     return code === 0;
   } finally {
     server.kill('SIGTERM');
@@ -87,27 +99,32 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
   }
 }
 
-/** pnpm mock, then the stateless conformance checks against it. */
+/** pnpm mock, then the stateless conformance checks against it. What the mock and Prism
+ *  print is kept and shown only when the step fails. */
 async function conformanceAgainstMock(): Promise<boolean> {
   const port = await freePort();
-  const mock = spawn(bin('tsx'), ['scripts/mock.ts', '--port', String(port)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+  const mock = spawn(bin('tsx'), ['scripts/mock.ts', '--port', String(port)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const said: string[] = [];
+  for (const out of [mock.stdout!, mock.stderr!]) createInterface({ input: out }).on('line', (line) => said.push(line) > 200 && said.shift());
+  const dir = mkdtempSync(join(tmpdir(), 'cb-mock-'));
   try {
     const base = `http://127.0.0.1:${port}`;
     // The layer in front answers 502 until Prism is up: wait for Prism's own answer.
     for (let i = 0; !(await fetch(`${base}/v1/agent-access`).then((r) => r.ok, () => false)); i++) {
-      if (i > 120) throw new Error('the mock did not answer in 60 s');
+      if (mock.exitCode !== null || mock.signalCode !== null) throw new Error(`the mock ended (${mock.exitCode ?? mock.signalCode}) before answering`);
+      if (i > 240) throw new Error('the mock did not answer in 120 s');
       await new Promise((r) => setTimeout(r, 500));
     }
-    const dir = mkdtempSync(join(tmpdir(), 'cb-mock-'));
     const report = join(dir, 'conformance.json');
     const code = await run(bin('tsx'), ['conformance/cli.ts', '--stateless', '--base-url', base, '--json', report]);
-    const summary = JSON.parse(readFileSync(report, 'utf8')).summary as typeof totals;
-    totals.passed += summary.passed;
-    totals.failed += summary.failed;
-    totals.skipped += summary.skipped;
-    rmSync(dir, { recursive: true, force: true });
-    return code === 0;
+    countConformance('mock', report);
+    if (code !== 0) throw new Error(`conformance exited ${code}`);
+    return true;
+  } catch (err) {
+    console.log(`the mock's last lines:\n${said.map((l) => `  ${l}`).join('\n')}`);
+    throw err;
   } finally {
+    rmSync(dir, { recursive: true, force: true });
     // Prism runs under the mock script: end the whole group.
     try {
       process.kill(-mock.pid!, 'SIGTERM');
@@ -124,6 +141,20 @@ function leftoverBrowsers(): string[] {
   }
 }
 
+/** The part of vitest's JSON report read here. */
+interface VitestReport {
+  numPassedTests: number;
+  numFailedTests: number;
+  numPendingTests: number;
+  numTodoTests: number;
+  testResults: {
+    name: string;
+    status: string;
+    message?: string;
+    assertionResults: { fullName: string; status: string; failureMessages: string[] }[];
+  }[];
+}
+
 async function main() {
   await step('lint openapi.yaml (redocly)', async () => (await run(bin('redocly'), ['lint', 'openapi.yaml'])) === 0);
   await step('generated/ is fresh', async () => (await run(bin('tsx'), ['scripts/generate.ts', '--check'])) === 0);
@@ -134,26 +165,30 @@ async function main() {
     const report = join(dir, 'vitest.json');
     const code = await run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`]);
     try {
-      const r = JSON.parse(readFileSync(report, 'utf8'));
+      const r = JSON.parse(readFileSync(report, 'utf8')) as VitestReport;
       totals.passed += r.numPassedTests;
       totals.failed += r.numFailedTests;
       totals.skipped += r.numPendingTests + r.numTodoTests;
+      for (const file of r.testResults) {
+        const path = file.name.replace(root, '');
+        const failed = file.assertionResults.filter((a) => a.status === 'failed');
+        for (const a of failed) failures.push(`[vitest] ${path} › ${a.fullName}\n${firstLines(a.failureMessages.join('\n'))}`);
+        // A file that failed outside any test (an import, a hook) has no failed test to name.
+        if (file.status === 'failed' && !failed.length) failures.push(`[vitest] ${path}\n${firstLines(file.message ?? '')}`);
+      }
     } catch {
       totals.failed += 1;
+      failures.push('[vitest] no report was written');
     }
     rmSync(dir, { recursive: true, force: true });
     return code === 0;
   }, true);
   await step('conformance against pnpm mock (stateless checks)', conformanceAgainstMock, true);
-  // Both backends side by side (each a server of its own): their lines are prefixed.
-  const onPglite = conformance('pglite', undefined);
-  const onPostgres = process.env.DATABASE_URL
-    ? withPostgresSchema(process.env.DATABASE_URL, 'ci_conformance', (url) => conformance('postgres', url))
-    : undefined;
-  // Awaited in turn below: until then a failure must not count as unhandled.
-  for (const p of [onPglite, onPostgres]) p?.catch(() => {});
-  await step('conformance on PGlite', () => onPglite, true);
-  if (onPostgres) await step('conformance on PostgreSQL', () => onPostgres, true);
+  // One backend after the other: side by side, two servers each filling their browser limit
+  // (F7: 10 recorded browsers) overloaded a 2-core machine, and creations went unanswered for 30 s.
+  await step('conformance on PGlite', () => conformance('pglite', undefined), true);
+  const databaseUrl = process.env.DATABASE_URL;
+  if (databaseUrl) await step('conformance on PostgreSQL', () => withPostgresSchema(databaseUrl, 'ci_conformance', (url) => conformance('postgres', url)), true);
   else console.log('\n(DATABASE_URL is not set: PostgreSQL runs skipped)');
   await step('no browser left behind', async () => {
     const left = leftoverBrowsers();
@@ -161,6 +196,7 @@ async function main() {
     return left.length === 0;
   });
 
+  if (failures.length) console.log(`\nWhat failed, again:\n${failures.map((f) => `  ${f}`).join('\n')}`);
   console.log(`\nFinished in ${elapsed()}.${failedSteps.length ? ` Failed steps: ${failedSteps.join('; ')}` : ''}`);
   console.log(`Total: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
   process.exit(failedSteps.length ? 1 : 0);

@@ -14,6 +14,7 @@ import { migrate } from './store/migrate.js';
 import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { openRateLimits } from './http/rate-limit/index.js';
 import { createHttpApp, finishApp } from './http/app.js';
+import { keepIdleConnections } from './http/keep-alive.js';
 import { compose } from './capability/index.js';
 import { openBlobAreas } from './storage/areas.js';
 import { openSecrets } from './secrets/index.js';
@@ -71,6 +72,8 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     res.end();
   };
   const server = createHttpServer((req, res) => listener(req, res));
+  // Longer than a load balancer's usual 60 s idle time-out, so it closes first (README).
+  keepIdleConnections(server, 65);
   await listen(server, initial.port, initial.host);
   const { port } = server.address() as AddressInfo;
   const url = `http://${initial.host.includes(':') ? `[${initial.host}]` : initial.host}:${port}`;
@@ -141,7 +144,15 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       db,
       config,
       log,
-      node: { id: manager.nodeId, capacity: () => manager.capacity, running: () => manager.running, has: (id) => manager.get(id) !== undefined },
+      // No room from the drain's first moment: it tells the cluster (a heartbeat) before the
+      // manager stops taking sessions, and a creation placed here meanwhile would meet the
+      // manager's refusal (503) after its first awaits instead of going to another node.
+      node: {
+        id: manager.nodeId,
+        capacity: () => (service.provided.cluster.isDraining ? 0 : manager.capacity),
+        running: () => manager.running,
+        has: (id) => manager.get(id) !== undefined,
+      },
       authenticate: (key) => findKey(db, key),
     });
     await cluster.start();

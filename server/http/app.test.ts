@@ -1,5 +1,6 @@
 // The HTTP spine against the real server: authentication, validation, the documented error
 // bodies, 405 with Allow, the service routes. Capability behaviour is tested in its folder.
+import { get as httpGet, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 
@@ -20,6 +21,12 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
       browsers: { running: 0, warm: 0 },
       cluster: { node_id: expect.any(String), live_nodes: 1, draining: false },
     });
+  });
+
+  it('keeps an idle connection a minute, not Node\'s 5 s, so a client sending on it is not cut off', async () => {
+    const res = await new Promise<IncomingMessage>((resolve, reject) => httpGet(`${server.url}/healthz`, resolve).on('error', reject));
+    res.resume();
+    expect(res.headers['keep-alive']).toBe('timeout=65');
   });
 
   it('refuses a missing and a wrong key with 401 and the general body', async () => {

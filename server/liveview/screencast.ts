@@ -133,7 +133,7 @@ export class ScreencastHub {
    * painted before the recording began and not since sends none. Undefined when there is no
    * page to show or the browser does not answer within timeoutMs (it may have crashed).
    */
-  async still(timeoutMs = 2_000): Promise<Frame | undefined> {
+  async still(timeoutMs: number): Promise<Frame | undefined> {
     if (this.closed) return undefined;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), timeoutMs)));

@@ -282,8 +282,11 @@ export class Recorder implements SessionHooks {
     // it starts) still gets its recording: of the screen as it is at the end. Before the
     // screencast's own ending hook (live view is composed before recordings), which closes it.
     if (r.frames === 0 && r.state === 'recording') {
-      const still = await this.o.screencasts.hub(s).still();
+      // Without it there is no recording at all: wait for a loaded browser (a crashed one
+      // fails at once). 2 s was too short under load: a cluster test's session had none.
+      const still = await this.o.screencasts.hub(s).still(10_000);
       if (still) r.keepStill(still);
+      else this.o.log.warn({ sessionId: s.id }, 'no frame for the recording: the page could not be captured at the end');
     }
     r.finish();
   }
