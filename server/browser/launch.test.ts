@@ -176,6 +176,7 @@ describe('launchBrowser', () => {
       expect(f.inner).toEqual([1024, 768]);
       expect(f.freshInner).toEqual([1024, 768]);
       expect(fullscreen.geometry.content).toEqual({ x: 0, y: 0, width: 1024, height: 768 });
+      expect(log.warnings).not.toContain('fullscreen page differs from the request');
     } finally {
       const owners = [ownerOf(windowed.rootDir), ownerOf(fullscreen.rootDir)];
       await Promise.all([windowed.close(), fullscreen.close()]);

@@ -275,7 +275,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     const fit = !options.headless && (insets.width !== 0 || insets.height !== 0 || options.fullscreen);
     const cdp = await CdpClient.connect(wsEndpoint);
     try {
-      await (fit ? fitViewport(cdp, options.viewport, log) : firstPage(cdp));
+      await (fit ? fitViewport(cdp, options.viewport, log, options.fullscreen) : firstPage(cdp));
     } catch (err) {
       log.warn({ err: (err as Error).message, rootDir }, 'could not check the first tab');
     } finally {

@@ -79,7 +79,8 @@ export async function measureSettled(cdp: CdpClient): Promise<PageMeasure> {
  * taller toolbar). Best effort: logs and returns the final measure, never throws for a
  * mismatch (a browser with a slightly different viewport still serves the session).
  */
-export async function fitViewport(cdp: CdpClient, viewport: Size, log: Log): Promise<PageMeasure> {
+export async function fitViewport(cdp: CdpClient, viewport: Size, log: Log, fullscreen = false): Promise<PageMeasure> {
+  if (fullscreen) return holdFullscreen(cdp, viewport, log);
   let m = await measureFirstPage(cdp);
   // Right after startup the first layout may not have happened yet: look again briefly
   // before concluding the window is wrong.
@@ -100,5 +101,42 @@ export async function fitViewport(cdp: CdpClient, viewport: Size, log: Log): Pro
     }
   }
   log.warn({ viewport, inner: m.inner, windowState: m.bounds.windowState }, 'page viewport differs from the request');
+  return m;
+}
+
+/** How long the window must stay fullscreen, its page the whole screen, before launch goes on. */
+const FULLSCREEN_HOLD_MS = 1_000;
+
+/**
+ * Waits until the first tab is fullscreen and stays so. On an X display without a window
+ * manager, Chromium sets a fullscreen state no one confirms, and a late notice of the
+ * window's earlier state can take it back out: on a loaded machine, 1 launch in 15 was seen
+ * to enter fullscreen and drop back to a normal window (its page the screen less the
+ * toolbar, 1024x681 of 1024x768) up to a second later, and a request for the state was
+ * undone the same way. So the state is asked for again whenever it is lost, and only a
+ * state that has held for FULLSCREEN_HOLD_MS counts.
+ */
+async function holdFullscreen(cdp: CdpClient, viewport: Size, log: Log, timeoutMs = 10_000): Promise<PageMeasure> {
+  const deadline = Date.now() + timeoutMs;
+  let m = await measureFirstPage(cdp);
+  let heldSince: number | undefined;
+  let asked = 0;
+  for (;;) {
+    if (m.bounds.windowState === 'fullscreen' && same(m.inner, viewport)) {
+      heldSince ??= Date.now();
+      if (Date.now() - heldSince >= FULLSCREEN_HOLD_MS) break;
+    } else {
+      heldSince = undefined;
+      if (m.bounds.windowState !== 'fullscreen') {
+        asked++;
+        await cdp.send('Browser.setWindowBounds', { windowId: m.windowId, bounds: { windowState: 'fullscreen' } });
+      }
+    }
+    if (Date.now() > deadline) break;
+    await sleep(100);
+    m = await measureFirstPage(cdp);
+  }
+  if (asked) log.info({ asked, windowState: m.bounds.windowState }, 'fullscreen asked for again');
+  if (heldSince === undefined) log.warn({ viewport, inner: m.inner, windowState: m.bounds.windowState }, 'fullscreen page differs from the request');
   return m;
 }
