@@ -30,6 +30,7 @@ import { DEFAULT_LAUNCH_OPTIONS, type LaunchOptions } from './launch-options.js'
 import type { Log } from './log.js';
 import { newOwnerRecord, readOwner, writeOwner, type OwnerRecord } from './owner.js';
 import { MARKER_VARIABLE, killRootProcesses, killRootProcessesOnce, within, type RootIdentity } from './procfs.js';
+import { holdFrozen, letGo } from './reaper.js';
 import { startXvfb, type RunningXvfb } from './xvfb.js';
 import { firstPage, fitViewport, measureSettled } from './window-fit.js';
 
@@ -283,6 +284,8 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     }
 
     let closing: Promise<void> | undefined;
+    // Stopped: it no longer sees the DevTools pipe close if this process dies (reaper.ts).
+    let frozen = false;
     // Node sets these when it reaps the child: until then its pid and group are ours.
     const hasExited = () => spawned.exitCode !== null || spawned.signalCode !== null;
     void exited.then((exit) => {
@@ -316,6 +319,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
         const left = await killRootProcesses(identity);
         if (left.length > 0) log.error({ rootDir, pids: left }, 'processes of a closed browser would not die');
         live.delete(identity);
+        if (frozen) letGo(pid);
         log.info({ pid, rootDir }, 'browser closed');
       })());
 
@@ -332,7 +336,9 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
       },
       close,
       freeze() {
-        if (closing || hasExited()) return;
+        if (closing || hasExited() || frozen) return;
+        frozen = true;
+        holdFrozen(pid);
         try {
           process.kill(-pid, 'SIGSTOP');
         } catch {

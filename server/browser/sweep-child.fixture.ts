@@ -15,5 +15,8 @@ const headless = await launchBrowser(
   { chromiumPath, rootDir: join(browsersDir, 'orphan-headless'), log: silentLog },
 );
 if (mode === 'hung') for (const b of [headful, headless]) process.kill(-b.pid, 'SIGSTOP');
+// "frozen": stopped the way the server stops them (RunningBrowser.freeze), which has them
+// killed when this process dies (reaper.ts).
+if (mode === 'frozen') for (const b of [headful, headless]) b.freeze();
 process.stdout.write(`${JSON.stringify({ roots: [headful.rootDir, headless.rootDir], display: headful.display })}\n`);
 setInterval(() => {}, 60_000);

@@ -22,7 +22,7 @@ afterAll(() => {
 });
 
 /** Starts the fixture server process and waits for its browsers. */
-function startDoomedServer(dir: string, mode: 'hung' | 'running'): Promise<{ child: ChildProcess; roots: string[]; display: string }> {
+function startDoomedServer(dir: string, mode: 'hung' | 'running' | 'frozen'): Promise<{ child: ChildProcess; roots: string[]; display: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', fixture, dir, chromiumPath, mode], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -68,6 +68,18 @@ describe('sweepOrphans', () => {
     expect((await sweepOrphans(dir, log)).sort()).toEqual(['orphan-headful', 'orphan-headless']);
     expect(listDir(dir)).toEqual([]);
     expect(xFilesGone(display.slice(1))).toBe(true);
+  });
+
+  it('browsers frozen by their server (a task run, between its end and its teardown) end with it too', async () => {
+    const dir = join(browsersDir, 'frozen');
+    const { child, roots } = await startDoomedServer(dir, 'frozen');
+    const owners = roots.map((r) => ownerOf(r));
+    await eventually(() => owners.every((o) => readStat(o.pids[0]!)?.state === 'T'), 5_000, 'the browsers to be stopped');
+    child.kill('SIGKILL');
+    // Stopped, they read nothing from the closed pipe: the server's reaper kills their groups.
+    await eventually(() => owners.every((o) => leftovers(o).length === 0), 15_000, 'the frozen browsers to be killed');
+    expect((await sweepOrphans(dir, log)).sort()).toEqual(['orphan-headful', 'orphan-headless']);
+    expect(listDir(dir)).toEqual([]);
   });
 
   it('kills the browsers (Chromium, Xvfb, crash handlers) that a server killed with SIGKILL left hung, and removes their roots', async () => {
