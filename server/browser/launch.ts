@@ -32,7 +32,7 @@ import { newOwnerRecord, readOwner, writeOwner, type OwnerRecord } from './owner
 import { MARKER_VARIABLE, killRootProcesses, killRootProcessesOnce, within, type RootIdentity } from './procfs.js';
 import { holdFrozen, letGo } from './reaper.js';
 import { startXvfb, type RunningXvfb } from './xvfb.js';
-import { firstPage, fitViewport, measureSettled } from './window-fit.js';
+import { firstPage, fitViewport, holdFullscreen, measureSettled } from './window-fit.js';
 
 export type { LaunchOptions } from './launch-options.js';
 
@@ -276,7 +276,9 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     const fit = !options.headless && (insets.width !== 0 || insets.height !== 0 || options.fullscreen);
     const cdp = await CdpClient.connect(wsEndpoint);
     try {
-      await (fit ? fitViewport(cdp, options.viewport, log, options.fullscreen) : firstPage(cdp));
+      if (!fit) await firstPage(cdp);
+      else if (options.fullscreen) await holdFullscreen(cdp, options.viewport, log);
+      else await fitViewport(cdp, options.viewport, log);
     } catch (err) {
       log.warn({ err: (err as Error).message, rootDir }, 'could not check the first tab');
     } finally {

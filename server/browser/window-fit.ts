@@ -79,8 +79,7 @@ export async function measureSettled(cdp: CdpClient): Promise<PageMeasure> {
  * taller toolbar). Best effort: logs and returns the final measure, never throws for a
  * mismatch (a browser with a slightly different viewport still serves the session).
  */
-export async function fitViewport(cdp: CdpClient, viewport: Size, log: Log, fullscreen = false): Promise<PageMeasure> {
-  if (fullscreen) return holdFullscreen(cdp, viewport, log);
+export async function fitViewport(cdp: CdpClient, viewport: Size, log: Log): Promise<PageMeasure> {
   let m = await measureFirstPage(cdp);
   // Right after startup the first layout may not have happened yet: look again briefly
   // before concluding the window is wrong.
@@ -106,6 +105,8 @@ export async function fitViewport(cdp: CdpClient, viewport: Size, log: Log, full
 
 /** How long the window must stay fullscreen, its page the whole screen, before launch goes on. */
 const FULLSCREEN_HOLD_MS = 1_000;
+/** A state asked for is given this long to come before it is asked for again. */
+const FULLSCREEN_ASK_MS = 500;
 
 /**
  * Waits until the first tab is fullscreen and stays so. On an X display without a window
@@ -116,19 +117,21 @@ const FULLSCREEN_HOLD_MS = 1_000;
  * undone the same way. So the state is asked for again whenever it is lost, and only a
  * state that has held for FULLSCREEN_HOLD_MS counts.
  */
-async function holdFullscreen(cdp: CdpClient, viewport: Size, log: Log, timeoutMs = 10_000): Promise<PageMeasure> {
+export async function holdFullscreen(cdp: CdpClient, viewport: Size, log: Log, timeoutMs = 10_000): Promise<PageMeasure> {
   const deadline = Date.now() + timeoutMs;
   let m = await measureFirstPage(cdp);
   let heldSince: number | undefined;
   let asked = 0;
+  let askedAt = -Infinity;
   for (;;) {
     if (m.bounds.windowState === 'fullscreen' && same(m.inner, viewport)) {
       heldSince ??= Date.now();
       if (Date.now() - heldSince >= FULLSCREEN_HOLD_MS) break;
     } else {
       heldSince = undefined;
-      if (m.bounds.windowState !== 'fullscreen') {
+      if (m.bounds.windowState !== 'fullscreen' && Date.now() - askedAt >= FULLSCREEN_ASK_MS) {
         asked++;
+        askedAt = Date.now();
         await cdp.send('Browser.setWindowBounds', { windowId: m.windowId, bounds: { windowState: 'fullscreen' } });
       }
     }
