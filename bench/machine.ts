@@ -1,5 +1,4 @@
 // Every benchmark names the machine its figures come from, and shares these helpers.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, totalmem, release } from 'node:os';
 
@@ -142,13 +141,4 @@ export async function atConcurrency(n: number, c: number, fn: () => Promise<void
     }),
   );
   return performance.now() - t0;
-}
-
-/** An X display for a reference browser that runs headful, as our default session does. */
-export function startXvfb(): Promise<{ display: string; proc: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn('Xvfb', ['-displayfd', '3', '-screen', '0', '1600x1100x24', '-nolisten', 'tcp'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe'] });
-    proc.stdio[3]!.once('data', (d) => resolve({ display: `:${d.toString().trim()}`, proc }));
-    proc.once('error', reject);
-  });
 }

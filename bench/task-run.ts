@@ -25,7 +25,9 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { loadConfig } from '../server/config/config.js';
 import { createSandbox } from '../server/sandbox/index.js';
 import { freePort } from '../server/testing/free-port.js';
-import { machine, ms, percentile, startXvfb, takingTurns } from './machine.js';
+import { machine, ms, percentile, takingTurns } from './machine.js';
+import { silentLog } from '../server/browser/log.js';
+import { startXvfb } from '../server/browser/xvfb.js';
 import { startServerProcess } from './server-process.js';
 
 const N = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 10;
@@ -91,7 +93,8 @@ async function reference(display?: string): Promise<{ wsUrl: string; browser: Br
   }
   return { wsUrl, browser: await chromium.connectOverCDP(wsUrl), proc, profile };
 }
-const xvfb = await startXvfb();
+// A display for the reference browser that runs headful, as our default session does.
+const xvfb = await startXvfb({ xvfbPath: 'Xvfb', width: 1600, height: 1100, env: process.env, log: silentLog });
 const headful = await reference(xvfb.display);
 const headless = await reference();
 const wsUrl = headful.wsUrl;
@@ -164,7 +167,7 @@ try {
     // Its helper processes may still write a moment after the browser's own end.
     rmSync(ref.profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   }
-  xvfb.proc.kill();
+  await xvfb.stop();
   rmSync(sandboxDir, { recursive: true, force: true });
   local.close();
 }
