@@ -283,7 +283,8 @@ export class Recorder implements SessionHooks {
     // screencast's own ending hook (live view is composed before recordings), which closes it.
     if (r.frames === 0 && r.state === 'recording') {
       // Without it there is no recording at all: wait for a loaded browser (a crashed one
-      // fails at once). 2 s was too short under load: a cluster test's session had none.
+      // fails at once). With 2 s, a cluster test's session under load once had no recording;
+      // a late still is the likely cause, not a proven one (the warning below tells).
       const still = await this.o.screencasts.hub(s).still(10_000);
       if (still) r.keepStill(still);
       else this.o.log.warn({ sessionId: s.id }, 'no frame for the recording: the page could not be captured at the end');
