@@ -33,6 +33,7 @@
 // delivery-stats.ts (the counters behind stats()).
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
+import { deliveryAttempted } from '../outbox/attempted.js';
 import { onDeliveriesWritten } from '../outbox/nudge.js';
 import { createAgents } from './http-post.js';
 import { resolveOptions, type DeliveryLogger, type DeliveryWorkerOptions, type ResolvedOptions } from './delivery-options.js';
@@ -378,6 +379,7 @@ export class DeliveryWorker {
           }
         }
         this.outcomes.push({ claim: c, result });
+        if (!result.aborted) deliveryAttempted(c.event_id);
         this.inFlight--;
         DeliveryWorker.bump(this.inFlightBy, c.webhook_id, -1);
         if (this.inFlight === 0) for (const w of this.settledWaiters.splice(0)) w();

@@ -5,7 +5,7 @@
 // so the event exists exactly when the outcome does.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../store/db.js';
-import { emitEvent } from '../outbox/emit.js';
+import { emitEvent, type EmittedEvent } from '../outbox/emit.js';
 import type { EventDataMap } from '../outbox/types.js';
 import type { components } from '../../generated/types.js';
 import type { BrowserConfiguration } from './store.js';
@@ -216,15 +216,15 @@ export interface Finish {
 
 /**
  * Records a running run's outcome and its event, once: a second finish of the same run (a
- * cancel racing the end, a recovery) changes nothing and emits nothing. Answers the row, or
- * undefined when the run had already ended.
+ * cancel racing the end, a recovery) changes nothing and emits nothing. Answers the row and
+ * its event, or undefined when the run had already ended.
  */
 export async function finish(
   db: Db,
   id: string,
   f: Finish,
   event: (row: ExecutionRow) => { [T in 'task.completed' | 'task.failed' | 'task.cancelled']: { type: T; data: EventDataMap[T] } }['task.completed' | 'task.failed' | 'task.cancelled'],
-): Promise<ExecutionRow | undefined> {
+): Promise<{ row: ExecutionRow; event: EmittedEvent } | undefined> {
   const o = f.outcome;
   return db.transaction(async (tx) => {
     const [row] = await tx.query<ExecutionRow>(
@@ -246,8 +246,7 @@ export async function finish(
     );
     if (!row) return undefined;
     const e = event(row);
-    await emitEvent(tx, row.project_id, e.type, e.data as never);
-    return row;
+    return { row, event: await emitEvent(tx, row.project_id, e.type, e.data as never) };
   });
 }
 

@@ -20,6 +20,7 @@ import type { RecordingLinkService } from '../recording/index.js';
 import type { PreparedSandbox, Sandbox, SandboxOutcome } from '../sandbox/index.js';
 import type { Interventions } from '../interventions/index.js';
 import { priceTable, sessionCredits } from '../credits/prices.js';
+import { firstAttempt } from '../outbox/attempted.js';
 import type { ArtifactLinks } from './artifact-links.js';
 import { runTimeoutMs, sessionBody } from './configuration.js';
 import { taskEvent } from './events.js';
@@ -50,7 +51,7 @@ const RUN_CEILING_MS = 24 * 3_600_000;
 const RECORDING_WAIT_MS = 30_000;
 /** How often a run ending its session reads the session's row, besides the announcement. */
 const END_LOOK_MS = 250;
-/** The longest a run's ended session waits for its browser's teardown (see executeRun). */
+/** The longest a run's ended session holds its browser's teardown, from the session's end (see executeRun). */
 const TEARDOWN_HOLD_MAX_MS = 2_000;
 /** Lines of the task's log kept on the execution. */
 const MAX_LOG_LINES = 1_000;
@@ -77,20 +78,19 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   /** The run's own session's end, started the moment its code succeeded (see onSuccess). */
   let ending: ReturnType<typeof settle> | undefined;
   // The run's own session is recorded as ended at once, and its browser (frozen meanwhile)
-  // is torn down once the run's outcome is recorded: killing Chromium and removing its
-  // root took the CPU from the end's and the outcome's transactions and the event's
-  // delivery (measured on 2 cores: those three took 60 ms longer beside it). Never held
-  // longer than TEARDOWN_HOLD_MAX_MS.
-  let reported!: () => void;
-  const outcomeRecorded = new Promise<void>((resolve) => (reported = resolve));
-  const hold = setTimeout(reported, TEARDOWN_HOLD_MAX_MS);
-  hold.unref();
+  // is torn down once the run's outcome is out: recorded, and its event's first delivery
+  // attempt ended (outbox/attempted.ts). Killing Chromium and removing its root took both
+  // cores for 50-140 ms (measured on 2 cores), and the end's and the outcome's transactions
+  // and the event's claim and request waited behind it. Held at most TEARDOWN_HOLD_MAX_MS.
+  let isOut!: () => void;
+  const outcomeOut = new Promise<void>((resolve) => (isOut = resolve));
+  /** Resolves once the outcome is out (its event's first attempt ended, or it has none to wait for). */
+  let out: Promise<void> = Promise.resolve();
   try {
     const session = await openSession(d, row, signal);
     if (session !== 'requeue' && !('failure' in session)) prepared = session.prepared;
     usedPair = prepared !== undefined;
     if (session === 'requeue') {
-      clearTimeout(hold);
       await queue.release(d.db, row.id);
       return 'requeued';
     }
@@ -115,7 +115,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
           // now, while the sandbox's processes go and its output is read to the end, not
           // after (the session's end and the sandbox's teardown each took 10-30 ms).
           onSuccess: () => {
-            if (row.own_session && row.cleanup_sessions) ending ??= settle(d, row, session.id, { status: 'success', output: {} }, 0, outcomeRecorded);
+            if (row.own_session && row.cleanup_sessions) ending ??= settle(d, row, session.id, { status: 'success', output: {} }, 0, outcomeOut);
           },
         });
         logs = result.logs.slice(-MAX_LOG_LINES);
@@ -140,7 +140,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
     // The session's end, and the artifacts' links with the work directory's removal, together:
     // neither waits on the other.
     const [{ costCredits, recordingUrl }, artifacts] = await Promise.all([
-      ending ?? settle(d, row, sessionId, outcome, durationMs, outcomeRecorded),
+      ending ?? settle(d, row, sessionId, outcome, durationMs, outcomeOut),
       (kept ? d.artifacts.list(row.id) : Promise.resolve([])).then(async (links) => {
         // The artifacts are in storage now: nothing of the run stays in DATA_DIR once it is reported.
         await rm(workDir, { recursive: true, force: true }).catch(() => {});
@@ -150,17 +150,19 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
     const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
       taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
     );
-    // The outcome and task.failed are out: healing goes on in the background.
-    if (finished && healing) d.healer.heal(finished, healing);
+    if (finished && finished.event.deliveries > 0) out = firstAttempt(finished.event.id, TEARDOWN_HOLD_MAX_MS);
+    // The outcome and task.failed are recorded: healing goes on in the background.
+    if (finished && healing) d.healer.heal(finished.row, healing);
     d.log.info({ executionId: row.id, status: outcome.status, durationMs, warmPair: usedPair }, 'task run ended');
   } finally {
-    reported();
-    clearTimeout(hold);
-    // The next pair is built once this run is reported, not during it: building one starts
-    // a sandbox (a Node process loading Playwright) and takes a browser the pool then
+    // The next pair is built once this run is out, not during it: building one starts a
+    // sandbox (a Node process loading Playwright) and takes a browser the pool then
     // replaces, CPU the run's code competed with (measured on 2 cores: its first page load
-    // took 300-400 ms beside it, 155-185 ms without).
-    d.warm?.fill();
+    // took 300-400 ms beside it, 155-185 ms without), and the event's delivery after it.
+    void out.then(() => {
+      isOut();
+      d.warm?.fill();
+    });
   }
   return 'ended';
 }
@@ -185,7 +187,7 @@ async function settle(
     const recording = row.browser_configuration.recording?.active ?? true;
     // A recording is stored by the session's ended hooks, after its browser's teardown, and
     // the outcome waits for its link: a recorded session is torn down at once, as before.
-    costCredits = await endSession(d, sessionId, recording ? undefined : teardownAfter);
+    costCredits = await endSession(d, sessionId, recording ? undefined : atMost(teardownAfter, TEARDOWN_HOLD_MAX_MS));
     if (!recording) return { costCredits };
     return { costCredits, recordingUrl: await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0) };
   } catch (err) {
@@ -317,6 +319,12 @@ async function endSession(d: RunDeps, sessionId: string, teardownAfter: Promise<
   } finally {
     unsubscribe();
   }
+}
+
+/** `p`, or a timeout after `ms`, whichever comes first. */
+function atMost(p: Promise<unknown>, ms: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)).unref())]).finally(() => clearTimeout(timer));
 }
 
 async function primaryRecording(d: RunDeps, projectId: string, sessionId: string, waitMs: number): Promise<string | undefined> {
