@@ -19,6 +19,7 @@ import { onEndRecorded, type SessionManager } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { PreparedSandbox, Sandbox, SandboxOutcome } from '../sandbox/index.js';
 import type { Interventions } from '../interventions/index.js';
+import { within } from '../browser/procfs.js';
 import { priceTable, sessionCredits } from '../credits/prices.js';
 import { firstAttempt } from '../outbox/attempted.js';
 import type { ArtifactLinks } from './artifact-links.js';
@@ -187,7 +188,7 @@ async function settle(
     const recording = row.browser_configuration.recording?.active ?? true;
     // A recording is stored by the session's ended hooks, after its browser's teardown, and
     // the outcome waits for its link: a recorded session is torn down at once, as before.
-    costCredits = await endSession(d, sessionId, recording ? undefined : atMost(teardownAfter, TEARDOWN_HOLD_MAX_MS));
+    costCredits = await endSession(d, sessionId, recording ? undefined : within(teardownAfter, TEARDOWN_HOLD_MAX_MS));
     if (!recording) return { costCredits };
     return { costCredits, recordingUrl: await primaryRecording(d, row.project_id, sessionId, outcome.status === 'success' ? RECORDING_WAIT_MS : 0) };
   } catch (err) {
@@ -319,12 +320,6 @@ async function endSession(d: RunDeps, sessionId: string, teardownAfter: Promise<
   } finally {
     unsubscribe();
   }
-}
-
-/** `p`, or a timeout after `ms`, whichever comes first. */
-function atMost(p: Promise<unknown>, ms: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)).unref())]).finally(() => clearTimeout(timer));
 }
 
 async function primaryRecording(d: RunDeps, projectId: string, sessionId: string, waitMs: number): Promise<string | undefined> {

@@ -64,9 +64,10 @@ describe('a task run holds its browser until its event is out', () => {
   it('ends it within two seconds when the webhook does not answer', { timeout: 60_000 }, async () => {
     const { pids } = await runAndWatch();
     const heldAt = Date.now();
-    // The request's own time-out is 10 s: the browser goes at the hold's limit, long before.
-    await eventually(() => !pids.some((pid) => isRunning(pid)), 8_000, 'the browser to end at the hold\'s limit');
-    expect(Date.now() - heldAt).toBeLessThan(8_000);
+    // The request's own time-out is 10 s: the browser goes at the hold's limit (2 s), long
+    // before; the rest of the 6 s is for the teardown itself on a loaded machine.
+    await eventually(() => !pids.some((pid) => isRunning(pid)), 9_000, 'the browser to end at the hold\'s limit');
+    expect(Date.now() - heldAt, 'ms from the event at the receiver to the browser gone').toBeLessThan(6_000);
     held.shift()!();
   });
 });
