@@ -1,6 +1,8 @@
 // Every benchmark names the machine its figures come from, and shares these helpers.
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, totalmem, release } from 'node:os';
+import { silentLog } from '../server/browser/log.js';
+import { startXvfb, type RunningXvfb } from '../server/browser/xvfb.js';
 
 export function machine(): string {
   const cpu = cpus();
@@ -141,4 +143,9 @@ export async function atConcurrency(n: number, c: number, fn: () => Promise<void
     }),
   );
   return performance.now() - t0;
+}
+
+/** An X display for a reference browser that runs headful, as our default session does (the server's own Xvfb start). */
+export function referenceDisplay(): Promise<RunningXvfb> {
+  return startXvfb({ xvfbPath: 'Xvfb', width: 1600, height: 1100, env: process.env, log: silentLog });
 }

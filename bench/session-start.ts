@@ -16,9 +16,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
-import { machine, ms, percentile, takingTurns } from './machine.js';
-import { silentLog } from '../server/browser/log.js';
-import { startXvfb } from '../server/browser/xvfb.js';
+import { machine, ms, percentile, referenceDisplay, takingTurns } from './machine.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 import { sessionLife } from './session-life.js';
 
@@ -55,8 +53,7 @@ console.log(`bench/session-start on ${machine()}; ${N} rounds each, the sides ta
 // Warm. The reference's browser is launched before its clock starts; each of its rounds
 // is a fresh context, a page, the same goto, and closing the context. After each of ours,
 // untimed: the pool full again.
-// A display for the reference browser that runs headful, as our default session does.
-const xvfb = await startXvfb({ xvfbPath: 'Xvfb', width: 1600, height: 1100, env: process.env, log: silentLog });
+const xvfb = await referenceDisplay();
 const warmServer = await startServerProcess({ BROWSER_POOL_SIZE: '1', SESSION_CREATE_RATE_PER_MINUTE: '100000' });
 await waitWarm(warmServer);
 const pre = await chromium.launch({ executablePath: chromiumPath, headless: false, args: flags, env: { ...process.env, DISPLAY: xvfb.display } });

@@ -25,9 +25,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { loadConfig } from '../server/config/config.js';
 import { createSandbox } from '../server/sandbox/index.js';
 import { freePort } from '../server/testing/free-port.js';
-import { machine, ms, percentile, takingTurns } from './machine.js';
-import { silentLog } from '../server/browser/log.js';
-import { startXvfb } from '../server/browser/xvfb.js';
+import { machine, ms, percentile, referenceDisplay, takingTurns } from './machine.js';
 import { startServerProcess } from './server-process.js';
 
 const N = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 10;
@@ -93,8 +91,7 @@ async function reference(display?: string): Promise<{ wsUrl: string; browser: Br
   }
   return { wsUrl, browser: await chromium.connectOverCDP(wsUrl), proc, profile };
 }
-// A display for the reference browser that runs headful, as our default session does.
-const xvfb = await startXvfb({ xvfbPath: 'Xvfb', width: 1600, height: 1100, env: process.env, log: silentLog });
+const xvfb = await referenceDisplay();
 const headful = await reference(xvfb.display);
 const headless = await reference();
 const wsUrl = headful.wsUrl;
