@@ -118,7 +118,9 @@ describe.each(backends)('interventions on %s', (backend) => {
       expect(await taken).toBe('done');
 
       const confirmed = server.services.interventions.ask(asker(s), { message: 'Send the form?', inputType: 'confirm' });
-      await page.waitForSelector('#ask:not([hidden])');
+      // Wait for this request's own message: the answered takeover's form can still be up
+      // (and then be cleared by the page's next poll) when the new request is asked.
+      await page.waitForFunction(() => document.querySelector('#ask:not([hidden]) p')?.textContent === 'Send the form?');
       expect(await page.$$eval('#ask button', (b) => b.map((x) => x.textContent))).toEqual(['Yes', 'No']);
       await page.click('#ask button:has-text("No")');
       expect(await confirmed).toBe('no');
