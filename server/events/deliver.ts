@@ -348,7 +348,7 @@ export class DeliveryWorker {
     const rows = await claimDue(this.db, { saturated, room: limit, open, defaultCap, token, leaseMs: this.o.leaseMs }, this.local);
     // Schedule order (UPDATE ... RETURNING keeps none).
     this.lastClaimMs = performance.now() - this.lastClaimAt;
-    this.planner.maybeAnalyze(this.lastClaimMs);
+    this.planner.maybeAnalyze(this.lastClaimMs, rows.length);
     rows.sort(bySchedule);
     const per = new Map<string, number>();
     for (const r of rows) per.set(r.webhook_id, (per.get(r.webhook_id) ?? 0) + 1);
