@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { loadConfig } from '../server/config/config.js';
-import { createSandbox, type PreparedSandbox } from '../server/sandbox/index.js';
+import { createSandbox, type PreparedSandbox, type Sandbox } from '../server/sandbox/index.js';
 import { freePort } from '../server/testing/free-port.js';
 import { machine, ms, percentile, referenceDisplay, takingTurns } from './machine.js';
 import { startServerProcess } from './server-process.js';
@@ -95,7 +95,8 @@ async function reference(display?: string): Promise<{ wsUrl: string; browser: Br
   }
   return { wsUrl, browser: await chromium.connectOverCDP(wsUrl), proc, profile };
 }
-async function stopReference(ref: Awaited<ReturnType<typeof reference>>): Promise<void> {
+type Reference = Awaited<ReturnType<typeof reference>>;
+async function stopReference(ref: Reference): Promise<void> {
   await ref.browser.close().catch(() => {});
   if (ref.proc.exitCode === null && ref.proc.signalCode === null) {
     const exited = new Promise((r) => ref.proc.once('exit', r));
@@ -109,7 +110,7 @@ const xvfb = await referenceDisplay();
 const headful = await reference(xvfb.display);
 const headless = await reference();
 const wsUrl = headful.wsUrl;
-const unused: Record<'raw' | 'warm', Awaited<ReturnType<typeof reference>> | undefined> = { raw: undefined, warm: undefined };
+const unused: Record<'raw' | 'warm', Reference | undefined> = { raw: undefined, warm: undefined };
 const sandboxDir = mkdtempSync(join(tmpdir(), 'bench-task-run-sandbox-'));
 const sandbox = createSandbox({ config: { ...loadConfig({ DATA_DIR: sandboxDir }), publicUrl: 'http://127.0.0.1' }, log: pino({ level: 'silent' }) });
 
@@ -128,10 +129,16 @@ try {
     await pages.get(browser)?.close();
     pages.set(browser, await browser.contexts()[0].newPage());
   };
-  const title = async (browser: Browser) => {
-    const page = pages.get(browser)!;
+  /** The script, as raw Playwright runs it. */
+  const title = async (page: Page) => {
     await page.goto(pageUrl);
     if ((await page.title()) !== 'Form fixture') throw new Error('raw: wrong title');
+  };
+  /** The script in a sandbox, cold or prepared; its own start kept in `starts`. */
+  const inSandbox = async (side: Pick<Sandbox, 'run'>, cdpUrl: string, starts: number[]) => {
+    const out = await side.run({ kind: 'task', code: SCRIPT, cdpUrl, input: { url: pageUrl }, timeoutMs: 60_000 });
+    if (!out.ok) throw new Error(`sandbox: ${JSON.stringify(out.error)}`);
+    starts.push(out.sandboxMs);
   };
   await Promise.all([fresh(headful.browser), fresh(headless.browser)]);
   // Browsers launched before the clock and never used before it, as a run's session is: one
@@ -161,31 +168,11 @@ try {
   await sandbox.run({ kind: 'task', code: SCRIPT, cdpUrl: wsUrl, input: { url: pageUrl }, timeoutMs: 60_000 });
 
   const times = await takingTurns(N, {
-    raw: { run: () => title(headful.browser), between: () => fresh(headful.browser) },
-    'raw headless': { run: () => title(headless.browser), between: () => fresh(headless.browser) },
-    'raw new browser': {
-      run: async () => {
-        const page = unused.raw!.browser.contexts()[0].pages()[0];
-        await page.goto(pageUrl);
-        if ((await page.title()) !== 'Form fixture') throw new Error('raw new browser: wrong title');
-      },
-      between: () => relaunch('raw'),
-    },
-    sandbox: {
-      run: async () => {
-        const out = await sandbox.run({ kind: 'task', code: SCRIPT, cdpUrl: wsUrl, input: { url: pageUrl }, timeoutMs: 60_000 });
-        if (!out.ok) throw new Error(`sandbox: ${JSON.stringify(out.error)}`);
-        sandboxMs.push(out.sandboxMs);
-      },
-    },
-    'warm sandbox': {
-      run: async () => {
-        const out = await prepared!.run({ kind: 'task', code: SCRIPT, cdpUrl: unused.warm!.wsUrl, input: { url: pageUrl }, timeoutMs: 60_000 });
-        if (!out.ok) throw new Error(`warm sandbox: ${JSON.stringify(out.error)}`);
-        warmSandboxMs.push(out.sandboxMs);
-      },
-      between: prepareWarm,
-    },
+    raw: { run: () => title(pages.get(headful.browser)!), between: () => fresh(headful.browser) },
+    'raw headless': { run: () => title(pages.get(headless.browser)!), between: () => fresh(headless.browser) },
+    'raw new browser': { run: () => title(unused.raw!.browser.contexts()[0].pages()[0]), between: () => relaunch('raw') },
+    sandbox: { run: () => inSandbox(sandbox, wsUrl, sandboxMs) },
+    'warm sandbox': { run: () => inSandbox(prepared!, unused.warm!.wsUrl, warmSandboxMs), between: prepareWarm },
     service: { run: runService },
   });
 

@@ -227,11 +227,11 @@ export class PlannerStats {
     const badPlan = looksLikeBadPlan(claimMs, rows, this.bestRowMs);
     if (rows >= BASELINE_MIN_ROWS) this.bestRowMs = Math.min(this.bestRowMs, claimMs / rows);
     if (this.analyzing) return;
-    const since = performance.now() - this.lastAnalyzeAt;
-    const periodic = this.db.kind === 'pglite' && performance.now() - Math.max(this.lastAnalyzeAt, this.startedAt) > 300_000;
-    if (!((badPlan && since > 10_000) || periodic)) return;
+    const now = performance.now();
+    const periodic = this.db.kind === 'pglite' && now - Math.max(this.lastAnalyzeAt, this.startedAt) > 300_000;
+    if (!((badPlan && now - this.lastAnalyzeAt > 10_000) || periodic)) return;
     this.analyzing = true;
-    this.lastAnalyzeAt = performance.now();
+    this.lastAnalyzeAt = now;
     this.db
       .query('ANALYZE webhook_deliveries, events, webhooks')
       .catch((err) => this.logger.warn({ err }, 'ANALYZE failed'))
