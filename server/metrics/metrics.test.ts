@@ -41,7 +41,7 @@ describe.each(backends)('metrics on %s', (backend) => {
   };
 
   beforeAll(async () => {
-    t = await startTestServer({ backend, env: { METRICS_TOKEN } });
+    t = await startTestServer({ backend, env: { METRICS_TOKEN, MAX_CONCURRENT_BROWSERS: '1' } });
   });
   afterAll(() => t?.close());
 
@@ -99,19 +99,31 @@ describe.each(backends)('metrics on %s', (backend) => {
   });
 
   it('counts queued batch items waiting for a browser', async () => {
-    // A batch row with items not yet claimed, as the batches capability writes it, on a
-    // project with no budget to start them (so the worker leaves them waiting).
-    const [{ project_id }] = await t.db.query<{ project_id: string }>('SELECT project_id FROM api_keys LIMIT 1');
-    await t.db.query(
-      `INSERT INTO batches (id, project_id, api_key_id, total_requests, next_index, configuration, queue_deadline)
-       VALUES ('batch_metrics', $1, 'key_x', 7, 2, '{}', now() + interval '1 hour')`,
-      [project_id],
-    );
-    await t.db.query(`INSERT INTO batch_items (batch_id, item_index, status) VALUES ('batch_metrics', 0, 'pending'), ('batch_metrics', 1, 'completed')`);
-    const s = await scrape();
-    expect(value(s.series, 'cloud_browser_batch_items_waiting')).toBe(6);
-    await t.db.query(`UPDATE batches SET status = 'cancelled' WHERE id = 'batch_metrics'`);
-    await t.db.query(`UPDATE batch_items SET status = 'cancelled' WHERE batch_id = 'batch_metrics' AND status = 'pending'`);
+    // A batch row with items not yet claimed, as the batches capability writes it. The
+    // server's one browser (MAX_CONCURRENT_BROWSERS=1) is held by a session, so the batch
+    // worker has no capacity to claim them: they wait, whenever its poll comes.
+    const created = await t.request('/v1/sessions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ browser: { headless: { active: true } } }),
+    });
+    expect(created.status).toBe(200);
+    const { id } = (await created.json()).data;
+    try {
+      const [{ project_id }] = await t.db.query<{ project_id: string }>('SELECT project_id FROM api_keys LIMIT 1');
+      await t.db.query(
+        `INSERT INTO batches (id, project_id, api_key_id, total_requests, next_index, configuration, queue_deadline)
+         VALUES ('batch_metrics', $1, 'key_x', 7, 2, '{}', now() + interval '1 hour')`,
+        [project_id],
+      );
+      await t.db.query(`INSERT INTO batch_items (batch_id, item_index, status) VALUES ('batch_metrics', 0, 'pending'), ('batch_metrics', 1, 'completed')`);
+      const s = await scrape();
+      expect(value(s.series, 'cloud_browser_batch_items_waiting')).toBe(6);
+      await t.db.query(`UPDATE batches SET status = 'cancelled' WHERE id = 'batch_metrics'`);
+      await t.db.query(`UPDATE batch_items SET status = 'cancelled' WHERE batch_id = 'batch_metrics' AND status = 'pending'`);
+    } finally {
+      expect((await t.request(`/v1/sessions/${id}`, { method: 'DELETE' })).status).toBe(200);
+    }
   });
 });
 
