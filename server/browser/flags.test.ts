@@ -17,6 +17,7 @@ describe('chromiumArgs', () => {
       '--remote-debugging-pipe',
       '--disable-background-networking',
       '--disable-component-update',
+      '--component-updater=url-source=http://127.0.0.1:9/',
       '--no-first-run',
       '--disable-sync',
       '--disable-quic',
