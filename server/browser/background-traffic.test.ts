@@ -32,17 +32,21 @@ describe('a session browser behind its traffic proxy', () => {
     dir = tempBrowsersDir();
   });
 
+  /** A headless session browser behind its own traffic proxy, its root under `name`. */
+  const launch = (name: string) =>
+    launchMeteredBrowser(
+      { ...DEFAULT_LAUNCH_OPTIONS, headless: true },
+      { chromiumPath, rootDir: join(dir, name), log: testLog() },
+      { allowPrivateNetworks: true, log: pino({ level: 'silent' }) },
+    );
+
   afterAll(async () => {
     await new Promise((r) => site?.close(r));
     rmSync(dir, { recursive: true, force: true });
   });
 
   it('sends nothing to the autofill server for the forms of the pages it loads', async () => {
-    const metered = await launchMeteredBrowser(
-      { ...DEFAULT_LAUNCH_OPTIONS, headless: true },
-      { chromiumPath, rootDir: join(dir, 'b'), log: testLog() },
-      { allowPrivateNetworks: true, log: pino({ level: 'silent' }) },
-    );
+    const metered = await launch('b');
     try {
       const browser = await connectOverSocket(metered.browser.wsEndpoint);
       const page = browser.contexts()[0]!.pages()[0]!;
@@ -62,11 +66,7 @@ describe('a session browser behind its traffic proxy', () => {
   });
 
   it("sends no update check of Chromium's own (update.googleapis.com) in its first 15 s", async () => {
-    const metered = await launchMeteredBrowser(
-      { ...DEFAULT_LAUNCH_OPTIONS, headless: true },
-      { chromiumPath, rootDir: join(dir, 'c'), log: testLog() },
-      { allowPrivateNetworks: true, log: pino({ level: 'silent' }) },
-    );
+    const metered = await launch('c');
     try {
       // Without --component-updater=url-source (flags.ts), Chromium 156 sent it 8-12 s after its start.
       await new Promise((r) => setTimeout(r, 15_000));

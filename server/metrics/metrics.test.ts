@@ -40,6 +40,17 @@ describe.each(backends)('metrics on %s', (backend) => {
     return { text, series: parse(text) };
   };
 
+  /** A headless session, running once this answers; its id. */
+  const createSession = async (): Promise<string> => {
+    const created = await t.request('/v1/sessions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ browser: { headless: { active: true } } }),
+    });
+    expect(created.status).toBe(200);
+    return (await created.json()).data.id as string;
+  };
+
   beforeAll(async () => {
     t = await startTestServer({ backend, env: { METRICS_TOKEN, MAX_CONCURRENT_BROWSERS: '1' } });
   });
@@ -66,13 +77,7 @@ describe.each(backends)('metrics on %s', (backend) => {
     if (backend === 'postgres') expect(value(before.series, 'cloud_browser_db_pool_connections', { state: 'max' })).toBe(10);
     else expect(before.text).not.toContain('cloud_browser_db_pool_connections');
 
-    const created = await t.request('/v1/sessions', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ browser: { headless: { active: true } } }),
-    });
-    expect(created.status).toBe(200);
-    const { id } = (await created.json()).data;
+    const id = await createSession();
     // A refused fetch: a 400 of the web fetch operation.
     expect((await t.request('/v1/tools/fetch/webpage', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(400);
 
@@ -102,13 +107,7 @@ describe.each(backends)('metrics on %s', (backend) => {
     // A batch row with items not yet claimed, as the batches capability writes it. The
     // server's one browser (MAX_CONCURRENT_BROWSERS=1) is held by a session, so the batch
     // worker has no capacity to claim them: they wait, whenever its poll comes.
-    const created = await t.request('/v1/sessions', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ browser: { headless: { active: true } } }),
-    });
-    expect(created.status).toBe(200);
-    const { id } = (await created.json()).data;
+    const id = await createSession();
     try {
       const [{ project_id }] = await t.db.query<{ project_id: string }>('SELECT project_id FROM api_keys LIMIT 1');
       await t.db.query(
