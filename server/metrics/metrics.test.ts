@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 import { until } from '../batches/test-support.js';
+import { createSession, endSession } from '../sessions/test-support.js';
 
 const METRICS_TOKEN = 'metrics_0123456789abcdef';
 
@@ -40,17 +41,6 @@ describe.each(backends)('metrics on %s', (backend) => {
     return { text, series: parse(text) };
   };
 
-  /** A headless session, running once this answers; its id. */
-  const createSession = async (): Promise<string> => {
-    const created = await t.request('/v1/sessions', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ browser: { headless: { active: true } } }),
-    });
-    expect(created.status).toBe(200);
-    return (await created.json()).data.id as string;
-  };
-
   beforeAll(async () => {
     t = await startTestServer({ backend, env: { METRICS_TOKEN, MAX_CONCURRENT_BROWSERS: '1' } });
   });
@@ -77,7 +67,7 @@ describe.each(backends)('metrics on %s', (backend) => {
     if (backend === 'postgres') expect(value(before.series, 'cloud_browser_db_pool_connections', { state: 'max' })).toBe(10);
     else expect(before.text).not.toContain('cloud_browser_db_pool_connections');
 
-    const id = await createSession();
+    const { id } = await createSession(t, { browser: { headless: { active: true } } });
     // A refused fetch: a 400 of the web fetch operation.
     expect((await t.request('/v1/tools/fetch/webpage', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(400);
 
@@ -94,7 +84,7 @@ describe.each(backends)('metrics on %s', (backend) => {
     expect(value(during.series, 'cloud_browser_http_requests_total', { operation: 'fetchWebpage', status: '400' })).toBe(1);
     expect(value(during.series, 'cloud_browser_http_request_duration_seconds_count', { operation: 'createSession' })).toBe(1);
 
-    expect((await t.request(`/v1/sessions/${id}`, { method: 'DELETE' })).status).toBe(200);
+    expect((await endSession(t, id)).status).toBe(200);
     const after = await until(scrape, (s) => value(s.series, 'cloud_browser_sessions_ended_total', { status: 'completed', reason: 'api' }) === 1);
     expect(value(after.series, 'cloud_browser_sessions_running')).toBe(0);
     expect(value(after.series, 'cloud_browser_session_browsers_processes')).toBe(0);
@@ -107,7 +97,7 @@ describe.each(backends)('metrics on %s', (backend) => {
     // A batch row with items not yet claimed, as the batches capability writes it. The
     // server's one browser (MAX_CONCURRENT_BROWSERS=1) is held by a session, so the batch
     // worker has no capacity to claim them: they wait, whenever its poll comes.
-    const id = await createSession();
+    const { id } = await createSession(t, { browser: { headless: { active: true } } });
     try {
       const [{ project_id }] = await t.db.query<{ project_id: string }>('SELECT project_id FROM api_keys LIMIT 1');
       await t.db.query(
@@ -118,10 +108,11 @@ describe.each(backends)('metrics on %s', (backend) => {
       await t.db.query(`INSERT INTO batch_items (batch_id, item_index, status) VALUES ('batch_metrics', 0, 'pending'), ('batch_metrics', 1, 'completed')`);
       const s = await scrape();
       expect(value(s.series, 'cloud_browser_batch_items_waiting')).toBe(6);
+    } finally {
+      // The batch goes before the browser is freed, pass or fail: its items never start.
       await t.db.query(`UPDATE batches SET status = 'cancelled' WHERE id = 'batch_metrics'`);
       await t.db.query(`UPDATE batch_items SET status = 'cancelled' WHERE batch_id = 'batch_metrics' AND status = 'pending'`);
-    } finally {
-      expect((await t.request(`/v1/sessions/${id}`, { method: 'DELETE' })).status).toBe(200);
+      expect((await endSession(t, id)).status).toBe(200);
     }
   });
 });
