@@ -18,6 +18,7 @@ describe('chromiumArgs', () => {
       '--disable-background-networking',
       '--disable-component-update',
       '--component-updater=url-source=http://127.0.0.1:9/',
+      '--gaia-url=http://127.0.0.1:9/',
       '--no-first-run',
       '--disable-sync',
       '--disable-quic',

@@ -94,6 +94,13 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
     // Pointed at a port Chromium refuses to connect to (9 is on its unsafe list), the
     // check goes nowhere (measured: gone from the proxy's log).
     '--component-updater=url-source=http://127.0.0.1:9/',
+    // Nor does --disable-sync stop Chromium's account checks: headless or not, it CONNECTs
+    // to accounts.google.com:443 some 2, 3, 6, 14 and 39 s after its start (a backoff, as
+    // each fails here) through the session's proxy. Its sign-in service's base URL pointed
+    // at the same dead port, the checks go nowhere (measured: gone from a proxy's log over
+    // 40 s). Pages that sign in to Google are not concerned: this moves only the browser's
+    // own idea of where its sign-in lives.
+    '--gaia-url=http://127.0.0.1:9/',
     '--no-first-run',
     '--disable-sync',
     '--disable-quic',
