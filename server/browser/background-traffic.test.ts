@@ -1,8 +1,9 @@
 // What a session's browser sends on its own, seen by its traffic proxy: a page with a form
-// costs no query to Chromium's autofill server (DISABLED_FEATURES), which would otherwise be
-// metered as the session's traffic and listed among the domains it visited; nor, in its
-// first seconds, the update and account checks that --disable-component-update and
-// --disable-sync alone do not stop.
+// costs no query to Chromium's autofill server (DISABLED_FEATURES), a submitted password no
+// leak check (launch.ts's preferences), either of which would otherwise be metered as the
+// session's traffic and listed among the domains it visited; nor, in its first seconds, do
+// the update and account checks that --disable-component-update and --disable-sync alone
+// do not stop.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rmSync } from 'node:fs';
@@ -14,9 +15,10 @@ import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
 import { closeMeteredBrowser, launchMeteredBrowser } from './metered.js';
 import { chromiumPath, tempBrowsersDir, testLog } from './test-support.js';
 
-const FORM = `<!doctype html><title>Sign up</title>
-<form action="/done"><label>Email <input name="email" type="email" autocomplete="email"></label>
-<label>Name <input name="name" autocomplete="name"></label><button>Send</button></form>`;
+const FORM = `<!doctype html><title>Sign in</title>
+<form method="post" action="/done"><label>Email <input name="email" type="email" autocomplete="username"></label>
+<label>Name <input name="name" autocomplete="name"></label>
+<label>Password <input name="password" type="password" autocomplete="current-password"></label><button>Sign in</button></form>`;
 
 describe('a session browser behind its traffic proxy', () => {
   let site: Server;
@@ -24,9 +26,11 @@ describe('a session browser behind its traffic proxy', () => {
   let dir: string;
 
   beforeAll(async () => {
-    site = createServer((_req, res) => {
+    site = createServer((req, res) => {
       res.setHeader('content-type', 'text/html; charset=utf-8');
-      res.end(FORM);
+      // A page without the form after the submission: Chromium takes a sign-in whose form
+      // comes back for a failed one, and checks only the passwords of those that worked.
+      res.end(req.url === '/done' ? '<!doctype html><title>Welcome</title><p>Signed in.</p>' : FORM);
     });
     await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
@@ -46,24 +50,28 @@ describe('a session browser behind its traffic proxy', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('sends nothing but its pages for the pages it loads, no autofill query for their forms', async () => {
+  it('sends nothing but its pages: no autofill query for their forms, no leak check of the passwords it submits', async () => {
     const metered = await launch('b');
     try {
       const browser = await connectOverSocket(metered.browser.wsEndpoint);
       const page = browser.contexts()[0]!.pages()[0]!;
-      // Chromium asks about a form's fields as it parses the page, filled or not; three
-      // pages with forms, one after the other, give it every chance to.
+      // Chromium asks about a form's fields as it parses the page, filled or not, and checks a
+      // submitted password against Google's leaked ones (launch.ts turns that off) once the
+      // form is sent; three pages with forms, one after the other, give it every chance to.
       for (const path of ['/a', '/b', '/c']) {
         await page.goto(`${base}${path}`);
         await page.fill('input[name=email]', 'someone@example.com');
+        await page.fill('input[name=password]', 'password123');
+        await Promise.all([page.waitForURL('**/done'), page.click('button')]);
       }
+      // The leak check leaves a moment after the submission.
+      await new Promise((r) => setTimeout(r, 2_000));
       await browser.close();
     } finally {
       await closeMeteredBrowser(metered);
     }
-    const { domains } = metered.traffic.stats();
-    // The site's pages, and nothing else: no autofill query, nor any other call of Chromium's own.
-    expect(domains).toEqual(['127.0.0.1']);
+    // The site's pages, and nothing else: none of Chromium's own calls.
+    expect(metered.traffic.stats().domains).toEqual(['127.0.0.1']);
   });
 
   it('sends nothing of its own in its first 15 s: no update check, no account check', async () => {

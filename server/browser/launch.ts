@@ -429,7 +429,11 @@ async function writeProfilePreferences(
   }
   prefs.download = { ...prefs.download, default_directory: downloads, prompt_for_download: false, directory_upgrade: true };
   prefs.savefile = { ...prefs.savefile, default_directory: downloads };
-  prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true };
+  // No leak check: after a form with a password is submitted, Chromium 156 sends a hash of the
+  // credentials to passwordsleakcheck-pa.googleapis.com through the session's proxy (seen in
+  // its traffic, metered as the session's), and for a known-leaked password shows a "Change
+  // your password" dialog over the page an automation is driving.
+  prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true, password_manager_leak_detection: false };
   prefs.plugins = { ...prefs.plugins, always_open_pdf_externally: !options.pdfViewer };
   prefs.session = { ...prefs.session, restore_on_startup: 1 };
   // A saved profile may have shown the bookmarks bar: it would take height from the page.
