@@ -429,10 +429,10 @@ async function writeProfilePreferences(
   }
   prefs.download = { ...prefs.download, default_directory: downloads, prompt_for_download: false, directory_upgrade: true };
   prefs.savefile = { ...prefs.savefile, default_directory: downloads };
-  // No leak check: after a form with a password is submitted, Chromium 156 sends a hash of the
-  // credentials to passwordsleakcheck-pa.googleapis.com through the session's proxy (seen in
-  // its traffic, metered as the session's), and for a known-leaked password shows a "Change
-  // your password" dialog over the page an automation is driving.
+  // No leak check: after a sign-in that worked (its form gone from the next page), Chromium
+  // 156 sends a hash of the credentials to passwordsleakcheck-pa.googleapis.com through the
+  // session's proxy, where it is metered as the session's traffic and listed among its
+  // domains (background-traffic.test).
   prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true, password_manager_leak_detection: false };
   prefs.plugins = { ...prefs.plugins, always_open_pdf_externally: !options.pdfViewer };
   prefs.session = { ...prefs.session, restore_on_startup: 1 };
