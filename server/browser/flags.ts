@@ -74,6 +74,10 @@ const OMNIBOX_WEBUI = ['WebUIOmniboxPopup', 'WebUIOmniboxFullPopup', 'WebUIOmnib
  */
 export const DISABLED_FEATURES: readonly string[] = ['NetworkTimeServiceQuerying', 'OptimizationHints', 'AutofillServerCommunication', ...OMNIBOX_WEBUI];
 
+/** Where Chromium's own calls to Google services are sent so that they go nowhere: port 9
+ *  is on Chromium's unsafe list, so it never even connects, and loopback bypasses proxies. */
+const NOWHERE = 'http://127.0.0.1:9/';
+
 export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string[] {
   const { window, screen } = layout.geometry;
   const args = [
@@ -91,16 +95,15 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
     // --disable-component-update does not stop every update check: some 8-12 s after its
     // start Chromium 156 still POSTs update.googleapis.com/service/update2/json (over
     // https, then plain http) through the session's proxy, traffic no user asked for.
-    // Pointed at a port Chromium refuses to connect to (9 is on its unsafe list), the
-    // check goes nowhere (measured: gone from the proxy's log).
-    '--component-updater=url-source=http://127.0.0.1:9/',
+    // Pointed NOWHERE, the check goes nowhere (measured: gone from the proxy's log).
+    `--component-updater=url-source=${NOWHERE}`,
     // Nor does --disable-sync stop Chromium's account checks: headless or not, it CONNECTs
     // to accounts.google.com:443 some 2, 3, 6, 14 and 39 s after its start (a backoff, as
     // each fails here) through the session's proxy. Its sign-in service's base URL pointed
-    // at the same dead port, the checks go nowhere (measured: gone from a proxy's log over
-    // 40 s). Pages that sign in to Google are not concerned: this moves only the browser's
-    // own idea of where its sign-in lives.
-    '--gaia-url=http://127.0.0.1:9/',
+    // NOWHERE, the checks go nowhere (measured: gone from a proxy's log over 40 s). Pages
+    // that sign in to Google are not concerned: this moves only the browser's own idea of
+    // where its sign-in lives.
+    `--gaia-url=${NOWHERE}`,
     '--no-first-run',
     '--disable-sync',
     '--disable-quic',
