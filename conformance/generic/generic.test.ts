@@ -5,7 +5,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Contract, type JsonObject } from '../contract.js';
+import { prng } from '../prng.js';
+import { buildRequest, fillPath } from '../requests.js';
 import { runSuite, type SuiteResult } from '../suite.js';
+import { makeCase } from './g12.js';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: JsonObject, extra: JsonObject = {}) => ({ description: 'answer', ...extra, content: { 'application/json': { schema } } });
@@ -287,5 +290,23 @@ describe('generic checks against a faulty server', () => {
   it('the same checks pass without the fault (each case is a real difference)', async () => {
     const r = await run([], ['G1', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8', 'G10', 'G11', 'G12']);
     for (const [, , name] of cases) expect(r.status(name), name).toBe('pass');
+  });
+});
+
+describe('G12 cases', () => {
+  it("keep a hostile path value on its operation's route: never a dot segment, which a URL resolves to the parent path", () => {
+    const contract = new Contract(tinySpec);
+    // Its one part to make hostile is the path: every case is a path case.
+    const op = contract.operations.find((o) => o.id === 'getThingFile')!;
+    const built = buildRequest(contract, op);
+    const segments = op.path.split('/').length;
+    const values = new Set<string>();
+    for (let seed = 0; seed < 2_000; seed++) {
+      const c = makeCase(op, built, prng(seed));
+      values.add(c.built.pathParams.thing_id);
+      expect(new URL(`http://x${fillPath(op.path, c.built.pathParams)}`).pathname.split('/'), c.what).toHaveLength(segments);
+    }
+    // Traversal is still tried, as one segment.
+    expect(values).toContain('../../etc/passwd');
   });
 });
