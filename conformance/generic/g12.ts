@@ -32,11 +32,11 @@ const nested = (depth: number): unknown => {
 /** Path and query values: traversal, encodings, lengths, numbers that are not, injection. */
 const ODD_TEXT = ['..', '../../etc/passwd', ' ', '', 'a'.repeat(3000), '\u0000', '%00', '%', '💥', '-1', '0', '1e309', 'NaN', 'null', 'true', "'; DROP TABLE sessions;--", '<script>alert(1)</script>', '00000000-0000-0000-0000-000000000000', 'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ', '\u202e', 'http://169.254.169.254/latest/meta-data/'];
 
-/** Path values: the same but for a dot segment ('..'), which a URL resolves before it is
- *  sent (and a server before it routes: WHATWG URL on both ends, %2E%2E too), so the request
- *  would name another route, judged against this operation's answers (seen: GET
- *  /v1/applications/../identities is GET /v1/identities). Traversal stays covered by
- *  '../../etc/passwd', whose slashes are encoded: one segment. */
+/** Path values: the same but for '..', a dot segment. A URL resolves it (%2E%2E too) before
+ *  the request is sent, and so does a server before it routes (@hono/node-server builds a
+ *  WHATWG URL), so the request would name another route and be judged against this
+ *  operation's answers (seen: GET /v1/applications/../identities is GET /v1/identities).
+ *  Traversal stays covered by '../../etc/passwd': its slashes are encoded, one segment. */
 const ODD_PATH = ODD_TEXT.filter((v) => v !== '..');
 
 /** Body values: all of the above, and what JSON adds. */
