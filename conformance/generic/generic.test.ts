@@ -102,6 +102,8 @@ interface Thing {
 class TinyServer {
   readonly things = new Map<string, Thing>();
   readonly deleted: string[] = [];
+  /** The body of every POST /v1/things, as sent. */
+  readonly posts: string[] = [];
   private server?: Server;
   private n = 0;
   constructor(private readonly faults: Set<Fault>) {}
@@ -156,6 +158,7 @@ class TinyServer {
     const show = (t: Thing) => ({ id: t.id, name: t.name });
 
     if (route.name === 'things' && method === 'POST') {
+      this.posts.push(raw);
       if (req.headers['content-type'] !== 'application/json') return this.error(res, 415, 'Content-Type must be application/json');
       let body: Record<string, unknown>;
       try {
@@ -294,6 +297,17 @@ describe('generic checks against a faulty server', () => {
 });
 
 describe('G12 cases', () => {
+  it('give a DELETE an item of its own only when the odd value is not in its path (then it names none)', async () => {
+    running = new TinyServer(new Set());
+    const baseUrl = await running.start();
+    const r = await runSuite({ baseUrl, apiKey: 'key-a', otherApiKey: 'key-b', contract: new Contract(tinySpec), rulesDir: '/nonexistent', only: ['G1', 'G12'], fuzzCases: 8, timeoutMs: 5000, out: () => {} });
+    expect(r.report.summary.failed).toBe(0);
+    // deleteThing's one part to make hostile is its path: none of its 8 cases made a thing of
+    // its own from the creator's example (hostile createThing cases change that body). Only
+    // G1 did: its valid createThing, and its deleteThing's own thing (10 with one a case).
+    expect(running.posts.filter((b) => b === '{"name":"box"}').length).toBeLessThanOrEqual(2);
+  });
+
   it("keep a hostile path value on its operation's route: never a dot segment, which a URL resolves to the parent path", () => {
     const contract = new Contract(tinySpec);
     // Its one part to make hostile is the path: every case is a path case.
