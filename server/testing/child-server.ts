@@ -20,13 +20,24 @@ export interface ChildServer {
 }
 
 /** Starts the server and waits for /healthz; databaseUrl undefined: PGlite in dataDir. */
-export async function startChildServer(o: { dataDir: string; apiKey: string; databaseUrl?: string; env?: Record<string, string>; port?: number }): Promise<ChildServer> {
+export async function startChildServer(o: {
+  dataDir: string;
+  apiKey: string;
+  databaseUrl?: string;
+  env?: Record<string, string>;
+  port?: number;
+  /** As the README starts it (`pnpm start`), in a process group of its own whose id is the
+   *  child's pid: pnpm, a shell and the server, each its own process. */
+  pnpmStart?: boolean;
+}): Promise<ChildServer> {
   // A port chosen by the caller: a cluster's node is told its own address (NODE_INTERNAL_URL).
   const port = o.port ?? (await freePort());
   if (!o.databaseUrl && !o.env?.DATABASE_URL) seedPglite(o.dataDir);
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+  const [command, args] = o.pnpmStart ? ['pnpm', ['start']] : [process.execPath, ['--import', 'tsx', 'server/main.ts']];
+  const child = spawn(command, args, {
     cwd: projectRoot,
+    detached: o.pnpmStart === true,
     stdio: ['ignore', 'ignore', 'pipe'],
     env: {
       PATH: process.env.PATH,
