@@ -9,19 +9,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { groupUsage } from './browser/procfs.js';
 import { openDb } from './store/db.js';
 import { startChildServer, type ChildServer } from './testing/child-server.js';
 import { HEADLESS, browsersDirFor, createSession, eventually, gone, rootOf } from './sessions/test-support.js';
-
-/** Whether any process of the group is left. */
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const dataDir = mkdtempSync(join(tmpdir(), 'cb-test-ctrl-c-'));
 let server: ChildServer | undefined;
@@ -48,7 +39,7 @@ it('Ctrl+C on `pnpm start` stops the server gracefully: its session is ended, it
   const group = server.child.pid!;
   process.kill(-group, 'SIGINT');
   // pnpm ends at once; the server once its stop is done (within SHUTDOWN_GRACE_SECONDS and the ends).
-  await eventually(() => !groupAlive(group), 90_000, 'the server to stop');
+  await eventually(() => groupUsage(new Set([group])).processes === 0, 90_000, 'the server to stop');
   expect(gone(root)).toEqual({ processes: [], directory: false });
   expect(existsSync(browsersDir)).toBe(false);
 

@@ -304,7 +304,7 @@ describe('G12 cases', () => {
     expect(r.report.summary.failed).toBe(0);
     // deleteThing's one part to make hostile is its path: none of its 8 cases made a thing of
     // its own from the creator's example (hostile createThing cases change that body). Only
-    // G1 did: its valid createThing, and its deleteThing's own thing (10 with one a case).
+    // G1 did: its valid createThing, and its deleteThing's own thing (10 when each case made one).
     expect(running.posts.filter((b) => b === '{"name":"box"}').length).toBeLessThanOrEqual(2);
   });
 
