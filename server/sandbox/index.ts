@@ -227,7 +227,11 @@ async function runOnce(
   try {
     jailed = await d.take(memoryMb);
     jailed.hold(true);
-    const verdict = await supervise(jailed, req, code, outputMaxBytes, logs, artifacts, (ms) => (sandboxMs = ms), started);
+    d.log.debug({ kind: req.kind, warm: jailed.spawnedAt < started }, 'sandbox: a child taken for a run');
+    const verdict = await supervise(jailed, req, code, outputMaxBytes, logs, artifacts, (ms) => {
+      sandboxMs = ms;
+      d.log.debug({ kind: req.kind, sandboxMs: ms }, 'sandbox: the code started');
+    }, started);
     return end(verdict);
   } catch (err) {
     d.log.error({ err }, 'sandbox run failed');

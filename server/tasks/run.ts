@@ -99,6 +99,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
       outcome = { status: 'failure', error: session.failure };
     } else {
       sessionId = session.id;
+      d.log.debug({ executionId: row.id, sessionId, ms: Date.now() - started, warmPair: prepared !== undefined }, 'task run: its session is ready');
       if (signal.aborted) {
         outcome = stopped(signal);
       } else {

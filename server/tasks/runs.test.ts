@@ -27,6 +27,8 @@ describe.each(backends)('task runs on %s', (backend) => {
   let t: TestServer;
   let fixtures: FixtureServer;
   let receiver: Receiver;
+  // The server's log, shown when a run does not end in time (what it was doing meanwhile).
+  const logs: string[] = [];
   const events = (): Received[] => receiver.received.map((r) => JSON.parse(r.body) as Received);
   const eventsOf = (executionId: string) => events().filter((e) => e.data.execution_id === executionId);
   const eventOfRun = (runId: string) => until(async () => events().filter((e) => e.data.run_id === runId), (l) => l.length > 0, 60_000).then((l) => l[0]);
@@ -34,7 +36,7 @@ describe.each(backends)('task runs on %s', (backend) => {
   beforeAll(async () => {
     fixtures = await startFixtureServer();
     receiver = await startReceiver();
-    t = await startTestServer({ backend, env: { TASK_CONCURRENCY: '2', MAX_CONCURRENT_BROWSERS: '4' } });
+    t = await startTestServer({ backend, logs, env: { TASK_CONCURRENCY: '2', MAX_CONCURRENT_BROWSERS: '4', LOG_LEVEL: 'debug' } });
     const hook = await call(t, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['task.completed', 'task.failed', 'task.cancelled'] });
     expect(hook.status, JSON.stringify(hook.body)).toBe(200);
   }, 60_000);
@@ -56,9 +58,13 @@ describe.each(backends)('task runs on %s', (backend) => {
   }
 
   const status = async (runId: string) => (await call(t, 'GET', `/v2/tasks/runs/${runId}/status`)).body;
-  const ended = (runId: string) => until(() => status(runId), (s) => !['queued', 'running'].includes(s.status), 60_000);
+  const ended = (runId: string) =>
+    until(() => status(runId), (s) => !['queued', 'running'].includes(s.status), 90_000).catch((err: Error) => {
+      const story = logs.filter((l) => !l.includes('"msg":"request"')).slice(-40);
+      throw new Error(`${err.message}\nthe server's last words:\n${story.join('')}`);
+    });
 
-  it('T4: a v2 run answers a run_id at once; task.completed carries it with every field; a legacy run carries none', { timeout: 120_000 }, async () => {
+  it('T4: a v2 run answers a run_id at once; task.completed carries it with every field; a legacy run carries none', { timeout: 180_000 }, async () => {
     const taskId = await deployedTask(t, TITLE_TASK, NO_RECORDING);
     const url = `${fixtures.url}/site/form.html`;
     const started = await run(taskId, { input_params: { url } });
