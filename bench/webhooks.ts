@@ -285,6 +285,12 @@ async function viaWorker(
 async function main() {
   const n = Number(arg('events', '10000'));
   const dbKind = arg('db', process.env.DATABASE_URL ? 'postgres' : 'dir');
+  const usage = (why: string) => {
+    console.error(`bench/webhooks: ${why}`);
+    process.exit(2);
+  };
+  if (!['memory', 'dir', 'postgres'].includes(dbKind)) usage(`--db ${dbKind}: expected memory, dir or postgres`);
+  if (dbKind === 'postgres' && !process.env.DATABASE_URL) usage('--db postgres needs DATABASE_URL (for example postgres://postgres@127.0.0.1:5432/test)');
   const perWebhook = 8; // the worker's default in-flight limit for one webhook
   let dataDir: string | undefined;
   if (dbKind === 'dir') dataDir = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
