@@ -18,7 +18,7 @@
 // its first 2xx receipt, with the ratio of each to the bare loop of the same run. The
 // receiver runs in its own process, as a real one would.
 import { fork, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,6 +34,8 @@ import { emitEvent, emitEvents } from '../server/outbox/emit.js';
 import { DEFAULT_RETRY_SCHEDULE_MS } from '../server/events/retry.js';
 import { sampleEventData } from '../server/events/samples.js';
 import { generateSecret, signatureHeaders } from '../server/events/signing.js';
+import { sealSecret } from '../server/events/sealed-secrets.js';
+import { sealer } from '../server/secrets/index.js';
 import { machine } from './machine.js';
 
 const now = () => performance.timeOrigin + performance.now();
@@ -223,11 +225,14 @@ async function viaWorker(
   await receiver.ask({ cmd: 'reset', failRate: options.failRate });
   const project = randomUUID();
   await db.query('INSERT INTO projects (id, name) VALUES ($1, $2)', [project, name]);
+  // Sealed, as the server stores it (the worker opens it once, not per attempt).
+  const secrets = sealer(randomBytes(32));
+  const webhookId = `wh_${randomUUID().replace(/-/g, '')}`;
   await db.query(
     `INSERT INTO webhooks (id, project_id, url, subscribed_events, secret) VALUES ($1, $2, $3, ARRAY['session.completed'], $4)`,
-    [`wh_${randomUUID().replace(/-/g, '')}`, project, `http://127.0.0.1:${receiver.port}/hook`, generateSecret()],
+    [webhookId, project, `http://127.0.0.1:${receiver.port}/hook`, sealSecret(secrets, webhookId, generateSecret())],
   );
-  const worker = new DeliveryWorker({ db, allowPrivate: true, retrySchedule: options.schedule });
+  const worker = new DeliveryWorker({ db, secrets, allowPrivate: true, retrySchedule: options.schedule });
   if (!options.backlog) await worker.start();
   const started = new Map<string, number>();
   let cpu0 = process.cpuUsage();

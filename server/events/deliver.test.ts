@@ -6,6 +6,9 @@ import { sampleEventData } from './samples.js';
 import { generateSecret } from './signing.js';
 import { createProject, insertWebhook, openTestDb, startReceiver, waitFor, type Receiver, type TestDb } from './test-support.js';
 import { createWebhook, getEvent, listDeliveries, rotateWebhookSecret, sendTestEvent } from './webhooks-store.js';
+import { openSecret, sealStoredSecrets } from './sealed-secrets.js';
+import { sealer } from '../secrets/index.js';
+import { randomBytes } from 'node:crypto';
 
 let t: TestDb;
 const workers: DeliveryWorker[] = [];
@@ -24,7 +27,7 @@ afterAll(async () => {
 
 async function worker(options: Partial<DeliveryWorkerOptions> = {}): Promise<DeliveryWorker> {
   // Loopback receivers: the operator's "allow private networks" is given explicitly.
-  const w = new DeliveryWorker({ db: t.db, allowPrivate: true, pollIntervalMs: 50, releaseLeasesOnStart: false, ...options });
+  const w = new DeliveryWorker({ db: t.db, secrets: t.secrets, allowPrivate: true, pollIntervalMs: 50, releaseLeasesOnStart: false, ...options });
   await w.start();
   workers.push(w);
   return w;
@@ -56,7 +59,7 @@ describe('delivery', () => {
   it('posts the envelope, signed per Standard Webhooks, and records success', async () => {
     const project = await createProject(t.db);
     const rcv = await receiver();
-    const wh = await createWebhook(t.db, project, { url: rcv.url, subscribed_events: ['session.completed'] }, { allowPrivate: true });
+    const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['session.completed'] }, { allowPrivate: true });
     await worker();
     const data = sampleEventData('session.completed');
     const ev = await emitEvent(t.db, project, 'session.completed', data);
@@ -84,7 +87,7 @@ describe('delivery', () => {
       res.writeHead(n <= 2 ? 500 : 204);
       res.end(n <= 2 ? 'boom' : undefined);
     });
-    const wh = await createWebhook(t.db, project, { url: rcv.url, subscribed_events: ['task.failed'] }, { allowPrivate: true });
+    const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['task.failed'] }, { allowPrivate: true });
     await worker({ retrySchedule: [100, 200, 300] });
     const ev = await emitEvent(t.db, project, 'task.failed', sampleEventData('task.failed'));
     await waitFor(() => rcv.received.length === 3, 5000, 'three attempts');
@@ -241,9 +244,9 @@ describe('delivery', () => {
   it('after rotate-secret signs with the new secret, and with the old one too during the grace period', async () => {
     const project = await createProject(t.db);
     const rcv = await receiver();
-    const wh = await createWebhook(t.db, project, { url: rcv.url, subscribed_events: ['identity.authenticated'] }, { allowPrivate: true });
+    const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['identity.authenticated'] }, { allowPrivate: true });
     await worker();
-    const rotated = await rotateWebhookSecret(t.db, project, wh.id);
+    const rotated = await rotateWebhookSecret(t.db, t.secrets, project, wh.id);
     await emitEvent(t.db, project, 'identity.authenticated', sampleEventData('identity.authenticated'));
     await waitFor(() => rcv.received.length === 1);
     const first = rcv.received[0];
@@ -261,10 +264,62 @@ describe('delivery', () => {
     expect(() => new Webhook(wh.secret).verify(second.body, second.headers as Record<string, string>)).toThrow();
   });
 
+  it('signing secrets are sealed at rest: neither column holds a secret, each opens only for its webhook; a rotation keeps both sealed', async () => {
+    const project = await createProject(t.db);
+    const rcv = await receiver();
+    const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['session.completed'] }, { allowPrivate: true });
+    const rotated = (await rotateWebhookSecret(t.db, t.secrets, project, wh.id))!;
+    const [row] = await t.db.query<{ secret: string; previous_secret: string }>('SELECT secret, previous_secret FROM webhooks WHERE id = $1', [wh.id]);
+    const stored = JSON.stringify(row);
+    for (const plain of [wh.secret, rotated.secret]) {
+      expect(stored).not.toContain(plain);
+      expect(stored).not.toContain(plain.slice('whsec_'.length));
+    }
+    expect(row.secret).toMatch(/^v1:/);
+    expect(openSecret(t.secrets, wh.id, row.secret)).toBe(rotated.secret);
+    expect(openSecret(t.secrets, wh.id, row.previous_secret)).toBe(wh.secret);
+    // Copied onto another webhook's row, or read with another key, it does not open.
+    expect(() => openSecret(t.secrets, 'wh_other', row.secret)).toThrow();
+    expect(() => openSecret(sealer(randomBytes(32)), wh.id, row.secret)).toThrow();
+  });
+
+  it('secrets stored plain (before sealing) still sign; the start seals them once, and deliveries verify with the same secret', async () => {
+    const project = await createProject(t.db);
+    const rcv = await receiver();
+    const legacy = await insertWebhook(t.db, project, rcv.url, ['session.completed']);
+    expect(await sealStoredSecrets(t.db, t.secrets)).toBeGreaterThanOrEqual(1);
+    const [row] = await t.db.query<{ secret: string }>('SELECT secret FROM webhooks WHERE id = $1', [legacy.id]);
+    expect(row.secret).toMatch(/^v1:/);
+    expect(row.secret).not.toContain(legacy.secret.slice('whsec_'.length));
+    // Sealed already: a second start (or another node) finds nothing of it to seal.
+    const [again] = await t.db.query<{ n: number }>("SELECT count(*)::int AS n FROM webhooks WHERE secret LIKE 'whsec%'");
+    expect(again.n).toBe(0);
+    expect(await sealStoredSecrets(t.db, t.secrets)).toBe(0);
+    await worker();
+    await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    await waitFor(() => rcv.received.length === 1);
+    new Webhook(legacy.secret).verify(rcv.received[0].body, rcv.received[0].headers as Record<string, string>);
+  });
+
+  it('a secret that does not open (altered in the database) sends nothing unsigned: the attempt fails with the reason', async () => {
+    const project = await createProject(t.db);
+    const rcv = await receiver();
+    const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['session.completed'] }, { allowPrivate: true });
+    await t.db.query('UPDATE webhooks SET secret = $2 WHERE id = $1', [wh.id, sealer(randomBytes(32)).seal(wh.secret, `webhook:${wh.id}:signing-secret`)]);
+    await worker({ retrySchedule: [60_000] });
+    await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    const failed = await waitFor(async () => {
+      const rows = await t.db.query<{ status: string; error_message: string | null }>("SELECT d.status, d.error_message FROM webhook_deliveries d WHERE d.webhook_id = $1 AND d.error_message IS NOT NULL", [wh.id]);
+      return rows[0];
+    });
+    expect(failed.error_message).toMatch(/signing secret could not be read/);
+    expect(rcv.received).toHaveLength(0);
+  });
+
   it('a test event reaches the receiver, valid and signed, even with no subscription to its type', async () => {
     const project = await createProject(t.db);
     const rcv = await receiver();
-    const wh = await createWebhook(t.db, project, { url: rcv.url, subscribed_events: ['batch.completed'] }, { allowPrivate: true });
+    const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['batch.completed'] }, { allowPrivate: true });
     await worker();
     const r = await sendTestEvent(t.db, project, wh.id, 'task.completed');
     await waitFor(() => rcv.received.length === 1);

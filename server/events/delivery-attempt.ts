@@ -11,6 +11,8 @@ export interface AttemptOptions extends Pick<PostOptions, 'maxResponseBytes' | '
   userAgent: string;
   requestTimeoutMs: number;
   agents: NonNullable<PostOptions['agents']>;
+  /** The plain secret of a stored (sealed) one of the webhook's; throws when it cannot be opened. */
+  openSecret(webhookId: string, stored: string): string;
 }
 
 /**
@@ -24,9 +26,17 @@ export function envelopeBody(c: Pick<Claimed, 'event_id' | 'type' | 'created' | 
 }
 
 export function attempt(c: Claimed, o: AttemptOptions, signal: AbortSignal): Promise<PostResult> {
+  const failed = (error: string): PostResult => ({ ok: false, status: null, error, body: null, retryAfterMs: null, durationMs: 0, aborted: false });
+  let secrets: string[];
+  try {
+    secrets = activeSecrets(c).map((s) => o.openSecret(c.webhook_id, s));
+  } catch {
+    // Altered in the database, or sealed under another key: nothing is sent unsigned.
+    return Promise.resolve(failed("The webhook's signing secret could not be read (altered, or sealed under another secrets key); rotate it"));
+  }
   const body = envelopeBody(c);
   const headers = {
-    ...signatureHeaders(activeSecrets(c), c.event_id, body),
+    ...signatureHeaders(secrets, c.event_id, body),
     'user-agent': o.userAgent,
   };
   return postJson(c.url, body, headers, {
@@ -36,17 +46,7 @@ export function attempt(c: Claimed, o: AttemptOptions, signal: AbortSignal): Pro
     allowPrivate: o.allowPrivate,
     agents: o.agents,
     signal,
-  }).catch(
-    (err): PostResult => ({
-      ok: false,
-      status: null,
-      error: String((err as Error)?.message ?? err),
-      body: null,
-      retryAfterMs: null,
-      durationMs: 0,
-      aborted: false,
-    }),
-  );
+  }).catch((err): PostResult => failed(String((err as Error)?.message ?? err)));
 }
 
 /** The webhook was slow: it timed out or answered after SLOW_MS (the worker then sends it less at once). */

@@ -1,4 +1,5 @@
 // The eight webhook operations, typed by the generated Handlers.
+import type { Secrets } from '../secrets/index.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { Db } from '../store/db.js';
@@ -28,6 +29,8 @@ export type WebhookHandlers = Pick<AppHandlers, WebhookOperation>;
 
 export interface WebhookHandlerOptions {
   db: Db;
+  /** Seals the signing secrets stored (sealed-secrets.ts). */
+  secrets: Secrets;
   /** ALLOW_PRIVATE_NETWORKS. */
   allowPrivate: boolean;
   /** WEBHOOK_MAX_PER_PROJECT (default 20). */
@@ -60,7 +63,7 @@ export function webhookHandlers(options: WebhookHandlerOptions): WebhookHandlers
   return {
     async createWebhook(req, ctx) {
       try {
-        return { status: 200, body: await createWebhook(db, ctx.projectId, req.body, policy) };
+        return { status: 200, body: await createWebhook(db, options.secrets, ctx.projectId, req.body, policy) };
       } catch (err) {
         const e = asWebhookError(err);
         return e.status === 409 ? fail(409, e.message) : fail(400, e.message);
@@ -91,7 +94,7 @@ export function webhookHandlers(options: WebhookHandlerOptions): WebhookHandlers
     },
 
     async rotateWebhookSecret(req, ctx) {
-      const wh = await rotateWebhookSecret(db, ctx.projectId, req.params.id);
+      const wh = await rotateWebhookSecret(db, options.secrets, ctx.projectId, req.params.id);
       return wh ? { status: 200, body: wh } : fail(404, NOT_FOUND);
     },
 

@@ -6,11 +6,14 @@ import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import { DeliveryWorker } from './deliver.js';
 import { webhookHandlers, type WebhookOperation } from './handlers.js';
+import type { Secrets } from '../secrets/index.js';
+import { sealStoredSecrets } from './sealed-secrets.js';
 
-export function webhooks(d: { db: Db; config: ServiceConfig; log: Logger }): Capability<WebhookOperation> {
+export function webhooks(d: { db: Db; config: ServiceConfig; log: Logger; secrets: Secrets }): Capability<WebhookOperation> {
   const log = d.log.child({ component: 'webhooks' });
   const worker = new DeliveryWorker({
     db: d.db,
+    secrets: d.secrets,
     allowPrivate: d.config.allowPrivateNetworks,
     logger: { warn: (o, m) => log.warn(o, m), error: (o, m) => log.error(o, m) },
     concurrency: d.config.webhookDeliveryConcurrency,
@@ -19,12 +22,22 @@ export function webhooks(d: { db: Db; config: ServiceConfig; log: Logger }): Cap
     name: 'webhooks',
     handlers: webhookHandlers({
       db: d.db,
+      secrets: d.secrets,
       allowPrivate: d.config.allowPrivateNetworks,
       publicUrl: d.config.publicUrl,
       maxPerProject: d.config.webhookMaxPerProject,
     }),
     // Waits for deliveries in flight up to the shutdown grace.
-    workers: [{ start: () => worker.start(), stop: () => worker.stop(d.config.shutdownGraceSeconds * 1000) }],
+    workers: [
+      {
+        start: async () => {
+          const sealed = await sealStoredSecrets(d.db, d.secrets);
+          if (sealed > 0) log.info({ webhooks: sealed }, 'sealed the signing secrets stored before secrets were sealed');
+          await worker.start();
+        },
+        stop: () => worker.stop(d.config.shutdownGraceSeconds * 1000),
+      },
+    ],
     // The worker's counters, for /metrics.
     provides: { webhookDeliveries: { stats: () => worker.stats() } },
   };

@@ -7,10 +7,13 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { openDb, type Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
+import { sealer, type Secrets } from '../secrets/index.js';
 import { openTestPglite } from '../testing/pglite-template.js';
 
 export interface TestDb {
   db: Db;
+  /** The secrets the webhooks' signing secrets are sealed with (a key of this test file's own). */
+  secrets: Secrets;
   /** Connection options a child process can use to reach the same database. */
   databaseUrl?: string;
   close(): Promise<void>;
@@ -27,7 +30,7 @@ export async function openTestDb(): Promise<TestDb> {
   const base = process.env.DATABASE_URL;
   if (!base) {
     const db = await openTestPglite();
-    return { db, close: () => db.close() };
+    return { db, secrets: sealer(randomBytes(32)), close: () => db.close() };
   }
   const schema = `t_events_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
@@ -39,6 +42,7 @@ export async function openTestDb(): Promise<TestDb> {
   await migrate(db);
   return {
     db,
+    secrets: sealer(randomBytes(32)),
     databaseUrl,
     async close() {
       await db.close();

@@ -1,7 +1,9 @@
 // A worker process for the kill -9 test (kill.test.ts): runs the delivery worker against
 // DATA_DIR (PGlite) or DATABASE_URL, optionally emitting events as it goes, and prints
 // one line per milestone on stdout. Not a test itself.
+import { randomBytes } from 'node:crypto';
 import { openDb } from '../store/db.js';
+import { sealer } from '../secrets/index.js';
 import { migrate } from '../store/migrate.js';
 import { DeliveryWorker } from './deliver.js';
 import { emitEvents } from '../outbox/emit.js';
@@ -12,6 +14,8 @@ const db = await openDb({ databaseUrl: env.DATABASE_URL || undefined, dataDir: e
 await migrate(db);
 const worker = new DeliveryWorker({
   db,
+  // The kill test's webhooks are inserted with plain secrets (read as stored before sealing).
+  secrets: sealer(randomBytes(32)),
   allowPrivate: true,
   concurrency: Number(env.CONCURRENCY ?? 8),
   pollIntervalMs: 50,

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emitEvent } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 import { createProject, openTestDb, type TestDb } from './test-support.js';
+import { openSecret } from './sealed-secrets.js';
 import { EVENT_TYPES } from '../outbox/types.js';
 import { validateDeliveryQuery, WebhookError, type WebhookPolicy } from './webhooks-logic.js';
 import {
@@ -47,7 +48,7 @@ async function expectError(p: Promise<unknown>, status: number, code: string, me
 describe('create', () => {
   it('answers the webhook with a whsec_ secret the standardwebhooks library accepts', async () => {
     const project = await createProject(t.db);
-    const wh = await createWebhook(t.db, project, body({ description: 'prod', subscribed_events: ['task.failed', 'task.failed', 'batch.completed'] }), publicDns);
+    const wh = await createWebhook(t.db, t.secrets, project, body({ description: 'prod', subscribed_events: ['task.failed', 'task.failed', 'batch.completed'] }), publicDns);
     expect(wh).toMatchObject({
       project_id: project,
       url: 'https://receiver.example.com/hooks',
@@ -64,30 +65,30 @@ describe('create', () => {
 
   it('accepts http and https only', async () => {
     const project = await createProject(t.db);
-    await expectError(createWebhook(t.db, project, body({ url: 'ftp://receiver.example.com/' }), publicDns), 400, 'invalid_url', /http or https/);
-    await expectError(createWebhook(t.db, project, body({ url: 'not a url' }), publicDns), 400, 'invalid_url');
-    await expectError(createWebhook(t.db, project, body({ url: 42 }), publicDns), 400, 'invalid_url');
-    await expectError(createWebhook(t.db, project, { subscribed_events: ['task.failed'] }, publicDns), 400, 'invalid_url', /required/);
+    await expectError(createWebhook(t.db, t.secrets, project, body({ url: 'ftp://receiver.example.com/' }), publicDns), 400, 'invalid_url', /http or https/);
+    await expectError(createWebhook(t.db, t.secrets, project, body({ url: 'not a url' }), publicDns), 400, 'invalid_url');
+    await expectError(createWebhook(t.db, t.secrets, project, body({ url: 42 }), publicDns), 400, 'invalid_url');
+    await expectError(createWebhook(t.db, t.secrets, project, { subscribed_events: ['task.failed'] }, publicDns), 400, 'invalid_url', /required/);
   });
 
   it('refuses private, loopback and link-local targets unless the operator allows them', async () => {
     const project = await createProject(t.db);
     for (const url of ['http://127.0.0.1:8080/', 'http://[::1]/', 'http://169.254.169.254/', 'http://10.0.0.5/', 'http://[fe80::1]/', 'http://[::ffff:192.168.0.1]/']) {
-      await expectError(createWebhook(t.db, project, body({ url }), publicDns), 400, 'private_url', /private networks/);
+      await expectError(createWebhook(t.db, t.secrets, project, body({ url }), publicDns), 400, 'private_url', /private networks/);
     }
     const rebinding: WebhookPolicy = { allowPrivate: false, resolve: async () => ['93.184.215.14', '192.168.1.10'] };
-    await expectError(createWebhook(t.db, project, body(), rebinding), 400, 'private_url');
-    const allowed = await createWebhook(t.db, project, body({ url: 'http://127.0.0.1:8080/' }), { allowPrivate: true });
+    await expectError(createWebhook(t.db, t.secrets, project, body(), rebinding), 400, 'private_url');
+    const allowed = await createWebhook(t.db, t.secrets, project, body({ url: 'http://127.0.0.1:8080/' }), { allowPrivate: true });
     expect(allowed.url).toBe('http://127.0.0.1:8080/');
   });
 
   it('knows the event type names', async () => {
     const project = await createProject(t.db);
-    await expectError(createWebhook(t.db, project, body({ subscribed_events: ['session.exploded'] }), publicDns), 400, 'unknown_event_type', /session\.exploded/);
-    await expectError(createWebhook(t.db, project, body({ subscribed_events: [] }), publicDns), 400, 'invalid_body');
-    await expectError(createWebhook(t.db, project, body({ subscribed_events: 'task.failed' }), publicDns), 400, 'invalid_body');
-    await expectError(createWebhook(t.db, project, body({ extra: 1 }), publicDns), 400, 'invalid_body');
-    const all = await createWebhook(t.db, project, body({ subscribed_events: [...EVENT_TYPES] }), publicDns);
+    await expectError(createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['session.exploded'] }), publicDns), 400, 'unknown_event_type', /session\.exploded/);
+    await expectError(createWebhook(t.db, t.secrets, project, body({ subscribed_events: [] }), publicDns), 400, 'invalid_body');
+    await expectError(createWebhook(t.db, t.secrets, project, body({ subscribed_events: 'task.failed' }), publicDns), 400, 'invalid_body');
+    await expectError(createWebhook(t.db, t.secrets, project, body({ extra: 1 }), publicDns), 400, 'invalid_body');
+    const all = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: [...EVENT_TYPES] }), publicDns);
     expect(all.subscribed_events).toEqual([...EVENT_TYPES]);
   });
 
@@ -95,12 +96,12 @@ describe('create', () => {
     const project = await createProject(t.db);
     const other = await createProject(t.db);
     const policy = { ...publicDns, maxPerProject: 3 };
-    await Promise.all([1, 2, 3].map(() => createWebhook(t.db, project, body(), policy)));
-    await expectError(createWebhook(t.db, project, body(), policy), 409, 'limit_reached', /at most 3/);
-    await createWebhook(t.db, other, body(), policy);
+    await Promise.all([1, 2, 3].map(() => createWebhook(t.db, t.secrets, project, body(), policy)));
+    await expectError(createWebhook(t.db, t.secrets, project, body(), policy), 409, 'limit_reached', /at most 3/);
+    await createWebhook(t.db, t.secrets, other, body(), policy);
     const [first] = (await listWebhooks(t.db, project)).data;
     await deleteWebhook(t.db, project, first.id);
-    await createWebhook(t.db, project, body(), policy);
+    await createWebhook(t.db, t.secrets, project, body(), policy);
   });
 });
 
@@ -108,9 +109,9 @@ describe('list, get, patch, delete', () => {
   it('scopes everything to the project', async () => {
     const project = await createProject(t.db);
     const other = await createProject(t.db);
-    const a = await createWebhook(t.db, project, body(), publicDns);
-    const b = await createWebhook(t.db, project, body({ url: 'https://b.example.com/' }), publicDns);
-    await createWebhook(t.db, other, body(), publicDns);
+    const a = await createWebhook(t.db, t.secrets, project, body(), publicDns);
+    const b = await createWebhook(t.db, t.secrets, project, body({ url: 'https://b.example.com/' }), publicDns);
+    await createWebhook(t.db, t.secrets, other, body(), publicDns);
     const page = await listWebhooks(t.db, project);
     expect(page.data.map((w) => w.id)).toEqual([b.id, a.id]); // newest first
     expect(page.pagination).toEqual({ page: 1, limit: 20, total: 2, total_pages: 1 });
@@ -119,7 +120,7 @@ describe('list, get, patch, delete', () => {
     expect(second.pagination).toEqual({ page: 2, limit: 1, total: 2, total_pages: 2 });
     expect(await getWebhook(t.db, other, a.id)).toBeNull();
     expect(await updateWebhook(t.db, other, a.id, { enabled: false }, publicDns)).toBeNull();
-    expect(await rotateWebhookSecret(t.db, other, a.id)).toBeNull();
+    expect(await rotateWebhookSecret(t.db, t.secrets, other, a.id)).toBeNull();
     expect(await sendTestEvent(t.db, other, a.id, 'task.failed')).toBeNull();
     expect(await listDeliveries(t.db, other, a.id, { page: 1, limit: 20 })).toBeNull();
     expect(await deleteWebhook(t.db, other, a.id)).toBe(false);
@@ -128,7 +129,7 @@ describe('list, get, patch, delete', () => {
 
   it('patch: {} changes nothing; fields change; bad values refused', async () => {
     const project = await createProject(t.db);
-    const wh = await createWebhook(t.db, project, body(), publicDns);
+    const wh = await createWebhook(t.db, t.secrets, project, body(), publicDns);
     const { secret, ...resource } = wh;
     expect(secret).toBeTruthy();
     await new Promise((r) => setTimeout(r, 5));
@@ -152,7 +153,7 @@ describe('list, get, patch, delete', () => {
 
   it('delete removes the webhook and its deliveries; get then finds nothing', async () => {
     const project = await createProject(t.db);
-    const wh = await createWebhook(t.db, project, body(), publicDns);
+    const wh = await createWebhook(t.db, t.secrets, project, body(), publicDns);
     await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
     expect(await t.db.query('SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1', [wh.id])).toHaveLength(1);
     expect(await deleteWebhook(t.db, project, wh.id)).toBe(true);
@@ -165,16 +166,17 @@ describe('list, get, patch, delete', () => {
 describe('rotate-secret', () => {
   it('replaces the secret and keeps the old one for 24 hours', async () => {
     const project = await createProject(t.db);
-    const wh = await createWebhook(t.db, project, body(), publicDns);
-    const rotated = await rotateWebhookSecret(t.db, project, wh.id);
+    const wh = await createWebhook(t.db, t.secrets, project, body(), publicDns);
+    const rotated = await rotateWebhookSecret(t.db, t.secrets, project, wh.id);
     expect(rotated!.secret).toMatch(/^whsec_/);
     expect(rotated!.secret).not.toBe(wh.secret);
     const [row] = await t.db.query<{ secret: string; previous_secret: string; left: number }>(
       `SELECT secret, previous_secret, extract(epoch FROM previous_secret_expires_at - now()) AS left FROM webhooks WHERE id = $1`,
       [wh.id],
     );
-    expect(row.secret).toBe(rotated!.secret);
-    expect(row.previous_secret).toBe(wh.secret);
+    // Stored sealed (sealed-secrets.ts): the new one in `secret`, the old one in `previous_secret`.
+    expect(openSecret(t.secrets, wh.id, row.secret)).toBe(rotated!.secret);
+    expect(openSecret(t.secrets, wh.id, row.previous_secret)).toBe(wh.secret);
     expect(Number(row.left)).toBeGreaterThan(24 * 3600 - 60);
     expect(Number(row.left)).toBeLessThanOrEqual(24 * 3600);
   });
@@ -183,8 +185,8 @@ describe('rotate-secret', () => {
 describe('test event', () => {
   it('queues a signed-to-be delivery of a synthetic event to this webhook only', async () => {
     const project = await createProject(t.db);
-    const wh = await createWebhook(t.db, project, body({ subscribed_events: ['batch.completed'] }), publicDns);
-    const other = await createWebhook(t.db, project, body({ subscribed_events: [...EVENT_TYPES] }), publicDns);
+    const wh = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['batch.completed'] }), publicDns);
+    const other = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: [...EVENT_TYPES] }), publicDns);
     const r = await sendTestEvent(t.db, project, wh.id, 'intervention.requested');
     expect(r).toEqual({ event_id: expect.stringMatching(/^evt_[A-Za-z0-9]+$/), event_type: 'intervention.requested', delivery_ids: [expect.stringMatching(/^dlv_[A-Za-z0-9]+$/)] });
     expect(await getEvent(t.db, project, r!.event_id)).toMatchObject({ type: 'intervention.requested', project_id: project });
@@ -203,7 +205,7 @@ describe('test event', () => {
 describe('deliveries list', () => {
   it('filters by status and event_type and pages newest first', async () => {
     const project = await createProject(t.db);
-    const wh = await createWebhook(t.db, project, body({ subscribed_events: ['batch.completed', 'batch.failed'] }), publicDns);
+    const wh = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['batch.completed', 'batch.failed'] }), publicDns);
     for (let i = 0; i < 5; i++) await emitEvent(t.db, project, 'batch.completed', sampleEventData('batch.completed'));
     for (let i = 0; i < 3; i++) await emitEvent(t.db, project, 'batch.failed', sampleEventData('batch.failed'));
     await t.db.query(`UPDATE webhook_deliveries SET status = 'succeeded', response_status = 200, completed_at = now() WHERE webhook_id = $1 AND event_type = 'batch.failed'`, [wh.id]);

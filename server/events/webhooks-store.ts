@@ -7,6 +7,8 @@ import { newEventId, newWebhookId } from '../outbox/ids.js';
 import { deliveriesWritten } from '../outbox/nudge.js';
 import { sampleEventData, type SampleContext } from './samples.js';
 import { generateSecret, ROTATION_GRACE_MS } from './signing.js';
+import type { Secrets } from '../secrets/index.js';
+import { sealSecret } from './sealed-secrets.js';
 import { summarize } from '../outbox/summarize.js';
 import type { AnyEventEnvelope, EventType } from '../outbox/types.js';
 import {
@@ -59,7 +61,6 @@ interface WebhookRow {
   description: string;
   subscribed_events: string[];
   enabled: boolean;
-  secret: string;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -78,7 +79,7 @@ interface DeliveryRow {
 
 const iso = (v: Date | string) => (v instanceof Date ? v : new Date(v)).toISOString();
 
-const WEBHOOK_COLUMNS = 'id, project_id, url, description, subscribed_events, enabled, secret, created_at, updated_at';
+const WEBHOOK_COLUMNS = 'id, project_id, url, description, subscribed_events, enabled, created_at, updated_at';
 
 function toResource(row: WebhookRow): WebhookResource {
   return {
@@ -108,7 +109,7 @@ export function toDeliveryResource(row: DeliveryRow): DeliveryResource {
 }
 
 /** POST /v1/webhooks. Throws WebhookError (400 invalid input, 409 limit reached). */
-export async function createWebhook(db: Db, projectId: string, body: unknown, policy: WebhookPolicy): Promise<WebhookWithSecret> {
+export async function createWebhook(db: Db, secrets: Secrets, projectId: string, body: unknown, policy: WebhookPolicy): Promise<WebhookWithSecret> {
   const input = await validateCreateWebhook(body, policy);
   const max = policy.maxPerProject ?? DEFAULT_MAX_WEBHOOKS_PER_PROJECT;
   const secret = generateSecret();
@@ -117,11 +118,12 @@ export async function createWebhook(db: Db, projectId: string, body: unknown, po
     await tx.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [projectId]);
     const [{ n }] = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhooks WHERE project_id = $1', [projectId]);
     if (n >= max) throw limitReached(max);
+    const id = newWebhookId();
     const [row] = await tx.query<WebhookRow>(
       `INSERT INTO webhooks (id, project_id, url, description, subscribed_events, enabled, secret)
        VALUES ($1, $2, $3, $4, $5::text[], $6, $7)
        RETURNING ${WEBHOOK_COLUMNS}`,
-      [newWebhookId(), projectId, input.url, input.description, input.subscribed_events, input.enabled, secret],
+      [id, projectId, input.url, input.description, input.subscribed_events, input.enabled, sealSecret(secrets, id, secret)],
     );
     return { ...toResource(row), secret };
   });
@@ -214,6 +216,7 @@ export async function deleteWebhook(db: Db, projectId: string, id: string): Prom
  */
 export async function rotateWebhookSecret(
   db: Db,
+  secrets: Secrets,
   projectId: string,
   id: string,
   options: { graceMs?: number } = {},
@@ -228,7 +231,7 @@ export async function rotateWebhookSecret(
             updated_at = now()
       WHERE project_id = $1 AND id = $2
       RETURNING ${WEBHOOK_COLUMNS}`,
-    [projectId, id, secret, graceMs / 1000],
+    [projectId, id, sealSecret(secrets, id, secret), graceMs / 1000],
   );
   return row ? { ...toResource(row), secret } : null;
 }
