@@ -2,6 +2,7 @@
 // listing hands out, served outside /v1 so a player or a browser can open it without a key.
 import type { Hono } from 'hono';
 import type { Db } from '../store/db.js';
+import type { Secrets } from '../secrets/index.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { SessionManager } from '../sessions/index.js';
@@ -34,17 +35,17 @@ export class RecordingLinks {
   private readonly signer: LinkSigner;
 
   constructor(
-    db: Db,
+    secrets: Secrets,
     private readonly publicUrl: string,
   ) {
-    this.signer = new LinkSigner(() => store.linkSecret(db));
+    this.signer = new LinkSigner(secrets.derive('recording links'));
   }
 
-  async url(id: string): Promise<string> {
-    return `${this.publicUrl}/files/recordings/${id}.mp4?${await this.signer.query(id)}`;
+  url(id: string): string {
+    return `${this.publicUrl}/files/recordings/${id}.mp4?${this.signer.query(id)}`;
   }
 
-  verify(id: string, expires: string | undefined, signature: string | undefined): Promise<boolean> {
+  verify(id: string, expires: string | undefined, signature: string | undefined): boolean {
     return this.signer.verify(id, expires, signature);
   }
 }
@@ -137,7 +138,7 @@ export function recordingLinkRoute(app: Hono, d: Pick<RecordingDeps, 'db' | 'sto
     const id = m?.[1];
     const plain = (status: 400 | 403 | 404 | 416, message: string, headers: Record<string, string> = {}) => c.json({ error: { code: status, message } }, status, headers);
     if (!id) return plain(404, 'Not found');
-    if (!(await links.verify(id, c.req.query('expires'), c.req.query('signature')))) return plain(403, 'This link is not valid or has expired; list the recordings again for a fresh one');
+    if (!links.verify(id, c.req.query('expires'), c.req.query('signature'))) return plain(403, 'This link is not valid or has expired; list the recordings again for a fresh one');
     const row = await store.recordingById(d.db, id);
     if (!row) return plain(404, 'Recording not found');
     const out = await readRanged(d.storage, row.storage_key, c.req.header('range') ?? null);

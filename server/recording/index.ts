@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
+import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
 import type { Screencasts } from '../liveview/index.js';
 import type { SessionManager } from '../sessions/index.js';
@@ -22,6 +23,8 @@ export type { RecordingHandlers } from './handlers.js';
 
 export function recordings(d: {
   db: Db;
+  /** Derives the key of recordings' links. */
+  secrets: Secrets;
   blobs: BlobAreas;
   config: ServiceConfig;
   log: Logger;
@@ -39,7 +42,7 @@ export function recordings(d: {
     fps: d.config.recordingFps,
     publicUrl: d.config.publicUrl,
   });
-  const links = new RecordingLinks(d.db, d.config.publicUrl);
+  const links = new RecordingLinks(d.secrets, d.config.publicUrl);
   const deps = { db: d.db, sessions: d.sessions, recorder, storage, publicUrl: d.config.publicUrl };
   const handlers = recordingHandlers(deps, links);
   return {

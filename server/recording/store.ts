@@ -1,6 +1,5 @@
 // Recording rows, and the session facts the recording operations need. Every query names
 // the project: another project's session or recording is not found.
-import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
 
 export interface RecordingRow {
@@ -75,11 +74,4 @@ export async function recordingById(db: Db, id: string): Promise<RecordingRow | 
 export async function deleteRecording(db: Db, projectId: string, id: string): Promise<boolean> {
   const rows = await db.query('DELETE FROM recordings WHERE project_id = $1 AND id = $2 RETURNING id', [projectId, id]);
   return rows.length > 0;
-}
-
-/** The installation's link-signing key, made by whichever node asks first. */
-export async function linkSecret(db: Db): Promise<string> {
-  await db.query('INSERT INTO recording_link_keys (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING', [randomBytes(32).toString('base64url')]);
-  const [row] = await db.query<{ secret: string }>('SELECT secret FROM recording_link_keys WHERE id = 1');
-  return row!.secret;
 }

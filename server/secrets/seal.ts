@@ -9,6 +9,9 @@ export interface Secrets {
   seal(plain: string, context: string): string;
   /** The plain text; throws when the value was sealed for another context, altered, or under another key. */
   open(sealed: string, context: string): string;
+  /** A key of its own for `purpose` (signing links, say): the installation's key never
+   * leaves, every node sharing it derives the same, and no derived key tells another. */
+  derive(purpose: string): Buffer;
 }
 
 const VERSION = 'v1';
@@ -32,6 +35,9 @@ export function sealer(key: Buffer): Secrets {
       decipher.setAAD(Buffer.from(context));
       decipher.setAuthTag(raw.subarray(12, 28));
       return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    },
+    derive(purpose) {
+      return createHmac('sha256', key).update(`cloud-browser derived key: ${purpose}`).digest();
     },
   };
 }

@@ -26,6 +26,17 @@ describe('sealing', () => {
     expect(() => sealer(randomBytes(32)).open(a, 'c')).toThrow();
     expect(() => s.open('plain text', 'c')).toThrow(/not a sealed secret/);
   });
+
+  it('derives a key per purpose: the same from the same installation key, another for another purpose or key, never the key itself', () => {
+    const key = randomBytes(32);
+    const one = sealer(key);
+    const links = one.derive('recording links');
+    expect(links).toHaveLength(32);
+    expect(sealer(Buffer.from(key)).derive('recording links').equals(links)).toBe(true);
+    expect(one.derive('task artifact links').equals(links)).toBe(false);
+    expect(sealer(randomBytes(32)).derive('recording links').equals(links)).toBe(false);
+    expect(links.equals(key)).toBe(false);
+  });
 });
 
 describe('the key', () => {

@@ -1,10 +1,11 @@
 // Artifacts a run saved: moved into the blob storage area `task-artifacts` once the run
 // ends, and handed out as signed, short-lived links (an hour or two, as recordings' are)
 // served outside /v1, so a webhook receiver can download them without a key.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Hono } from 'hono';
 import type { Db } from '../store/db.js';
+import type { Secrets } from '../secrets/index.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import { LinkSigner } from '../storage/signed-links.js';
 import type { components } from '../../generated/types.js';
@@ -29,8 +30,9 @@ export class ArtifactLinks {
     private readonly db: Db,
     private readonly storage: BlobStorage,
     private readonly publicUrl: string,
+    secrets: Secrets,
   ) {
-    this.signer = new LinkSigner(() => queue.linkSecret(db, randomBytes(32).toString('base64url')), 'artifact.');
+    this.signer = new LinkSigner(secrets.derive('task artifact links'), 'artifact.');
   }
 
   /** Stores the run's files (moved, not copied) and records them. */
@@ -46,14 +48,14 @@ export class ArtifactLinks {
   /** The execution's artifacts as events carry them, with fresh links. */
   async list(executionId: string): Promise<TaskArtifact[]> {
     const rows = await queue.artifactsOf(this.db, executionId);
-    return Promise.all(rows.map(async (r) => ({ name: r.name, url: await this.url(r.id, r.name), size: Number(r.size_bytes), content_type: r.content_type })));
+    return rows.map((r) => ({ name: r.name, url: this.url(r.id, r.name), size: Number(r.size_bytes), content_type: r.content_type }));
   }
 
-  async url(id: string, name: string): Promise<string> {
-    return `${this.publicUrl}/files/task-artifacts/${id}?${await this.signer.query(id)}&name=${encodeURIComponent(name)}`;
+  url(id: string, name: string): string {
+    return `${this.publicUrl}/files/task-artifacts/${id}?${this.signer.query(id)}&name=${encodeURIComponent(name)}`;
   }
 
-  verify(id: string, expires: string | undefined, signature: string | undefined): Promise<boolean> {
+  verify(id: string, expires: string | undefined, signature: string | undefined): boolean {
     return this.signer.verify(id, expires, signature);
   }
 
@@ -63,7 +65,7 @@ export class ArtifactLinks {
       const id = c.req.param('id');
       const plain = (status: 403 | 404, message: string) => c.json({ error: { code: status, message } }, status);
       if (!LINK_PATH.test(id)) return plain(404, 'Not found');
-      if (!(await this.verify(id, c.req.query('expires'), c.req.query('signature')))) return plain(403, 'This link is not valid or has expired');
+      if (!this.verify(id, c.req.query('expires'), c.req.query('signature'))) return plain(403, 'This link is not valid or has expired');
       const row = await queue.artifactById(this.db, id);
       const body = row && (await this.storage.get(row.storage_key));
       if (!row || !body) return plain(404, 'Artifact not found');

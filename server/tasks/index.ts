@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
+import type { Secrets } from '../secrets/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { BlobAreas } from '../storage/blobs.js';
@@ -22,6 +23,8 @@ export function tasks(d: {
   config: ServiceConfig;
   log: Logger;
   blobs: BlobAreas;
+  /** Derives the key of artifact links. */
+  secrets: Secrets;
   sessions: SessionManager;
   recordingLinks: RecordingLinkService;
   /** The server's one sandbox (execute-code makes it, with its warm children). */
@@ -29,7 +32,7 @@ export function tasks(d: {
   /** ctx.requestIntervention: a run asks a person in its session. */
   interventions: Interventions;
 }): Capability<TaskOperation> {
-  const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl);
+  const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl, d.secrets);
   const healer = new TaskHealer(d);
   // Runs the pool's browser serves start on a warm pair (warm-pair.ts): needs both warm pools.
   const warm = d.config.browserPoolSize > 0 && d.config.sandboxWarm > 0 ? new WarmPairs(d) : undefined;

@@ -289,13 +289,6 @@ export async function artifactById(db: Db, id: string): Promise<ArtifactRow | un
   return row;
 }
 
-/** The installation's artifact-link signing key, made by whichever node asks first. */
-export async function linkSecret(db: Db, fresh: string): Promise<string> {
-  await db.query('INSERT INTO task_link_keys (id, secret) VALUES (1, $1) ON CONFLICT (id) DO NOTHING', [fresh]);
-  const [row] = await db.query<{ secret: string }>('SELECT secret FROM task_link_keys WHERE id = 1');
-  return row!.secret;
-}
-
 /** A session's status, settled credits (at its end) and CDP token; undefined when there is no such session. */
 export async function sessionFacts(db: Db, sessionId: string): Promise<{ status: string; credits_used: number | null; cdp_token: string } | undefined> {
   const [row] = await db.query<{ status: string; credits_used: number | null; cdp_token: string }>(
