@@ -314,6 +314,13 @@ describe('delivery', () => {
     });
     expect(failed.error_message).toMatch(/signing secret could not be read/);
     expect(rcv.received).toHaveLength(0);
+    // Rotating mends it: the new secret signs, and the unreadable one (now the previous) is left out.
+    const rotated = (await rotateWebhookSecret(t.db, t.secrets, project, wh.id))!;
+    await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    await waitFor(() => rcv.received.length === 1);
+    const mended = rcv.received[0];
+    expect(String(mended.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    new Webhook(rotated.secret).verify(mended.body, mended.headers as Record<string, string>);
   });
 
   it('a test event reaches the receiver, valid and signed, even with no subscription to its type', async () => {

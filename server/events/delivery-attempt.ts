@@ -27,13 +27,20 @@ export function envelopeBody(c: Pick<Claimed, 'event_id' | 'type' | 'created' | 
 
 export function attempt(c: Claimed, o: AttemptOptions, signal: AbortSignal): Promise<PostResult> {
   const failed = (error: string): PostResult => ({ ok: false, status: null, error, body: null, retryAfterMs: null, durationMs: 0, aborted: false });
-  let secrets: string[];
-  try {
-    secrets = activeSecrets(c).map((s) => o.openSecret(c.webhook_id, s));
-  } catch {
-    // Altered in the database, or sealed under another key: nothing is sent unsigned.
-    return Promise.resolve(failed("The webhook's signing secret could not be read (altered, or sealed under another secrets key); rotate it"));
-  }
+  // A secret that does not open was altered in the database or sealed under another key.
+  // Without the current one nothing is sent (never unsigned); a previous one that does not
+  // open is left out, so rotating away from an unreadable secret mends the webhook at once.
+  const [current, ...previous] = activeSecrets(c);
+  const open = (stored: string) => {
+    try {
+      return o.openSecret(c.webhook_id, stored);
+    } catch {
+      return undefined;
+    }
+  };
+  const signing = open(current!);
+  if (signing === undefined) return Promise.resolve(failed("The webhook's signing secret could not be read (altered, or sealed under another secrets key); rotate it"));
+  const secrets = [signing, ...previous.map(open).filter((s) => s !== undefined)];
   const body = envelopeBody(c);
   const headers = {
     ...signatureHeaders(secrets, c.event_id, body),
