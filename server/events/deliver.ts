@@ -41,7 +41,7 @@ import { anyDue, bySchedule, claimDue, localLeases, PlannerStats, releaseAllLeas
 import { attempt, wasSlow, type AttemptOptions } from './delivery-attempt.js';
 import { givenBack, recordOutcomes, type Outcome } from './delivery-record.js';
 import { countAttempt, deliveryStats, newCounters, type DeliveryWorkerStats } from './delivery-stats.js';
-import { openSecret } from './sealed-secrets.js';
+import { secretOpener } from './sealed-secrets.js';
 
 export type { DeliveryLogger, DeliveryWorkerOptions, DeliveryWorkerStats };
 
@@ -67,8 +67,6 @@ const FLUSH_BATCH = 512;
 const CLAIM_SPACING = 4;
 const MIN_CLAIM_INTERVAL_MS = 2;
 const MAX_CLAIM_INTERVAL_MS = 20;
-/** Opened signing secrets kept at most (all are dropped past it, and opened again as needed). */
-const MAX_OPENED_SECRETS = 4096;
 
 type Buffered = Claimed & { claimedAt: number };
 
@@ -109,8 +107,6 @@ export class DeliveryWorker {
   private readonly followUps = new Set<NodeJS.Timeout>();
   private unsubscribe: (() => void) | undefined;
   private readonly counters = newCounters();
-  /** Signing secrets opened, by webhook and sealed value (a rotation makes a new entry). */
-  private readonly openedSecrets = new Map<string, string>();
 
   constructor(options: DeliveryWorkerOptions) {
     this.db = options.db;
@@ -118,23 +114,7 @@ export class DeliveryWorker {
     this.nodeId = options.nodeId ?? `w${randomBytes(6).toString('hex')}`;
     this.logger = options.logger ?? { warn: () => {}, error: () => {} };
     this.o = resolveOptions(options);
-    const secrets = options.secrets;
-    const opened = this.openedSecrets;
-    this.attemptOptions = {
-      ...this.o,
-      agents: this.agents,
-      // Opened once per webhook and secret, not per attempt.
-      openSecret: (webhookId, stored) => {
-        const key = `${webhookId} ${stored}`;
-        let plain = opened.get(key);
-        if (plain === undefined) {
-          if (opened.size >= MAX_OPENED_SECRETS) opened.clear();
-          plain = openSecret(secrets, webhookId, stored);
-          opened.set(key, plain);
-        }
-        return plain;
-      },
-    };
+    this.attemptOptions = { ...this.o, agents: this.agents, openSecret: secretOpener(options.secrets) };
     this.planner = new PlannerStats(this.db, this.logger);
   }
 

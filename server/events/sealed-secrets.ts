@@ -18,6 +18,27 @@ export function openSecret(secrets: Secrets, webhookId: string, stored: string):
   return stored.startsWith(SECRET_PREFIX) ? stored : secrets.open(stored, context(webhookId));
 }
 
+/** Opened signing secrets kept at most by an opener (all are dropped past it, and opened again as needed). */
+const MAX_OPENED = 4096;
+
+/**
+ * openSecret for a delivery worker: each webhook's stored value is opened once, not per
+ * attempt (a rotation stores a new value, so it is opened anew).
+ */
+export function secretOpener(secrets: Secrets): (webhookId: string, stored: string) => string {
+  const opened = new Map<string, string>();
+  return (webhookId, stored) => {
+    const key = `${webhookId} ${stored}`;
+    let plain = opened.get(key);
+    if (plain === undefined) {
+      if (opened.size >= MAX_OPENED) opened.clear();
+      plain = openSecret(secrets, webhookId, stored);
+      opened.set(key, plain);
+    }
+    return plain;
+  };
+}
+
 /**
  * Seals the secrets still stored plain; answers how many webhooks it sealed. Each row is
  * written only if it still holds what was read, so nodes starting together seal it once

@@ -27,10 +27,11 @@ export function withSearchPath(url: string, schema: string): string {
 }
 
 export async function openTestDb(): Promise<TestDb> {
+  const secrets = sealer(randomBytes(32));
   const base = process.env.DATABASE_URL;
   if (!base) {
     const db = await openTestPglite();
-    return { db, secrets: sealer(randomBytes(32)), close: () => db.close() };
+    return { db, secrets, close: () => db.close() };
   }
   const schema = `t_events_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
@@ -42,7 +43,7 @@ export async function openTestDb(): Promise<TestDb> {
   await migrate(db);
   return {
     db,
-    secrets: sealer(randomBytes(32)),
+    secrets,
     databaseUrl,
     async close() {
       await db.close();

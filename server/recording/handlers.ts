@@ -62,17 +62,15 @@ export function recordingHandlers(d: RecordingDeps, links: RecordingLinks): Reco
       const facts = await store.sessionFacts(db, ctx.projectId, req.params.session_id);
       if (!facts) return fail(404, 'Session not found');
       const rows = await store.listRecordings(db, ctx.projectId, facts.id);
-      const items = await Promise.all(
-        rows.map(async (r, i) => ({
-          id: r.id,
-          is_primary: r.is_primary,
-          file_link: await links.url(r.id),
-          suggested_file_name: `session-${facts.id}${r.is_primary ? '' : `-${i}`}.mp4`,
-          duration: r.duration_ms / 1000,
-          size: r.size_bytes,
-          created_at: r.created_at.toISOString(),
-        })),
-      );
+      const items = rows.map((r, i) => ({
+        id: r.id,
+        is_primary: r.is_primary,
+        file_link: links.url(r.id),
+        suggested_file_name: `session-${facts.id}${r.is_primary ? '' : `-${i}`}.mp4`,
+        duration: r.duration_ms / 1000,
+        size: r.size_bytes,
+        created_at: r.created_at.toISOString(),
+      }));
       return { status: 200, body: { data: { count: items.length, items } } };
     },
 
