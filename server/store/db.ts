@@ -4,10 +4,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite, types as pgliteTypes } from '@electric-sql/pglite';
 import pg from 'pg';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import { PgliteThread, type Transaction } from './pglite-thread.js';
 import { asUnavailable, DatabaseUnavailableError, type UnavailableCause } from './unavailable.js';
 
 export interface Db {
@@ -106,7 +106,8 @@ function watched(watch: ReturnType<typeof outageWatch>, query: Db['query']): Db[
   };
 }
 
-// bigint and numeric arrive as strings by default; every number we store fits a double.
+// bigint and numeric arrive as strings by default; every number we store fits a double
+// (PGlite's thread parses them the same way).
 const toNumber = (v: string) => Number(v);
 
 /** `log` is told when the database becomes unavailable (or its disk full) and when it is back. */
@@ -126,32 +127,32 @@ async function openPglite(dataDir: string | undefined, watch: ReturnType<typeof 
     dir = pgliteDir(dataDir);
     mkdirSync(dir, { recursive: true });
   }
-  const lite = new PGlite(dir, {
-    parsers: { [pgliteTypes.INT8]: toNumber, [pgliteTypes.NUMERIC]: toNumber },
-  });
-  await lite.waitReady;
-  const wrap = (q: Pick<PGlite, 'query'>): Db['query'] =>
-    watched(watch, traced(async (sql, params = []) => (await q.query(sql, params as unknown[])).rows as never));
+  const lite = await PgliteThread.start(dir);
+  const wrap = (tx?: Transaction): Db['query'] => watched(watch, traced((sql, params = []) => lite.query(sql, params, tx) as never));
   // Which transaction the calling code runs inside, if any. Unrelated concurrent callers
   // queue on PGlite's transaction lock; only a call made from inside a transaction's own
   // callback (through the outer handle) is a nested transaction.
   const current = new AsyncLocalStorage<{ open: boolean }>();
   const db: Db = {
     kind: 'pglite',
-    query: wrap(lite),
+    query: wrap(),
     async transaction(fn) {
       // PGlite has one connection: a nested transaction would deadlock, so refuse it loudly.
       if (current.getStore()?.open) throw new Error('nested transaction');
       try {
-        const result = await lite.transaction(async (t) => {
-          const marker = { open: true };
-          try {
-            const tx: Db = { ...db, query: wrap(t), transaction: (f) => f(tx) };
-            return await current.run(marker, () => fn(tx));
-          } finally {
-            marker.open = false;
-          }
-        });
+        const id = lite.transaction();
+        const marker = { open: true };
+        let result;
+        try {
+          const tx: Db = { ...db, query: wrap(id), transaction: (f) => f(tx) };
+          result = await current.run(marker, () => fn(tx));
+        } catch (err) {
+          marker.open = false;
+          await lite.end(id, false).catch(() => {});
+          throw err;
+        }
+        marker.open = false;
+        await lite.end(id, true);
         watch.committed();
         return result;
       } catch (err) {
@@ -159,9 +160,7 @@ async function openPglite(dataDir: string | undefined, watch: ReturnType<typeof 
         throw watch.failed(err);
       }
     },
-    async close() {
-      if (!lite.closed) await lite.close();
-    },
+    close: () => lite.close(),
   };
   return db;
 }
