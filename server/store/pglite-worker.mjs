@@ -40,6 +40,7 @@ const ROLLBACK = Symbol('rollback');
 /** Opens transaction `id`: PGlite's own, held until the parent ends it. */
 function begin(id) {
   const opening = new Promise((resolve, reject) => {
+    // PGlite calls back only after its BEGIN has run, so `ended` is set by then.
     const ended = lite.transaction(
       (t) =>
         new Promise((finish, abort) => {
