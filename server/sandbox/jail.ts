@@ -12,9 +12,10 @@
 // RLIMIT_NPROC (processes and threads: a fork bomb meets EAGAIN) and RLIMIT_FSIZE. When the
 // server runs as root, setpriv moves the child to a uid of its own per run: RLIMIT_NPROC
 // counts per uid, and root is exempt from it; an unprivileged uid also owns no file.
-import { accessSync, constants, lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { accessSync, constants, lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
+import { isRunning, listPids } from '../browser/procfs.js';
 import { INSIDE } from './protocol.js';
 
 export const BWRAP = '/usr/bin/bwrap';
@@ -51,19 +52,40 @@ function runUid(): number {
   return UID_BASE + nextUid;
 }
 
-/** Threads of a user's processes: what RLIMIT_NPROC counts. */
-function tasksOfUser(uid: number): number {
-  let count = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
+/** The live processes of a user (zombies have ended), each with its threads. */
+function processesOfUser(uid: number): { pid: number; threads: number }[] {
+  const found: { pid: number; threads: number }[] = [];
+  for (const pid of listPids()) {
     try {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid) count += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1);
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) !== uid || /^State:\s+[ZX]/m.test(status)) continue;
+      found.push({ pid, threads: Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1) });
     } catch {
       // Gone meanwhile.
     }
   }
-  return count;
+  return found;
+}
+
+/** Threads of a user's processes: what RLIMIT_NPROC counts. */
+function tasksOfUser(uid: number): number {
+  return processesOfUser(uid).reduce((n, p) => n + p.threads, 0);
+}
+
+/**
+ * The live processes of one jail: those of its uid when it has one of its own, else those
+ * whose mounts name its directory (bound into the jail, so every process inside sees it).
+ */
+export function jailProcesses(runDir: string, uid: number | undefined): number[] {
+  if (uid !== undefined) return processesOfUser(uid).map((p) => p.pid);
+  return listPids().filter((pid) => {
+    if (pid === process.pid || !isRunning(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/mountinfo`, 'latin1').includes(runDir);
+    } catch {
+      return false;
+    }
+  });
 }
 
 export interface JailLimits {

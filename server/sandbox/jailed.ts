@@ -5,10 +5,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chown, chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { runnerBundle } from './bundle.js';
-import { jailCommand } from './jail.js';
+import { jailCommand, jailProcesses } from './jail.js';
 import type { ChildConfig, ChildConnect, ChildMessage, ServerMessage } from './protocol.js';
 import { startCdpRelay, type CdpRelay } from './relay.js';
 
@@ -31,7 +32,8 @@ export interface Jailed {
   readonly spawnedAt: number;
   /** Resolves when Playwright is loaded and the relay is up; rejects if the child died first. */
   readonly ready: Promise<void>;
-  /** Resolves once every process of the sandbox is gone (its pipes closed). */
+  /** Resolves once the sandbox's own processes are gone (its pipes closed). Processes its
+   *  code started may still be dying then: `dispose` waits for those too. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Resolves once stdout and stderr have each brought the run's end mark (the child's last
    *  word follows it): everything the code wrote has been delivered. Never, if it died first. */
@@ -246,12 +248,36 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
       (disposed ??= (async () => {
         kill();
         await exited;
+        await reap(runDir, jail.uid, log);
         await relay!.close().catch(() => {});
         await rm(runDir, { recursive: true, force: true }).catch((err: unknown) => log.warn({ err, runDir }, 'sandbox directory not removed'));
       })()),
   };
   jailed.hold(false);
   return jailed;
+}
+
+/**
+ * Waits until no process of the jail is left, killing any still there. The pipes close once
+ * the jail's own processes are gone, but what the code started (a fork bomb's sleepers)
+ * dies with the pid namespace, which the kernel empties after: seen alive after the pipes
+ * closed when the machine was busy.
+ */
+async function reap(runDir: string, uid: number | undefined, log: Logger): Promise<void> {
+  const deadline = Date.now() + KILL_GRACE_MS;
+  for (;;) {
+    const left = jailProcesses(runDir, uid);
+    if (left.length === 0) return;
+    if (Date.now() > deadline) return log.warn({ pids: left, runDir }, 'sandbox processes still alive after being killed');
+    for (const pid of left) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+    await sleep(20);
+  }
 }
 
 /**
