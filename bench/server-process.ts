@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { browsersDirFor } from '../server/browser/index.js';
+import { postgresSchema } from '../server/store/pg-schema.js';
 import { freePort } from '../server/testing/free-port.js';
 
 export interface ServerProcess {
@@ -34,10 +35,24 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   const apiKey = `sk_bench_${randomBytes(12).toString('hex')}`;
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
+  // On PostgreSQL a schema of its own, dropped at stop(): a rerun starts clean, and no run
+  // leaves rows in the database's public schema (secrets sealed with its own key made the
+  // next run's server refuse to start). A URL that names a search_path already is the caller's.
+  const databaseUrl = env.DATABASE_URL ?? process.env.DATABASE_URL;
+  const schema = databaseUrl && !new URL(databaseUrl).searchParams.has('options') ? await postgresSchema(databaseUrl, 'bench') : undefined;
   const child = spawn(join(root, 'node_modules/.bin/tsx'), ['server/main.ts'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, BOOTSTRAP_API_KEY: apiKey, LOG_LEVEL: 'error', ALLOW_PRIVATE_NETWORKS: 'true', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      BOOTSTRAP_API_KEY: apiKey,
+      LOG_LEVEL: 'error',
+      ALLOW_PRIVATE_NETWORKS: 'true',
+      ...env,
+      ...(schema ? { DATABASE_URL: schema.url } : {}),
+    },
   });
   // The server is ours to stop whatever happens to the benchmark.
   const kill = () => child.kill('SIGKILL');
@@ -47,6 +62,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       kill();
       process.off('exit', kill);
       rmSync(dataDir, { recursive: true, force: true });
+      await schema?.drop();
       throw new Error('server did not start');
     }
     await new Promise((r) => setTimeout(r, 500));
@@ -72,6 +88,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       }
       process.off('exit', kill);
       rmSync(dataDir, { recursive: true, force: true });
+      await schema?.drop();
     },
   };
 }

@@ -9,15 +9,31 @@ export function urlWithSchema(databaseUrl: string, schema: string): string {
   return url.toString();
 }
 
-export async function withPostgresSchema<T>(databaseUrl: string, prefix: string, fn: (url: string) => Promise<T>): Promise<T> {
+/** A schema of its own, made now; drop() removes it with everything in it. */
+export async function postgresSchema(databaseUrl: string, prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
   const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: databaseUrl });
   await admin.connect();
   try {
     await admin.query(`CREATE SCHEMA ${schema}`);
-    return await fn(urlWithSchema(databaseUrl, schema));
-  } finally {
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+  } catch (err) {
     await admin.end();
+    throw err;
+  }
+  return {
+    url: urlWithSchema(databaseUrl, schema),
+    async drop() {
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+      await admin.end();
+    },
+  };
+}
+
+export async function withPostgresSchema<T>(databaseUrl: string, prefix: string, fn: (url: string) => Promise<T>): Promise<T> {
+  const schema = await postgresSchema(databaseUrl, prefix);
+  try {
+    return await fn(schema.url);
+  } finally {
+    await schema.drop();
   }
 }

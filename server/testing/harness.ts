@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig, type VariableName } from '../config/config.js';
 import { createLogger } from '../log.js';
 import { startServer, type RunningServer } from '../server.js';
-import { withPostgresSchema } from '../store/pg-schema.js';
+import { postgresSchema, withPostgresSchema } from '../store/pg-schema.js';
 import { createApiClient } from '../../generated/client.js';
 import { seedPglite } from './pglite-template.js';
 
@@ -93,19 +93,5 @@ export async function startTestServer(
  *  drop() removes it once they have closed. */
 export async function sharedPostgresSchema(): Promise<{ url: string; drop(): Promise<void> }> {
   if (!process.env.DATABASE_URL) throw new Error('DATABASE_URL is not set');
-  let release: () => void = () => {};
-  let done: Promise<void> | undefined;
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    done = withPostgresSchema(process.env.DATABASE_URL!, 'test', (u) => {
-      resolveUrl(u);
-      return new Promise<void>((r) => (release = r));
-    }).catch(reject);
-  });
-  return {
-    url,
-    async drop() {
-      release();
-      await done;
-    },
-  };
+  return postgresSchema(process.env.DATABASE_URL, 'test');
 }
