@@ -248,7 +248,7 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
       (disposed ??= (async () => {
         kill();
         await exited;
-        await reap(runDir, jail.uid, log);
+        await reapJail(runDir, jail.uid, log);
         await relay!.close().catch(() => {});
         await rm(runDir, { recursive: true, force: true }).catch((err: unknown) => log.warn({ err, runDir }, 'sandbox directory not removed'));
       })()),
@@ -263,7 +263,7 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
  * dies with the pid namespace, which the kernel empties after: seen alive after the pipes
  * closed when the machine was busy.
  */
-async function reap(runDir: string, uid: number | undefined, log: Logger): Promise<void> {
+export async function reapJail(runDir: string, uid: number | undefined, log: Pick<Logger, 'warn'>): Promise<void> {
   const deadline = Date.now() + KILL_GRACE_MS;
   for (;;) {
     const left = jailProcesses(runDir, uid);
