@@ -52,14 +52,14 @@ function runUid(): number {
   return UID_BASE + nextUid;
 }
 
-/** The live processes of a user (zombies have ended), each with its threads. */
-function processesOfUser(uid: number): { pid: number; threads: number }[] {
-  const found: { pid: number; threads: number }[] = [];
+/** A user's processes, each with its threads, and whether it has ended (a zombie, not yet reaped). */
+function processesOfUser(uid: number): { pid: number; threads: number; ended: boolean }[] {
+  const found: { pid: number; threads: number; ended: boolean }[] = [];
   for (const pid of listPids()) {
     try {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) !== uid || /^State:\s+[ZX]/m.test(status)) continue;
-      found.push({ pid, threads: Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1) });
+      if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) !== uid) continue;
+      found.push({ pid, threads: Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1), ended: /^State:\s+[ZX]/m.test(status) });
     } catch {
       // Gone meanwhile.
     }
@@ -67,7 +67,7 @@ function processesOfUser(uid: number): { pid: number; threads: number }[] {
   return found;
 }
 
-/** Threads of a user's processes: what RLIMIT_NPROC counts. */
+/** Threads of a user's processes: what RLIMIT_NPROC counts (a zombie's until it is reaped). */
 function tasksOfUser(uid: number): number {
   return processesOfUser(uid).reduce((n, p) => n + p.threads, 0);
 }
@@ -77,7 +77,7 @@ function tasksOfUser(uid: number): number {
  * whose mounts name its directory (bound into the jail, so every process inside sees it).
  */
 export function jailProcesses(runDir: string, uid: number | undefined): number[] {
-  if (uid !== undefined) return processesOfUser(uid).map((p) => p.pid);
+  if (uid !== undefined) return processesOfUser(uid).flatMap((p) => (p.ended ? [] : [p.pid]));
   return listPids().filter((pid) => {
     if (pid === process.pid || !isRunning(pid)) return false;
     try {

@@ -13,6 +13,9 @@ export function urlWithSchema(databaseUrl: string, schema: string): string {
 export async function postgresSchema(databaseUrl: string, prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
   const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: databaseUrl });
+  // Held for the schema's life: a connection lost meanwhile only makes drop() fail (quietly),
+  // not the process (an 'error' event nobody listens to throws).
+  admin.on('error', () => {});
   await admin.connect();
   try {
     await admin.query(`CREATE SCHEMA ${schema}`);
@@ -24,7 +27,7 @@ export async function postgresSchema(databaseUrl: string, prefix: string): Promi
     url: urlWithSchema(databaseUrl, schema),
     async drop() {
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
-      await admin.end();
+      await admin.end().catch(() => {});
     },
   };
 }
