@@ -148,17 +148,31 @@ export function killRootProcessesOnce(root: RootIdentity): ProcStat[] {
 }
 
 /**
+ * Repeats `pass` (one round of SIGKILLs, answering the pids it found) until a pass finds
+ * none: a process may fork between two passes, or take a moment to die. Resolves with the
+ * pids still found at the deadline: empty on success.
+ */
+export async function killUntilGone(pass: () => number[], timeoutMs = 5_000, everyMs = 50): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = pass();
+    if (found.length === 0) return [];
+    if (Date.now() > deadline) return found;
+    await sleep(everyMs);
+  }
+}
+
+/** SIGKILLs every process in `pids` (those already gone are skipped). */
+export function killAll(pids: readonly number[]): void {
+  for (const pid of pids) signal(pid, 'SIGKILL');
+}
+
+/**
  * SIGKILLs the root's processes until none runs (a zygote may fork between two passes).
  * Resolves with the pids still running at the deadline: empty on success.
  */
-export async function killRootProcesses(root: RootIdentity, timeoutMs = 5_000): Promise<number[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const procs = killRootProcessesOnce(root);
-    if (procs.length === 0) return [];
-    if (Date.now() > deadline) return procs.map((p) => p.pid);
-    await sleep(50);
-  }
+export function killRootProcesses(root: RootIdentity, timeoutMs = 5_000): Promise<number[]> {
+  return killUntilGone(() => killRootProcessesOnce(root).map((p) => p.pid), timeoutMs);
 }
 
 /** Whether `p` settles within `ms` (the timer does not keep the process alive). */

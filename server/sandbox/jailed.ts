@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { chown, chmod, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { killAll, killUntilGone } from '../browser/procfs.js';
 import { runnerBundle } from './bundle.js';
 import { jailCommand, jailProcesses } from './jail.js';
 import type { ChildConfig, ChildConnect, ChildMessage, ServerMessage } from './protocol.js';
@@ -264,20 +264,16 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
  * closed when the machine was busy.
  */
 export async function reapJail(runDir: string, uid: number | undefined, log: Pick<Logger, 'warn'>): Promise<void> {
-  const deadline = Date.now() + KILL_GRACE_MS;
-  for (;;) {
-    const left = jailProcesses(runDir, uid);
-    if (left.length === 0) return;
-    if (Date.now() > deadline) return log.warn({ pids: left, runDir }, 'sandbox processes still alive after being killed');
-    for (const pid of left) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Gone meanwhile.
-      }
-    }
-    await sleep(20);
-  }
+  const left = await killUntilGone(
+    () => {
+      const found = jailProcesses(runDir, uid);
+      killAll(found);
+      return found;
+    },
+    KILL_GRACE_MS,
+    20,
+  );
+  if (left.length > 0) log.warn({ pids: left, runDir }, 'sandbox processes still alive after being killed');
 }
 
 /**
