@@ -6,14 +6,14 @@ import { chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModelServer } from '../llm/scripted-server.js';
 import { browsersDirFor, createSession, endSession, eventually, getSession, HEADLESS, processesUnder, roots } from '../sessions/test-support.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { lastHasImage, lastObservation, lastToolResults, refOf } from './test-support.js';
 import { PRODUCTS, startTestSite, type TestSite } from './test-site.js';
 
 const KEY = 'sk-llm-test-key-never-logged-42';
 const call = (name: string, args: Record<string, unknown>) => ({ name, arguments: args });
 
-describe.each(backends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
+describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backend) => {
   let site: TestSite;
   let model: ScriptedModelServer;
   let server: TestServer;

@@ -8,11 +8,11 @@ import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession, endSession } from '../sessions/test-support.js';
 import { makeTestPki, type TestPki } from './test-support.js';
 
-describe.each(backends)('CA certificates on %s', (backend) => {
+describe.each(browserBackends)('CA certificates on %s', (backend) => {
   let server: TestServer;
   let pki: TestPki;
   let site: Server;

@@ -9,12 +9,12 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, createSession, endSession, eventually, rootOf, roots } from '../sessions/test-support.js';
 import { runTool } from './tool.js';
 import { makeTestPki, startClientAuthServer, type ClientAuthServer, type TestPki } from './test-support.js';
 
-describe.each(backends)('client certificates on %s', (backend) => {
+describe.each(browserBackends)('client certificates on %s', (backend) => {
   let server: TestServer;
   let pki: TestPki;
   let site: ClientAuthServer;

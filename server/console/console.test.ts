@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Frame, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZipFile } from 'yazl';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession, endSession, HEADLESS } from '../sessions/test-support.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
 import { until } from '../input/test-support.js';
@@ -61,7 +61,7 @@ async function liveFrame(page: Page): Promise<Frame> {
   return (await until(() => page.frames().find((f) => f.url().includes('/live/') && f !== page.mainFrame()), 15_000))!;
 }
 
-describe.each(backends)('web console on %s', (backend) => {
+describe.each(browserBackends)('web console on %s', (backend) => {
   let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
 import puppeteer from 'puppeteer-core';
 import { createSession, endSession, eventually, getSession, HEADLESS, startPageServer, type PageServer } from '../sessions/test-support.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 
-describe.each(backends)('POST /v1/tools/execute-code (%s)', (backend) => {
+describe.each(browserBackends)('POST /v1/tools/execute-code (%s)', (backend) => {
   let server: TestServer;
   let pages: PageServer;
   let sessionId: string;
@@ -105,8 +105,8 @@ describe.each(backends)('POST /v1/tools/execute-code (%s)', (backend) => {
     expect(await execute('return 1;', closed.id)).toEqual({ status: 409, body: { error: { code: 409, message: 'Session is not running' } } });
   });
 
-  // A minute of waiting (idle, not spinning): once, not on every backend.
-  it.runIf(backend === backends[0])(
+  // A minute of waiting (idle, not spinning).
+  it(
     'answers 408 for code still running at 60 s, and stops it',
     async () => {
       const started = Date.now();

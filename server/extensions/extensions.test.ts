@@ -10,7 +10,7 @@ import { chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZipFile } from 'yazl';
 import { createProject } from '../auth/api-keys.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, createSession, endSession, postSession, roots, startPageServer, type PageServer } from '../sessions/test-support.js';
 
 const fixtures = fileURLToPath(new URL('../../fixtures/extensions/', import.meta.url));
@@ -32,7 +32,7 @@ function fixture(name: string, folder = ''): Record<string, Buffer> {
   return Object.fromEntries(readdirSync(dir).map((f) => [`${folder}${f}`, readFileSync(join(dir, f))]));
 }
 
-describe.each(backends)('extensions on %s', (backend) => {
+describe.each(browserBackends)('extensions on %s', (backend) => {
   let server: TestServer;
   let pages: PageServer;
 

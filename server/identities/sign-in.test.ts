@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 import { LOGIN_USERS } from '../../fixtures/login-app.js';
 import { loadEventSchemas } from '../events/schema.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, createSession, endSession, eventually, getSession, HEADLESS, processesUnder, type Created } from '../sessions/test-support.js';
 import { failInterrupted } from './store.js';
 import { call } from './test-support.js';
@@ -31,7 +31,7 @@ async function signedInAs(site: FixtureServer, s: Created): Promise<string | nul
   }
 }
 
-describe.each(backends)('sessions with identities on %s', (backend) => {
+describe.each(browserBackends)('sessions with identities on %s', (backend) => {
   let server: TestServer;
   let site: FixtureServer;
   const logs: string[] = [];

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession, endSession, eventually, sessionEvents, type Requester } from '../sessions/test-support.js';
 import { InterventionError } from './index.js';
 
@@ -14,7 +14,7 @@ const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false }, live_view: { read_only: true } } };
 const EVENTS = ['intervention.requested', 'intervention.resolved'];
 
-describe.each(backends)('interventions on %s', (backend) => {
+describe.each(browserBackends)('interventions on %s', (backend) => {
   let server: TestServer;
   let viewer: Browser;
   let projectId: string;

@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, eventually, gone, processesUnder, rootOf, sessionRow, startPageServer, type PageServer } from '../sessions/test-support.js';
 import { refOf, startedId, textOf } from './test-support.js';
 
@@ -23,7 +23,7 @@ const VENDOR_TOOLS = [
 const IDLE_SECONDS = 3;
 const HEADLESS = { headless: true, recording: false };
 
-describe.each(backends)('MCP server on %s', (backend) => {
+describe.each(browserBackends)('MCP server on %s', (backend) => {
   let server: TestServer;
   let pages: PageServer;
   let browsersDir: string;

@@ -5,14 +5,14 @@
 import { McpError, ResourceListChangedNotificationSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, eventually, processesUnder } from '../sessions/test-support.js';
 import { startMcpPages, type McpPages } from './test-pages.js';
 import { connectMcp, startedId, type Connected } from './test-support.js';
 
 const HEADLESS = { headless: true, recording: false };
 
-describe.each(backends)('MCP resources, progress and resumable streams on %s', (backend) => {
+describe.each(browserBackends)('MCP resources, progress and resumable streams on %s', (backend) => {
   let server: TestServer;
   let pages: McpPages;
   const clients: Connected[] = [];

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCaptchaService, type CaptchaService } from '../../fixtures/captcha-service.js';
 import { FIXTURE_SITEKEY, startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 import { createSession, endSession, eventually } from '../sessions/test-support.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 
 const POW_PASSED = 'Proof of work accepted.';
 const CAPTCHA_PASSED = 'Captcha accepted.';
@@ -61,7 +61,7 @@ async function realPage(page: Page, timeout = 30_000): Promise<string | null> {
 const passedLines = (logs: string[]) => logs.filter((l) => l.includes('session page passed a bot-detection challenge'));
 const failedLines = (logs: string[], sessionId: string) => logs.filter((l) => l.includes(sessionId) && l.includes('did not pass a bot-detection challenge'));
 
-describe.each(backends)('the captcha solver in sessions on %s', (backend) => {
+describe.each(browserBackends)('the captcha solver in sessions on %s', (backend) => {
   let server: TestServer;
   const logs: string[] = [];
 

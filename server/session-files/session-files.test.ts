@@ -13,7 +13,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import puppeteer, { type ElementHandle } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, createSession, endSession, eventually, getSession, headless, HEADLESS, rootOf, roots } from '../sessions/test-support.js';
 import { fixtureBinary, fixtureText, startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 
@@ -33,7 +33,7 @@ interface Item {
   created_at: string;
 }
 
-describe.each(backends)('session files on %s', (backend) => {
+describe.each(browserBackends)('session files on %s', (backend) => {
   let server: TestServer;
   let site: FixtureServer;
 

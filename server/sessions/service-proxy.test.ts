@@ -13,7 +13,7 @@ import { Server as ProxyChainServer } from 'proxy-chain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServiceProxyPool } from '../config/service-proxy-pool.js';
 import { startSocks5Server, type Socks5Server } from '../net/test-support.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession, endSession, eventually, headless, postSession, sessionEvents, sessionRow, startPageServer, type PageServer } from './test-support.js';
 
 /** An HTTP proxy (proxy-chain) with credentials that records what it is asked for. */
@@ -64,7 +64,7 @@ async function visit(cdpUrl: string, url: string): Promise<string> {
 
 const PASSWORDS = { us: 'us-Secret:1/%', de: 'de-Secret@2', itA: 'itA-Secret#3', itB: 'itB-Secret$4' };
 
-describe.each(backends)('service proxies on %s', (backend) => {
+describe.each(browserBackends)('service proxies on %s', (backend) => {
   let server: TestServer;
   let pages: PageServer;
   let us: HttpProxy;
@@ -239,7 +239,7 @@ describe.each(backends)('service proxies on %s', (backend) => {
   });
 });
 
-describe.each(backends)('service proxies without a pool on %s', (backend) => {
+describe.each(browserBackends)('service proxies without a pool on %s', (backend) => {
   it('answer 400 saying the operator has not configured one, for sessions and batches', async () => {
     const server = await startTestServer({ backend });
     try {

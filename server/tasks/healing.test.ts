@@ -8,7 +8,7 @@ import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js
 import { loadEventSchemas } from '../events/schema.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
 import { startScriptedModel, type ScriptedModelServer } from '../llm/scripted-server.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { b64, call, until } from './test-support.js';
 
 const schemas = loadEventSchemas();
@@ -50,7 +50,7 @@ const fix = (code: string, confidence = 0.82) => ({
   ],
 });
 
-describe.each(backends)('self-healing tasks on %s', (backend) => {
+describe.each(browserBackends)('self-healing tasks on %s', (backend) => {
   let t: TestServer;
   let fixtures: FixtureServer;
   let receiver: Receiver;
@@ -225,7 +225,7 @@ describe('self-healing with no model configured', () => {
 
   beforeAll(async () => {
     fixtures = await startFixtureServer();
-    t = await startTestServer({ backend: backends[0], logs, env: { LOG_LEVEL: 'info' } });
+    t = await startTestServer({ backend: browserBackends[0], logs, env: { LOG_LEVEL: 'info' } });
   }, 60_000);
   afterAll(async () => {
     await t?.close();

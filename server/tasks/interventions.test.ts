@@ -5,13 +5,13 @@
 // execute-code, which has no one to ask, refuses the call with a clear message.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionEvents } from '../sessions/test-support.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { HEADLESS } from '../batches/test-support.js';
 import { call, deployedTask, until } from './test-support.js';
 
 const NO_RECORDING = { recording: { active: false } };
 
-describe.each(backends)('ctx.requestIntervention on %s', (backend) => {
+describe.each(browserBackends)('ctx.requestIntervention on %s', (backend) => {
   let t: TestServer;
 
   beforeAll(async () => {

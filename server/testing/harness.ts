@@ -25,6 +25,16 @@ export type Backend = 'pglite' | 'postgres';
 /** The backends tests run on: PGlite always, PostgreSQL too when DATABASE_URL is set. */
 export const backends: Backend[] = process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
 
+/**
+ * The backends of a capability whose tests are about what its browsers do (a sign-in, an
+ * extension, a captcha, an MCP tool, the console's pages), not about what the database
+ * does: PGlite only. PGlite is PostgreSQL's own engine, behind the same Db interface (its
+ * types made the same on both); the stores' own tests run on both backends, and the
+ * conformance suite drives most of these capabilities on a PostgreSQL server. Run on both,
+ * they doubled the browser work of CI (a quarter of the tests' time) for that.
+ */
+export const browserBackends: Backend[] = ['pglite'];
+
 let pgCleanups: (() => Promise<void>)[] = [];
 
 export async function startTestServer(
