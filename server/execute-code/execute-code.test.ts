@@ -1,4 +1,4 @@
-// POST /v1/tools/execute-code over real HTTP on every backend: a snippet run in the sandbox
+// POST /v1/tools/execute-code over real HTTP: a snippet run in the sandbox
 // against a running session's Chromium (the same page a client sees), its console output,
 // and every refusal: syntax errors naming the line, thrown errors with their line, results
 // that are not JSON, the time limit (408), a session ending under the run, sessions that
