@@ -152,13 +152,13 @@ export function killRootProcessesOnce(root: RootIdentity): ProcStat[] {
  * none: a process may fork between two passes, or take a moment to die. Resolves with the
  * pids still found at the deadline: empty on success.
  */
-export async function killUntilGone(pass: () => number[], timeoutMs = 5_000, everyMs = 50): Promise<number[]> {
+export async function killUntilGone(pass: () => number[], timeoutMs = 5_000): Promise<number[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const found = pass();
     if (found.length === 0) return [];
     if (Date.now() > deadline) return found;
-    await sleep(everyMs);
+    await sleep(50);
   }
 }
 

@@ -264,15 +264,11 @@ export async function startJailed(memoryMb: number, log: Logger): Promise<Jailed
  * closed when the machine was busy.
  */
 export async function reapJail(runDir: string, uid: number | undefined, log: Pick<Logger, 'warn'>): Promise<void> {
-  const left = await killUntilGone(
-    () => {
-      const found = jailProcesses(runDir, uid);
-      killAll(found);
-      return found;
-    },
-    KILL_GRACE_MS,
-    20,
-  );
+  const left = await killUntilGone(() => {
+    const found = jailProcesses(runDir, uid);
+    killAll(found);
+    return found;
+  }, KILL_GRACE_MS);
   if (left.length > 0) log.warn({ pids: left, runDir }, 'sandbox processes still alive after being killed');
 }
 
