@@ -24,7 +24,7 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  * Lists the project's sessions, newest first, with optional filters.
  */
 export const listSessions = <ThrowOnError extends boolean = false>(options?: Options<ListSessionsData, ThrowOnError>) => (options?.client ?? client).get<ListSessionsResponses, ListSessionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions',
     ...options
 });
@@ -35,7 +35,7 @@ export const listSessions = <ThrowOnError extends boolean = false>(options?: Opt
  * Allocates a new cloud browser (its own Chromium process) with the given configuration and answers its id, CDP URL and live-view URL. Every part of the body is optional; an empty object starts a session with all defaults. Requesting the captcha solver without an active proxy answers 400. Creation is rate limited per API key and capped by the project's concurrent-browser limit (429), and needs credits (402). A profile, extension, identity or integration named in the body that the project does not have answers 400. A `service_proxy` proxy is an upstream proxy from the operator's pool that matches the asked `country_code`, `region` and `city`: 400 when the server has no pool or the pool has no such proxy (the message says what it offers), 503 when every matching proxy is failing its connects for now, or when the node that took the request is draining (shutting down).
  */
 export const createSession = <ThrowOnError extends boolean = false>(options: Options<CreateSessionData, ThrowOnError>) => (options.client ?? client).post<CreateSessionResponses, CreateSessionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions',
     ...options,
     headers: {
@@ -51,7 +51,7 @@ export const createSession = <ThrowOnError extends boolean = false>(options: Opt
  */
 export const getSessionHistory = <ThrowOnError extends boolean = false>(options?: Options<GetSessionHistoryData, ThrowOnError>) => (options?.client ?? client).get<GetSessionHistoryResponses, GetSessionHistoryErrors, ThrowOnError>({
     querySerializer: { parameters: { metrics: { array: { explode: false } } } },
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/history',
     ...options
 });
@@ -62,7 +62,7 @@ export const getSessionHistory = <ThrowOnError extends boolean = false>(options?
  * Ends every session of the project that is starting or running, as `DELETE /v1/sessions/{session_id}` ends one: their CDP and live-view tokens are revoked and they are no longer addressable. Answers once every one of them has ended; `ended` counts them.
  */
 export const endAllSessions = <ThrowOnError extends boolean = false>(options?: Options<EndAllSessionsData, ThrowOnError>) => (options?.client ?? client).delete<EndAllSessionsResponses, EndAllSessionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/all',
     ...options
 });
@@ -73,7 +73,7 @@ export const endAllSessions = <ThrowOnError extends boolean = false>(options?: O
  * The id, status, tags and creation time of the project's sessions (those `DELETE` has not removed), newest first, filtered by every parameter given. `count` is the number that match; `items` holds the newest 1,000 of them (use `GET /v1/sessions` to page through more).
  */
 export const listSessionStatuses = <ThrowOnError extends boolean = false>(options?: Options<ListSessionStatusesData, ThrowOnError>) => (options?.client ?? client).get<ListSessionStatusesResponses, ListSessionStatusesErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/all/status',
     ...options
 });
@@ -84,7 +84,7 @@ export const listSessionStatuses = <ThrowOnError extends boolean = false>(option
  * Terminates the session's browser. Its CDP and live-view tokens are revoked at once, so `cdp_url` no longer connects. The session is no longer addressable afterwards: `GET /v1/sessions/{session_id}` and a second DELETE answer 404. It still counts in session history and billing.
  */
 export const endSession = <ThrowOnError extends boolean = false>(options: Options<EndSessionData, ThrowOnError>) => (options.client ?? client).delete<EndSessionResponses, EndSessionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}',
     ...options
 });
@@ -95,7 +95,7 @@ export const endSession = <ThrowOnError extends boolean = false>(options: Option
  * Answers the full record of one session.
  */
 export const getSession = <ThrowOnError extends boolean = false>(options: Options<GetSessionData, ThrowOnError>) => (options.client ?? client).get<GetSessionResponses, GetSessionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}',
     ...options
 });
@@ -106,7 +106,7 @@ export const getSession = <ThrowOnError extends boolean = false>(options: Option
  * Replaces every existing tag of the session with the given list, in the given order. An empty list removes all tags.
  */
 export const replaceSessionTags = <ThrowOnError extends boolean = false>(options: Options<ReplaceSessionTagsData, ThrowOnError>) => (options.client ?? client).put<ReplaceSessionTagsResponses, ReplaceSessionTagsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/tags',
     ...options,
     headers: {
@@ -121,7 +121,7 @@ export const replaceSessionTags = <ThrowOnError extends boolean = false>(options
  * Lists the pages (tabs) currently open in a running session's browser.
  */
 export const listSessionPages = <ThrowOnError extends boolean = false>(options: Options<ListSessionPagesData, ThrowOnError>) => (options.client ?? client).get<ListSessionPagesResponses, ListSessionPagesErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/pages',
     ...options
 });
@@ -146,7 +146,7 @@ export const getCdpVersion = <ThrowOnError extends boolean = false>(options: Opt
  * Lists the finished recordings of a session. A recording is encoded when the session ends, so a running session has none yet.
  */
 export const listSessionRecordings = <ThrowOnError extends boolean = false>(options: Options<ListSessionRecordingsData, ThrowOnError>) => (options.client ?? client).get<ListSessionRecordingsResponses, ListSessionRecordingsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/recordings',
     ...options
 });
@@ -157,7 +157,7 @@ export const listSessionRecordings = <ThrowOnError extends boolean = false>(opti
  * Streams the session's primary recording as MP4. A single byte range (`Range: bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`) answers 206 with that part; a range outside the file answers 416; a Range header that is not a single byte range is ignored and the whole file is sent. 404 when the session has no primary recording (recording was off, or the video is not encoded yet).
  */
 export const fetchPrimaryRecording = <ThrowOnError extends boolean = false>(options: Options<FetchPrimaryRecordingData, ThrowOnError>) => (options.client ?? client).get<FetchPrimaryRecordingResponses, FetchPrimaryRecordingErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/recordings/primary/fetch',
     ...options
 });
@@ -168,7 +168,7 @@ export const fetchPrimaryRecording = <ThrowOnError extends boolean = false>(opti
  * Stops adding frames to the session's recording until it is resumed. Pausing a paused recording is accepted. 409 when the session is not running or its recording is off.
  */
 export const pauseSessionRecording = <ThrowOnError extends boolean = false>(options: Options<PauseSessionRecordingData, ThrowOnError>) => (options.client ?? client).post<PauseSessionRecordingResponses, PauseSessionRecordingErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/recordings/pause',
     ...options
 });
@@ -179,7 +179,7 @@ export const pauseSessionRecording = <ThrowOnError extends boolean = false>(opti
  * Resumes a paused recording. Resuming a recording that is not paused is accepted. 409 when the session is not running or its recording is off.
  */
 export const resumeSessionRecording = <ThrowOnError extends boolean = false>(options: Options<ResumeSessionRecordingData, ThrowOnError>) => (options.client ?? client).post<ResumeSessionRecordingResponses, ResumeSessionRecordingErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/recordings/resume',
     ...options
 });
@@ -190,7 +190,7 @@ export const resumeSessionRecording = <ThrowOnError extends boolean = false>(opt
  * Permanently deletes a recording of the session; `primary` selects the primary one. 404 when the session or the recording does not exist; 409 when recording is off for the session, so there is nothing to delete.
  */
 export const deleteSessionRecording = <ThrowOnError extends boolean = false>(options: Options<DeleteSessionRecordingData, ThrowOnError>) => (options.client ?? client).delete<DeleteSessionRecordingResponses, DeleteSessionRecordingErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/recordings/{recording_id}',
     ...options
 });
@@ -201,7 +201,7 @@ export const deleteSessionRecording = <ThrowOnError extends boolean = false>(opt
  * Lists the files the session's pages downloaded, oldest first: whatever started the download (a link, a navigation to an attachment, a script, a CDP client such as Playwright connected over `cdp_url`). A file is listed once it has finished downloading; a download in progress, cancelled or failed is not. Files are kept after the session ends, until they are deleted (`DELETE .../downloads/{download_id}`). A session keeps at most `SESSION_DOWNLOADS_MAX_BYTES` of downloads (default 1 GiB, the server's configuration): a download that would take it past that is cancelled in the browser and not kept. A CDP client's `Browser.setDownloadBehavior` decides whether downloads are allowed, never where they go: they always go to the session's own folder. Files finished when the server stops abruptly (killed) are kept; those still being stored are lost. 404 when the project has no such session.
  */
 export const listSessionDownloads = <ThrowOnError extends boolean = false>(options: Options<ListSessionDownloadsData, ThrowOnError>) => (options.client ?? client).get<ListSessionDownloadsResponses, ListSessionDownloadsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/downloads',
     ...options
 });
@@ -212,7 +212,7 @@ export const listSessionDownloads = <ThrowOnError extends boolean = false>(optio
  * Permanently deletes one of the session's kept downloads: it is no longer listed or fetched. 404 when the project has no such session or the session no such download.
  */
 export const deleteSessionDownload = <ThrowOnError extends boolean = false>(options: Options<DeleteSessionDownloadData, ThrowOnError>) => (options.client ?? client).delete<DeleteSessionDownloadResponses, DeleteSessionDownloadErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/downloads/{download_id}',
     ...options
 });
@@ -223,7 +223,7 @@ export const deleteSessionDownload = <ThrowOnError extends boolean = false>(opti
  * The bytes of one downloaded file (the `file_link` of the listing; it takes the API key), with `Content-Disposition: attachment` and its `suggested_file_name`. The content type is guessed from the file name's extension (`application/octet-stream` when unknown): the browser does not say what the server sent. 404 when the project has no such session or the session no such download. A single byte range (`Range: bytes=START-END`, `bytes=START-` or `bytes=-SUFFIX`) answers 206 with that part, to resume a download; a range outside the file answers 416; a Range header that is not a single byte range is ignored and the whole file is sent.
  */
 export const fetchSessionDownload = <ThrowOnError extends boolean = false>(options: Options<FetchSessionDownloadData, ThrowOnError>) => (options.client ?? client).get<FetchSessionDownloadResponses, FetchSessionDownloadErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/downloads/{download_id}',
     ...options
 });
@@ -235,7 +235,7 @@ export const fetchSessionDownload = <ThrowOnError extends boolean = false>(optio
  */
 export const uploadSessionFile = <ThrowOnError extends boolean = false>(options: Options<UploadSessionFileData, ThrowOnError>) => (options.client ?? client).post<UploadSessionFileResponses, UploadSessionFileErrors, ThrowOnError>({
     ...formDataBodySerializer,
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/uploads',
     ...options,
     headers: {
@@ -250,7 +250,7 @@ export const uploadSessionFile = <ThrowOnError extends boolean = false>(options:
  * Moves the pointer to (x, y) and clicks the given button once.
  */
 export const mouseClick = <ThrowOnError extends boolean = false>(options: Options<MouseClickData, ThrowOnError>) => (options.client ?? client).post<MouseClickResponses, MouseClickErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/mouse/click',
     ...options,
     headers: {
@@ -265,7 +265,7 @@ export const mouseClick = <ThrowOnError extends boolean = false>(options: Option
  * Moves the pointer to (x, y) and double-clicks the given button.
  */
 export const mouseDoubleClick = <ThrowOnError extends boolean = false>(options: Options<MouseDoubleClickData, ThrowOnError>) => (options.client ?? client).post<MouseDoubleClickResponses, MouseDoubleClickErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/mouse/doubleClick',
     ...options,
     headers: {
@@ -280,7 +280,7 @@ export const mouseDoubleClick = <ThrowOnError extends boolean = false>(options: 
  * Moves the pointer to (x, y) and presses the given button without releasing it.
  */
 export const mouseDown = <ThrowOnError extends boolean = false>(options: Options<MouseDownData, ThrowOnError>) => (options.client ?? client).post<MouseDownResponses, MouseDownErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/mouse/down',
     ...options,
     headers: {
@@ -295,7 +295,7 @@ export const mouseDown = <ThrowOnError extends boolean = false>(options: Options
  * Moves the pointer to (x, y) and releases the given button.
  */
 export const mouseUp = <ThrowOnError extends boolean = false>(options: Options<MouseUpData, ThrowOnError>) => (options.client ?? client).post<MouseUpResponses, MouseUpErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/mouse/up',
     ...options,
     headers: {
@@ -310,7 +310,7 @@ export const mouseUp = <ThrowOnError extends boolean = false>(options: Options<M
  * Moves the pointer to (x, y).
  */
 export const mouseMove = <ThrowOnError extends boolean = false>(options: Options<MouseMoveData, ThrowOnError>) => (options.client ?? client).post<MouseMoveResponses, MouseMoveErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/mouse/move',
     ...options,
     headers: {
@@ -325,7 +325,7 @@ export const mouseMove = <ThrowOnError extends boolean = false>(options: Options
  * Presses the button at (startX, startY), moves the pointer to (endX, endY) and releases it there.
  */
 export const dragAndDrop = <ThrowOnError extends boolean = false>(options: Options<DragAndDropData, ThrowOnError>) => (options.client ?? client).post<DragAndDropResponses, DragAndDropErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/drag-and-drop',
     ...options,
     headers: {
@@ -340,7 +340,7 @@ export const dragAndDrop = <ThrowOnError extends boolean = false>(options: Optio
  * Moves the pointer to (x, y) and turns the mouse wheel by (deltaX, deltaY) pixels, spread over `steps` wheel events.
  */
 export const scroll = <ThrowOnError extends boolean = false>(options: Options<ScrollData, ThrowOnError>) => (options.client ?? client).post<ScrollResponses, ScrollErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/scroll',
     ...options,
     headers: {
@@ -355,7 +355,7 @@ export const scroll = <ThrowOnError extends boolean = false>(options: Options<Sc
  * Types the text into the focused element, one key event per character.
  */
 export const keyboardType = <ThrowOnError extends boolean = false>(options: Options<KeyboardTypeData, ThrowOnError>) => (options.client ?? client).post<KeyboardTypeResponses, KeyboardTypeErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/keyboard/type',
     ...options,
     headers: {
@@ -370,7 +370,7 @@ export const keyboardType = <ThrowOnError extends boolean = false>(options: Opti
  * Presses the keys in order, holds them for `holdTime` milliseconds and releases them in reverse order (for example Control+L focuses the address bar).
  */
 export const keyboardShortcut = <ThrowOnError extends boolean = false>(options: Options<KeyboardShortcutData, ThrowOnError>) => (options.client ?? client).post<KeyboardShortcutResponses, KeyboardShortcutErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/keyboard/shortcut',
     ...options,
     headers: {
@@ -385,7 +385,7 @@ export const keyboardShortcut = <ThrowOnError extends boolean = false>(options: 
  * Answers the text on the session's clipboard (empty string when it holds none).
  */
 export const getClipboard = <ThrowOnError extends boolean = false>(options: Options<GetClipboardData, ThrowOnError>) => (options.client ?? client).get<GetClipboardResponses, GetClipboardErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/clipboard',
     ...options
 });
@@ -396,7 +396,7 @@ export const getClipboard = <ThrowOnError extends boolean = false>(options: Opti
  * Puts the text on the session's clipboard; an empty string clears it.
  */
 export const setClipboard = <ThrowOnError extends boolean = false>(options: Options<SetClipboardData, ThrowOnError>) => (options.client ?? client).post<SetClipboardResponses, SetClipboardErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/clipboard',
     ...options,
     headers: {
@@ -411,7 +411,7 @@ export const setClipboard = <ThrowOnError extends boolean = false>(options: Opti
  * Copies the current selection of the focused page to the clipboard (as Control+C would) and answers the copied text (empty string when nothing is selected).
  */
 export const copySelection = <ThrowOnError extends boolean = false>(options: Options<CopySelectionData, ThrowOnError>) => (options.client ?? client).post<CopySelectionResponses, CopySelectionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/copy',
     ...options
 });
@@ -422,7 +422,7 @@ export const copySelection = <ThrowOnError extends boolean = false>(options: Opt
  * Puts the text on the clipboard and pastes it into the focused element (as Control+V would).
  */
 export const pasteText = <ThrowOnError extends boolean = false>(options: Options<PasteTextData, ThrowOnError>) => (options.client ?? client).post<PasteTextResponses, PasteTextErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/paste',
     ...options,
     headers: {
@@ -437,7 +437,7 @@ export const pasteText = <ThrowOnError extends boolean = false>(options: Options
  * Navigates the session's active page to the URL and answers once the load event fired. Only http and https URLs are accepted; private, loopback and link-local addresses are refused (400) unless the operator allows them.
  */
 export const gotoUrl = <ThrowOnError extends boolean = false>(options: Options<GotoUrlData, ThrowOnError>) => (options.client ?? client).post<GotoUrlResponses, GotoUrlErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/goto',
     ...options,
     headers: {
@@ -452,7 +452,7 @@ export const gotoUrl = <ThrowOnError extends boolean = false>(options: Options<G
  * A PNG of the active page as it is now, at the viewport size. Input coordinates are screen pixels: in a windowed (not fullscreen) headful session the page starts below the browser's toolbar, so a point (x, y) of this screenshot is at (x, y + the toolbar's height) on the screen; in fullscreen and headless sessions the two coincide.
  */
 export const takeSessionScreenshot = <ThrowOnError extends boolean = false>(options: Options<TakeSessionScreenshotData, ThrowOnError>) => (options.client ?? client).get<TakeSessionScreenshotResponses, TakeSessionScreenshotErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{sessionId}/screenshot',
     ...options
 });
@@ -463,7 +463,7 @@ export const takeSessionScreenshot = <ThrowOnError extends boolean = false>(opti
  * Lists the requests for a person that code working in the session is waiting on: its agent (perform-web-task), a task run (`ctx.requestIntervention`) or an identity login (oldest first; empty when it waits on none). Answer one with `POST .../agent/respond-to-human-intervention`, or in the live view of its `live_view_url` (a takeover link that opens the live view with input even in a read-only session, while the session runs). Each request also fires `intervention.requested`. A request no one answers within its time-out (10 minutes unless the asker says otherwise) expires and leaves the list: the waiting code fails with that reason. 400 when the session is not running.
  */
 export const listRequestedHumanInterventions = <ThrowOnError extends boolean = false>(options: Options<ListRequestedHumanInterventionsData, ThrowOnError>) => (options.client ?? client).get<ListRequestedHumanInterventionsResponses, ListRequestedHumanInterventionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/agent/requested-human-intervention',
     ...options
 });
@@ -474,7 +474,7 @@ export const listRequestedHumanInterventions = <ThrowOnError extends boolean = f
  * Answers a pending request; the waiting code goes on with the answer and `intervention.resolved` fires (without the answer, which is kept sealed and only for the waiting code). `confirm` takes `yes` or `no`, `text` and `otp` a non-empty answer, `takeover` anything (`done`) once the person has acted in the live view. 404 when the session, or a pending request with this id, does not exist; 400 when the session is not running or the answer does not fit the request.
  */
 export const respondToHumanIntervention = <ThrowOnError extends boolean = false>(options: Options<RespondToHumanInterventionData, ThrowOnError>) => (options.client ?? client).post<RespondToHumanInterventionResponses, RespondToHumanInterventionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/agent/respond-to-human-intervention',
     ...options,
     headers: {
@@ -489,7 +489,7 @@ export const respondToHumanIntervention = <ThrowOnError extends boolean = false>
  * Pauses the AI agent working in the session before its next action; the browser stays open and the live view works. 400 when the session is not running.
  */
 export const pauseAgent = <ThrowOnError extends boolean = false>(options: Options<PauseAgentData, ThrowOnError>) => (options.client ?? client).post<PauseAgentResponses, PauseAgentErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/agent/pause',
     ...options
 });
@@ -500,7 +500,7 @@ export const pauseAgent = <ThrowOnError extends boolean = false>(options: Option
  * Lets a paused agent go on from where it stopped. 400 when the session is not running.
  */
 export const resumeAgent = <ThrowOnError extends boolean = false>(options: Options<ResumeAgentData, ThrowOnError>) => (options.client ?? client).post<ResumeAgentResponses, ResumeAgentErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/sessions/{session_id}/agent/resume',
     ...options
 });
@@ -529,7 +529,7 @@ export const resumeAgent = <ThrowOnError extends boolean = false>(options: Optio
  *
  */
 export const fetchWebpage = <ThrowOnError extends boolean = false>(options: Options<FetchWebpageData, ThrowOnError>) => (options.client ?? client).post<FetchWebpageResponses, FetchWebpageErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/tools/fetch/webpage',
     ...options,
     headers: {
@@ -557,7 +557,7 @@ export const fetchWebpage = <ThrowOnError extends boolean = false>(options: Opti
  *
  */
 export const fetchWebpageContent = <ThrowOnError extends boolean = false>(options: Options<FetchWebpageContentData, ThrowOnError>) => (options.client ?? client).post<FetchWebpageContentResponses, FetchWebpageContentErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/tools/fetch-webpage',
     ...options,
     headers: {
@@ -572,7 +572,7 @@ export const fetchWebpageContent = <ThrowOnError extends boolean = false>(option
  * Loads the URL in a temporary browser (no session is created) and answers a PNG of the viewport, or of the whole page with `full_page`. Private, loopback and link-local addresses are refused (403) unless the operator allows them.
  */
 export const takeScreenshot = <ThrowOnError extends boolean = false>(options: Options<TakeScreenshotData, ThrowOnError>) => (options.client ?? client).post<TakeScreenshotResponses, TakeScreenshotErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/tools/screenshot',
     ...options,
     headers: {
@@ -587,7 +587,7 @@ export const takeScreenshot = <ThrowOnError extends boolean = false>(options: Op
  * Loads the URL in a temporary browser (no session is created) and prints it to PDF. Private, loopback and link-local addresses are refused (403) unless the operator allows them.
  */
 export const renderPagePdf = <ThrowOnError extends boolean = false>(options: Options<RenderPagePdfData, ThrowOnError>) => (options.client ?? client).post<RenderPagePdfResponses, RenderPagePdfErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/tools/page-pdf',
     ...options,
     headers: {
@@ -604,7 +604,7 @@ export const renderPagePdf = <ThrowOnError extends boolean = false>(options: Opt
  * A syntax error answers 400 naming the line (`Syntax error at line 3: ...`), before anything runs. Code that throws, returns something that is not JSON, or exceeds the sandbox's memory (512 MB) or output (1 MiB of result, 1 MiB of console output) answers 400 with the error's message and its line in `code` when known (`Error at line 2: ...`). Code still running after 60 s is stopped and answers 408. 404 when the session is not the project's, 409 when it is not running (or ends during the run), 429 when this server already runs its maximum of code runs at once, 500 when the sandbox itself fails.
  */
 export const executeCode = <ThrowOnError extends boolean = false>(options: Options<ExecuteCodeData, ThrowOnError>) => (options.client ?? client).post<ExecuteCodeResponses, ExecuteCodeErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/tools/execute-code',
     ...options,
     headers: {
@@ -643,7 +643,7 @@ export const executeCode = <ThrowOnError extends boolean = false>(options: Optio
  * cannot be reached.
  */
 export const performWebTask = <ThrowOnError extends boolean = false>(options: Options<PerformWebTaskData, ThrowOnError>) => (options.client ?? client).post<PerformWebTaskResponses, PerformWebTaskErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/tools/perform-web-task',
     ...options,
     headers: {
@@ -658,7 +658,7 @@ export const performWebTask = <ThrowOnError extends boolean = false>(options: Op
  * Answers `RUNNING` with the `steps` taken so far while the agent works, then `COMPLETED` with the `result` a synchronous call would have answered, or `FAILED` with the `error` (and the `steps`). A task whose server stopped before it finished answers `FAILED`. 404 when no web task of the project has this workflow id.
  */
 export const getPerformWebTaskStatus = <ThrowOnError extends boolean = false>(options: Options<GetPerformWebTaskStatusData, ThrowOnError>) => (options.client ?? client).get<GetPerformWebTaskStatusResponses, GetPerformWebTaskStatusErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/tools/perform-web-task/{workflowId}/status',
     ...options
 });
@@ -669,7 +669,7 @@ export const getPerformWebTaskStatus = <ThrowOnError extends boolean = false>(op
  * Lists the project's batches, newest first.
  */
 export const listBatchSessions = <ThrowOnError extends boolean = false>(options?: Options<ListBatchSessionsData, ThrowOnError>) => (options?.client ?? client).get<ListBatchSessionsResponses, ListBatchSessionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/batch-sessions',
     ...options
 });
@@ -680,7 +680,7 @@ export const listBatchSessions = <ThrowOnError extends boolean = false>(options?
  * Accepts a batch of up to 5,000 sessions with one configuration and answers at once with status `pending`; the sessions are created asynchronously. Follow progress with `GET /v1/batch-sessions/{batch_id}` or the `batch.completed` and `batch.failed` events. A configuration that a single session would refuse with 400 (an unknown extension, a service proxy the pool cannot give) refuses the batch with 400.
  */
 export const createBatchSessions = <ThrowOnError extends boolean = false>(options: Options<CreateBatchSessionsData, ThrowOnError>) => (options.client ?? client).post<CreateBatchSessionsResponses, CreateBatchSessionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/batch-sessions',
     ...options,
     headers: {
@@ -695,7 +695,7 @@ export const createBatchSessions = <ThrowOnError extends boolean = false>(option
  * Cancels the items of the batch that are still pending; sessions already created keep running. The batch becomes `cancelled`. 409 when the batch is no longer pending.
  */
 export const cancelBatchSessions = <ThrowOnError extends boolean = false>(options: Options<CancelBatchSessionsData, ThrowOnError>) => (options.client ?? client).delete<CancelBatchSessionsResponses, CancelBatchSessionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/batch-sessions/{batch_id}',
     ...options
 });
@@ -706,7 +706,7 @@ export const cancelBatchSessions = <ThrowOnError extends boolean = false>(option
  * Answers the batch's counts, progress and one item per requested session. An item is terminal once its session is running (`completed`) or could not be created (`failed`), or when the batch was cancelled before it started (`cancelled`).
  */
 export const getBatchSessions = <ThrowOnError extends boolean = false>(options: Options<GetBatchSessionsData, ThrowOnError>) => (options.client ?? client).get<GetBatchSessionsResponses, GetBatchSessionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/batch-sessions/{batch_id}',
     ...options
 });
@@ -717,7 +717,7 @@ export const getBatchSessions = <ThrowOnError extends boolean = false>(options: 
  * Answers the credit balance, the current billing period's usage, the tier and the plan limits of the project. The `usage` block is present exactly when at least one of `from_date`, `to_date` and `granularity` is given, and absent otherwise. It sums per-session credits bucketed by session creation time (UTC); recent buckets can still grow while sessions settle. Web-fetch credits are tracked per calendar month and are excluded from it, so the bucket total can be lower than `credits_used`. The series equals `GET /v1/sessions/history?metrics=credits_used` for the same range and granularity.
  */
 export const getBilling = <ThrowOnError extends boolean = false>(options?: Options<GetBillingData, ThrowOnError>) => (options?.client ?? client).get<GetBillingResponses, GetBillingErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/billing',
     ...options
 });
@@ -728,7 +728,7 @@ export const getBilling = <ThrowOnError extends boolean = false>(options?: Optio
  * Lists the tasks of the project, newest first, with the code of their latest version.
  */
 export const listTasks = <ThrowOnError extends boolean = false>(options?: Options<ListTasksData, ThrowOnError>) => (options?.client ?? client).get<ListTasksResponses, ListTasksErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task',
     ...options
 });
@@ -739,7 +739,7 @@ export const listTasks = <ThrowOnError extends boolean = false>(options?: Option
  * Creates a task. When `code` is given it is saved as the draft; nothing is deployed until `POST /v1/task/{taskId}/deploy`. The name is unique in the project (409 otherwise) and holds letters, digits, `-` and `_` only.
  */
 export const createTask = <ThrowOnError extends boolean = false>(options: Options<CreateTaskData, ThrowOnError>) => (options.client ?? client).post<CreateTaskResponses, CreateTaskErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task',
     ...options,
     headers: {
@@ -754,7 +754,7 @@ export const createTask = <ThrowOnError extends boolean = false>(options: Option
  * Runs a version of a task (default `latest`) in a new session, or in the running session `sessionId`. By default the call waits for the end and answers `success`, `output` and `executionTime`; with `async` it answers at once with `executionResultId`, to poll with `GET /v1/task/{taskId}/executions/{executionId}`. 404 when the task, the version or the session does not exist; 409 when the session is not running.
  */
 export const executeTask = <ThrowOnError extends boolean = false>(options: Options<ExecuteTaskData, ThrowOnError>) => (options.client ?? client).post<ExecuteTaskResponses, ExecuteTaskErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/run',
     ...options,
     headers: {
@@ -769,7 +769,7 @@ export const executeTask = <ThrowOnError extends boolean = false>(options: Optio
  * Runs the latest deployed version of the task with this name, as `POST /v1/task/run` does. 404 when no task has this name or it has no deployed version.
  */
 export const executeTaskByName = <ThrowOnError extends boolean = false>(options: Options<ExecuteTaskByNameData, ThrowOnError>) => (options.client ?? client).post<ExecuteTaskByNameResponses, ExecuteTaskByNameErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/run/{taskName}',
     ...options,
     headers: {
@@ -784,7 +784,7 @@ export const executeTaskByName = <ThrowOnError extends boolean = false>(options:
  * Deletes the task with its draft and versions; it then answers 404. Executions already running finish.
  */
 export const deleteTask = <ThrowOnError extends boolean = false>(options: Options<DeleteTaskData, ThrowOnError>) => (options.client ?? client).delete<DeleteTaskResponses, DeleteTaskErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}',
     ...options
 });
@@ -795,7 +795,7 @@ export const deleteTask = <ThrowOnError extends boolean = false>(options: Option
  * Answers the task's metadata, without code.
  */
 export const getTask = <ThrowOnError extends boolean = false>(options: Options<GetTaskData, ThrowOnError>) => (options.client ?? client).get<GetTaskResponses, GetTaskErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}',
     ...options
 });
@@ -806,7 +806,7 @@ export const getTask = <ThrowOnError extends boolean = false>(options: Options<G
  * Changes the name, description or self-healing settings of a task; code and versions are untouched. Omitted fields keep their value. 409 when another task has the name.
  */
 export const updateTask = <ThrowOnError extends boolean = false>(options: Options<UpdateTaskData, ThrowOnError>) => (options.client ?? client).put<UpdateTaskResponses, UpdateTaskErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}',
     ...options,
     headers: {
@@ -821,7 +821,7 @@ export const updateTask = <ThrowOnError extends boolean = false>(options: Option
  * Answers the draft; 404 when the task has none.
  */
 export const getTaskDraft = <ThrowOnError extends boolean = false>(options: Options<GetTaskDraftData, ThrowOnError>) => (options.client ?? client).get<GetTaskDraftResponses, GetTaskDraftErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/draft',
     ...options
 });
@@ -832,7 +832,7 @@ export const getTaskDraft = <ThrowOnError extends boolean = false>(options: Opti
  * Creates the draft of a task, or replaces it. `code` is base64 (`^[A-Za-z0-9+/]*={0,2}$`, at least 1 character), `description` at most 1000 characters, `language` `typescript` only; otherwise 400.
  */
 export const saveTaskDraft = <ThrowOnError extends boolean = false>(options: Options<SaveTaskDraftData, ThrowOnError>) => (options.client ?? client).post<SaveTaskDraftResponses, SaveTaskDraftErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/draft',
     ...options,
     headers: {
@@ -847,7 +847,7 @@ export const saveTaskDraft = <ThrowOnError extends boolean = false>(options: Opt
  * Creates a new version whose version number is one more than the highest so far. Without `code` the draft is deployed (the fields given override it); without `code` and without a draft the answer is 400. The body may be omitted.
  */
 export const deployTask = <ThrowOnError extends boolean = false>(options: Options<DeployTaskData, ThrowOnError>) => (options.client ?? client).post<DeployTaskResponses, DeployTaskErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/deploy',
     ...options,
     headers: {
@@ -862,7 +862,7 @@ export const deployTask = <ThrowOnError extends boolean = false>(options: Option
  * Lists the draft and the deployed versions of the task, newest first, without code (not paginated). Read one with `GET /v1/task/{taskId}/{taskVersion}`.
  */
 export const listTaskVersions = <ThrowOnError extends boolean = false>(options: Options<ListTaskVersionsData, ThrowOnError>) => (options.client ?? client).get<ListTaskVersionsResponses, ListTaskVersionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/versions',
     ...options
 });
@@ -873,7 +873,7 @@ export const listTaskVersions = <ThrowOnError extends boolean = false>(options: 
  * Answers the latest deployed version with its code; 404 when nothing was deployed.
  */
 export const getLatestTaskVersion = <ThrowOnError extends boolean = false>(options: Options<GetLatestTaskVersionData, ThrowOnError>) => (options.client ?? client).get<GetLatestTaskVersionResponses, GetLatestTaskVersionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/latest',
     ...options
 });
@@ -884,7 +884,7 @@ export const getLatestTaskVersion = <ThrowOnError extends boolean = false>(optio
  * Lists the executions of the task, newest first, optionally only those in one status or of one version.
  */
 export const listTaskExecutions = <ThrowOnError extends boolean = false>(options: Options<ListTaskExecutionsData, ThrowOnError>) => (options.client ?? client).get<ListTaskExecutionsResponses, ListTaskExecutionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/executions',
     ...options
 });
@@ -895,7 +895,7 @@ export const listTaskExecutions = <ThrowOnError extends boolean = false>(options
  * Answers one execution of the task; poll it after an `async` run.
  */
 export const getTaskExecution = <ThrowOnError extends boolean = false>(options: Options<GetTaskExecutionData, ThrowOnError>) => (options.client ?? client).get<GetTaskExecutionResponses, GetTaskExecutionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/executions/{executionId}',
     ...options
 });
@@ -906,7 +906,7 @@ export const getTaskExecution = <ThrowOnError extends boolean = false>(options: 
  * Deletes a version (a number, `latest` or `draft`); it then answers 404, and `latest` names the highest version left. Executions already running finish.
  */
 export const deleteTaskVersion = <ThrowOnError extends boolean = false>(options: Options<DeleteTaskVersionData, ThrowOnError>) => (options.client ?? client).delete<DeleteTaskVersionResponses, DeleteTaskVersionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/{taskVersion}',
     ...options
 });
@@ -917,7 +917,7 @@ export const deleteTaskVersion = <ThrowOnError extends boolean = false>(options:
  * Answers a version with its code: a version number, `latest` (the latest deployed version) or `draft`; 404 when there is no such version.
  */
 export const getTaskVersion = <ThrowOnError extends boolean = false>(options: Options<GetTaskVersionData, ThrowOnError>) => (options.client ?? client).get<GetTaskVersionResponses, GetTaskVersionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/{taskVersion}',
     ...options
 });
@@ -928,7 +928,7 @@ export const getTaskVersion = <ThrowOnError extends boolean = false>(options: Op
  * Creates the version with this number from the body, or updates the fields given of an existing one. `code` is required for a new version. The version is a number; the draft is saved with `POST /v1/task/{taskId}/draft` (`draft` answers 400). To add the next number, use `POST /v1/task/{taskId}/deploy`.
  */
 export const publishTaskVersion = <ThrowOnError extends boolean = false>(options: Options<PublishTaskVersionData, ThrowOnError>) => (options.client ?? client).post<PublishTaskVersionResponses, PublishTaskVersionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/task/{taskId}/{taskVersion}',
     ...options,
     headers: {
@@ -943,7 +943,7 @@ export const publishTaskVersion = <ThrowOnError extends boolean = false>(options
  * Queues a run of the task (the latest deployed version unless `version` or `version_id` names another) and answers at once with its `run_id` and status; with `sync` it waits for the end and answers `result` or `error` too. The outcome is also reported by `GET /v2/tasks/runs/{runId}/status` and by the events `task.completed`, `task.failed` or `task.cancelled`, which carry this `run_id`. 404 when the task, the version, the session or the identity does not exist; 409 when `session_id` names a session that is not running.
  */
 export const runTask = <ThrowOnError extends boolean = false>(options: Options<RunTaskData, ThrowOnError>) => (options.client ?? client).post<RunTaskResponses, RunTaskErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v2/tasks/{taskId}/run',
     ...options,
     headers: {
@@ -958,7 +958,7 @@ export const runTask = <ThrowOnError extends boolean = false>(options: Options<R
  * Answers the run's status, with `result` once it succeeded or `error` once it failed.
  */
 export const getTaskRunStatus = <ThrowOnError extends boolean = false>(options: Options<GetTaskRunStatusData, ThrowOnError>) => (options.client ?? client).get<GetTaskRunStatusResponses, GetTaskRunStatusErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v2/tasks/runs/{runId}/status',
     ...options
 });
@@ -969,7 +969,7 @@ export const getTaskRunStatus = <ThrowOnError extends boolean = false>(options: 
  * Stops a queued or running run and answers it with status `cancelled`; the event `task.cancelled` follows. Sessions the run created are ended unless `cleanup_sessions` was false. 409 when the run has already ended.
  */
 export const cancelTaskRun = <ThrowOnError extends boolean = false>(options: Options<CancelTaskRunData, ThrowOnError>) => (options.client ?? client).post<CancelTaskRunResponses, CancelTaskRunErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v2/tasks/runs/{runId}/cancel',
     ...options
 });
@@ -980,7 +980,7 @@ export const cancelTaskRun = <ThrowOnError extends boolean = false>(options: Opt
  * Lists the project's profiles, newest first, a page at a time: `count` is the number of profiles in all, `items` the page asked for (100 a page unless `limit` says otherwise, so a client that reads one page, as the hosted vendor's SDK does, sees every profile of a project with up to 100).
  */
 export const listProfiles = <ThrowOnError extends boolean = false>(options?: Options<ListProfilesData, ThrowOnError>) => (options?.client ?? client).get<ListProfilesResponses, ListProfilesErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/profiles',
     ...options
 });
@@ -991,7 +991,7 @@ export const listProfiles = <ThrowOnError extends boolean = false>(options?: Opt
  * Creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
  */
 export const createProfile = <ThrowOnError extends boolean = false>(options: Options<CreateProfileData, ThrowOnError>) => (options.client ?? client).post<CreateProfileResponses, CreateProfileErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/profiles',
     ...options,
     headers: {
@@ -1006,7 +1006,7 @@ export const createProfile = <ThrowOnError extends boolean = false>(options: Opt
  * Permanently removes the profile and its stored data. A running session that started with it keeps its own copy; a pending profile is not saved when its session ends.
  */
 export const deleteProfile = <ThrowOnError extends boolean = false>(options: Options<DeleteProfileData, ThrowOnError>) => (options.client ?? client).delete<DeleteProfileResponses, DeleteProfileErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/profiles/{name}',
     ...options
 });
@@ -1015,7 +1015,7 @@ export const deleteProfile = <ThrowOnError extends boolean = false>(options: Opt
  * Get a profile
  */
 export const getProfile = <ThrowOnError extends boolean = false>(options: Options<GetProfileData, ThrowOnError>) => (options.client ?? client).get<GetProfileResponses, GetProfileErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/profiles/{name}',
     ...options
 });
@@ -1026,7 +1026,7 @@ export const getProfile = <ThrowOnError extends boolean = false>(options: Option
  * Lists every extension of the project (not paginated).
  */
 export const listExtensions = <ThrowOnError extends boolean = false>(options?: Options<ListExtensionsData, ThrowOnError>) => (options?.client ?? client).get<ListExtensionsResponses, ListExtensionsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/extensions',
     ...options
 });
@@ -1038,7 +1038,7 @@ export const listExtensions = <ThrowOnError extends boolean = false>(options?: O
  */
 export const uploadExtension = <ThrowOnError extends boolean = false>(options: Options<UploadExtensionData, ThrowOnError>) => (options.client ?? client).post<UploadExtensionResponses, UploadExtensionErrors, ThrowOnError>({
     ...formDataBodySerializer,
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/extensions',
     ...options,
     headers: {
@@ -1053,7 +1053,7 @@ export const uploadExtension = <ThrowOnError extends boolean = false>(options: O
  * Permanently removes the extension. Running sessions keep it until they end. The answer nests the status twice: `{data: {data: {status}}}`.
  */
 export const deleteExtension = <ThrowOnError extends boolean = false>(options: Options<DeleteExtensionData, ThrowOnError>) => (options.client ?? client).delete<DeleteExtensionResponses, DeleteExtensionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/extensions/{id}',
     ...options
 });
@@ -1064,7 +1064,7 @@ export const deleteExtension = <ThrowOnError extends boolean = false>(options: O
  * Answers the extension itself, not wrapped in `data`.
  */
 export const getExtension = <ThrowOnError extends boolean = false>(options: Options<GetExtensionData, ThrowOnError>) => (options.client ?? client).get<GetExtensionResponses, GetExtensionErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/extensions/{id}',
     ...options
 });
@@ -1101,7 +1101,7 @@ export const getAgentAccessChallenge = <ThrowOnError extends boolean = false>(op
  * List webhooks
  */
 export const listWebhooks = <ThrowOnError extends boolean = false>(options?: Options<ListWebhooksData, ThrowOnError>) => (options?.client ?? client).get<ListWebhooksResponses, ListWebhooksErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/webhooks',
     ...options
 });
@@ -1112,7 +1112,7 @@ export const listWebhooks = <ThrowOnError extends boolean = false>(options?: Opt
  * Registers a receiver. The answer is the only one besides rotate-secret that shows the signing `secret`. The URL must not resolve to a private, loopback or link-local address unless the operator allows it (400). 409 when the project already has its maximum number of webhooks.
  */
 export const createWebhook = <ThrowOnError extends boolean = false>(options: Options<CreateWebhookData, ThrowOnError>) => (options.client ?? client).post<CreateWebhookResponses, CreateWebhookErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/webhooks',
     ...options,
     headers: {
@@ -1127,7 +1127,7 @@ export const createWebhook = <ThrowOnError extends boolean = false>(options: Opt
  * Deletes the webhook; pending deliveries to it are dropped.
  */
 export const deleteWebhook = <ThrowOnError extends boolean = false>(options: Options<DeleteWebhookData, ThrowOnError>) => (options.client ?? client).delete<DeleteWebhookResponses, DeleteWebhookErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/webhooks/{id}',
     ...options
 });
@@ -1136,7 +1136,7 @@ export const deleteWebhook = <ThrowOnError extends boolean = false>(options: Opt
  * Get a webhook
  */
 export const getWebhook = <ThrowOnError extends boolean = false>(options: Options<GetWebhookData, ThrowOnError>) => (options.client ?? client).get<GetWebhookResponses, GetWebhookErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/webhooks/{id}',
     ...options
 });
@@ -1147,7 +1147,7 @@ export const getWebhook = <ThrowOnError extends boolean = false>(options: Option
  * Changes `url`, `description`, `subscribed_events` or `enabled`. An empty object is accepted and changes nothing.
  */
 export const updateWebhook = <ThrowOnError extends boolean = false>(options: Options<UpdateWebhookData, ThrowOnError>) => (options.client ?? client).patch<UpdateWebhookResponses, UpdateWebhookErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/webhooks/{id}',
     ...options,
     headers: {
@@ -1162,7 +1162,7 @@ export const updateWebhook = <ThrowOnError extends boolean = false>(options: Opt
  * Replaces the signing secret. Deliveries are signed with the new secret from now on; for 24 hours they also carry a signature under the previous secret (space-separated in `webhook-signature`).
  */
 export const rotateWebhookSecret = <ThrowOnError extends boolean = false>(options: Options<RotateWebhookSecretData, ThrowOnError>) => (options.client ?? client).post<RotateWebhookSecretResponses, RotateWebhookSecretErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/webhooks/{id}/rotate-secret',
     ...options
 });
@@ -1173,7 +1173,7 @@ export const rotateWebhookSecret = <ThrowOnError extends boolean = false>(option
  * Sends an event of the given type with sample data to this webhook, whether or not it subscribes to the type and whether or not it is enabled. It is signed and delivered like any event.
  */
 export const testWebhook = <ThrowOnError extends boolean = false>(options: Options<TestWebhookData, ThrowOnError>) => (options.client ?? client).post<TestWebhookResponses, TestWebhookErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/webhooks/{id}/test',
     ...options,
     headers: {
@@ -1188,7 +1188,7 @@ export const testWebhook = <ThrowOnError extends boolean = false>(options: Optio
  * Lists the delivery attempts to this webhook, one item per attempt, newest first.
  */
 export const listWebhookDeliveries = <ThrowOnError extends boolean = false>(options: Options<ListWebhookDeliveriesData, ThrowOnError>) => (options.client ?? client).get<ListWebhookDeliveriesResponses, ListWebhookDeliveriesErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/webhooks/{id}/events',
     ...options
 });
@@ -1199,7 +1199,7 @@ export const listWebhookDeliveries = <ThrowOnError extends boolean = false>(opti
  * Lists the identities of the project, newest first, optionally only those of one application, in one status or whose name contains `search`; every one unless `page` or `limit` asks for a page.
  */
 export const listIdentities = <ThrowOnError extends boolean = false>(options?: Options<ListIdentitiesData, ThrowOnError>) => (options?.client ?? client).get<ListIdentitiesResponses, ListIdentitiesErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/identities',
     ...options
 });
@@ -1210,7 +1210,7 @@ export const listIdentities = <ThrowOnError extends boolean = false>(options?: O
  * Creates an identity for the login page `source`, in the application of that page (created when the project has none, named `applicationName`). Credentials are optional and write-only. By default the identity is `pending` and signs in in the first session that uses it; with `validateAsync=false` it signs in before the answer, in a session of its own (billed as one), and the answer says `active` or `failed`.
  */
 export const createIdentity = <ThrowOnError extends boolean = false>(options: Options<CreateIdentityData, ThrowOnError>) => (options.client ?? client).post<CreateIdentityResponses, CreateIdentityErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/identities',
     ...options,
     headers: {
@@ -1225,7 +1225,7 @@ export const createIdentity = <ThrowOnError extends boolean = false>(options: Op
  * Permanently removes the identity, its credentials and its saved profile.
  */
 export const deleteIdentity = <ThrowOnError extends boolean = false>(options: Options<DeleteIdentityData, ThrowOnError>) => (options.client ?? client).delete<DeleteIdentityResponses, DeleteIdentityErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/identities/{id}',
     ...options
 });
@@ -1236,7 +1236,7 @@ export const deleteIdentity = <ThrowOnError extends boolean = false>(options: Op
  * Answers the identity, never its credentials.
  */
 export const getIdentity = <ThrowOnError extends boolean = false>(options: Options<GetIdentityData, ThrowOnError>) => (options.client ?? client).get<GetIdentityResponses, GetIdentityErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/identities/{id}',
     ...options
 });
@@ -1247,7 +1247,7 @@ export const getIdentity = <ThrowOnError extends boolean = false>(options: Optio
  * Changes the name or metadata, or replaces all credentials; new credentials set the status back to `pending`. Omitted fields keep their value.
  */
 export const updateIdentity = <ThrowOnError extends boolean = false>(options: Options<UpdateIdentityData, ThrowOnError>) => (options.client ?? client).put<UpdateIdentityResponses, UpdateIdentityErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/identities/{id}',
     ...options,
     headers: {
@@ -1262,7 +1262,7 @@ export const updateIdentity = <ThrowOnError extends boolean = false>(options: Op
  * Names the credentials an identity holds: for each, its type and the names of the fields that are set. Secrets are write-only: no value (username, password, authenticator secret, custom field value) is ever answered.
  */
 export const getIdentityCredentials = <ThrowOnError extends boolean = false>(options: Options<GetIdentityCredentialsData, ThrowOnError>) => (options.client ?? client).get<GetIdentityCredentialsResponses, GetIdentityCredentialsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/identities/{id}/credentials',
     ...options
 });
@@ -1273,7 +1273,7 @@ export const getIdentityCredentials = <ThrowOnError extends boolean = false>(opt
  * Lists the applications of the project, newest first, optionally only those whose name contains `search`; every one unless `page` or `limit` asks for a page.
  */
 export const listApplications = <ThrowOnError extends boolean = false>(options?: Options<ListApplicationsData, ThrowOnError>) => (options?.client ?? client).get<ListApplicationsResponses, ListApplicationsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications',
     ...options
 });
@@ -1284,7 +1284,7 @@ export const listApplications = <ThrowOnError extends boolean = false>(options?:
  * Creates an application for the web app whose login page is `source`.
  */
 export const createApplication = <ThrowOnError extends boolean = false>(options: Options<CreateApplicationData, ThrowOnError>) => (options.client ?? client).post<CreateApplicationResponses, CreateApplicationErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications',
     ...options,
     headers: {
@@ -1299,7 +1299,7 @@ export const createApplication = <ThrowOnError extends boolean = false>(options:
  * Permanently removes the application with its authentication flows. 409 while identities still use it: delete them first.
  */
 export const deleteApplication = <ThrowOnError extends boolean = false>(options: Options<DeleteApplicationData, ThrowOnError>) => (options.client ?? client).delete<DeleteApplicationResponses, DeleteApplicationErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}',
     ...options
 });
@@ -1308,7 +1308,7 @@ export const deleteApplication = <ThrowOnError extends boolean = false>(options:
  * Get an application
  */
 export const getApplication = <ThrowOnError extends boolean = false>(options: Options<GetApplicationData, ThrowOnError>) => (options.client ?? client).get<GetApplicationResponses, GetApplicationErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}',
     ...options
 });
@@ -1319,7 +1319,7 @@ export const getApplication = <ThrowOnError extends boolean = false>(options: Op
  * Changes the given fields; omitted fields keep their value.
  */
 export const updateApplication = <ThrowOnError extends boolean = false>(options: Options<UpdateApplicationData, ThrowOnError>) => (options.client ?? client).put<UpdateApplicationResponses, UpdateApplicationErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}',
     ...options,
     headers: {
@@ -1334,7 +1334,7 @@ export const updateApplication = <ThrowOnError extends boolean = false>(options:
  * Lists the application's identities, newest first (not paginated), optionally only those whose name contains `search` or whose metadata holds every pair of `metadata`.
  */
 export const listApplicationIdentities = <ThrowOnError extends boolean = false>(options: Options<ListApplicationIdentitiesData, ThrowOnError>) => (options.client ?? client).get<ListApplicationIdentitiesResponses, ListApplicationIdentitiesErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}/identities',
     ...options
 });
@@ -1345,7 +1345,7 @@ export const listApplicationIdentities = <ThrowOnError extends boolean = false>(
  * Lists the ways to sign in to the application, each with the credential methods it needs.
  */
 export const listApplicationAuthFlows = <ThrowOnError extends boolean = false>(options: Options<ListApplicationAuthFlowsData, ThrowOnError>) => (options.client ?? client).get<ListApplicationAuthFlowsResponses, ListApplicationAuthFlowsErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}/auth-flows',
     ...options
 });
@@ -1356,7 +1356,7 @@ export const listApplicationAuthFlows = <ThrowOnError extends boolean = false>(o
  * Adds a way to sign in to the application, naming the credential methods it needs and the custom fields it asks for.
  */
 export const createApplicationAuthFlow = <ThrowOnError extends boolean = false>(options: Options<CreateApplicationAuthFlowData, ThrowOnError>) => (options.client ?? client).post<CreateApplicationAuthFlowResponses, CreateApplicationAuthFlowErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}/auth-flows',
     ...options,
     headers: {
@@ -1371,7 +1371,7 @@ export const createApplicationAuthFlow = <ThrowOnError extends boolean = false>(
  * Permanently removes the authentication flow; identities that used it keep their credentials.
  */
 export const deleteApplicationAuthFlow = <ThrowOnError extends boolean = false>(options: Options<DeleteApplicationAuthFlowData, ThrowOnError>) => (options.client ?? client).delete<DeleteApplicationAuthFlowResponses, DeleteApplicationAuthFlowErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}/auth-flows/{authFlowId}',
     ...options
 });
@@ -1382,7 +1382,7 @@ export const deleteApplicationAuthFlow = <ThrowOnError extends boolean = false>(
  * Changes the given fields; omitted fields keep their value.
  */
 export const updateApplicationAuthFlow = <ThrowOnError extends boolean = false>(options: Options<UpdateApplicationAuthFlowData, ThrowOnError>) => (options.client ?? client).patch<UpdateApplicationAuthFlowResponses, UpdateApplicationAuthFlowErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}/auth-flows/{authFlowId}',
     ...options,
     headers: {
@@ -1397,7 +1397,7 @@ export const updateApplicationAuthFlow = <ThrowOnError extends boolean = false>(
  * Creates a short-lived token that starts the sign-in flow by which an end user links an identity to the application; after signing in, the user is redirected to `callbackUrl`, which must be HTTPS. Only the answer holds the token; keep `token_hash` to recognize it later. Send the user to `{server}/connect/{token}`, a page that asks for the application's sign-in (user name, password, an authenticator secret when the account has 2FA) and makes a `pending` identity of it; the user then lands on `callbackUrl` with the query parameters `identity_id` and `token_hash`. The token works once, for 15 minutes.
  */
 export const createIdentityToken = <ThrowOnError extends boolean = false>(options: Options<CreateIdentityTokenData, ThrowOnError>) => (options.client ?? client).post<CreateIdentityTokenResponses, CreateIdentityTokenErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/applications/{id}/tokens',
     ...options,
     headers: {
@@ -1410,7 +1410,7 @@ export const createIdentityToken = <ThrowOnError extends boolean = false>(option
  * List client certificates
  */
 export const listClientCertificates = <ThrowOnError extends boolean = false>(options?: Options<ListClientCertificatesData, ThrowOnError>) => (options?.client ?? client).get<ListClientCertificatesResponses, ListClientCertificatesErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/client-certificates',
     ...options
 });
@@ -1422,7 +1422,7 @@ export const listClientCertificates = <ThrowOnError extends boolean = false>(opt
  */
 export const uploadClientCertificate = <ThrowOnError extends boolean = false>(options: Options<UploadClientCertificateData, ThrowOnError>) => (options.client ?? client).post<UploadClientCertificateResponses, UploadClientCertificateErrors, ThrowOnError>({
     ...formDataBodySerializer,
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/client-certificates',
     ...options,
     headers: {
@@ -1437,7 +1437,7 @@ export const uploadClientCertificate = <ThrowOnError extends boolean = false>(op
  * Permanently removes the certificate and its key. Sessions already running keep it until they end; new sessions no longer present it.
  */
 export const deleteClientCertificate = <ThrowOnError extends boolean = false>(options: Options<DeleteClientCertificateData, ThrowOnError>) => (options.client ?? client).delete<DeleteClientCertificateResponses, DeleteClientCertificateErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/client-certificates/{id}',
     ...options
 });
@@ -1448,7 +1448,7 @@ export const deleteClientCertificate = <ThrowOnError extends boolean = false>(op
  * The certificate's description; never its key or passphrase.
  */
 export const getClientCertificate = <ThrowOnError extends boolean = false>(options: Options<GetClientCertificateData, ThrowOnError>) => (options.client ?? client).get<GetClientCertificateResponses, GetClientCertificateErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/client-certificates/{id}',
     ...options
 });
@@ -1459,7 +1459,7 @@ export const getClientCertificate = <ThrowOnError extends boolean = false>(optio
  * Lists every CA certificate of the project, newest first (not paginated).
  */
 export const listCaCertificates = <ThrowOnError extends boolean = false>(options?: Options<ListCaCertificatesData, ThrowOnError>) => (options?.client ?? client).get<ListCaCertificatesResponses, ListCaCertificatesErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/certificates',
     ...options
 });
@@ -1471,7 +1471,7 @@ export const listCaCertificates = <ThrowOnError extends boolean = false>(options
  */
 export const uploadCaCertificate = <ThrowOnError extends boolean = false>(options: Options<UploadCaCertificateData, ThrowOnError>) => (options.client ?? client).post<UploadCaCertificateResponses, UploadCaCertificateErrors, ThrowOnError>({
     ...formDataBodySerializer,
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/certificates',
     ...options,
     headers: {
@@ -1486,7 +1486,7 @@ export const uploadCaCertificate = <ThrowOnError extends boolean = false>(option
  * Permanently removes the CA certificate; new sessions can no longer trust it, running sessions keep it until they end.
  */
 export const deleteCaCertificate = <ThrowOnError extends boolean = false>(options: Options<DeleteCaCertificateData, ThrowOnError>) => (options.client ?? client).delete<DeleteCaCertificateResponses, DeleteCaCertificateErrors, ThrowOnError>({
-    security: [{ name: 'service-api-key', type: 'apiKey' }],
+    security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
     url: '/v1/certificates/{name}',
     ...options
 });

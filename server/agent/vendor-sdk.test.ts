@@ -21,7 +21,7 @@ describe('the vendor SDK on perform-web-task', () => {
     site = await startTestSite();
     model = await startScriptedModel();
     server = await startTestServer({ env: { LLM_PROVIDER: 'openai', LLM_BASE_URL: model.baseUrl('openai'), LLM_MODEL: 'gpt-test', LLM_IMAGES: 'false' } });
-    client = new Anchorbrowser({ apiKey: server.apiKey, baseURL: server.url, defaultHeaders: { 'service-api-key': server.apiKey }, maxRetries: 0 });
+    client = new Anchorbrowser({ apiKey: server.apiKey, baseURL: server.url, maxRetries: 0 });
   });
   afterAll(async () => {
     await server?.close();

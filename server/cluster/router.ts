@@ -15,6 +15,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { KeyOwner } from '../auth/api-keys.js';
+import { apiKeyOf } from '../auth/key-header.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import { AGAIN, forwardHttp, forwardUpgrade, MISDIRECTED_HEADER, REPLAYABLE_BYTES } from './forward.js';
@@ -121,14 +122,15 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
 
   /** DELETE /v1/sessions/all: the caller's sessions on other nodes end there, first (their browsers are there). */
   const endRemote = async (c: Context): Promise<number> => {
-    const key = c.req.header('service-api-key');
+    // The key may have come in either header; the owners are sent it in the primary one.
+    const key = apiKeyOf((n) => c.req.header(n))?.key;
     const owner = key ? await o.authenticate(key) : undefined;
-    if (!owner) return 0;
+    if (!key || !owner) return 0;
     const remote = await routing.remoteRunningOfProject(db, owner.projectId, node.id, dead);
     const ended = await Promise.all(
       remote.map(async (r) => {
         const path = `/v1/sessions/${encodeURIComponent(r.sessionId)}`;
-        const answer = await fetch(r.internalUrl + path, { method: 'DELETE', headers: { 'service-api-key': key!, ...proofHeaders(secret!, node.id, 'DELETE', path) } }).catch(
+        const answer = await fetch(r.internalUrl + path, { method: 'DELETE', headers: { 'service-api-key': key, ...proofHeaders(secret!, node.id, 'DELETE', path) } }).catch(
           (err: Error) => (log.warn({ sessionId: r.sessionId, node: r.nodeId, err: err.message }, 'could not end a session on its node'), undefined),
         );
         await answer?.body?.cancel();

@@ -2,8 +2,9 @@
 // behind a round-robin front, sessions created through node A and driven through node B
 // (CDP) and node C (live view), every session operation through a node that does not own
 // the browser, placement on another node when A is full, and a forged cluster proof refused.
-// Last, a remembered owner that moved: A restarts on another port, and B, which remembers A's
-// old address for a session, finds it again rather than answering 502.
+// Then a remembered owner that moved: A restarts on another port, and B, which remembers A's
+// old address for a session, finds it again rather than answering 502. Last, a key sent only
+// in the vendor clients' anchor-api-key header, through nodes that do not own its session.
 import { chromium } from 'playwright-core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -266,4 +267,26 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     expect(after.status).toBe(200);
     expect(((await after.json()) as { data: { count: number } }).data.count).toBe(listed);
   }, 180_000);
+
+  it("authenticates a key sent only in anchor-api-key (the vendor clients' header) on a node that does not own the session", async () => {
+    const vendor = (i: number, path: string, init: RequestInit = {}, key = cluster.apiKey) =>
+      fetch(node(i).url + path, { ...init, headers: { 'anchor-api-key': key, ...(init.headers as Record<string, string>) } });
+    const created = await vendor(0, '/v1/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...HEADLESS, session: { recording: { active: false } } }) });
+    expect(created.status).toBe(200);
+    const id = ((await created.json()) as { data: { id: string } }).data.id;
+    const owner = await nodeOf(id);
+    const others = [0, 1, 2].filter((i) => node(i).id !== owner);
+    expect(others).toHaveLength(2);
+    // Forwarded with the client's headers; the owner reads the key from the alias.
+    for (const i of others) {
+      const pages = await vendor(i, `/v1/sessions/${id}/pages`);
+      expect(pages.status).toBe(200);
+      expect(((await pages.json()) as { data: unknown[] }).data.length).toBeGreaterThan(0);
+      expect((await vendor(i, `/v1/sessions/${id}/pages`, {}, 'sk_wrong_vendor_key')).status).toBe(401);
+    }
+    // Ending every session through a node that owns none: the owner is sent the key too.
+    const ended = await vendor(others[0], '/v1/sessions/all', { method: 'DELETE' });
+    expect(await ended.json()).toEqual({ data: { status: 'completed', ended: 1 } });
+    expect(await db.query("SELECT id FROM sessions WHERE status IN ('starting', 'running')").then((r) => r.rows)).toEqual([]);
+  }, 60_000);
 });

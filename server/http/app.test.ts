@@ -38,6 +38,23 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
     }
   });
 
+  it("reads the key from anchor-api-key, the vendor clients' header, too; service-api-key wins when both are sent", async () => {
+    const status = async (headers: Record<string, string>) => {
+      const res = await fetch(`${server.url}/v1/billing`, { headers });
+      return [res.status, res.ok ? undefined : ((await res.json()) as { error: { message: string } }).error.message];
+    };
+    expect(await status({ 'anchor-api-key': server.apiKey })).toEqual([200, undefined]);
+    expect(await status({ 'Anchor-Api-Key': server.apiKey })).toEqual([200, undefined]);
+    expect(await status({ 'anchor-api-key': 'sk_wrong' })).toEqual([401, 'Invalid API key (read from the anchor-api-key header)']);
+    expect(await status({ 'service-api-key': 'sk_wrong' })).toEqual([401, 'Invalid API key (read from the service-api-key header)']);
+    // Both: service-api-key alone is read, whichever of them is right.
+    expect(await status({ 'service-api-key': server.apiKey, 'anchor-api-key': 'sk_wrong' })).toEqual([200, undefined]);
+    expect(await status({ 'service-api-key': 'sk_wrong', 'anchor-api-key': server.apiKey })).toEqual([401, 'Invalid API key (read from the service-api-key header)']);
+    // An empty service-api-key is no key: the other header is read.
+    expect(await status({ 'service-api-key': '', 'anchor-api-key': server.apiKey })).toEqual([200, undefined]);
+    expect(await status({})).toEqual([401, 'Missing API key: send it in the service-api-key header (anchor-api-key is read too)']);
+  });
+
   it('uses the fetch tool\'s {error: string} shape for its 401', async () => {
     const res = await fetch(`${server.url}/v1/tools/fetch/webpage`, { method: 'POST' });
     expect(res.status).toBe(401);
@@ -159,12 +176,16 @@ describe('logs', () => {
     try {
       await server.request('/v1/sessions?token=secret-token-value', { headers: { 'x-request-id': 'req-log' } });
       await fetch(`${server.url}/v1/sessions`, { headers: { 'service-api-key': 'sk_wrong_key_value' } });
+      await fetch(`${server.url}/v1/sessions`, { headers: { 'anchor-api-key': 'sk_wrong_vendor_key_value' } });
+      await fetch(`${server.url}/v1/sessions`, { headers: { 'anchor-api-key': server.apiKey, 'x-request-id': 'req-vendor' } });
       const lines = logs.map((l) => JSON.parse(l));
+      expect(lines.find((l) => l.requestId === 'req-vendor')).toMatchObject({ msg: 'request', status: 200 });
       const access = lines.find((l) => l.requestId === 'req-log');
       expect(access).toMatchObject({ msg: 'request', method: 'GET', path: '/v1/sessions', status: expect.any(Number) });
       const text = logs.join('\n');
       expect(text).not.toContain(server.apiKey);
       expect(text).not.toContain('sk_wrong_key_value');
+      expect(text).not.toContain('sk_wrong_vendor_key_value');
       expect(text).not.toContain('secret-token-value');
     } finally {
       await server.close();

@@ -11,6 +11,7 @@ import { routes, type Route } from '../../generated/routes.js';
 import type { Handlers } from '../../generated/handlers.js';
 import type { AuthedContext, PublicContext } from './context.js';
 import { errorBody } from './errors.js';
+import { apiKeyOf, apiKeyRefusal } from '../auth/key-header.js';
 import { sameToken } from '../auth/tokens.js';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../store/unavailable.js';
 import { compileSchema, createAjv, deref, describeErrors, loadSpec, type JsonObject } from './spec.js';
@@ -102,9 +103,9 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     try {
       let owner: { projectId: string; apiKeyId: string } | undefined;
       if (route.secured) {
-        const key = c.req.header('service-api-key');
-        owner = key ? await options.authenticate(key) : undefined;
-        if (!owner) throw new RequestError(401, key ? 'Invalid API key' : 'Missing API key: send it in the service-api-key header');
+        const given = apiKeyOf((n) => c.req.header(n));
+        owner = given ? await options.authenticate(given.key) : undefined;
+        if (!owner) throw new RequestError(401, apiKeyRefusal(given));
       }
       const v = validators.get(route.operationId)!;
       const params: Record<string, unknown> = { ...c.req.param() };

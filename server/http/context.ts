@@ -8,7 +8,7 @@ export interface PublicContext {
   clientIp: string;
 }
 
-/** Handlers of operations behind service-api-key also know whose request it is. */
+/** Handlers of operations behind an API key (either header) also know whose request it is. */
 export interface AuthedContext extends PublicContext {
   projectId: string;
   apiKeyId: string;

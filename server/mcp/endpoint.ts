@@ -1,9 +1,11 @@
 // /mcp: the Streamable HTTP transport (POST, GET, DELETE), authenticated by an API key in
-// the service-api-key header or as a Bearer token, one McpSession per Mcp-Session-Id, each
-// held by the project that opened it. Sessions with no request for the idle time-out close.
+// the service-api-key header (or the vendor's anchor-api-key) or as a Bearer token, one
+// McpSession per Mcp-Session-Id, each held by the project that opened it. Sessions with no
+// request for the idle time-out close.
 import type { Context, Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { KeyOwner } from '../auth/api-keys.js';
+import { apiKeyOf, apiKeyRefusal } from '../auth/key-header.js';
 import type { EndReason } from '../capability/index.js';
 import { McpSession, type McpSessionDeps } from './mcp-session.js';
 
@@ -39,10 +41,11 @@ export class McpEndpoint {
   }
 
   private async handle(c: Context): Promise<Response> {
-    const key = c.req.header('service-api-key') ?? /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
+    const given = apiKeyOf((n) => c.req.header(n));
+    const key = given?.key ?? /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1];
     const owner = key ? await this.o.authenticate(key) : undefined;
     if (!owner) {
-      const message = key ? 'Invalid API key' : 'Missing API key: send it in the service-api-key header or as Authorization: Bearer <key>';
+      const message = key && !given ? 'Invalid API key (read from the Authorization header)' : apiKeyRefusal(given, ', or as Authorization: Bearer <key>');
       return c.json({ error: { code: 401, message } }, 401, { 'WWW-Authenticate': `Bearer realm="mcp"${key ? ', error="invalid_token"' : ''}` });
     }
     if (this.stopped) return c.json({ error: { code: 503, message: 'The server is shutting down' } }, 503);

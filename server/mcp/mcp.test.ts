@@ -1,8 +1,8 @@
 // The MCP server at /mcp, driven by the official SDK's client over real HTTP against the
 // real server and real Chromium: tools listed with their schemas, a browser session started,
 // a fixture form read (snapshot), filled and submitted by refs, a screenshot, the session
-// ended; authentication (header, Bearer, none, another project's key); and the ends of an
-// MCP session (DELETE, a client that disappears) leaving no browser behind.
+// ended; authentication (either key header, Bearer, none, another project's key); and the
+// ends of an MCP session (DELETE, a client that disappears) leaving no browser behind.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -61,12 +61,21 @@ describe.each(browserBackends)('MCP server on %s', (backend) => {
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
         body: JSON.stringify(init),
       });
-    for (const headers of [{}, { 'service-api-key': 'sk_wrong' }, { authorization: 'Bearer sk_wrong' }] as Record<string, string>[]) {
+    for (const headers of [{}, { 'service-api-key': 'sk_wrong' }, { 'anchor-api-key': 'sk_wrong' }, { authorization: 'Bearer sk_wrong' }] as Record<string, string>[]) {
       const res = await post(headers);
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer /);
     }
+    // A header key comes before a Bearer token, service-api-key before anchor-api-key.
+    const refused = await post({ 'service-api-key': 'sk_wrong', 'anchor-api-key': server.apiKey, authorization: `Bearer ${server.apiKey}` });
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ error: { code: 401, message: 'Invalid API key (read from the service-api-key header)' } });
     await expect(connect({})).rejects.toThrow();
+  });
+
+  it("accepts the key in anchor-api-key, the vendor clients' header", async () => {
+    const { client } = await connect({ 'anchor-api-key': server.apiKey });
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('session_start');
   });
 
   it('lists its tools, each with an object input schema and a description', async () => {

@@ -15,7 +15,7 @@ describe('the vendor SDK on tasks', () => {
   beforeAll(async () => {
     server = await startTestServer();
     fixtures = await startFixtureServer();
-    client = new Anchorbrowser({ apiKey: server.apiKey, baseURL: server.url, defaultHeaders: { 'service-api-key': server.apiKey }, maxRetries: 0 });
+    client = new Anchorbrowser({ apiKey: server.apiKey, baseURL: server.url, maxRetries: 0 });
   });
   afterAll(async () => {
     await server?.close();

@@ -1,7 +1,8 @@
 // The hosted vendor's own TypeScript SDK (npm anchorbrowser), unchanged, against this server:
-// a user switches by giving the SDK our base URL and the key in the service-api-key header
-// (README, "Coming from the hosted service"). Every SDK method the README claims is driven
-// here against the real server and real Chromium; the list grows as the families land.
+// a user switches by giving the SDK our base URL, nothing else (README, "Coming from the
+// hosted service"): the SDK sends its key in its own header, anchor-api-key, which the server
+// reads beside service-api-key. Every SDK method the README claims is driven here against
+// the real server and real Chromium; the list grows as the families land.
 import Anchorbrowser, { toFile } from 'anchorbrowser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../sessions/test-support.js';
@@ -18,11 +19,29 @@ describe('the vendor SDK, unchanged, with our base URL', () => {
   beforeAll(async () => {
     server = await startTestServer();
     pages = await startPageServer();
-    client = new Anchorbrowser({ apiKey: server.apiKey, baseURL: server.url, defaultHeaders: { 'service-api-key': server.apiKey }, maxRetries: 0 });
+    // Only the key and the base URL, as the vendor's own examples construct it.
+    client = new Anchorbrowser({ apiKey: server.apiKey, baseURL: server.url, maxRetries: 0 });
   });
   afterAll(async () => {
     await server?.close();
     await pages?.close();
+  });
+
+  it('sends its key in anchor-api-key alone, which is read; a wrong one answers 401', async () => {
+    const sent: Headers[] = [];
+    const watched = new Anchorbrowser({
+      apiKey: server.apiKey,
+      baseURL: server.url,
+      maxRetries: 0,
+      fetch: (input: string | URL | Request, init?: RequestInit) => (sent.push(new Headers(init?.headers)), fetch(input, init)),
+    });
+    expect(await watched.sessions.all.status()).toMatchObject({ data: { items: expect.any(Array) } });
+    expect(sent.map((h) => [h.get('anchor-api-key'), h.get('service-api-key')])).toEqual([[server.apiKey, null]]);
+
+    const wrong = new Anchorbrowser({ apiKey: 'sk_wrong_vendor_key', baseURL: server.url, maxRetries: 0 });
+    const refused = await wrong.sessions.all.status().catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(Anchorbrowser.AuthenticationError);
+    expect(refused).toMatchObject({ status: 401, error: { error: { code: 401, message: 'Invalid API key (read from the anchor-api-key header)' } } });
   });
 
   it('sessions: create, retrieve, all.status, goto, input, clipboard, screenshot, recordings, delete, all.delete', async () => {
