@@ -4,65 +4,35 @@
 // credits, artifacts as signed links that download, the recording's link, failures with
 // their type and line, cancel (running and queued), runs in an existing session and
 // cleanup_sessions, the session built from the browserConfiguration, the queue within
-// TASK_CONCURRENCY, code that loops forever stopped at max_duration (timeout), hostile code
-// that finds nothing of the server's (the sandbox's own tests cover memory and forks).
+// TASK_CONCURRENCY, hostile code that finds nothing of the server's (the sandbox's own tests
+// cover memory and forks). Code stopped at max_duration: run-timeout.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
-import { loadEventSchemas } from '../events/schema.js';
-import { startReceiver, type Receiver } from '../events/test-support.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
-import { b64, call, deployedTask, TITLE_TASK, until } from './test-support.js';
+import { backends } from '../testing/harness.js';
+import { b64, call, deployedTask, startRunBench, TITLE_TASK, until } from './test-support.js';
 import * as queue from './queue-store.js';
 
-const schemas = loadEventSchemas();
 const NO_RECORDING = { recording: { active: false } };
 
-interface Received {
-  id: string;
-  type: string;
-  data: any;
-}
-
 describe.each(backends)('task runs on %s', (backend) => {
-  let t: TestServer;
-  let fixtures: FixtureServer;
-  let receiver: Receiver;
-  // The server's log, shown when a run does not end in time (what it was doing meanwhile).
-  const logs: string[] = [];
-  const events = (): Received[] => receiver.received.map((r) => JSON.parse(r.body) as Received);
-  const eventsOf = (executionId: string) => events().filter((e) => e.data.execution_id === executionId);
-  const eventOfRun = (runId: string) => until(async () => events().filter((e) => e.data.run_id === runId), (l) => l.length > 0, 60_000).then((l) => l[0]);
+  let bench: Awaited<ReturnType<typeof startRunBench>>;
+  let t: typeof bench.t;
+  let fixtures: typeof bench.fixtures;
 
   beforeAll(async () => {
-    fixtures = await startFixtureServer();
-    receiver = await startReceiver();
-    t = await startTestServer({ backend, logs, env: { TASK_CONCURRENCY: '2', MAX_CONCURRENT_BROWSERS: '4', LOG_LEVEL: 'debug' } });
-    const hook = await call(t, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['task.completed', 'task.failed', 'task.cancelled'] });
-    expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+    bench = await startRunBench(backend, { TASK_CONCURRENCY: '2', MAX_CONCURRENT_BROWSERS: '4' });
+    ({ t, fixtures } = bench);
   }, 60_000);
   afterAll(async () => {
-    await t?.close();
-    await receiver?.close();
-    await fixtures?.close();
+    await bench?.close();
   });
 
-  function expectSchema(e: Received) {
-    const v = schemas.validator(e.type)!;
-    expect(v(e), `${e.type}: ${JSON.stringify(v.errors)}`).toBe(true);
-  }
-
-  async function run(taskId: string, body: Record<string, unknown> = {}) {
-    const res = await call(t, 'POST', `/v2/tasks/${taskId}/run`, { input_params: {}, ...body });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body as { run_id: string; status: string; session_id?: string; result?: any; error?: string };
-  }
-
-  const status = async (runId: string) => (await call(t, 'GET', `/v2/tasks/runs/${runId}/status`)).body;
-  const ended = (runId: string) =>
-    until(() => status(runId), (s) => !['queued', 'running'].includes(s.status), 90_000).catch((err: Error) => {
-      const story = logs.filter((l) => !l.includes('"msg":"request"')).slice(-40);
-      throw new Error(`${err.message}\nthe server's last words:\n${story.join('')}`);
-    });
+  const events = () => bench.events();
+  const eventsOf = (executionId: string) => bench.eventsOf(executionId);
+  const eventOfRun = (runId: string) => bench.eventOfRun(runId);
+  const expectSchema = (e: Parameters<typeof bench.expectSchema>[0]) => bench.expectSchema(e);
+  const run = (taskId: string, body?: Record<string, unknown>) => bench.run(taskId, body);
+  const status = (runId: string) => bench.status(runId);
+  const ended = (runId: string) => bench.ended(runId);
 
   it('T4: a v2 run answers a run_id at once; task.completed carries it with every field; a legacy run carries none', { timeout: 180_000 }, async () => {
     const taskId = await deployedTask(t, TITLE_TASK, NO_RECORDING);
@@ -176,25 +146,6 @@ describe.each(backends)('task runs on %s', (backend) => {
   });
 
   // A minute of waiting for max_duration (idle, not the database's work): once, not on every backend.
-  it.runIf(backend === backends[0])('timeout: code that loops forever is stopped at max_duration and reported as timeout, before its session would end', { timeout: 150_000 }, async () => {
-    const source = `export default async function run(ctx: any) {
-  await ctx.page.goto(ctx.input.url);
-  for (;;) {}
-}
-`;
-    const taskId = await deployedTask(t, source, { ...NO_RECORDING, timeout: { max_duration: 1, idle_timeout: 2 } });
-    const started = await run(taskId, { input_params: { url: `${fixtures.url}/site/form.html` } });
-    const done = await until(() => status(started.run_id), (s) => !['queued', 'running'].includes(s.status), 120_000, 1_000);
-    expect(done.status).toBe('timeout');
-    const event = await eventOfRun(started.run_id);
-    expect(event.type).toBe('task.failed');
-    expectSchema(event);
-    expect(event.data.error.type).toBe('timeout');
-    expect(event.data.duration_ms).toBeGreaterThan(50_000);
-    expect(event.data.duration_ms).toBeLessThan(62_000);
-    expect((await call(t, 'GET', '/healthz')).status).toBe(200);
-  });
-
   it("hostile code finds neither the server's environment nor its files; the server keeps serving", { timeout: 120_000 }, async () => {
     const source = `export default async function run(ctx: any) {
   const fs = await import('node:fs');
