@@ -1,17 +1,26 @@
-// `pnpm test`: everything CI checks, in order, with progress and timings:
-//   lint → generated/ freshness → type check → import rules → unit and integration tests → conformance
-//   against a freshly started server on PGlite, and on PostgreSQL when DATABASE_URL is set
-//   → no Chromium process or browser root left behind.
-// Ends with what failed, named again (CI keeps only the tail of a long run), and one line
-// `Total: N passed, N failed, N skipped` over tests and checks.
+// `pnpm test`: everything CI checks, with progress and timings, in two lanes side by side:
+//   the unit and integration tests (vitest, its files longest first on two workers);
+//   the static checks (lint → generated/ freshness → type check → import rules), then
+//   conformance against pnpm mock, then against a freshly started server on PGlite, then on
+//   PostgreSQL when DATABASE_URL is set;
+// then no Chromium process or browser root left behind, and nothing of the inventory lost
+// (scripts/inventory.ts). The lanes share the machine: a conformance run spends most of its
+// time waiting on one check after another (a browser's launch, a page, a time-out), and
+// vitest's workers leave a core idle while theirs start (docs/testing.md has the figures).
+// Vitest's lines come as they come; the other lanes' output is kept and shown when a step
+// ends, whole only when it failed. Ends with the ten slowest test files and conformance
+// runs, what failed named again (CI keeps only the tail of a long run), the wall time, and
+// one line `Total: N passed, N failed, N skipped` over tests and checks.
 import { spawn, execFileSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { withPostgresSchema } from '../server/store/pg-schema.js';
 import { freePort } from '../server/testing/free-port.js';
+import { DURATIONS_FILE, type Durations } from '../server/testing/durations.js';
+import { compare, conformanceLines, readLines, readMoved, vitestLines, type ConformanceReport, type VitestReport } from './inventory.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const bin = (name: string) => join(root, 'node_modules', '.bin', name);
@@ -19,12 +28,21 @@ const totals = { passed: 0, failed: 0, skipped: 0 };
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)}s`;
 
-/** Runs a command to its end, its output shown as it comes. */
-function run(cmd: string, args: string[]): Promise<number> {
+/** Where a step's output goes: the terminal as it comes, or kept to be shown when it ends. */
+type Out = 'inherit' | string[];
+
+/** Runs a command to its end, its output shown as it comes or kept in `out`. */
+function run(cmd: string, args: string[], out: Out = 'inherit'): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: root, stdio: 'inherit' });
+    const child = spawn(cmd, args, { cwd: root, stdio: out === 'inherit' ? 'inherit' : ['ignore', 'pipe', 'pipe'] });
+    if (out !== 'inherit') keep(child.stdout!, out), keep(child.stderr!, out);
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
+}
+
+/** Keeps a stream's lines in `out`. */
+function keep(stream: NodeJS.ReadableStream, out: string[]): void {
+  createInterface({ input: stream }).on('line', (line) => out.push(line));
 }
 
 const failedSteps: string[] = [];
@@ -32,12 +50,15 @@ const failedSteps: string[] = [];
 const failures: string[] = [];
 const firstLines = (text: string) => text.split('\n').slice(0, 6).map((l) => `    ${l.slice(0, 300)}`).join('\n');
 
+/** What ran (scripts/inventory.ts), for the check that nothing of the inventory was lost. */
+const ranLines: string[] = [];
+/** How long each test file and each conformance run took, for the table of the slowest. */
+const durations: { what: string; seconds: number }[] = [];
+
 /** Totals and failures from a conformance run's JSON report. */
 function countConformance(label: string, file: string): void {
-  const report = JSON.parse(readFileSync(file, 'utf8')) as {
-    summary: typeof totals;
-    checks: { id: string; name: string; status: string; message?: string }[];
-  };
+  const report = JSON.parse(readFileSync(file, 'utf8')) as ConformanceReport;
+  ranLines.push(...conformanceLines(label, report));
   totals.passed += report.summary.passed;
   totals.failed += report.summary.failed;
   totals.skipped += report.summary.skipped;
@@ -45,21 +66,30 @@ function countConformance(label: string, file: string): void {
 }
 const depcruiseArgs = ['server', '--config', '.dependency-cruiser.cjs', '--output-type', 'err'];
 
-/** A step that reports its own counts (tests, checks) or, with counted: false, counts as one check. */
-async function step(name: string, fn: () => Promise<boolean>, counted = false): Promise<void> {
-  console.log(`\n=== [${elapsed()}] ${name}`);
+/**
+ * A step that reports its own counts (tests, checks) or, with counted: false, counts as one
+ * check. Its output is kept and shown when it ends (the last 60 lines if it failed, none if
+ * it passed), so that steps side by side do not mix their lines; `live` shows it as it comes.
+ */
+async function step(name: string, fn: (out: Out) => Promise<boolean>, { counted = false, live = false } = {}): Promise<void> {
+  console.log(`=== [${elapsed()}] ${name}: started`);
   const t = Date.now();
-  const ok = await fn().catch((err: Error) => {
-    console.log(err.message);
+  const out: Out = live ? 'inherit' : [];
+  const ok = await fn(out).catch((err: Error) => {
+    if (out === 'inherit') console.log(err.message);
+    else out.push(err.message);
     return false;
   });
-  console.log(`=== ${ok ? 'ok' : 'FAILED'}: ${name} (${((Date.now() - t) / 1000).toFixed(1)}s)`);
+  const seconds = (Date.now() - t) / 1000;
+  if (name.startsWith('conformance')) durations.push({ what: name, seconds });
+  if (!ok && out !== 'inherit') console.log(out.slice(-60).join('\n'));
+  console.log(`=== [${elapsed()}] ${ok ? 'ok' : 'FAILED'}: ${name} (${seconds.toFixed(1)}s)`);
   if (!ok) failedSteps.push(name);
   if (!counted) ok ? totals.passed++ : totals.failed++;
 }
 
 /** Starts the real server as a child process, runs the conformance suite against it, stops it. */
-async function conformance(label: string, databaseUrl: string | undefined): Promise<boolean> {
+async function conformance(label: string, databaseUrl: string | undefined, out: Out): Promise<boolean> {
   const dataDir = mkdtempSync(join(tmpdir(), `cb-conformance-${label}-`));
   const port = await freePort();
   const apiKey = `sk_ci_${randomBytes(16).toString('hex')}`;
@@ -68,7 +98,7 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
   const base = `http://127.0.0.1:${port}`;
   const server = spawn(bin('tsx'), ['server/main.ts'], {
     cwd: root,
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'ignore', out === 'inherit' ? 'inherit' : 'pipe'],
     env: {
       ...process.env,
       PORT: String(port),
@@ -81,6 +111,7 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
       LOG_LEVEL: 'warn',
     },
   });
+  if (out !== 'inherit') keep(server.stderr!, out);
   try {
     for (let i = 0; ; i++) {
       if (server.exitCode !== null) throw new Error('server exited during start');
@@ -89,7 +120,7 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
       await new Promise((r) => setTimeout(r, 500));
     }
     const report = join(dataDir, 'conformance.json');
-    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report]);
+    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report], out);
     countConformance(label, report);
     return code === 0;
   } finally {
@@ -101,7 +132,7 @@ async function conformance(label: string, databaseUrl: string | undefined): Prom
 
 /** pnpm mock, then the stateless conformance checks against it. What the mock and Prism
  *  print is kept and shown only when the step fails. */
-async function conformanceAgainstMock(): Promise<boolean> {
+async function conformanceAgainstMock(out: Out): Promise<boolean> {
   const port = await freePort();
   const mock = spawn(bin('tsx'), ['scripts/mock.ts', '--port', String(port)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const said: string[] = [];
@@ -116,12 +147,14 @@ async function conformanceAgainstMock(): Promise<boolean> {
       await new Promise((r) => setTimeout(r, 500));
     }
     const report = join(dir, 'conformance.json');
-    const code = await run(bin('tsx'), ['conformance/cli.ts', '--stateless', '--base-url', base, '--json', report]);
+    const code = await run(bin('tsx'), ['conformance/cli.ts', '--stateless', '--base-url', base, '--json', report], out);
     countConformance('mock', report);
     if (code !== 0) throw new Error(`conformance exited ${code}`);
     return true;
   } catch (err) {
-    console.log(`the mock's last lines:\n${said.map((l) => `  ${l}`).join('\n')}`);
+    const lines = [`the mock's last lines:`, ...said.map((l) => `  ${l}`)];
+    if (out === 'inherit') console.log(lines.join('\n'));
+    else out.push(...lines);
     throw err;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -141,63 +174,90 @@ function leftoverBrowsers(): string[] {
   }
 }
 
-/** The part of vitest's JSON report read here. */
-interface VitestReport {
-  numPassedTests: number;
-  numFailedTests: number;
-  numPendingTests: number;
-  numTodoTests: number;
-  testResults: {
-    name: string;
-    status: string;
-    message?: string;
-    assertionResults: { fullName: string; status: string; failureMessages: string[] }[];
-  }[];
+/** Every line of scripts/inventory.txt ran, or moved to a test that ran (inventory-moved.txt). */
+function inventoryKept(out: Out): boolean {
+  const c = compare(readLines(join(root, 'scripts/inventory.txt')), readMoved(join(root, 'scripts/inventory-moved.txt')), ranLines);
+  for (const l of c.lost) failures.push(`[inventory] no longer runs: ${l}`);
+  for (const l of c.movedNowhere) failures.push(`[inventory] moved to a test that did not run: ${l}`);
+  const said = `${ranLines.length} tests and checks ran: ${c.added} not in the inventory, ${c.lost.length} of it lost, ${c.movedNowhere.length} moved nowhere`;
+  if (out === 'inherit') console.log(said);
+  else out.push(said);
+  return c.lost.length === 0 && c.movedNowhere.length === 0;
 }
 
-async function main() {
-  await step('lint openapi.yaml (redocly)', async () => (await run(bin('redocly'), ['lint', 'openapi.yaml'])) === 0);
-  await step('generated/ is fresh', async () => (await run(bin('tsx'), ['scripts/generate.ts', '--check'])) === 0);
-  await step('type check (tsc, type-level tests included)', async () => (await run(bin('tsc'), ['--noEmit', '-p', '.'])) === 0);
-  await step('import rules of server/: layers, no circle (dependency-cruiser)', async () => (await run(bin('depcruise'), depcruiseArgs)) === 0);
-  await step('unit and integration tests (vitest)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cb-vitest-'));
-    const report = join(dir, 'vitest.json');
-    const code = await run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`]);
-    try {
-      const r = JSON.parse(readFileSync(report, 'utf8')) as VitestReport;
-      totals.passed += r.numPassedTests;
-      totals.failed += r.numFailedTests;
-      totals.skipped += r.numPendingTests + r.numTodoTests;
-      for (const file of r.testResults) {
-        const path = file.name.replace(root, '');
-        const failed = file.assertionResults.filter((a) => a.status === 'failed');
-        for (const a of failed) failures.push(`[vitest] ${path} › ${a.fullName}\n${firstLines(a.failureMessages.join('\n'))}`);
-        // A file that failed outside any test (an import, a hook) has no failed test to name.
-        if (file.status === 'failed' && !failed.length) failures.push(`[vitest] ${path}\n${firstLines(file.message ?? '')}`);
-      }
-    } catch {
-      totals.failed += 1;
-      failures.push('[vitest] no report was written');
+/** A table of the n longest durations. */
+function slowest(n: number): string {
+  return durations
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, n)
+    .map((d) => `  ${d.seconds.toFixed(1).padStart(7)}s  ${d.what}`)
+    .join('\n');
+}
+
+/** vitest, its JSON report read for the counts, the failures, the inventory and the durations. */
+async function vitest(out: Out): Promise<boolean> {
+  const dir = mkdtempSync(join(tmpdir(), 'cb-vitest-'));
+  const report = join(dir, 'vitest.json');
+  const code = await run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], out);
+  try {
+    const r = JSON.parse(readFileSync(report, 'utf8')) as VitestReport;
+    ranLines.push(...vitestLines(r, root));
+    totals.passed += r.numPassedTests;
+    totals.failed += r.numFailedTests;
+    totals.skipped += r.numPendingTests + r.numTodoTests;
+    const seconds: Durations = {};
+    for (const file of r.testResults) {
+      const path = file.name.replace(root, '');
+      if (file.startTime && file.endTime) seconds[path] = Math.max(1, Math.round((file.endTime - file.startTime) / 1000));
+      const failed = file.assertionResults.filter((a) => a.status === 'failed');
+      for (const a of failed) failures.push(`[vitest] ${path} › ${a.fullName}\n${firstLines(a.failureMessages.join('\n'))}`);
+      // A file that failed outside any test (an import, a hook) has no failed test to name.
+      if (file.status === 'failed' && !failed.length) failures.push(`[vitest] ${path}\n${firstLines(file.message ?? '')}`);
     }
-    rmSync(dir, { recursive: true, force: true });
-    return code === 0;
-  }, true);
-  await step('conformance against pnpm mock (stateless checks)', conformanceAgainstMock, true);
-  // One backend after the other: side by side, two servers each filling their browser limit
-  // (F7: 10 recorded browsers) overloaded a 2-core machine, and creations went unanswered for 30 s.
-  await step('conformance on PGlite', () => conformance('pglite', undefined), true);
+    for (const [what, s] of Object.entries(seconds)) durations.push({ what, seconds: s });
+    // The next run's order (server/testing/sequencer.ts), from a run of every file.
+    if (r.testResults.length === Object.keys(seconds).length) writeFileSync(DURATIONS_FILE, `${JSON.stringify(sortedByValue(seconds), null, 2)}\n`);
+  } catch {
+    totals.failed += 1;
+    failures.push('[vitest] no report was written');
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return code === 0;
+}
+
+const sortedByValue = (d: Durations): Durations => Object.fromEntries(Object.entries(d).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)));
+
+async function main() {
   const databaseUrl = process.env.DATABASE_URL;
-  if (databaseUrl) await step('conformance on PostgreSQL', () => withPostgresSchema(databaseUrl, 'ci_conformance', (url) => conformance('postgres', url)), true);
-  else console.log('\n(DATABASE_URL is not set: PostgreSQL runs skipped)');
-  await step('no browser left behind', async () => {
+  if (!databaseUrl) console.log('(DATABASE_URL is not set: PostgreSQL runs skipped, the inventory not compared)');
+  // Two lanes side by side: vitest on its two workers, and beside it the static checks, then
+  // the conformance runs (most of a conformance run is waiting on one check after another).
+  await Promise.all([
+    step('unit and integration tests (vitest)', vitest, { counted: true, live: true }),
+    (async () => {
+      await step('lint openapi.yaml (redocly)', async (out) => (await run(bin('redocly'), ['lint', 'openapi.yaml'], out)) === 0);
+      await step('generated/ is fresh', async (out) => (await run(bin('tsx'), ['scripts/generate.ts', '--check'], out)) === 0);
+      await step('type check (tsc, type-level tests included)', async (out) => (await run(bin('tsc'), ['--noEmit', '-p', '.'], out)) === 0);
+      await step('import rules of server/: layers, no circle (dependency-cruiser)', async (out) => (await run(bin('depcruise'), depcruiseArgs, out)) === 0);
+      await step('conformance against pnpm mock (stateless checks)', conformanceAgainstMock, { counted: true });
+      // One backend after the other: side by side, two servers each filling their browser limit
+      // (F7: 10 recorded browsers) overloaded a 2-core machine, and creations went unanswered for 30 s.
+      await step('conformance on PGlite', (out) => conformance('pglite', undefined, out), { counted: true });
+      if (databaseUrl) await step('conformance on PostgreSQL', (out) => withPostgresSchema(databaseUrl, 'ci_conformance', (url) => conformance('postgres', url, out)), { counted: true });
+    })(),
+  ]);
+  await step('no browser left behind', async (out) => {
     const left = leftoverBrowsers();
-    if (left.length) console.log(left.join('\n'));
+    if (left.length && out !== 'inherit') out.push(...left);
     return left.length === 0;
   });
+  // The inventory is of the whole suite, PostgreSQL included: without it, half is not run.
+  if (databaseUrl) await step('nothing of the inventory lost (scripts/inventory.txt)', async (out) => inventoryKept(out), { live: true });
 
+  console.log(`\nThe ten slowest test files and conformance runs:\n${slowest(10)}`);
   if (failures.length) console.log(`\nWhat failed, again:\n${failures.map((f) => `  ${f}`).join('\n')}`);
-  console.log(`\nFinished in ${elapsed()}.${failedSteps.length ? ` Failed steps: ${failedSteps.join('; ')}` : ''}`);
+  const wall = (Date.now() - started) / 1000;
+  console.log(`\nFinished in ${(wall / 60).toFixed(1)} min (${wall.toFixed(0)} s).${failedSteps.length ? ` Failed steps: ${failedSteps.join('; ')}` : ''}`);
   console.log(`Total: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
   process.exit(failedSteps.length ? 1 : 0);
 }
