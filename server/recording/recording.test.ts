@@ -63,16 +63,19 @@ describe('recordings', () => {
 
   it('records the screen with real timing, pauses and resumes, and stores an MP4 with its event when the session ends', async () => {
     const s = await createSession(server, { session: { initial_url: fixtures.url('/animate') }, browser: HEADLESS });
+    // Recording time is what is tested: the video's length and frame rate are checked below.
     await sleep(2_500);
     const paused = await post(`/v1/sessions/${s.id}/recordings/pause`);
     expect(paused.status).toBe(200);
     expect(await paused.json()).toEqual({ data: { status: 'paused' } });
     // Pausing a paused recording is accepted.
     expect((await post(`/v1/sessions/${s.id}/recordings/pause`)).status).toBe(200);
+    // The pause's length is what is tested (paused_ms between 1.7 and 3 s, below).
     await sleep(2_000);
     const resumed = await post(`/v1/sessions/${s.id}/recordings/resume`);
     expect(await resumed.json()).toEqual({ data: { status: 'recording' } });
     expect((await post(`/v1/sessions/${s.id}/recordings/resume`)).status).toBe(200);
+    // More recording time after the resume: the video must last the session less the pause.
     await sleep(2_000);
     // None while the session runs: the video is made at the end.
     expect((await listOf(s.id)).body).toEqual({ data: { count: 0, items: [] } });
@@ -233,6 +236,7 @@ describe('recordings', () => {
     expect(readdirSync(join(server.dataDir, 'recordings', '.work'))).toEqual([]);
     expect((await server.request(`/v1/sessions/${s.id}`, { method: 'DELETE' })).status).toBe(200);
     // Ended: pausing a recording that is over is a conflict too.
+    // Negative: no recording appears after the end (nothing could announce its absence).
     await sleep(500);
     expect((await listOf(s.id)).body.data.count).toBe(0);
     expect((await eventsOf(server.db, s.id)).map((e) => e.type)).toEqual(['session.completed']);
@@ -240,13 +244,15 @@ describe('recordings', () => {
 
   it('deleting the primary recording of a running session discards it: nothing is encoded', async () => {
     const s = await createSession(server, { session: { initial_url: fixtures.url('/animate') }, browser: HEADLESS });
-    await sleep(1_000);
+    // Until a frame is kept: there is something recorded to discard.
+    await until(() => expect(readdirSync(join(server.dataDir, 'recordings', '.work', s.id)).some((f) => f !== 'index.jsonl')).toBe(true));
     expect(existsSync(join(server.dataDir, 'recordings', '.work', s.id))).toBe(true);
     const res = await server.request(`/v1/sessions/${s.id}/recordings/primary`, { method: 'DELETE' });
     expect(res.status).toBe(200);
     await until(() => expect(existsSync(join(server.dataDir, 'recordings', '.work', s.id))).toBe(false));
     expect((await post(`/v1/sessions/${s.id}/recordings/pause`)).status).toBe(409);
     expect((await server.request(`/v1/sessions/${s.id}`, { method: 'DELETE' })).status).toBe(200);
+    // Negative: nothing is encoded after the end (nothing could announce its absence).
     await sleep(1_000);
     expect((await listOf(s.id)).body.data.count).toBe(0);
     expect((await eventsOf(server.db, s.id)).map((e) => e.type)).toEqual(['session.completed']);
