@@ -113,9 +113,20 @@ describe.each(backends)('admin API on %s', (backend) => {
   });
 
   it('reaps a silent node on PostgreSQL only: a node on PGlite runs alone', async () => {
-    await t.db.query(`INSERT INTO nodes (id, version, capacity, heartbeat_at) VALUES ('silent-node', 'old', 1, now() - interval '1 hour')`);
-    // One heartbeat period (NODE_DEAD_AFTER_SECONDS / 5 = 3 s) and a margin.
-    await new Promise((r) => setTimeout(r, 4_500));
+    const [{ at }] = await t.db.query<{ at: Date }>(
+      `INSERT INTO nodes (id, version, capacity, heartbeat_at) VALUES ('silent-node', 'old', 1, now() - interval '1 hour') RETURNING now() AS at`,
+    );
+    // Until the reaper's tick has come (heartbeats every NODE_DEAD_AFTER_SECONDS / 5 = 3 s):
+    // on PostgreSQL the node is swept; on PGlite this node beat again and reaped nothing.
+    await until(
+      () =>
+        backend === 'postgres'
+          ? t.db.query<{ swept: boolean }>(`SELECT swept_at IS NOT NULL AS swept FROM nodes WHERE id = 'silent-node'`).then((r) => r[0]?.swept === true)
+          : t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM nodes WHERE id <> 'silent-node' AND heartbeat_at > $1`, [at]).then((r) => r[0]!.n > 0),
+      (done) => done,
+      10_000,
+      100,
+    );
     const [row] = await t.db.query<{ dead_at: Date | null; swept_at: Date | null }>(`SELECT dead_at, swept_at FROM nodes WHERE id = 'silent-node'`);
     if (backend === 'postgres') expect(row).toEqual({ dead_at: expect.any(Date), swept_at: expect.any(Date) });
     else expect(row).toEqual({ dead_at: null, swept_at: null });
@@ -250,7 +261,8 @@ describe.each(backends)('admin API on %s', (backend) => {
     const made = (b: any) => b.sessions.filter((i: any) => i.session_id).map((i: any) => i.session_id as string);
     const first = made(await until(() => getBatch(as, batchId), (b) => made(b).length === 1));
     // The server has room (4); the project has not: the second item waits.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Negative: it is still waiting after the worker's idle tick (1 s; 200 ms while items wait).
+    await new Promise((r) => setTimeout(r, 1_000));
     const waiting = await getBatch(as, batchId);
     expect(waiting).toMatchObject({ status: 'pending', completed_requests: 1, failed_requests: 0, pending_requests: 1 });
     expect((await send(t, 'DELETE', `/v1/sessions/${first[0]}`, { token: null, key })).status).toBe(200);
