@@ -180,8 +180,10 @@ describe.each(backends)('billing on %s', (backend) => {
     await page.screenshot();
     await page.screenshot();
     await browser.close();
+    // Negative: the client going away neither ends nor charges the session (no event says so).
     await sleep(500);
     // Running: nothing charged yet.
+    expect((await call(t, 'GET', `/v1/sessions/${id}`)).body.data.status).toBe('running');
     expect((await call(t, 'GET', `/v1/sessions/${id}`)).body.data.credits_used).toBe(0);
     expect((await call(t, 'DELETE', `/v1/sessions/${id}`)).status).toBe(200);
 
@@ -212,6 +214,7 @@ describe.each(backends)('billing on %s', (backend) => {
     const created = await call(t, 'POST', '/v1/sessions', HEADLESS);
     expect(created.status).toBe(200);
     const id = created.body.data.id as string;
+    // Time is what is charged: credits > 0.1 below needs more than 1 s of browser (6 a minute).
     await sleep(1500);
     const browser = await chromium.connectOverCDP(created.body.data.cdp_url);
     const cdp = await browser.newBrowserCDPSession();
