@@ -196,8 +196,9 @@ describe.each(backends)('agent access limits on %s', (backend) => {
     try {
       const c = client(server);
       expect((await (await c.get('/v1/agent-access')).json()).ttl_seconds).toBe(1);
-      const { token, answer } = await c.challenge();
-      await new Promise((r) => setTimeout(r, 1500));
+      const { token, answer, body: issued } = await c.challenge();
+      // The contract's timer must run out: until the token's expires_at (ttl_seconds, 1 s), no longer.
+      await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(issued.expires_at) - Date.now()) + 50));
       const body = await expectRefusal(await c.submit({ token, answer }), 401, /expired/, `${server.config.publicUrl}/docs`);
       expect(body.next.path).toBe('/v1/agent-access/challenge');
     } finally {
