@@ -157,7 +157,8 @@ describe.each(browserBackends)('interventions on %s', (backend) => {
     expect(await call(server, 'POST', `/v1/sessions/${s.id}/agent/pause`)).toEqual({ status: 200, body: { data: { status: 'paused' } } });
     let resumed = false;
     const waiting = server.services.interventions.whilePaused(s.id).then(() => (resumed = true));
-    await new Promise((r) => setTimeout(r, 800));
+    // Negative: still waiting after two of whilePaused's looks at the database (every 250 ms).
+    await new Promise((r) => setTimeout(r, 600));
     expect(resumed).toBe(false);
     expect(await call(server, 'POST', `/v1/sessions/${s.id}/agent/resume`)).toEqual({ status: 200, body: { data: { status: 'resumed' } } });
     await waiting;
