@@ -206,6 +206,7 @@ describe('the live view through the server, in a second browser', () => {
       raw.send({ t: 'paste', text: 'nope' });
       await until(() => expect(raw.frames.length).toBeGreaterThan(0));
       expect(raw.texts.find((m) => m.type === 'hello')).toMatchObject({ readOnly: true });
+      // Negative: no input reaches the page (the server drops it silently; no event to wait for).
       await new Promise((r) => setTimeout(r, 1_500));
       const got = (await probe.events()).filter((e) => e.type !== 'mousemove');
       expect(got).toEqual([]);
@@ -333,6 +334,7 @@ describe('the screencast and its viewers, on their own', () => {
     off();
     await until(() => expect(hub.active).toBe(false));
     const stopped = frames.length;
+    // Negative: no frame comes once nobody subscribes (nothing announces a frame not made).
     await new Promise((r) => setTimeout(r, 700));
     // The page keeps animating, but no frame is made for nobody.
     expect(frames.length).toBe(stopped);
