@@ -120,8 +120,9 @@ describe.each(browserBackends)('POST /v1/tools/execute-code (%s)', (backend) => 
 
   it('answers 409 when the session ends while the code runs, and the server goes on', async () => {
     const s = await createSession(server, HEADLESS);
-    const running = execute('await new Promise(() => {});', s.id);
-    await new Promise((r) => setTimeout(r, 2000));
+    // The code tells it runs (its page asks for /code-running), then waits for ever.
+    const running = execute(`await page.goto(${JSON.stringify(pages.url('/code-running'))});\nawait new Promise(() => {});`, s.id);
+    await eventually(() => pages.requests.includes('GET /code-running'), 30_000, 'the code to run');
     await endSession(server, s.id);
     expect(await running).toEqual({ status: 409, body: { error: { code: 409, message: 'Session ended while the code ran' } } });
     expect((await execute('return 40 + 2;')).body.output).toBe(42);
