@@ -9,13 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZipFile } from 'yazl';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
+import { listDir } from '../browser/test-support.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
 import { createSession, endSession, eventually, startPageServer, type PageServer, type Requester } from '../sessions/test-support.js';
 import { b64, call, deployedTask } from '../tasks/test-support.js';
@@ -125,7 +125,9 @@ describe('the server on S3 storage', () => {
     expect(ranged.status).toBe(206);
     expect(await ranged.text()).toBe('aabb');
     made.download = new URL(download.file_link).pathname;
-    await sleep(1_000);
+    // Until the recording has kept a frame of the screencast: a recording of the session to store.
+    const frames = join(server.dataDir, 'recordings', '.work', s.id);
+    await eventually(() => listDir(frames).some((f) => f !== 'index.jsonl'), 10_000, 'a recorded frame');
     expect((await endSession(server, s.id)).status).toBe(200);
     const item = (await eventually(async () => {
       const list = (await (await server.request(`/v1/sessions/${s.id}/recordings`)).json()) as any;
