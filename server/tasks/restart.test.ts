@@ -58,7 +58,8 @@ async function scenario(databaseUrl: string | undefined) {
   };
 
   const first = await start();
-  expect((await call(first, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['task.completed', 'task.failed', 'task.cancelled'] })).status).toBe(200);
+  const webhook = await call(first, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['task.completed', 'task.failed', 'task.cancelled'] });
+  expect(webhook.status).toBe(200);
   const deploy = async (source: string) => {
     const task = await call(first, 'POST', '/v1/task', { name: `t-${randomBytes(4).toString('hex')}`, language: 'typescript', code: b64(source) });
     await call(first, 'POST', `/v1/task/${task.body.data.id}/deploy`, { browserConfiguration: { recording: { active: false } } });
@@ -89,7 +90,11 @@ async function scenario(databaseUrl: string | undefined) {
   second.child.kill('SIGTERM');
   await second.exited;
   const third = await start();
-  await new Promise((r) => setTimeout(r, 2_000));
+  // Its recovery ran before it listened, and an event is written with its deliveries: had it
+  // failed or run either again, a third event would be queued for the webhook by now.
+  const deliveries = await call(third, 'GET', `/v1/webhooks/${webhook.body.id}/events?limit=100`);
+  expect(deliveries.status).toBe(200);
+  expect(new Set(deliveries.body.data.map((d: { event_id: string }) => d.event_id)).size).toBe(2);
   expect(ofRun(a.run_id)).toHaveLength(1);
   expect(ofRun(b.run_id)).toHaveLength(1);
   third.child.kill('SIGTERM');
