@@ -26,8 +26,8 @@ export interface ConformanceReport {
   checks: { id: string; name: string; status: string; message?: string }[];
 }
 
-/** Whether a test or check ran: passed or failed, not skipped (a skipped test proves nothing). */
-const ran = (status: string) => status === 'passed' || status === 'failed' || status === 'pass' || status === 'fail';
+/** Whether a test ran: passed or failed, not skipped (a skipped test proves nothing). */
+const ran = (status: string) => status === 'passed' || status === 'failed';
 
 /** One line a test that ran: `vitest FILE › FULL NAME`, FILE relative to the project's root. */
 export function vitestLines(report: VitestReport, root: string): string[] {
@@ -36,9 +36,15 @@ export function vitestLines(report: VitestReport, root: string): string[] {
   );
 }
 
-/** One line a check that ran: `conformance:LABEL ID NAME` (LABEL: mock, pglite, postgres). */
+/**
+ * One line a check the run reported: `conformance:LABEL ID NAME` (LABEL: mock, pglite,
+ * postgres). Skipped ones too: a check may skip on what the server answered (G5 skips a
+ * response that documents only optional headers when none came, and which response a
+ * recording's link gets depends on whether its encode has ended), so whether it ran varies
+ * from run to run; that it is still in the suite does not.
+ */
 export function conformanceLines(label: string, report: ConformanceReport): string[] {
-  return report.checks.filter((c) => ran(c.status)).map((c) => `conformance:${label} ${c.id} ${oneLine(c.name)}`);
+  return report.checks.map((c) => `conformance:${label} ${c.id} ${oneLine(c.name)}`);
 }
 
 const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
