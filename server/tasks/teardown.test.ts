@@ -55,6 +55,7 @@ describe('a task run holds its browser until its event is out', () => {
     const { runId, pids } = await runAndWatch();
     expect((await call(t, 'GET', `/v2/tasks/runs/${runId}/status`)).body.status).toBe('success');
     // The event is at the receiver, unanswered: the browser is still there (frozen).
+    // Negative: not torn down meanwhile (nothing announces a teardown not done); within the 2 s hold.
     await new Promise((r) => setTimeout(r, 500));
     expect(pids.some((pid) => isRunning(pid)), 'the browser while its event is on its way').toBe(true);
     held.shift()!();
