@@ -276,6 +276,7 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
     expect(started.status, JSON.stringify(started.body)).toBe(200);
     const status = async () => ((await (await server.request(`/v1/tools/perform-web-task/${started.body.data.workflow_id}/status`)).json()) as any).data;
     // Paused from the start: no model call, no step.
+    // Negative: time for the agent to connect and reach its pause (nothing tells it has); no call comes.
     await new Promise((r) => setTimeout(r, 1500));
     expect(model.received.length).toBe(from);
     expect((await server.request(`/v1/sessions/${s.id}/agent/resume`, { method: 'POST' })).status).toBe(200);
