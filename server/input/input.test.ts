@@ -226,7 +226,8 @@ describe.each(
     const { targetId } = await probe.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' });
     try {
       await probe.eval(`location.href = ${JSON.stringify(fixtures.url('/slow-input'))}`, 'about:blank');
-      await new Promise((r) => setTimeout(r, 500));
+      // Until the tab is on /slow-input (committed): its 1.5 s hold starts with the parsing.
+      await until(async () => expect((await probe.pages()).find((p) => p.targetId === targetId)?.url).toContain('/slow-input'));
       const at = centre(BOX.button);
       expect((await call('POST', 'mouse/click', screen(at))).status).toBe(200);
       const e = await until(async () => {
