@@ -124,6 +124,7 @@ describe('BrowserPool', () => {
   it('retries a failing launch with backoff instead of spinning', async () => {
     const failing = testLog();
     pool = new BrowserPool({ size: 1, browsersDir, chromiumPath: '/nonexistent/chromium', log: failing, launchOptions: { ...headless, fullscreen: true }, retryDelayMs: 200 });
+    // The period is what is tested: how many attempts the backoff lets into one second.
     await new Promise((r) => setTimeout(r, 1_000));
     // 200 + 400 ms of waits fit in a second: three attempts at most, not hundreds.
     const failures = failing.errors.filter((m) => m === 'pool browser launch failed').length;
