@@ -65,6 +65,7 @@ describe('a session browser behind its traffic proxy', () => {
         await Promise.all([page.waitForURL('**/done'), page.click('button')]);
       }
       // The leak check leaves a moment after the submission.
+      // Negative: a request that must not come has no event to wait for; a window it would fall in.
       await new Promise((r) => setTimeout(r, 2_000));
       await browser.close();
     } finally {
@@ -80,6 +81,7 @@ describe('a session browser behind its traffic proxy', () => {
       // Without --component-updater=url-source (flags.ts), Chromium 156 sent an update check to
       // update.googleapis.com 8-12 s after its start; without --gaia-url, account checks to
       // accounts.google.com from 2 s on. Its one tab is about:blank: any domain is its own.
+      // Negative, and the period is the claim: the 15 s the test's name promises (checks came by 12 s).
       await new Promise((r) => setTimeout(r, 15_000));
     } finally {
       await closeMeteredBrowser(metered);
