@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../log.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession, HEADLESS, startPageServer, type PageServer } from '../sessions/test-support.js';
@@ -20,7 +20,6 @@ let cdpUrl: string;
 let sessionId: string;
 let sandbox: Sandbox;
 let runsRoot: string;
-const savedTmp = process.env.TMPDIR;
 
 beforeAll(async () => {
   server = await startTestServer();
@@ -33,13 +32,14 @@ beforeAll(async () => {
   runsRoot = mkdtempSync(join(tmpdir(), 'cb-sandbox-test-'));
   // Like /tmp: the run's uid must be able to pass through to its own directory.
   chmodSync(runsRoot, 0o711);
-  process.env.TMPDIR = runsRoot;
+  vi.stubEnv('TMPDIR', runsRoot);
   // Cold runs (no warm child) so that after each run nothing at all may remain.
   sandbox = createSandbox({ config: { ...server.config, sandboxWarm: 0 }, log: createLogger('silent') });
 });
 
 afterAll(async () => {
-  process.env.TMPDIR = savedTmp;
+  // As it was, or unset if it was: a plain assignment of undefined sets the string 'undefined'.
+  vi.unstubAllEnvs();
   await sandbox?.close();
   await pages?.close();
   await server?.close();

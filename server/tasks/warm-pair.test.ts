@@ -6,7 +6,7 @@
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 import { browsersDirFor } from '../browser/roots.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
@@ -36,7 +36,6 @@ describe('task runs on a warm pair', () => {
   let root: string;
   let browsersDir: string;
   const logs: string[] = [];
-  const savedTmp = process.env.TMPDIR;
   const lines = () => logs.map((l) => JSON.parse(l) as Record<string, any>);
   const readyPairs = () => lines().filter((l) => l.msg === 'warm pair ready').length;
   const ended = (executionId: string) => lines().find((l) => l.msg === 'task run ended' && l.executionId === executionId);
@@ -46,13 +45,14 @@ describe('task runs on a warm pair', () => {
     // file's own: what is left there after close is a leak.
     root = mkdtempSync(join(tmpdir(), 'wp-'));
     chmodSync(root, 0o711);
-    process.env.TMPDIR = root;
+    vi.stubEnv('TMPDIR', root);
     fixtures = await startFixtureServer();
     t = await startTestServer({ env: { BROWSER_POOL_SIZE: '1', SANDBOX_WARM: '1', TASK_CONCURRENCY: '1', MAX_CONCURRENT_BROWSERS: '4', LOG_LEVEL: 'debug' }, logs });
     browsersDir = browsersDirFor(t.dataDir);
   }, 60_000);
   afterAll(async () => {
-    process.env.TMPDIR = savedTmp;
+    // As it was, or unset if it was: a plain assignment of undefined sets the string 'undefined'.
+    vi.unstubAllEnvs();
     await t?.close();
     await fixtures?.close();
     rmSync(root, { recursive: true, force: true });
