@@ -6,13 +6,14 @@ const include = ['server/**/*.test.ts', 'conformance/**/*.test.ts', 'scripts/**/
 // process of its own: in a shared one the module may already be loaded, or stay replaced.
 const ownProcess = ['server/net/traffic-proxy.test.ts'];
 
-// Real browsers and real databases: generous timeouts. Two files run at once, in two worker
-// processes that each run file after file (isolate: false): a fork a file, each importing
-// the server anew, cost about a third of the run's CPU and left a core idle while it
-// started (docs/testing.md). Every test owns its ports, directories, schemas and Xvfb
-// displays (-displayfd), and closes what it started, so files never see each other's
-// browsers. Longest first (server/testing/sequencer.ts), so that no long file runs alone at
-// the end.
+// Real browsers and real databases: generous timeouts. Three files run at once on two
+// cores: many of the longest files mostly wait (for the contract's minute-long timers, a
+// child server, a page), and with two workers the machine was 60 % busy (docs/testing.md).
+// The workers are processes that run file after file (isolate: false): a fork a file, each
+// importing the server anew, cost about a fifth of the run's CPU. Every test owns its ports,
+// directories, schemas and Xvfb displays (-displayfd), and closes what it started and
+// restores what it changed, so files never see each other's browsers. Longest first
+// (server/testing/sequencer.ts), so that no long file runs alone at the end.
 export default defineConfig({
   test: {
     // One migrated PGlite database for the run, copied for each test's (server/testing/pglite-template.ts).
@@ -20,7 +21,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    maxWorkers: 2,
+    maxWorkers: 3,
     sequence: { sequencer: LongestFirst },
     // What a passing test prints is noise; a failing one's is kept.
     silent: 'passed-only',
