@@ -20,7 +20,10 @@ import {
   ownerOf,
   tempBrowsersDir,
   testLog,
+  xSocket,
+  type FileIdentity,
 } from './test-support.js';
+import type { OwnerRecord } from './owner.js';
 
 const log = testLog();
 let browsersDir: string;
@@ -38,15 +41,21 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** What a test takes of a browser while it runs, to check after close that all of it is gone. */
+function whileRunning(browser: RunningBrowser): { owner: OwnerRecord; socket: FileIdentity | null } {
+  return { owner: ownerOf(browser.rootDir), socket: browser.display ? xSocket(browser.display) : null };
+}
+
 /** Everything of the browser is gone: processes (group, Xvfb, crash handler), root, X files. */
-function expectNothingLeft(browser: RunningBrowser, owner = ownerOf(browser.rootDir)) {
-  expect(leftovers(owner)).toEqual([]);
+function expectNothingLeft(browser: RunningBrowser, was: ReturnType<typeof whileRunning>) {
+  expect(leftovers(was.owner)).toEqual([]);
   expect(groupMembers(browser.pid)).toEqual([]);
   expect(existsSync(browser.rootDir)).toBe(false);
   if (browser.display) {
-    const n = browser.display.slice(1);
-    expect(existsSync(`/tmp/.X${n}-lock`)).toBe(false);
-    expect(existsSync(`/tmp/.X11-unix/X${n}`)).toBe(false);
+    expect(was.socket).not.toBeNull();
+    // Its socket is gone; one on the same number now is another Xvfb's.
+    expect(xSocket(browser.display)).not.toEqual(was.socket);
+    expect(existsSync(`/tmp/.X${browser.display.slice(1)}-lock`)).toBe(false);
   }
 }
 
@@ -129,7 +138,7 @@ describe('launchBrowser', () => {
       const closing = browser.close();
       expect(browser.close()).toBe(closing); // idempotent
       await closing;
-      expectNothingLeft(browser, owner);
+      expectNothingLeft(browser, { owner, socket: null });
       expect(await browser.exited).toEqual({ code: null, signal: 'SIGKILL' }); // the profile is thrown away: no graceful close
     } finally {
       await browser.close();
@@ -152,7 +161,7 @@ describe('launchBrowser', () => {
         expect(owner.pids[0]).toBe(b.pid);
         const xvfbPid = owner.pids[1]!;
         expect(readFileSync(`/proc/${xvfbPid}/cmdline`, 'latin1')).toContain('Xvfb');
-        expect(existsSync(`/tmp/.X11-unix/X${b.display!.slice(1)}`)).toBe(true);
+        expect(xSocket(b.display!)).not.toBeNull();
       }
 
       const measure = async (b: RunningBrowser) => {
@@ -178,34 +187,34 @@ describe('launchBrowser', () => {
       expect(fullscreen.geometry.content).toEqual({ x: 0, y: 0, width: 1024, height: 768 });
       expect(log.warnings).not.toContain('fullscreen page differs from the request');
     } finally {
-      const owners = [ownerOf(windowed.rootDir), ownerOf(fullscreen.rootDir)];
+      const was = [whileRunning(windowed), whileRunning(fullscreen)] as const;
       await Promise.all([windowed.close(), fullscreen.close()]);
-      expectNothingLeft(windowed, owners[0]);
-      expectNothingLeft(fullscreen, owners[1]);
+      expectNothingLeft(windowed, was[0]);
+      expectNothingLeft(fullscreen, was[1]);
     }
   });
 
   it('resolves exited when Chromium is SIGKILLed, and close() still cleans up (Xvfb included)', async () => {
     const browser = await launch('crashing', { viewport: { width: 800, height: 600 } });
-    const owner = ownerOf(browser.rootDir);
-    const xvfbPid = owner.pids[1]!;
+    const was = whileRunning(browser);
+    const xvfbPid = was.owner.pids[1]!;
     process.kill(browser.pid, 'SIGKILL');
     expect(await browser.exited).toEqual({ code: null, signal: 'SIGKILL' });
     // Xvfb (-terminate) may already be exiting with its last client gone: close() ends it either way.
     await browser.close();
-    expectNothingLeft(browser, owner);
+    expectNothingLeft(browser, was);
     expect(isRunning(xvfbPid)).toBe(false);
   });
 
   it('ends a browser that does not answer at all (a stopped process) at once', async () => {
     const browser = await launch('frozen', { headless: true });
-    const owner = ownerOf(browser.rootDir);
+    const was = whileRunning(browser);
     process.kill(browser.pid, 'SIGSTOP'); // a hung browser process: no CDP, no exit
     const started = Date.now();
     await browser.close();
     expect(Date.now() - started).toBeLessThan(3_000); // no graceful wait to time out
     expect((await browser.exited).signal).toBe('SIGKILL');
-    expectNothingLeft(browser, owner);
+    expectNothingLeft(browser, was);
   });
 
   it('saves downloads in rootDir/downloads', async () => {

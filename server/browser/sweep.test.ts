@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOwnerRecord, writeOwner } from './owner.js';
 import { isRunning, readStat } from './procfs.js';
 import { sweepOrphans } from './sweep.js';
-import { chromiumPath, eventually, leftovers, listDir, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
+import { chromiumPath, eventually, leftovers, listDir, ownerOf, tempBrowsersDir, testLog, xSocket } from './test-support.js';
 
 const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
 const fixture = fileURLToPath(new URL('./sweep-child.fixture.ts', import.meta.url));
@@ -39,23 +39,12 @@ function startDoomedServer(dir: string, mode: 'hung' | 'running' | 'frozen'): Pr
   });
 }
 
-/**
- * The display's X files are gone, unless another X server listens on that display now: Xvfb
- * picks the lowest free number, so a test file running beside this one may have taken it
- * the moment ours was gone, and its socket is then its own.
- */
-function xFilesGone(n: string): boolean {
-  const socket = `/tmp/.X11-unix/X${n}`;
-  const taken = readFileSync('/proc/net/unix', 'utf8')
-    .split('\n')
-    .some((line) => line.endsWith(` ${socket}`) || line.endsWith(` @${socket}`));
-  return taken || (!existsSync(`/tmp/.X${n}-lock`) && !existsSync(socket));
-}
-
 describe('sweepOrphans', () => {
   it('browsers end with their server: killed with SIGKILL, its Chromium and Xvfb exit by themselves; the sweep removes the roots', async () => {
     const dir = join(browsersDir, 'ended');
     const { child, roots, display } = await startDoomedServer(dir, 'running');
+    const socket = xSocket(display);
+    expect(socket).not.toBeNull();
     const owners = roots.map((r) => ownerOf(r));
     expect(owners[0]!.pids).toHaveLength(2); // Chromium and Xvfb
     for (const owner of owners) expect(leftovers(owner).length).toBeGreaterThan(1);
@@ -67,7 +56,7 @@ describe('sweepOrphans', () => {
     for (const r of roots) expect(existsSync(r)).toBe(true);
     expect((await sweepOrphans(dir, log)).sort()).toEqual(['orphan-headful', 'orphan-headless']);
     expect(listDir(dir)).toEqual([]);
-    expect(xFilesGone(display.slice(1))).toBe(true);
+    expect(xSocket(display)).not.toEqual(socket);
   });
 
   it('browsers frozen by their server (a task run, between its end and its teardown) end with it too', async () => {
@@ -85,6 +74,8 @@ describe('sweepOrphans', () => {
   it('kills the browsers (Chromium, Xvfb, crash handlers) that a server killed with SIGKILL left hung, and removes their roots', async () => {
     const dir = join(browsersDir, 'crash');
     const { child, roots, display } = await startDoomedServer(dir, 'hung');
+    const socket = xSocket(display);
+    expect(socket).not.toBeNull();
     const owners = roots.map((r) => ownerOf(r));
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
@@ -102,7 +93,7 @@ describe('sweepOrphans', () => {
     expect(swept.sort()).toEqual(['orphan-headful', 'orphan-headless']);
     for (const owner of owners) expect(leftovers(owner)).toEqual([]);
     expect(listDir(dir)).toEqual([]);
-    expect(xFilesGone(display.slice(1))).toBe(true);
+    expect(xSocket(display)).not.toEqual(socket);
 
     // Nothing left to sweep the second time.
     expect(await sweepOrphans(dir, log)).toEqual([]);

@@ -1,7 +1,7 @@
 // Shared by this folder's tests: where Chromium is, temporary browser directories, a
 // logger, and checks that nothing of a browser is left.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Log } from './log.js';
@@ -87,5 +87,26 @@ export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 10_000
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
+  }
+}
+
+/** Which file a path is: inode and change time. */
+export interface FileIdentity {
+  ino: number;
+  ctimeMs: number;
+}
+
+/**
+ * The X socket of display ":N" (Xvfb with -displayfd makes no lock file), or null when there
+ * is none. Xvfb takes the lowest free display number, so the moment one display ends a test
+ * file running beside may start another on the same number: a test that the socket of its
+ * own display is gone compares identities (`not.toEqual(before)`), never mere existence.
+ */
+export function xSocket(display: string): FileIdentity | null {
+  try {
+    const { ino, ctimeMs } = statSync(`/tmp/.X11-unix/X${display.slice(1)}`);
+    return { ino, ctimeMs };
+  } catch {
+    return null;
   }
 }

@@ -25,6 +25,7 @@ import {
   sessionEvents,
 } from './test-support.js';
 import { startChildServer } from '../testing/child-server.js';
+import { xSocket } from '../browser/test-support.js';
 
 const startChild = (dataDir: string, apiKey: string) => startChildServer({ dataDir, apiKey });
 
@@ -50,6 +51,8 @@ describe('recovery after kill -9', () => {
     const left = [rootOf(browsersDir, headful.id), rootOf(browsersDir, headless.id)];
     const display = left[0]!.owner.display!;
     expect(display).toMatch(/^:\d+$/);
+    const socket = xSocket(display);
+    expect(socket).not.toBeNull();
     // A web fetch starts a tool browser, in a root of its own beside the sessions'.
     const fetched = await first.request('/v1/tools/fetch/webpage', {
       method: 'POST',
@@ -80,7 +83,8 @@ describe('recovery after kill -9', () => {
     expect(firstProcesses.filter((pid) => isRunning(pid))).toEqual([]);
     expect(processesUnder(browsersDir)).toEqual([]);
     expect(roots(browsersDir)).toEqual([]);
-    expect(existsSync(`/tmp/.X11-unix/X${display.slice(1)}`)).toBe(false);
+    // The killed Xvfb's socket is gone (one on the same number now is another Xvfb's).
+    expect(xSocket(display)).not.toEqual(socket);
     expect(existsSync(`/tmp/.X${display.slice(1)}-lock`)).toBe(false);
     for (const s of [headful, headless]) {
       const record = await getSession(second, s.id);
