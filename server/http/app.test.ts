@@ -2,7 +2,21 @@
 // bodies, 405 with Allow, the service routes. Capability behaviour is tested in its folder.
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '../../generated/routes.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { validatorsFor } from './app.js';
+
+describe('validators', () => {
+  it('compile for every operation of the contract (they are compiled on first use)', () => {
+    for (const route of routes) {
+      const v = validatorsFor(route);
+      expect(validatorsFor(route)).toBe(v); // once per process
+      // Every path parameter is checked; a body schema, where the operation takes a body.
+      if (route.path.includes('{')) expect(v.params, route.operationId).toBeTypeOf('function');
+    }
+    expect(routes.length).toBeGreaterThan(100);
+  });
+});
 
 describe.each(backends)('HTTP spine on %s', (backend) => {
   let server: TestServer;

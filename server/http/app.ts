@@ -43,7 +43,7 @@ const route = (c: Context) => c.get('route' as never) as Route | undefined;
 /** An incoming X-Request-Id is kept when it is short and plain (it goes into logs and a header). */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
-interface Validators {
+export interface Validators {
   params?: ValidateFunction;
   query?: ValidateFunction;
   body?: ValidateFunction;
@@ -51,33 +51,41 @@ interface Validators {
   queryNames: ReadonlySet<string>;
 }
 
-/** Per-operation validators, compiled once from the contract. */
-function compileValidators(): Map<string, Validators> {
-  const spec = loadSpec();
-  const strict = createAjv(spec);
-  const coercing = createAjv(spec, { coerce: true });
-  const out = new Map<string, Validators>();
-  for (const route of routes) {
-    const item = spec.paths[route.path];
-    const op = item[route.method.toLowerCase()];
-    const params: JsonObject[] = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) => deref(spec, p));
-    const objectOf = (where: 'path' | 'query') => {
-      const list = params.filter((p) => p.in === where);
-      if (list.length === 0) return undefined;
-      return compileSchema(coercing, {
-        type: 'object',
-        properties: Object.fromEntries(list.map((p) => [p.name, p.schema ?? {}])),
-        required: list.filter((p) => p.required).map((p) => p.name),
-      });
-    };
-    const v: Validators = { params: objectOf('path'), query: objectOf('query'), queryNames: new Set(params.filter((p) => p.in === 'query').map((p) => p.name as string)) };
-    const content = op.requestBody ? deref(spec, op.requestBody).content ?? {} : {};
-    const schema = content['application/json']?.schema ?? content['multipart/form-data']?.schema;
-    if (schema) v.body = compileSchema(strict, schema);
-    out.set(route.operationId, v);
-  }
-  return out;
+/**
+ * An operation's validators, compiled from the contract on its first request and kept for
+ * the process. Compiling all of them at once cost every start 1.2 s of CPU (2026-11-29), and
+ * the test suite creates the app some ninety times; app.test.ts compiles every operation's,
+ * so a schema Ajv refuses fails there, not on a user's request.
+ */
+export function validatorsFor(route: Route): Validators {
+  let v = compiled.get(route.operationId);
+  if (v) return v;
+  ajvs ??= (() => {
+    const spec = loadSpec();
+    return { spec, strict: createAjv(spec), coercing: createAjv(spec, { coerce: true }) };
+  })();
+  const { spec, strict, coercing } = ajvs;
+  const item = spec.paths[route.path];
+  const op = item[route.method.toLowerCase()];
+  const params: JsonObject[] = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) => deref(spec, p));
+  const objectOf = (where: 'path' | 'query') => {
+    const list = params.filter((p) => p.in === where);
+    if (list.length === 0) return undefined;
+    return compileSchema(coercing, {
+      type: 'object',
+      properties: Object.fromEntries(list.map((p) => [p.name, p.schema ?? {}])),
+      required: list.filter((p) => p.required).map((p) => p.name),
+    });
+  };
+  v = { params: objectOf('path'), query: objectOf('query'), queryNames: new Set(params.filter((p) => p.in === 'query').map((p) => p.name as string)) };
+  const content = op.requestBody ? deref(spec, op.requestBody).content ?? {} : {};
+  const schema = content['application/json']?.schema ?? content['multipart/form-data']?.schema;
+  if (schema) v.body = compileSchema(strict, schema);
+  compiled.set(route.operationId, v);
+  return v;
 }
+const compiled = new Map<string, Validators>();
+let ajvs: { spec: JsonObject; strict: ReturnType<typeof createAjv>; coercing: ReturnType<typeof createAjv> } | undefined;
 
 class RequestError extends Error {
   constructor(readonly status: 400 | 401 | 413 | 415, message: string) {
@@ -87,7 +95,6 @@ class RequestError extends Error {
 
 export function createHttpApp(options: HttpAppOptions): Hono {
   const { handlers, log } = options;
-  const validators = compileValidators();
   const docsUrl = `${options.publicUrl}/docs`;
   const app = new Hono();
 
@@ -107,7 +114,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
         owner = given ? await options.authenticate(given.key) : undefined;
         if (!owner) throw new RequestError(401, apiKeyRefusal(given));
       }
-      const v = validators.get(route.operationId)!;
+      const v = validatorsFor(route);
       const params: Record<string, unknown> = { ...c.req.param() };
       refuseUnstorable(params, 'path');
       if (v.params && !v.params(params)) throw new RequestError(400, describeErrors(v.params.errors, 'path'));
