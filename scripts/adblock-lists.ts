@@ -16,7 +16,7 @@
 //   pnpm adblock:lists --repo <dir> [--ref R] a local clone (work tree or bare), offline
 //
 // It writes the rulesets, sets the extension's version to uBOL's (so the browser shows which
-// lists it runs), and records where they came from in lists.json (README: Ad-block).
+// lists it runs), and records where they came from in lists.json (docs/adblock.md).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

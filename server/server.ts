@@ -72,7 +72,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     res.end();
   };
   const server = createHttpServer((req, res) => listener(req, res));
-  // Longer than a load balancer's usual 60 s idle time-out, so it closes first (README).
+  // Longer than a load balancer's usual 60 s idle time-out, so it closes first (docs/nodes.md).
   keepIdleConnections(server, 65);
   await listen(server, initial.port, initial.host);
   const { port } = server.address() as AddressInfo;

@@ -5,7 +5,7 @@
 // the ones a user's CDP client opens included, at no cost to the server per request.
 //
 // Why this engine, of the three the issue names (measured on this project's 2-core machine,
-// Chromium 156; bench/adblock for the end-to-end figures, README: Ad-block):
+// Chromium 156; bench/adblock for the end-to-end figures, docs/adblock.md):
 //  - host blocking in the session's traffic proxy costs nothing per page, but sees only the
 //    host of an HTTPS request (a CONNECT), never its path, initiator or type. EasyList and
 //    EasyPrivacy block the big networks under conditions (third-party, resource types, paths,

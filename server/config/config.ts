@@ -139,7 +139,7 @@ export interface LlmConfig {
   images: boolean;
 }
 
-/** One entry per variable: the README's configuration table mirrors this list. */
+/** One entry per variable: the table of docs/configuration.md mirrors this list. */
 export const variables = {
   PORT: 'TCP port to listen on (default 8080).',
   HOST: 'Interface to bind (default 127.0.0.1; 0.0.0.0 to serve other machines).',

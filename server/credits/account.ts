@@ -2,7 +2,7 @@
 // from the project row (tier, gift), the configuration (included credits, cost limit) and
 // the usage ledger; nothing here is stored.
 //
-// Rules (README.md, Billing):
+// Rules (docs/billing.md):
 // - The billing period is the calendar month in UTC.
 // - Included credits renew each period: the project's own included_credits when the
 //   operator set one (admin API), else INCLUDED_CREDITS for a project of tier 'self-hosted'

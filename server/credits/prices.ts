@@ -1,7 +1,7 @@
 // The price table: what a session costs, in credits. Sessions are settled when they end,
 // from their duration (created_at to ended_at), the bytes that went through their proxy and
 // the screenshots taken over CDP. A web fetch costs a fixed amount per 200 answer.
-// README.md (Billing) documents the same table.
+// docs/billing.md documents the same table.
 import type { Config } from '../config/config.js';
 
 export interface PriceTable {

@@ -1,8 +1,9 @@
 // The hosted vendor's own TypeScript SDK (npm anchorbrowser), unchanged, against this server:
-// a user switches by giving the SDK our base URL, nothing else (README, "Coming from the
-// hosted service"): the SDK sends its key in its own header, anchor-api-key, which the server
-// reads beside service-api-key. Every SDK method the README claims is driven here against
-// the real server and real Chromium; the list grows as the families land.
+// a user switches by giving the SDK our base URL, nothing else
+// (docs/coming-from-the-hosted-service.md): the SDK sends its key in its own header,
+// anchor-api-key, which the server reads beside service-api-key. Every SDK method the docs
+// claim is driven here against the real server and real Chromium; the list grows as the
+// families land.
 import Anchorbrowser, { toFile } from 'anchorbrowser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPageServer, type PageServer } from '../sessions/test-support.js';
