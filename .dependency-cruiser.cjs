@@ -4,16 +4,16 @@
 //   base          config/ store/ http/ auth/ log.ts     what everything stands on
 //   services      net/ browser/ page/ credits/ outbox/  shared by several capabilities,
 //                 storage/ secrets/ sandbox/ llm/       and the contract capabilities meet in
-//                 capability/ metrics/ cluster/
-//   capabilities  every other folder                    one folder a capability; another
-//                                                       capability only through its index.ts
+//                 capability/
+//   capabilities  every other folder (metrics/ and      one folder a capability; another
+//                 cluster/ too)                         capability only through its index.ts
 //   assembly      server.ts main.ts                     imported by nothing but tests
 // and no import circle anywhere, type-only imports included.
 const base = '^server/(?:(?:config|store|http|auth)/|log\\.ts$)';
-const services = '^server/(?:net|browser|page|credits|outbox|storage|secrets|sandbox|llm|capability|metrics|cluster)/';
+const services = '^server/(?:net|browser|page|credits|outbox|storage|secrets|sandbox|llm|capability)/';
 const below = [base, services];
 const assembly = '^server/(?:server|main)\\.ts$';
-const capability = '^server/(?!(?:config|store|http|auth|net|browser|page|credits|outbox|storage|secrets|sandbox|llm|capability|metrics|cluster|testing)/)([^/]+)/';
+const capability = '^server/(?!(?:config|store|http|auth|net|browser|page|credits|outbox|storage|secrets|sandbox|llm|capability|testing)/)([^/]+)/';
 // Tests and their support may reach anything (a test starts the whole server).
 const tests = '\\.(?:test|typetest)\\.ts$|test-support\\.ts$|\\.fixture\\.ts$|test-worker-child\\.ts$|^server/testing/';
 

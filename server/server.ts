@@ -124,10 +124,11 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(batches)
       .add(tasks)
       .add(webhooks)
-      .add(billing)
       .add(agentAccess)
       // After every capability a dead node's work is taken over by (recoverNode), before health.
       .add(clusterNode)
+      // After the cluster: a project's browser limit is the cluster's.
+      .add(billing)
       .add(health)
       .add(admin)
       // After what it reads: sessions, webhooks' delivery worker.

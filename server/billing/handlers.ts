@@ -8,7 +8,7 @@ import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import { historyBuckets, type Granularity } from '../sessions/index.js';
 import { account } from '../credits/account.js';
-import { clusterCapacity } from '../cluster/store.js';
+import type { ClusterNode } from '../cluster/index.js';
 
 export type BillingHandlers = Pick<AppHandlers, 'getBilling'>;
 
@@ -33,7 +33,7 @@ export function usageRange(q: { from_date?: string; to_date?: string; granularit
   return { from, to, granularity };
 }
 
-export function billingHandlers({ db, config }: { db: Db; config: ServiceConfig }): BillingHandlers {
+export function billingHandlers({ db, config, cluster }: { db: Db; config: ServiceConfig; cluster: Pick<ClusterNode, 'capacity'> }): BillingHandlers {
   return {
     async getBilling(req, ctx) {
       const q = req.query;
@@ -42,7 +42,7 @@ export function billingHandlers({ db, config }: { db: Db; config: ServiceConfig 
       if (range && 'error' in range) return fail(400, range.error);
       // MAX_CONCURRENT_BROWSERS is per node: a project without a cap of its own may fill
       // every node of a cluster (placement sends a session where there is room).
-      const capacity = config.nodeInternalUrl ? await clusterCapacity(db, config.nodeDeadAfterSeconds) : undefined;
+      const capacity = await cluster.capacity();
       const a = await account(db, ctx.projectId, { ...config, maxConcurrentBrowsers: capacity ?? config.maxConcurrentBrowsers });
       if (!a) return fail(401, 'Unknown project');
       const data = {

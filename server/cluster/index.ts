@@ -1,6 +1,7 @@
-// The cluster (issue 23): this node's registration, heartbeat, reaper and drain (node.ts),
-// the `nodes` table (store.ts), and the operator's listing, GET /admin/v1/nodes. A service:
-// cluster-routing's forwarding reads store.ts; health shows `cluster` from here.
+// The cluster: this node's registration, heartbeat, reaper and drain (node.ts),
+// the `nodes` table (store.ts), and the operator's listing, GET /admin/v1/nodes. Other
+// capabilities see the cluster through ClusterNode: health shows `cluster`, billing its
+// capacity.
 import type { Logger } from 'pino';
 import type { components } from '../../generated/types.js';
 import type { Capability, RecoverNode } from '../capability/index.js';
@@ -17,6 +18,8 @@ export interface ClusterNode {
   readonly isDraining: boolean;
   /** Nodes whose heartbeat is fresh, this one included. */
   liveCount(): Promise<number>;
+  /** Browsers the cluster may run at once; undefined for a node alone. */
+  capacity(): Promise<number | undefined>;
   /** SIGTERM's first phase (see NodeLifecycle.drain). */
   drain(): Promise<void>;
 }

@@ -102,6 +102,14 @@ export class NodeLifecycle {
     return (await store.liveNodes(this.d.db, this.d.config.nodeDeadAfterSeconds)).length;
   }
 
+  /** Browsers the cluster may run at once: the MAX_CONCURRENT_BROWSERS of the live nodes
+   *  that take sessions, summed; undefined for a node alone (no NODE_INTERNAL_URL: it places
+   *  nothing elsewhere) or when none takes sessions. */
+  async capacity(): Promise<number | undefined> {
+    if (!this.d.config.nodeInternalUrl) return undefined;
+    return store.clusterCapacity(this.d.db, this.d.config.nodeDeadAfterSeconds);
+  }
+
   private get clustered(): boolean {
     return this.d.db.kind === 'postgres' && this.d.config.databaseUrl !== undefined;
   }

@@ -48,15 +48,35 @@ export async function pdfOf(v: Visit, url: URL, o: PdfOptions): Promise<Buffer> 
   const { page, deadline, pipeline } = v;
   await prepare(v, url, o.waitUntil);
   return withDeadline(deadline, pipeline.config, () =>
-    page.pdf({
-      format: o.format,
-      landscape: o.landscape,
-      printBackground: o.printBackground,
-      scale: o.scale,
-      margin: o.margin,
-      pageRanges: o.pageRanges?.replace(/\s+/g, ''),
-    }),
+    page
+      .pdf({
+        format: o.format,
+        landscape: o.landscape,
+        printBackground: o.printBackground,
+        scale: o.scale,
+        margin: o.margin,
+        pageRanges: o.pageRanges?.replace(/\s+/g, ''),
+      })
+      .catch((err: unknown) => {
+        const refusal = printRefusal(err);
+        throw refusal ? new ToolError(400, refusal) : err;
+      }),
   );
+}
+
+/**
+ * Print options the contract lets through but Chromium refuses once it has the page: only
+ * the document knows its page count, and margins that leave no room depend on the paper
+ * size. The client's to change, so 400 with what to change (they were 500s).
+ */
+export function printRefusal(err: unknown): string | undefined {
+  const message = err instanceof Error ? err.message : '';
+  if (message.includes('Page range exceeds page count')) return 'page_ranges names a page past the last page of the document';
+  if (/Page range is invalid|Page range syntax error/.test(message)) {
+    return 'page_ranges is invalid: pages are numbered from 1, and a range cannot end before it starts';
+  }
+  if (message.includes('content area is empty')) return 'margin leaves no room for the page on the paper: make the margins smaller than the paper';
+  return undefined;
 }
 
 async function withDeadline<T>(deadline: number, config: Pick<Config, 'fetchTimeoutSeconds'>, fn: () => Promise<T>): Promise<T> {
