@@ -1,7 +1,9 @@
 // The BlobStorage contract, the same assertions against both backends: the file system
 // (DATA_DIR's folders) and an S3-compatible bucket (a local s3rver on loopback). Then what
-// only S3 has: the start's bucket check, and keys under the prefix and area.
+// only S3 has: the start's bucket check, keys under the prefix and area, and a put sent
+// again when its connection drops.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
@@ -136,6 +138,44 @@ describe('S3 storage', () => {
     }
     // One area never reads another's objects.
     expect(await areas.areas('recordings').get('e1.zip')).toBeUndefined();
+  });
+
+  it('sends a put again when its connection drops before an answer (a kept-alive socket the server closed as it was reused)', async () => {
+    // Between the storage and the bucket, a relay that drops the connection the first PUT
+    // comes on, as a server does with a kept-alive socket it has just closed, and passes
+    // everything else through.
+    const target = new URL(s3.endpoint);
+    let dropped = 0;
+    const sockets = new Set<Socket>();
+    const relay = createNetServer((c) => {
+      const up = connect(Number(target.port), target.hostname);
+      sockets.add(c).add(up);
+      c.on('data', (d: Buffer) => {
+        if (dropped === 0 && d.subarray(0, 4).toString() === 'PUT ') {
+          dropped++;
+          c.destroy();
+          up.destroy();
+        } else up.write(d);
+      });
+      c.on('end', () => up.end());
+      up.pipe(c);
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    try {
+      const areas = await openBlobAreas(loadConfig({ ...s3.env('relayed'), S3_ENDPOINT: `http://127.0.0.1:${(relay.address() as AddressInfo).port}` }));
+      opened.push(areas);
+      const downloads = areas.areas('downloads');
+      const path = localFile(Buffer.from('sent twice'));
+      expect(await downloads.put('s1/file', path)).toEqual({ size: 10 });
+      expect(dropped).toBe(1);
+      expect(existsSync(path)).toBe(false);
+      expect(await text(downloads, 's1/file')).toBe('sent twice');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((r) => relay.close(() => r()));
+    }
   });
 
   it('stops the start when the bucket is missing or refuses the key, naming the bucket and never the secret', async () => {

@@ -57,7 +57,18 @@ export class S3BlobStorage implements BlobStorage {
     const { size } = await stat(path);
     // One PutObject, streamed with its length: S3 takes up to 5 GB this way, above the
     // largest session download (SESSION_DOWNLOADS_MAX_BYTES) and any recording we make.
-    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: createReadStream(path), ContentLength: size }));
+    // A kept-alive connection the bucket's server closed as it was reused (its idle time-out
+    // and our next request crossing) drops the request before any answer; the SDK retries no
+    // streamed body ("non-retryable streaming request"), so the file is sent again here, from
+    // a new stream.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: createReadStream(path), ContentLength: size }));
+        break;
+      } catch (err) {
+        if (attempt >= PUT_ATTEMPTS || !isDroppedConnection(err)) throw err;
+      }
+    }
     // As the file system's put moves the file, the local copy goes once stored.
     await rm(path, { force: true });
     return { size };
@@ -99,6 +110,15 @@ export class S3BlobStorage implements BlobStorage {
     if (key.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')) throw new Error(`invalid storage key: ${key}`);
     return this.keyPrefix + key;
   }
+}
+
+/** Tries of one put whose connection dropped before an answer. */
+const PUT_ATTEMPTS = 3;
+
+/** The connection went before the bucket answered: nothing was stored, the put can be sent again. */
+function isDroppedConnection(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return !(err instanceof S3ServiceException) && (code === 'ECONNRESET' || code === 'EPIPE');
 }
 
 function isMissing(err: unknown): boolean {
