@@ -1,15 +1,13 @@
 // The web fetch tool end to end: the real server in-process over real HTTP, real Chromium,
-// the local fixture site (fixtures/server.ts) for every page, file and challenge.
-import { browsersDirFor } from '../browser/index.js';
-import { readdirSync, readFileSync } from 'node:fs';
+// the local fixture site (fixtures/server.ts) for every page, file and challenge. One
+// server for the file: pages, consent dialogs, challenges, files, errors and billing,
+// screenshot and page PDF. What the operator configures (a server each) is in
+// fetch-settings.test.ts.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
-import { Server as ProxyServer } from 'proxy-chain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCaptchaService } from '../../fixtures/captcha-service.js';
 import {
-  FIXTURE_SITEKEY,
   fixtureBinary,
   fixtureJson,
   fixturePdf,
@@ -18,19 +16,11 @@ import {
   startFixtureServer,
   type FixtureServer,
 } from '../../fixtures/server.js';
-import { createProject } from '../auth/api-keys.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
+import { fetchUrl, post } from './test-support.js';
 
 let fx: FixtureServer;
 let srv: TestServer;
-
-const post = (s: TestServer, path: string, body: unknown, key?: string) =>
-  s.request(path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(key ? { 'service-api-key': key } : {}) },
-    body: JSON.stringify(body),
-  });
-const fetchUrl = (s: TestServer, url: string, key?: string) => post(s, '/v1/tools/fetch/webpage', { url }, key);
 
 async function ledger(s: TestServer): Promise<{ n: number; credits: number }> {
   const [row] = await s.db.query<{ n: number; credits: number }>(
@@ -299,140 +289,4 @@ describe('screenshot and page PDF', () => {
       expect(await res.json()).toEqual({ error: { code: 400, message: 'The URL answers a file download, which has no page to capture' } });
     }
   });
-});
-
-describe('rate limit per API key (F10)', () => {
-  it('past FETCH_RATE_PER_MINUTE a key gets 429 with Retry-After; another key is unaffected', async () => {
-    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_RATE_PER_MINUTE: '2' } });
-    try {
-      const fixtureJsonUrl = `${fx.url}/api/data.json`;
-      expect((await fetchUrl(s, fixtureJsonUrl)).status).toBe(200);
-      expect((await fetchUrl(s, 'not a url')).status).toBe(400); // counted too
-      const limited = await fetchUrl(s, fixtureJsonUrl);
-      expect(limited.status).toBe(429);
-      expect(await limited.json()).toEqual({ error: 'Rate limit exceeded' });
-      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-      const other = await createProject(s.db, { name: 'other', source: 'test' });
-      const res = await fetchUrl(s, fixtureJsonUrl, other.key);
-      expect(res.status).toBe(200);
-      expect(await res.text()).toBe(fixtureJson);
-    } finally {
-      await s.close();
-    }
-  }, 90_000);
-});
-
-describe('address policy and time limit', () => {
-  it('refuses private, loopback and link-local addresses (403) unless the operator allows them', async () => {
-    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', ALLOW_PRIVATE_NETWORKS: 'false' } });
-    try {
-      for (const url of [`${fx.url}/site/script-rendered.html`, 'http://localhost:9/', 'http://169.254.169.254/latest/meta-data/']) {
-        const res = await fetchUrl(s, url);
-        expect(res.status).toBe(403);
-        expect(((await res.json()) as { error: string }).error).toMatch(/^Refused to fetch a private, loopback or link-local address: /);
-      }
-      const shot = await post(s, '/v1/tools/screenshot', { url: `${fx.url}/` });
-      expect(shot.status).toBe(403);
-      expect(((await shot.json()) as { error: { code: number } }).error.code).toBe(403);
-    } finally {
-      await s.close();
-    }
-  }, 90_000);
-
-  it('an upstream that never answers gives 504 after FETCH_TIMEOUT_SECONDS; the fetch browsers close with the server', async () => {
-    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_TIMEOUT_SECONDS: '3' } });
-    const toolRoots = `${browsersDirFor(s.config.dataDir)}/t-`;
-    try {
-      const started = Date.now();
-      const res = await fetchUrl(s, `${fx.url}/hang`);
-      expect(res.status).toBe(504);
-      expect(await res.json()).toEqual({ error: 'Upstream timed out after 3 seconds' });
-      expect(Date.now() - started).toBeLessThan(10_000);
-      expect(chromiumsUnder(toolRoots)).toBeGreaterThan(0);
-    } finally {
-      await s.close();
-    }
-    expect(chromiumsUnder(toolRoots)).toBe(0);
-  }, 90_000);
-
-  it('an internal failure (no browser can start) answers 500 in the general shape', async () => {
-    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', CHROMIUM_PATH: '/nonexistent/chromium' } });
-    try {
-      const res = await fetchUrl(s, `${fx.url}/api/data.json`);
-      expect(res.status).toBe(500);
-      expect(await res.json()).toEqual({ error: { code: 500, message: 'Internal server error' } });
-    } finally {
-      await s.close();
-    }
-  }, 60_000);
-});
-
-/** Processes whose command line mentions `marker` (the tool browsers' root). */
-function chromiumsUnder(marker: string): number {
-  let n = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) n++;
-    } catch {
-      // gone
-    }
-  }
-  return n;
-}
-
-describe('captcha-solving service (createTask/getTaskResult)', () => {
-  it('sends the captcha to the configured service and submits its token', async () => {
-    const service = await startCaptchaService();
-    const logs: string[] = [];
-    const s = await startTestServer({
-      env: { FETCH_BROWSERS: '1', CAPTCHA_SERVICE_URL: service.url, CAPTCHA_SERVICE_KEY: service.key, LOG_LEVEL: 'debug' },
-      logs,
-    });
-    try {
-      const res = await fetchUrl(s, `${fx.url}/challenge/captcha`);
-      expect(res.status).toBe(200);
-      const html = await res.text();
-      expect(html).toContain('id="protected">Captcha accepted.');
-      expect(html).not.toContain('g-recaptcha');
-      expect(service.tasks).toEqual([{ type: 'RecaptchaV2TaskProxyless', websiteURL: `${fx.url}/challenge/captcha`, websiteKey: FIXTURE_SITEKEY }]);
-      expect(service.polls).toBe(1);
-      expect(logs.join('\n')).not.toContain(service.key);
-    } finally {
-      await s.close();
-      await service.close();
-    }
-  }, 90_000);
-});
-
-describe("the operator's upstream proxy", () => {
-  it('sends every request through FETCH_PROXY_URL, with its credentials, never logged', async () => {
-    const seen: string[] = [];
-    const proxy = new ProxyServer({
-      port: 0,
-      host: '127.0.0.1',
-      verbose: false,
-      prepareRequestFunction: ({ username, password, hostname }) => {
-        const ok = username === 'operator' && password === 'pr0xy-s3cret';
-        if (ok) seen.push(hostname);
-        return { requestAuthentication: !ok };
-      },
-    });
-    await proxy.listen();
-    const logs: string[] = [];
-    const s = await startTestServer({
-      env: { FETCH_BROWSERS: '1', FETCH_PROXY_URL: `http://operator:pr0xy-s3cret@127.0.0.1:${proxy.port}`, LOG_LEVEL: 'debug' },
-      logs,
-    });
-    try {
-      const res = await fetchUrl(s, `${fx.url}/site/script-rendered.html`);
-      expect(res.status).toBe(200);
-      expect(await res.text()).toContain('Rendered by script');
-      // The page and what its script fetched (Chromium's own background requests too).
-      expect(seen.filter((h) => h === '127.0.0.1').length).toBeGreaterThanOrEqual(2);
-      expect(logs.join('\n')).not.toContain('pr0xy-s3cret');
-    } finally {
-      await s.close();
-      await proxy.close(true);
-    }
-  }, 90_000);
 });
