@@ -1,4 +1,4 @@
-// Node failure and drain, with real processes (node --import tsx server/main.ts) on one
+// Node failure with real processes (node --import tsx server/main.ts) on one
 // PostgreSQL schema: three nodes, each its own DATA_DIR, one SECRETS_KEY. Node B is killed
 // with SIGKILL under load: while it runs sessions, a task run and its part of a batch of 30
 // spread over the three nodes (headless, recording off). The survivors A and C race to claim
@@ -7,118 +7,47 @@
 // and the survivors make them); the batch ends with its counts adding up to 30, every
 // session of it has its one end event delivered, and once the survivors' sessions end
 // nothing of them is left on their machines. B's restart with the same NODE_ID sweeps its
-// orphaned browsers and finds nothing more to fail. Then a drain:
-// SIGTERM to a node with a running session refuses new sessions with 503 while the session
-// finishes, and the node leaves the listing (not dead).
+// orphaned browsers and finds nothing more to fail. A node's other ends (its database
+// connection gone, a drain) are in lifecycle.test.ts.
 // Needs DATABASE_URL (a cluster needs PostgreSQL); skipped with a printed reason without it.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
+import type { ChildServer } from '../testing/child-server.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { browsersDirFor, processesUnder, roots } from '../sessions/test-support.js';
-import { startReceiver, type Receiver } from '../events/test-support.js';
-import { urlWithSchema } from '../store/pg-schema.js';
-import { startChildServer, type ChildServer } from '../testing/child-server.js';
-import { freePort } from '../testing/free-port.js';
 import { call, until } from '../batches/test-support.js';
 import { b64 } from '../tasks/test-support.js';
+import { NODE_SESSION as SESSION, openNodeFixture, type NodeFixture } from './test-support.js';
 
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) console.log('server/cluster/cluster.test.ts skipped: several nodes need PostgreSQL, and DATABASE_URL is not set');
 
-const ADMIN = randomBytes(32).toString('hex');
-const clusterSecret = randomBytes(32).toString('hex');
-const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;
-const secretsKey = randomBytes(32).toString('hex');
 const run = randomBytes(3).toString('hex');
 // Short, so that a death is seen quickly; not shorter: on a loaded 2-core machine a live node's
 // heartbeat came over 3 s late, and the survivors claimed it dead while it still ran.
 const DEAD_AFTER_SECONDS = 6;
-const SESSION = { session: { recording: { active: false } }, browser: { headless: { active: true } } };
 const SLOW_TASK = `export default async function run(ctx: any) {
   await new Promise((r) => setTimeout(r, 120000));
   return 'late';
 }
 `;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-let url = '';
-let sql: pg.Client;
-let receiver: Receiver;
-
 describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
+  let f: NodeFixture;
+  let sql: NodeFixture['sql'];
   beforeAll(async () => {
-    const schema = `test_cluster_${randomBytes(6).toString('hex')}`;
-    sql = new pg.Client({ connectionString: databaseUrl });
-    await sql.connect();
-    await sql.query(`CREATE SCHEMA ${schema}`);
-    cleanups.push(async () => {
-      await sql.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
-      await sql.end();
-    });
-    await sql.query(`SET search_path = ${schema}`);
-    url = urlWithSchema(databaseUrl!, schema);
-    receiver = await startReceiver();
-    cleanups.push(() => receiver.close());
+    f = await openNodeFixture(databaseUrl!, DEAD_AFTER_SECONDS);
+    sql = f.sql;
   });
   afterAll(async () => {
-    for (const c of cleanups.reverse()) await c();
+    await f?.close();
   });
 
-  const events = () => receiver.received.map((r) => JSON.parse(r.body) as { type: string; data: Record<string, any> });
-  const ofSession = (id: string) => events().filter((e) => e.data.session_id === id && e.type.startsWith('session.') && e.type !== 'session.recording.ready');
-
-  async function node(id: string, dataDir: string, env: Record<string, string> = {}): Promise<ChildServer> {
-    const port = await freePort();
-    const s = await startChildServer({
-      dataDir,
-      apiKey,
-      databaseUrl: url,
-      port,
-      env: {
-        NODE_INTERNAL_URL: `http://127.0.0.1:${port}`,
-        NODE_ID: id,
-        NODE_DEAD_AFTER_SECONDS: String(DEAD_AFTER_SECONDS),
-        CLUSTER_SECRET: clusterSecret,
-        SECRETS_KEY: secretsKey,
-        ADMIN_TOKEN: ADMIN,
-        // 30 batch sessions and B's two fit on the two survivors alone (B may die early in its share).
-        MAX_CONCURRENT_BROWSERS: '16',
-        BATCH_CONCURRENCY: '3',
-        TASK_CONCURRENCY: '1',
-        // The drain test sets its own; the others' final SIGTERM need not wait for their sessions.
-        SHUTDOWN_GRACE_SECONDS: '1',
-        ...env,
-      },
-    });
-    cleanups.push(async () => {
-      if (s.child.exitCode === null && s.child.signalCode === null) {
-        s.child.kill('SIGKILL');
-        await s.exited;
-      }
-    });
-    return s;
-  }
-  let subscribed = false;
-  /** The receiver's webhook, once for the file (the database, and so the project, is shared). */
-  const subscribe = async (s: ChildServer) => {
-    if (subscribed) return;
-    const r = await call(s, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['session.completed', 'session.failed', 'task.failed', 'batch.completed', 'batch.failed'] });
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    subscribed = true;
-  };
-  const dir = (name: string) => {
-    const d = mkdtempSync(join(tmpdir(), `cb-cluster-${name}-`));
-    cleanups.push(() => rmSync(d, { recursive: true, force: true }));
-    return d;
-  };
-  const nodes = async (s: ChildServer) => {
-    const r = await call(s, 'GET', '/admin/v1/nodes', undefined, { authorization: `Bearer ${ADMIN}` });
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    return r.body.data as { id: string; status: string; running: number; capacity: number; draining: boolean }[];
-  };
+  const node = (id: string, dataDir: string, env?: Record<string, string>): Promise<ChildServer> => f.node(id, dataDir, env);
+  const subscribe = (s: ChildServer) => f.subscribe(s);
+  const dir = (name: string) => f.dir(name);
+  const nodes = (s: ChildServer) => f.nodes(s);
+  const events = () => f.events();
+  const ofSession = (id: string) => f.ofSession(id);
 
   it('a node killed with SIGKILL under a batch of 30: the survivors fail its work once, the batch adds up, no event is lost, and its restart sweeps its browsers', { timeout: 300_000 }, async () => {
     const idA = `a-${run}`;
@@ -235,61 +164,5 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
       s.child.kill('SIGTERM');
       await s.exited;
     }
-  });
-
-  it("a node whose database connection died is claimed at once, by its advisory lock, before its heartbeat is too old", { timeout: 90_000 }, async () => {
-    // The test plays node G: it holds G's advisory lock on a connection of its own and
-    // heartbeats G's row, as a node does; F is a real node with NODE_DEAD_AFTER_SECONDS=10.
-    const idF = `f-${run}`;
-    const idG = `g-${run}`;
-    const f = await node(idF, dir('f'), { NODE_DEAD_AFTER_SECONDS: '10' });
-    const g = new pg.Client({ connectionString: url });
-    await g.connect();
-    const [{ ok }] = (await g.query(`SELECT pg_try_advisory_lock(hashtext('browser-service:node'), hashtext(current_schema() || '/' || $1)) AS ok`, [idG])).rows;
-    expect(ok).toBe(true);
-    await g.query(`INSERT INTO nodes (id, version, capacity) VALUES ($1, 'test', 1)`, [idG]);
-    const beat = () => g.query('UPDATE nodes SET heartbeat_at = now() WHERE id = $1', [idG]);
-    const beating = setInterval(() => void beat().catch(() => {}), 1_000);
-    // Alive with its lock held: F's looks (every 2 s) leave it alone.
-    await new Promise((r) => setTimeout(r, 6_000));
-    expect((await nodes(f)).find((n) => n.id === idG)?.status).toBe('alive');
-    clearInterval(beating);
-    await beat();
-    await g.end(); // the connection goes, and G's lock with it
-    const [row] = (
-      await until(
-        () => sql.query(`SELECT dead_at, heartbeat_at, extract(epoch FROM dead_at - heartbeat_at) AS silent FROM nodes WHERE id = $1`, [idG]),
-        (r) => r.rows[0]?.dead_at !== null,
-        20_000,
-        100,
-      )
-    ).rows;
-    console.log(`node G claimed dead ${Number(row.silent).toFixed(1)} s after its last heartbeat (NODE_DEAD_AFTER_SECONDS=10)`);
-    expect(Number(row.silent)).toBeLessThan(10);
-    f.child.kill('SIGTERM');
-    await f.exited;
-  });
-
-  it('SIGTERM drains: new sessions answer 503, the running one finishes, the node leaves the listing', { timeout: 90_000 }, async () => {
-    const idD = `d-${run}`;
-    const d = await node(idD, dir('d'), { SHUTDOWN_GRACE_SECONDS: '30' });
-    await subscribe(d);
-    const created = await call(d, 'POST', '/v1/sessions', SESSION);
-    expect(created.status).toBe(200);
-    const sessionId = created.body.data.id as string;
-    d.child.kill('SIGTERM');
-    await until(async () => (await nodes(d)).find((n) => n.id === idD)?.status, (s) => s === 'draining', 10_000, 100);
-    const refused = await call(d, 'POST', '/v1/sessions', SESSION);
-    expect(refused.status).toBe(503);
-    expect(refused.body.error.message).toMatch(/draining/);
-    expect((await fetch(`${d.url}/healthz`).then((r) => r.json())).cluster).toMatchObject({ node_id: idD, draining: true });
-    // Its client finishes it through the draining node; the node then exits, well within the grace.
-    expect((await call(d, 'DELETE', `/v1/sessions/${sessionId}`)).status).toBe(200);
-    const exit = await Promise.race([d.exited, new Promise((r) => setTimeout(() => r('timeout'), 20_000))]);
-    expect(exit).toMatchObject({ code: 0 });
-    await until(async () => ofSession(sessionId), (l) => l.length >= 1, 20_000);
-    expect(ofSession(sessionId).map((ev) => ev.type)).toEqual(['session.completed']);
-    // It left the table: listed by no node, never dead.
-    expect((await sql.query('SELECT id FROM nodes WHERE id = $1', [idD])).rows).toEqual([]);
   });
 });

@@ -3,16 +3,22 @@
 // tiny round-robin front (HTTP and WebSocket upgrades, no stickiness), as an ordinary load
 // balancer would be. The front forwards with the same code the nodes use (forward.ts), minus
 // the cluster proof: it is a client like any other.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { expect } from 'vitest';
+import { call } from '../batches/test-support.js';
+import { startReceiver, type Receiver } from '../events/test-support.js';
 import { keepIdleConnections } from '../http/keep-alive.js';
 import { startChildServer, type ChildServer } from '../testing/child-server.js';
 import { freePort } from '../testing/free-port.js';
-import { withPostgresSchema } from '../store/pg-schema.js';
+import { urlWithSchema, withPostgresSchema } from '../store/pg-schema.js';
 import { forwardHttp, forwardUpgrade } from './forward.js';
 
 export interface Front {
@@ -145,4 +151,140 @@ export async function startTestCluster(o: { databaseUrl: string; count: number; 
   }
   front.targets.push(...nodes.map((n) => n.url));
   return { front, nodes, apiKey, databaseUrl, restart, close };
+}
+
+/** What the node tests share (cluster.test.ts, lifecycle.test.ts): a schema of DATABASE_URL of
+ *  their own, a webhook receiver, and real nodes started one by one. */
+export interface NodeFixture {
+  /** The schema's URL, as the nodes use it. */
+  url: string;
+  /** A connection of the test's own, on the schema. */
+  sql: pg.Client;
+  receiver: Receiver;
+  adminToken: string;
+  /** A node with this NODE_ID and DATA_DIR (killed with SIGKILL at close if still running). */
+  node(id: string, dataDir: string, env?: Record<string, string>): Promise<ChildServer>;
+  /** The receiver's webhook, once for the fixture (the database, and so the project, is shared). */
+  subscribe(s: ChildServer): Promise<void>;
+  /** A fresh DATA_DIR, removed at close. */
+  dir(name: string): string;
+  /** The admin API's node listing, through `s`. */
+  nodes(s: ChildServer): Promise<{ id: string; status: string; running: number; capacity: number; draining: boolean }[]>;
+  /** What the receiver got, parsed. */
+  events(): { type: string; data: Record<string, any> }[];
+  /** A session's events, its recording's aside. */
+  ofSession(id: string): { type: string; data: Record<string, any> }[];
+  close(): Promise<void>;
+}
+
+export const NODE_SESSION = { session: { recording: { active: false } }, browser: { headless: { active: true } } };
+
+export async function openNodeFixture(databaseUrl: string, deadAfterSeconds: number): Promise<NodeFixture> {
+  const adminToken = randomBytes(32).toString('hex');
+  const clusterSecret = randomBytes(32).toString('hex');
+  const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;
+  const secretsKey = randomBytes(32).toString('hex');
+  const cleanups: (() => Promise<void> | void)[] = [];
+  const close = async () => {
+    for (const c of cleanups.reverse()) await c();
+  };
+  const schema = `test_cluster_${randomBytes(6).toString('hex')}`;
+  const sql = new pg.Client({ connectionString: databaseUrl });
+  await sql.connect();
+  cleanups.push(async () => {
+    await sql.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+    await sql.end();
+  });
+  await sql.query(`CREATE SCHEMA ${schema}`);
+  await sql.query(`SET search_path = ${schema}`);
+  const url = urlWithSchema(databaseUrl, schema);
+  const receiver = await startReceiver().catch(async (err: Error) => {
+    await close();
+    throw err;
+  });
+  cleanups.push(() => receiver.close());
+
+  const events = () => receiver.received.map((r) => JSON.parse(r.body) as { type: string; data: Record<string, any> });
+  let subscribed = false;
+  return {
+    url,
+    sql,
+    receiver,
+    adminToken,
+    async node(id, dataDir, env = {}) {
+      const port = await freePort();
+      const s = await startChildServer({
+        dataDir,
+        apiKey,
+        databaseUrl: url,
+        port,
+        env: {
+          NODE_INTERNAL_URL: `http://127.0.0.1:${port}`,
+          NODE_ID: id,
+          NODE_DEAD_AFTER_SECONDS: String(deadAfterSeconds),
+          CLUSTER_SECRET: clusterSecret,
+          SECRETS_KEY: secretsKey,
+          ADMIN_TOKEN: adminToken,
+          // 30 batch sessions and B's two fit on the two survivors alone (B may die early in its share).
+          MAX_CONCURRENT_BROWSERS: '16',
+          BATCH_CONCURRENCY: '3',
+          TASK_CONCURRENCY: '1',
+          // The drain test sets its own; the others' final SIGTERM need not wait for their sessions.
+          SHUTDOWN_GRACE_SECONDS: '1',
+          ...env,
+        },
+      });
+      cleanups.push(async () => {
+        if (s.child.exitCode === null && s.child.signalCode === null) {
+          s.child.kill('SIGKILL');
+          await s.exited;
+        }
+      });
+      return s;
+    },
+    async subscribe(s) {
+      if (subscribed) return;
+      const r = await call(s, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['session.completed', 'session.failed', 'task.failed', 'batch.completed', 'batch.failed'] });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      subscribed = true;
+    },
+    dir(name) {
+      const d = mkdtempSync(join(tmpdir(), `cb-cluster-${name}-`));
+      cleanups.push(() => rmSync(d, { recursive: true, force: true }));
+      return d;
+    },
+    async nodes(s) {
+      const r = await call(s, 'GET', '/admin/v1/nodes', undefined, { authorization: `Bearer ${adminToken}` });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.data;
+    },
+    events,
+    ofSession: (id) => events().filter((e) => e.data.session_id === id && e.type.startsWith('session.') && e.type !== 'session.recording.ready'),
+    close,
+  };
+}
+
+/**
+ * The conformance CLI (a child process) against a cluster's front, with the admin token: the
+ * checks `only` names, every check without it. Its JSON report's summary, its output, its
+ * exit code.
+ */
+export async function runConformance(cluster: TestCluster, adminToken: string, only?: string[]): Promise<{ summary: { passed: number; failed: number; skipped: number }; out: string; code: number | null }> {
+  const reportDir = mkdtempSync(join(tmpdir(), 'cb-cluster-conformance-'));
+  try {
+    const report = join(reportDir, 'report.json');
+    const args = ['--import', 'tsx', 'conformance/cli.ts', '--base-url', cluster.front.url, '--api-key', cluster.apiKey, '--admin-token', adminToken, '--json', report];
+    if (only) args.push('--only', only.join(','));
+    let out = '';
+    const code = await new Promise<number | null>((resolve) => {
+      const child = spawn(process.execPath, args, { cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      child.once('exit', resolve);
+    });
+    const summary = JSON.parse(readFileSync(report, 'utf8')).summary as { passed: number; failed: number; skipped: number };
+    return { summary, out, code };
+  } finally {
+    rmSync(reportDir, { recursive: true, force: true });
+  }
 }
