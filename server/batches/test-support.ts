@@ -1,7 +1,11 @@
 // Shared by the batch and billing tests (not a test itself): JSON requests over real HTTP,
-// polling, and a batch's wait for its end.
+// polling, a batch's wait for its end, and what the batch tests check a batch by (its
+// bodies against the contract, its events, capacity freed between tests).
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ValidateFunction } from 'ajv';
 import { expect } from 'vitest';
+import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
+import type { TestServer } from '../testing/harness.js';
 
 export interface Requester {
   request(path: string, init?: RequestInit): Promise<Response>;
@@ -52,4 +56,29 @@ export async function getBatch(server: Requester, id: string): Promise<any> {
 /** Waits until the batch has left `pending`; answers its detail. */
 export function batchEnd(server: Requester, id: string, timeoutMs = 45_000): Promise<any> {
   return until(() => getBatch(server, id), (b) => b.status !== 'pending', timeoutMs);
+}
+
+type BatchSchema = 'BatchCreated' | 'BatchDetail' | 'BatchList' | 'BatchCancelled' | 'EventBatchCompletedData' | 'EventBatchFailedData';
+let validators: Map<BatchSchema, ValidateFunction> | undefined;
+
+/** The body is valid against the contract's schema `name` (compiled at the first check). */
+export function expectValid(name: BatchSchema, body: unknown): void {
+  if (!validators) {
+    const ajv = createAjv(loadSpec());
+    const names: BatchSchema[] = ['BatchCreated', 'BatchDetail', 'BatchList', 'BatchCancelled', 'EventBatchCompletedData', 'EventBatchFailedData'];
+    validators = new Map(names.map((n) => [n, compileSchema(ajv, { $ref: `#/components/schemas/${n}` })]));
+  }
+  const v = validators.get(name)!;
+  expect(v(body), `${name}: ${JSON.stringify(v.errors)}`).toBe(true);
+}
+
+/** The batch's events, in order. */
+export async function batchEvents(server: TestServer, batchId: string): Promise<{ type: string; data: any }[]> {
+  return server.db.query(`SELECT type, data FROM events WHERE type LIKE 'batch.%' AND data->>'batch_id' = $1 ORDER BY seq`, [batchId]);
+}
+
+/** Ends every session the server still runs, so the next test starts with free capacity. */
+export async function endAll(server: TestServer): Promise<void> {
+  const rows = await server.db.query<{ id: string }>(`SELECT id FROM sessions WHERE status IN ('starting', 'running')`);
+  for (const r of rows) await call(server, 'DELETE', `/v1/sessions/${r.id}`);
 }
