@@ -7,12 +7,14 @@
 //   handlers.ts      the Handlers type: one function per operationId, typed request and the
 //                    exact union of documented responses, so a missing handler, an
 //                    undocumented status or a wrong body fails the type check
+// and docs/configuration.md from the settings table (server/config/settings.ts).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { configurationPage } from '../server/config/configuration-page.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'generated');
@@ -286,6 +288,8 @@ function check(): boolean {
       ...fresh.filter((f) => !current.includes(f) || readFileSync(join(out, f), 'utf8') !== readFileSync(join(scratch, f), 'utf8')),
       ...current.filter((f) => !fresh.includes(f)),
     ];
+    const page = join(root, 'docs', 'configuration.md');
+    if (!existsSync(page) || readFileSync(page, 'utf8') !== configurationPage()) stale.push('docs/configuration.md');
     if (stale.length) {
       console.error(`generated/ is stale (run pnpm generate): ${stale.join(', ')}`);
       return false;
@@ -301,5 +305,6 @@ if (process.argv.includes('--check')) {
   process.exit(check() ? 0 : 1);
 } else {
   writeAll(out);
-  console.log(`generated/ written: ${ops.length} operations`);
+  writeFileSync(join(root, 'docs', 'configuration.md'), configurationPage());
+  console.log(`generated/ written: ${ops.length} operations; docs/configuration.md from the settings`);
 }

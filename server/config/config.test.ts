@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, variables } from './config.js';
+import { ConfigError, loadConfig, SETTINGS } from './config.js';
 
 describe('loadConfig', () => {
   it('fills in the embedded defaults', () => {
@@ -49,6 +49,6 @@ describe('loadConfig', () => {
 
   it('is documented: docs/configuration.md has a row for every variable', () => {
     const page = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
-    for (const name of Object.keys(variables)) expect(page).toContain(`| \`${name}\` |`);
+    for (const name of Object.keys(SETTINGS)) expect(page).toContain(`| \`${name}\` |`);
   });
 });
