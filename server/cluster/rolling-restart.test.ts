@@ -1,9 +1,10 @@
 // A rolling restart of a three-node cluster loses no event and no recording: sessions run
 // with recording on (an S3-compatible store shared by the nodes) and a webhook subscribed;
 // each node in turn gets SIGTERM (its drain: a session asked of it meanwhile is placed on
-// another node; its own sessions end once the grace is over) and starts again with the same
-// NODE_ID and address; then the next. Afterwards every session has its end event and its
-// recording's event, each delivered once, and every recording is served by every node.
+// another node; its own sessions are ended by their client, through the front, and the
+// node then exits) and starts again with the same NODE_ID and address; then the next.
+// Afterwards every session has its end event and its recording's event, each delivered
+// once, and every recording is served by every node.
 // Needs DATABASE_URL (a cluster needs PostgreSQL); skipped with a printed reason without it.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,10 +34,11 @@ describe.skipIf(!databaseUrl)('a rolling restart of three nodes', () => {
     cluster = await startTestCluster({
       databaseUrl: databaseUrl!,
       count: 3,
-      // A node's sessions are ended 10 s into its drain (and a request still in flight then
-      // has 10 s more): a creation it forwards meanwhile starts a recorded browser elsewhere,
-      // which a loaded machine took over 10 s for. Two a node, and room for the ones placed meanwhile.
-      env: { ...(s3.env('rolling') as Record<string, string>), MAX_CONCURRENT_BROWSERS: '4', SHUTDOWN_GRACE_SECONDS: '10' },
+      // The grace is a bound never reached: a drain ends once the node's sessions have, and
+      // their client ends them once the creation the node forwarded meanwhile has answered
+      // (a grace that ran out first would close the connection that creation is answered on).
+      // Two a node, and room for the ones placed meanwhile.
+      env: { ...(s3.env('rolling') as Record<string, string>), MAX_CONCURRENT_BROWSERS: '4', SHUTDOWN_GRACE_SECONDS: '120' },
     });
     db = new pg.Client({ connectionString: cluster.databaseUrl });
     await db.connect();
@@ -60,8 +62,8 @@ describe.skipIf(!databaseUrl)('a rolling restart of three nodes', () => {
       expect((await call(front, 'POST', `/v1/sessions/${id}/goto`, { url: `${site.url}/site/form.html` })).status).toBe(200);
       return id;
     };
-    const ids: string[] = [];
-    for (const i of [0, 1, 2]) ids.push(await session(i), await session(i));
+    // Side by side: two a node, each with room for both.
+    const ids: string[] = (await Promise.all([0, 1, 2].map((i) => Promise.all([session(i), session(i)])))).flat();
     expect(await Promise.all(ids.map(nodeOf))).toEqual(['node-a', 'node-a', 'node-b', 'node-b', 'node-c', 'node-c']);
 
     for (const i of [0, 1, 2]) {
@@ -73,6 +75,11 @@ describe.skipIf(!databaseUrl)('a rolling restart of three nodes', () => {
       expect(placed.status, JSON.stringify(placed.body)).toBe(200);
       expect(await nodeOf(placed.body.data.id)).not.toBe(n.id);
       ids.push(placed.body.data.id);
+      // Its sessions' client ends them through the front (landing on any node, forwarded to
+      // the draining owner); its drain is then over, and it restarts.
+      const own = await db.query<{ id: string }>("SELECT id FROM sessions WHERE node_id = $1 AND status IN ('starting', 'running')", [n.id]);
+      expect(own.rows.length).toBeGreaterThan(0);
+      for (const { id } of own.rows) expect((await call(front, 'DELETE', `/v1/sessions/${id}`)).status, id).toBe(200);
       await restarted;
     }
     // Every node has restarted once, each with its id.
