@@ -100,7 +100,13 @@ export function createSandbox(d: { config: ServiceConfig; log: Logger }): Sandbo
           entry.idle.unref();
           warm.push(entry);
           let ready = false;
-          void jailed.ready.then(() => (ready = true), () => {});
+          void jailed.ready.then(
+            () => {
+              ready = true;
+              log.debug('sandbox: a warm child is ready');
+            },
+            () => {},
+          );
           // One that dies while waiting (killed from outside) is cleaned up and replaced;
           // one that died before it was ready is not (no loop of failing starts): the next
           // run starts its own and reports what went wrong.
