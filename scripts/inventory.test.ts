@@ -37,13 +37,17 @@ describe('the inventory of what pnpm test runs', () => {
   it('finds what no longer runs, unless it moved to a test that ran', () => {
     const inventory = ['vitest a › x', 'vitest a › y', 'vitest a › z'];
     const moved = new Map([
-      ['vitest a › y', 'vitest b › y'],
-      ['vitest a › z', 'vitest c › gone'],
+      ['vitest a › y', ['vitest b › y']],
+      ['vitest a › z', ['vitest c › gone']],
     ]);
     const c = compare(inventory, moved, ['vitest a › x', 'vitest b › y', 'vitest d › new']);
     expect(c.lost).toEqual([]);
     expect(c.movedNowhere).toEqual(['vitest a › z => vitest c › gone']);
     expect(c.added).toBe(2);
+    // A test split in two: both parts must run.
+    const split = new Map([['vitest a › y', ['vitest b › y1', 'vitest b › y2']]]);
+    expect(compare(['vitest a › y'], split, ['vitest b › y1', 'vitest b › y2']).movedNowhere).toEqual([]);
+    expect(compare(['vitest a › y'], split, ['vitest b › y1']).movedNowhere).toEqual(['vitest a › y => vitest b › y2']);
     expect(compare(inventory, new Map(), ['vitest a › x']).lost).toEqual(['vitest a › y', 'vitest a › z']);
   });
 });

@@ -57,13 +57,15 @@ export function readLines(file: string): string[] {
     .filter((l) => l && !l.startsWith('#'));
 }
 
-/** The moved list: `OLD LINE => WHERE IT IS ASSERTED NOW`. */
-export function readMoved(file: string): Map<string, string> {
-  const moved = new Map<string, string>();
+/** The moved list: `OLD LINE => WHERE IT IS ASSERTED NOW`; a test split in several names
+ *  each part on a line of its own, with the same OLD LINE. */
+export function readMoved(file: string): Map<string, string[]> {
+  const moved = new Map<string, string[]>();
   for (const line of readLines(file)) {
     const at = line.lastIndexOf(' => ');
     if (at < 0) throw new Error(`${file}: a line without ' => ': ${line}`);
-    moved.set(line.slice(0, at), line.slice(at + 4));
+    const old = line.slice(0, at);
+    moved.set(old, [...(moved.get(old) ?? []), line.slice(at + 4)]);
   }
   return moved;
 }
@@ -71,7 +73,7 @@ export function readMoved(file: string): Map<string, string> {
 export interface Comparison {
   /** Inventory lines that did not run and are not in the moved list. */
   lost: string[];
-  /** Moved lines whose new place did not run (a test named there that is gone too). */
+  /** Moved lines whose new place (any of them, for a split test) did not run. */
   movedNowhere: string[];
   /** Lines that ran and are not in the inventory. */
   added: number;
@@ -81,10 +83,12 @@ export interface Comparison {
  * Compares what ran with the inventory. A moved line's new place must itself have run: it
  * names a line of this run (`vitest FILE › NAME` or `conformance:LABEL ID NAME`).
  */
-export function compare(inventory: readonly string[], moved: ReadonlyMap<string, string>, ran: readonly string[]): Comparison {
+export function compare(inventory: readonly string[], moved: ReadonlyMap<string, readonly string[]>, ran: readonly string[]): Comparison {
   const now = new Set(ran);
   const before = new Set(inventory);
   const lost = inventory.filter((l) => !now.has(l) && !moved.has(l));
-  const movedNowhere = [...moved].filter(([old, to]) => before.has(old) && !now.has(old) && !now.has(to)).map(([old, to]) => `${old} => ${to}`);
+  const movedNowhere = [...moved]
+    .filter(([old]) => before.has(old) && !now.has(old))
+    .flatMap(([old, places]) => places.filter((to) => !now.has(to)).map((to) => `${old} => ${to}`));
   return { lost, movedNowhere, added: ran.filter((l) => !before.has(l)).length };
 }
