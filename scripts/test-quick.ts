@@ -45,6 +45,8 @@ async function main() {
   const results = await Promise.all([
     run('type check (tsc)', bin('tsc'), ['--noEmit', '-p', '.']),
     run('import rules (dependency-cruiser)', bin('depcruise'), ['server', '--config', '.dependency-cruiser.cjs', '--output-type', 'err']),
+    // The paths' formatting (files prettier ignores are skipped, not refused).
+    paths.length ? run('formatting (prettier)', bin('prettier'), ['--check', '--ignore-unknown', '--log-level', 'warn', ...paths]) : Promise.resolve(true),
     tests.length ? run(`vitest (${tests.length} files)`, bin('vitest'), ['run', ...tests]) : Promise.resolve(true),
   ]);
   process.exit(results.every(Boolean) ? 0 : 1);

@@ -239,6 +239,8 @@ async function main() {
       await step('generated/ is fresh', async (out) => (await run(bin('tsx'), ['scripts/generate.ts', '--check'], out)) === 0);
       await step('type check (tsc, type-level tests included)', async (out) => (await run(bin('tsc'), ['--noEmit', '-p', '.'], out)) === 0);
       await step('import rules of server/: layers, no circle (dependency-cruiser)', async (out) => (await run(bin('depcruise'), depcruiseArgs, out)) === 0);
+      // The whole tree, not only what changed: on CI's fresh clone nothing has changed.
+      await step('formatted (prettier --check; pnpm format fixes it)', async (out) => (await run(bin('prettier'), ['--check', '--log-level', 'warn', '.'], out)) === 0);
       await step('conformance against pnpm mock (stateless checks)', conformanceAgainstMock, { counted: true });
       // One backend after the other: side by side, two servers each filling their browser limit
       // (F7: 10 recorded browsers) overloaded a 2-core machine, and creations went unanswered for 30 s.
