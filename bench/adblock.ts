@@ -101,7 +101,9 @@ const kB = (n: number) => `${(n / 1000).toFixed(0)} kB`;
 for (const { name, f } of results) {
   console.log(`\n${name}`);
   for (const s of sides) {
-    console.log(`  ${s.padEnd(4)} load p50 ${ms(p50(f[s].times)).padStart(9)} p95 ${ms(percentile(f[s].times, 95)).padStart(9)}   bytes p50 ${kB(p50(f[s].bytes))}`);
+    console.log(
+      `  ${s.padEnd(4)} load p50 ${ms(p50(f[s].times)).padStart(9)} p95 ${ms(percentile(f[s].times, 95)).padStart(9)}   bytes p50 ${kB(p50(f[s].bytes))}`,
+    );
   }
   // Each round's on/off ratio: the rounds pair the sides under the same load.
   const onOff = f.on.times.map((t, i) => t / f.off.times[i]!);

@@ -76,7 +76,10 @@ async function endAll(server: TestServer): Promise<void> {
 /** Whether an ffmpeg (a recording's encode) runs under this process. */
 function encoding(): boolean {
   try {
-    return execFileSync('ps', ['-o', 'comm=', '--ppid', String(process.pid)]).toString().split('\n').some((c) => c.trim() === 'ffmpeg');
+    return execFileSync('ps', ['-o', 'comm=', '--ppid', String(process.pid)])
+      .toString()
+      .split('\n')
+      .some((c) => c.trim() === 'ffmpeg');
   } catch {
     return false; // ps selected no process: no child at all
   }
@@ -103,7 +106,10 @@ async function rawRate(n: number, c: number): Promise<Measured> {
 
 console.log(`bench/batch on ${machine()}`);
 console.log(`settings: accept ${ACCEPT}; drain ${SESSIONS} sessions at concurrency ${CONCURRENCIES.join(' and ')}; BROWSER_POOL_SIZE ${POOL}`);
-const load = () => loadavg().map((n) => n.toFixed(1)).join(' ');
+const load = () =>
+  loadavg()
+    .map((n) => n.toFixed(1))
+    .join(' ');
 console.log(`load average at start: ${load()} (other work on the machine moves every figure; the ratios are measured in the same run)`);
 
 const serverAt = (concurrency: number) =>
@@ -124,7 +130,9 @@ async function batchRate(server: TestServer, configuration: object): Promise<Mea
   const done = await waitEnd(server, drain.body.data.batch_id, 600_000);
   await endAll(server);
   if (done.status !== 'completed' || done.completed_requests !== SESSIONS) {
-    throw new Error(`the batch ended ${done.status}: ${done.completed_requests} completed, ${done.failed_requests} failed: ${done.sessions.find((x: any) => x.error)?.error ?? ''}`);
+    throw new Error(
+      `the batch ended ${done.status}: ${done.completed_requests} completed, ${done.failed_requests} failed: ${done.sessions.find((x: any) => x.error)?.error ?? ''}`,
+    );
   }
   return { rate: (SESSIONS / (Date.parse(done.completed_at) - Date.parse(done.created_at))) * 1000, cpuMs: (treeCpuMs() - cpu0) / SESSIONS };
 }

@@ -42,7 +42,10 @@ const page = createServer((_req, res) => {
 });
 await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
 const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
-const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
 
 async function cluster(count: number): Promise<TestCluster> {
   return startTestCluster({
@@ -57,7 +60,11 @@ const ours = (c: TestCluster) =>
   sessionLife((path, init = {}) => fetch(`${c.front.url}${path}`, { ...init, headers: { 'service-api-key': c.apiKey, ...init.headers } }), BODY, pageUrl);
 
 async function raw(): Promise<void> {
-  const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-background-networking', '--no-first-run'] });
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-background-networking', '--no-first-run'],
+  });
   const p = await browser.newPage();
   await p.goto(pageUrl);
   await browser.close();
@@ -115,9 +122,15 @@ for (const count of [2, 3]) {
 await one.close();
 for (const r of results) console.log(r);
 console.log(
-  `sessions/s (${SESSIONS} sessions, ${CLIENTS} clients, total cap ${TOTAL_CAP}): ` + Object.entries(rates).map(([n, r]) => `${n} node${n === '1' ? '' : 's'} ${r.toFixed(2)}`).join(', ') + ` (load ${load()})`,
+  `sessions/s (${SESSIONS} sessions, ${CLIENTS} clients, total cap ${TOTAL_CAP}): ` +
+    Object.entries(rates)
+      .map(([n, r]) => `${n} node${n === '1' ? '' : 's'} ${r.toFixed(2)}`)
+      .join(', ') +
+    ` (load ${load()})`,
 );
-console.log('Predicted across machines: sessions/s grows about linearly with nodes until PostgreSQL (a few queries a session) or the front saturates; per-session overhead stays one lookup and one hop.');
+console.log(
+  'Predicted across machines: sessions/s grows about linearly with nodes until PostgreSQL (a few queries a session) or the front saturates; per-session overhead stays one lookup and one hop.',
+);
 page.close();
 
 /** Browser.getVersion round trips on a cdp_url's WebSocket: straight to the owner vs through another node, alternating. */

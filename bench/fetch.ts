@@ -102,7 +102,14 @@ export interface LevelResult {
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 // What Chromium needs on this network, nothing more (the service's browsers have these too).
-const FLAGS = ['--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic', '--disable-dev-shm-usage'];
+const FLAGS = [
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+  '--disable-quic',
+  '--disable-dev-shm-usage',
+];
 // Inert switches that tell the raw browsers' processes apart for the CPU figures.
 const STOCK_MARK = '--bench-raw-stock';
 const TUNED_MARK = '--bench-raw-tuned';
@@ -122,7 +129,13 @@ interface Block {
  * closed and the machine is quiet again, so that it includes the closing and nothing of the
  * next block.
  */
-async function block(total: number, concurrency: number, job: () => Promise<void>, marker?: (args: string[]) => boolean, server?: ServerProcess): Promise<Block> {
+async function block(
+  total: number,
+  concurrency: number,
+  job: () => Promise<void>,
+  marker?: (args: string[]) => boolean,
+  server?: ServerProcess,
+): Promise<Block> {
   await quiet();
   const latencies: number[] = [];
   const cpu0 = process.cpuUsage();
@@ -226,9 +239,15 @@ export async function runFetchBench(options: { rounds?: number; levels?: number[
     await block(4, 2, stockJob);
     await block(4, 2, tunedJob);
 
-    out(`page: script-rendered fixture; per level ${rounds} rounds, each a block of max(6, 3 x concurrency) pages of each side, the order turning round every round; times in ms`);
-    out('raw: Playwright launching the same Chromium with its defaults (the goal); tuned: the same, given the Chromium features the service turns off (for the tool\'s own overhead)');
-    out('concurrency | tool p50 | tool p95 | tool pages/s | raw p50 | raw p95 | raw pages/s | p50 ratio | throughput ratio (95 % interval) | CPU ms/page tool (node+browser) | raw | tuned p50 | tuned pages/s | vs tuned: p50 ratio, throughput ratio (95 % interval) | tuned CPU');
+    out(
+      `page: script-rendered fixture; per level ${rounds} rounds, each a block of max(6, 3 x concurrency) pages of each side, the order turning round every round; times in ms`,
+    );
+    out(
+      "raw: Playwright launching the same Chromium with its defaults (the goal); tuned: the same, given the Chromium features the service turns off (for the tool's own overhead)",
+    );
+    out(
+      'concurrency | tool p50 | tool p95 | tool pages/s | raw p50 | raw p95 | raw pages/s | p50 ratio | throughput ratio (95 % interval) | CPU ms/page tool (node+browser) | raw | tuned p50 | tuned pages/s | vs tuned: p50 ratio, throughput ratio (95 % interval) | tuned CPU',
+    );
     for (const concurrency of levels) {
       currentConcurrency = concurrency;
       // The sides take turns in blocks, the order turning round every round, so that drift
@@ -271,7 +290,11 @@ export async function runFetchBench(options: { rounds?: number; levels?: number[
     const rounded = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
     out(`throughput ratio of each round against raw, by concurrency: ${results.map((r) => `${r.concurrency}: ${rounded(r.stock.roundRatios)}`).join('; ')}`);
     out(`and against tuned: ${results.map((r) => `${r.concurrency}: ${rounded(r.tuned.roundRatios)}`).join('; ')}`);
-    out(`load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')} (${cpu.length} cores): other work on the machine skews the times`);
+    out(
+      `load average at the end: ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} (${cpu.length} cores): other work on the machine skews the times`,
+    );
     const worstP50 = Math.max(...results.map((r) => r.stock.p50Ratio));
     const worstThroughput = Math.min(...results.map((r) => r.stock.throughputRatio));
     const worstLow = Math.min(...results.map((r) => r.stock.throughputInterval[0]));
@@ -280,7 +303,9 @@ export async function runFetchBench(options: { rounds?: number; levels?: number[
     );
     const tunedP50 = Math.max(...results.map((r) => r.tuned.p50Ratio));
     const tunedThroughput = Math.min(...results.map((r) => r.tuned.throughputRatio));
-    out(`against tuned raw Playwright (no goal; the tool's own layers): worst p50 ratio ${tunedP50.toFixed(3)}x, worst throughput ratio ${tunedThroughput.toFixed(3)}x`);
+    out(
+      `against tuned raw Playwright (no goal; the tool's own layers): worst p50 ratio ${tunedP50.toFixed(3)}x, worst throughput ratio ${tunedThroughput.toFixed(3)}x`,
+    );
   } finally {
     await Promise.all([stock.close(), tunedBrowser.close()]);
     await server.stop();

@@ -77,7 +77,11 @@ async function rawScreencast(cdpUrl: string, seconds: number): Promise<Sample> {
     cdp.send('Page.screencastFrameAck', { sessionId: params.sessionId }, sessionId).catch(() => {});
     if (counting) latencies.push(Date.now() - params.metadata.timestamp * 1000);
   });
-  await cdp.send('Page.startScreencast', { format: 'jpeg', quality: QUALITY, maxWidth: VIEWPORT.width, maxHeight: VIEWPORT.height, everyNthFrame: 1 }, sessionId);
+  await cdp.send(
+    'Page.startScreencast',
+    { format: 'jpeg', quality: QUALITY, maxWidth: VIEWPORT.width, maxHeight: VIEWPORT.height, everyNthFrame: 1 },
+    sessionId,
+  );
   await sleep(1_000);
   counting = true;
   await sleep(seconds * 1000);
@@ -123,13 +127,20 @@ async function cpuOf(server: TestServer, sessionId: string, seconds: number): Pr
 const fmt = (s: Sample) => `${s.fps.toFixed(1)} fps, latency p50 ${percentile(s.latencies, 50).toFixed(0)} ms p95 ${percentile(s.latencies, 95).toFixed(0)} ms`;
 const merge = (xs: Sample[]): Sample => ({ fps: xs.reduce((a, s) => a + s.fps, 0) / xs.length, latencies: xs.flatMap((s) => s.latencies) });
 
-console.log(`bench/liveview on ${machine()}; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} at start`);
+console.log(
+  `bench/liveview on ${machine()}; load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} at start`,
+);
 console.log(`headful sessions, ${VIEWPORT.width}x${VIEWPORT.height}, JPEG quality ${QUALITY}, ${SECONDS} s a measurement, ${ROUNDS} rounds`);
 
 const server = await startTestServer({ env: { LOG_LEVEL: 'warn', SCREENCAST_QUALITY: String(QUALITY), MAX_CONCURRENT_BROWSERS: '2' } });
 try {
   // 1. Live view vs raw screencast, alternating, one session.
-  const s = await createSession(server, { session: { initial_url: pageUrl('/animate'), recording: { active: false }, timeout: { idle_timeout: 10 } }, browser: { viewport: VIEWPORT } });
+  const s = await createSession(server, {
+    session: { initial_url: pageUrl('/animate'), recording: { active: false }, timeout: { idle_timeout: 10 } },
+    browser: { viewport: VIEWPORT },
+  });
   const ours: Sample[] = [];
   const raw: Sample[] = [];
   for (let i = 0; i < ROUNDS; i++) {
@@ -141,7 +152,9 @@ try {
   const r = merge(raw);
   console.log(`live view client: ${fmt(o)}`);
   console.log(`raw CDP screencast: ${fmt(r)}`);
-  console.log(`ratio: fps ${(o.fps / r.fps).toFixed(2)}x of raw, latency p50 +${(percentile(o.latencies, 50) - percentile(r.latencies, 50)).toFixed(0)} ms over raw`);
+  console.log(
+    `ratio: fps ${(o.fps / r.fps).toFixed(2)}x of raw, latency p50 +${(percentile(o.latencies, 50) - percentile(r.latencies, 50)).toFixed(0)} ms over raw`,
+  );
   await server.request(`/v1/sessions/${s.id}`, { method: 'DELETE' });
 
   // 2. CPU. An idle session (a still page, not recorded); then one animated session,
@@ -150,7 +163,10 @@ try {
   const avg = (xs: { browser: number; server: number }[], k: 'browser' | 'server') => xs.reduce((a, v) => a + v[k], 0) / xs.length;
   const line = (label: string, xs: { browser: number; server: number }[]) =>
     `${label}: browser ${avg(xs, 'browser').toFixed(1)}% + server ${avg(xs, 'server').toFixed(1)}% = ${(avg(xs, 'browser') + avg(xs, 'server')).toFixed(1)}% of a core`;
-  const idleSession = await createSession(server, { session: { initial_url: pageUrl('/still'), recording: { active: false } }, browser: { viewport: VIEWPORT } });
+  const idleSession = await createSession(server, {
+    session: { initial_url: pageUrl('/still'), recording: { active: false } },
+    browser: { viewport: VIEWPORT },
+  });
   const idle: { browser: number; server: number }[] = [];
   for (let i = 0; i < ROUNDS; i++) idle.push(await cpuOf(server, idleSession.id, SECONDS));
   await server.request(`/v1/sessions/${idleSession.id}`, { method: 'DELETE' });
@@ -164,7 +180,9 @@ try {
     await server.request(`/v1/sessions/${rec.id}/recordings/pause`, { method: 'POST' });
     paused.push(await cpuOf(server, rec.id, SECONDS));
     await server.request(`/v1/sessions/${rec.id}/recordings/resume`, { method: 'POST' });
-    process.stderr.write(`  round ${i + 1}/${ROUNDS}: recording ${(recording[i]!.browser + recording[i]!.server).toFixed(1)}%, paused ${(paused[i]!.browser + paused[i]!.server).toFixed(1)}%\n`);
+    process.stderr.write(
+      `  round ${i + 1}/${ROUNDS}: recording ${(recording[i]!.browser + recording[i]!.server).toFixed(1)}%, paused ${(paused[i]!.browser + paused[i]!.server).toFixed(1)}%\n`,
+    );
   }
   const ended = performance.now();
   await server.request(`/v1/sessions/${rec.id}`, { method: 'DELETE' });
@@ -173,10 +191,14 @@ try {
   const cost = avg(recording, 'browser') + avg(recording, 'server') - avg(paused, 'browser') - avg(paused, 'server');
   console.log(`recording one session costs ${cost.toFixed(1)}% of a core while its page animates (at RECORDING_FPS 10; a still page sends no frames)`);
   for (;;) {
-    const list = (await (await server.request(`/v1/sessions/${rec.id}/recordings`)).json()) as { data: { count: number; items: { duration: number; size: number }[] } };
+    const list = (await (await server.request(`/v1/sessions/${rec.id}/recordings`)).json()) as {
+      data: { count: number; items: { duration: number; size: number }[] };
+    };
     if (list.data.count) {
       const it = list.data.items[0]!;
-      console.log(`encoding at the end: ${it.duration.toFixed(1)} s of video (pauses cut), ${(it.size / 1e6).toFixed(2)} MB, listed ${((performance.now() - ended) / 1000).toFixed(1)} s after the DELETE`);
+      console.log(
+        `encoding at the end: ${it.duration.toFixed(1)} s of video (pauses cut), ${(it.size / 1e6).toFixed(2)} MB, listed ${((performance.now() - ended) / 1000).toFixed(1)} s after the DELETE`,
+      );
       break;
     }
     await sleep(250);

@@ -63,7 +63,10 @@ try {
   const created = await server.request('/v1/sessions', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ browser: { headless: { active: true } }, session: { recording: { active: false }, timeout: { idle_timeout: 30, max_duration: 60 } } }),
+    body: JSON.stringify({
+      browser: { headless: { active: true } },
+      session: { recording: { active: false }, timeout: { idle_timeout: 30, max_duration: 60 } },
+    }),
   });
   if (!created.ok) throw new Error(`POST /v1/sessions: ${created.status} ${await created.text()}`);
   viaCdp = await chromium.connectOverCDP(((await created.json()) as { data: { cdp_url: string } }).data.cdp_url);
@@ -94,7 +97,10 @@ try {
 
   // One untimed round each: connections, the injected script, caches.
   for (const side of Object.values(sides)) for (const a of ACTIONS) await side[a]();
-  const times = Object.fromEntries(SIDES.map((side) => [side, Object.fromEntries(ACTIONS.map((a) => [a, [] as number[]]))])) as Record<Side, Record<Action, number[]>>;
+  const times = Object.fromEntries(SIDES.map((side) => [side, Object.fromEntries(ACTIONS.map((a) => [a, [] as number[]]))])) as Record<
+    Side,
+    Record<Action, number[]>
+  >;
   for (let i = 1; i <= N; i++) {
     for (const name of SIDES) {
       await quiet();
@@ -117,7 +123,11 @@ try {
         ` | Playwright on a session's cdp_url p50 ${ms(session)} (/mcp ${(ours / session).toFixed(2)}x)`,
     );
   }
-  const total = (side: Side) => percentile(times[side].navigate.map((n, i) => n + times[side].snapshot[i]! + times[side].click[i]!), 50);
+  const total = (side: Side) =>
+    percentile(
+      times[side].navigate.map((n, i) => n + times[side].snapshot[i]! + times[side].click[i]!),
+      50,
+    );
   console.log(
     `all three: /mcp p50 ${ms(total('mcp'))} | raw Playwright p50 ${ms(total('raw'))} | ratio ${(total('mcp') / total('raw')).toFixed(2)}x | on a session's cdp_url ${ms(total('session'))}`,
   );

@@ -137,7 +137,9 @@ try {
   const report = (label: string, a: number[], b: number[], goal?: number) => {
     const ratio = percentile(a, 50) / percentile(b, 50);
     const verdict = goal === undefined ? '' : ` (goal ≤ ${goal}x: ${ratio <= goal ? 'met' : 'NOT met'})`;
-    console.log(`${label}: ours p50 ${ms(percentile(a, 50))} p95 ${ms(percentile(a, 95))} | raw Playwright p50 ${ms(percentile(b, 50))} p95 ${ms(percentile(b, 95))} | p50 ratio ${ratio.toFixed(2)}x${verdict}`);
+    console.log(
+      `${label}: ours p50 ${ms(percentile(a, 50))} p95 ${ms(percentile(a, 95))} | raw Playwright p50 ${ms(percentile(b, 50))} p95 ${ms(percentile(b, 95))} | p50 ratio ${ratio.toFixed(2)}x${verdict}`,
+    );
   };
   report('start from the profile, one at a time', one.ours, one.raw, 1.2);
 
@@ -145,7 +147,10 @@ try {
   const two: { ours: number[]; raw: number[] } = { ours: [], raw: [] };
   const pairs = Math.max(5, Math.floor(N / 3));
   for (let i = 1; i <= pairs; i++) {
-    for (const [side, fn] of [['ours', ours], ['raw', raw]] as const) {
+    for (const [side, fn] of [
+      ['ours', ours],
+      ['raw', raw],
+    ] as const) {
       await quiet();
       await Promise.all(
         [0, 1].map(async () => {

@@ -45,7 +45,10 @@ async function waitWarm(server: ServerProcess): Promise<void> {
   }
 }
 
-const load = async () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = async () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 console.log(`bench/rate-limits on ${machine()}; ${N} rounds, the sides taking turns, the order turning; load average ${await load()}`);
 
@@ -102,7 +105,10 @@ await withSchemas(async (urls) => {
       }
       // Round by round, this store's creation minus memory's: its median is the overhead
       // with the machine's drift taken out.
-      const paired = percentile(times[store].map((t, i) => t - times.memory[i]!), 50);
+      const paired = percentile(
+        times[store].map((t, i) => t - times.memory[i]!),
+        50,
+      );
       const over = (paired / m50) * 100;
       console.log(
         `  ${store.padEnd(8)} p50 ${ms(p50)} p95 ${ms(p95)} | p50 ratio ${(p50 / m50).toFixed(2)}x | median paired difference ${ms(paired)} = ${over.toFixed(1)} % of memory's p50 (goal ≤ 10 %: ${over <= 10 ? 'met' : 'NOT met'})`,

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 const dir = new URL('.', import.meta.url).pathname;
 const skip = new Set(['run.ts', 'machine.ts', 'server-process.ts']);
 const only = process.argv.slice(2);
-const benches = readdirSync(dir).filter((f) => f.endsWith('.ts') && !skip.has(f) && !f.endsWith('.test.ts') && (only.length === 0 || only.some((o) => f.startsWith(o))));
+const benches = readdirSync(dir).filter(
+  (f) => f.endsWith('.ts') && !skip.has(f) && !f.endsWith('.test.ts') && (only.length === 0 || only.some((o) => f.startsWith(o))),
+);
 let failed = 0;
 for (const bench of benches) {
   console.log(`\n### ${bench}`);

@@ -57,7 +57,14 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   // The server is ours to stop whatever happens to the benchmark.
   const kill = () => child.kill('SIGKILL');
   process.on('exit', kill);
-  for (let i = 0; !(await fetch(`${base}/healthz`).then((r) => r.ok, () => false)); i++) {
+  for (
+    let i = 0;
+    !(await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ));
+    i++
+  ) {
     if (i > 120 || child.exitCode !== null) {
       kill();
       process.off('exit', kill);
@@ -68,7 +75,11 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     await new Promise((r) => setTimeout(r, 500));
   }
   // tsx runs the server in a child of its own: measure the process that listens.
-  const pid = Number(execFileSync('sh', ['-c', `ss -ltnpH 'sport = :${port}' | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2`]).toString().trim());
+  const pid = Number(
+    execFileSync('sh', ['-c', `ss -ltnpH 'sport = :${port}' | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2`])
+      .toString()
+      .trim(),
+  );
   return {
     base,
     apiKey,
@@ -80,7 +91,8 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       return (Number(f[11]) + Number(f[12])) * 10; // USER_HZ is 100 on Linux
     },
-    request: (path, init = {}) => fetch(`${base}${path}`, { ...init, headers: { 'service-api-key': apiKey, 'content-type': 'application/json', ...init.headers } }),
+    request: (path, init = {}) =>
+      fetch(`${base}${path}`, { ...init, headers: { 'service-api-key': apiKey, 'content-type': 'application/json', ...init.headers } }),
     async stop() {
       if (child.exitCode === null) {
         child.kill('SIGTERM');

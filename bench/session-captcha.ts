@@ -29,7 +29,13 @@ await proxy.listen();
 const server = await startServerProcess({ BROWSER_POOL_SIZE: '0' });
 const raw = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox'] });
 
-const figures = { create: { on: [] as number[], off: [] as number[] }, connect: { on: [] as number[], off: [] as number[] }, goto: { on: [] as number[], off: [] as number[] }, pass: [] as number[], rawPass: [] as number[] };
+const figures = {
+  create: { on: [] as number[], off: [] as number[] },
+  connect: { on: [] as number[], off: [] as number[] },
+  goto: { on: [] as number[], off: [] as number[] },
+  pass: [] as number[],
+  rawPass: [] as number[],
+};
 
 async function session(solver: boolean): Promise<void> {
   const side = solver ? 'on' : 'off';
@@ -92,7 +98,9 @@ try {
 const p50 = (v: number[]) => percentile(v, 50);
 const p95 = (v: number[]) => percentile(v, 95);
 const row = (what: string, off: number[], on: number[]) =>
-  console.log(`${what.padEnd(34)} off p50 ${ms(p50(off))} p95 ${ms(p95(off))}   on p50 ${ms(p50(on))} p95 ${ms(p95(on))}   on/off p50 ${(p50(on) / p50(off)).toFixed(2)}`);
+  console.log(
+    `${what.padEnd(34)} off p50 ${ms(p50(off))} p95 ${ms(p95(off))}   on p50 ${ms(p50(on))} p95 ${ms(p95(on))}   on/off p50 ${(p50(on) / p50(off)).toFixed(2)}`,
+  );
 row('create (POST /v1/sessions)', figures.create.off, figures.create.on);
 row('connectOverCDP to cdp_url', figures.connect.off, figures.connect.on);
 row(`goto an ordinary page (${GOTOS} a session)`, figures.goto.off, figures.goto.on);

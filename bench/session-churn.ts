@@ -14,7 +14,11 @@ const server = await startServerProcess({ BROWSER_POOL_SIZE: '0', SESSION_CREATE
 const { browsersDir } = server;
 const chromiumProcesses = () => {
   try {
-    return execFileSync('pgrep', ['-f', `chromium.*${browsersDir}`]).toString().trim().split('\n').filter(Boolean).length;
+    return execFileSync('pgrep', ['-f', `chromium.*${browsersDir}`])
+      .toString()
+      .trim()
+      .split('\n')
+      .filter(Boolean).length;
   } catch {
     return 0;
   }
@@ -40,13 +44,20 @@ await server.stop();
 const afterShutdown = { processes: chromiumProcesses(), roots: roots() };
 
 const ref = await rounds('raw Playwright launch/close', N, async () => {
-  const b = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'] });
+  const b = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
+  });
   await b.close();
 });
 
 const growth = (rssAfter - rssBefore) / rssBefore;
-console.log(`create/end cycle: ours p50 ${ms(percentile(times, 50))} p95 ${ms(percentile(times, 95))} | raw Playwright launch/close p50 ${ms(percentile(ref, 50))} p95 ${ms(percentile(ref, 95))} | p50 ratio ${(percentile(times, 50) / percentile(ref, 50)).toFixed(2)}x`);
+console.log(
+  `create/end cycle: ours p50 ${ms(percentile(times, 50))} p95 ${ms(percentile(times, 95))} | raw Playwright launch/close p50 ${ms(percentile(ref, 50))} p95 ${ms(percentile(ref, 95))} | p50 ratio ${(percentile(times, 50) / percentile(ref, 50)).toFixed(2)}x`,
+);
 console.log(`left after ${N} cycles, server running: ${leftProcesses} Chromium processes, ${leftRoots} browser roots (goal 0 and 0)`);
 console.log(`left after graceful shutdown: ${afterShutdown.processes} Chromium processes, ${afterShutdown.roots} browser roots`);
-console.log(`server RSS: ${(rssBefore / 2 ** 20).toFixed(1)} MiB after warm-up → ${(rssAfter / 2 ** 20).toFixed(1)} MiB after ${N} cycles: ${(growth * 100).toFixed(1)}% (goal < 10%)`);
+console.log(
+  `server RSS: ${(rssBefore / 2 ** 20).toFixed(1)} MiB after warm-up → ${(rssAfter / 2 ** 20).toFixed(1)} MiB after ${N} cycles: ${(growth * 100).toFixed(1)}% (goal < 10%)`,
+);
 process.exit(leftProcesses + leftRoots + afterShutdown.processes + afterShutdown.roots === 0 ? 0 : 1);

@@ -62,7 +62,11 @@ try {
       times[name]!.seek.push(performance.now() - t);
     }
   }
-  console.log(`machine: ${machine()}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `machine: ${machine()}; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   console.log(`${rounds} rounds of a 20 MB put and whole read, ${N} seeks (size + 256 KB range), each backend in turn`);
   for (const [name] of backends) {
     const t = times[name]!;

@@ -71,7 +71,11 @@ const pageUrl = `${localBase}/form.html`;
 console.log(`bench/task-run on ${machine()}; ${N} rounds, the sides taking turns`);
 const server = await startServerProcess({ TASK_CONCURRENCY: '1' });
 const json = async (path: string, body?: unknown) => {
-  const res = await server.request(path, { method: body === undefined ? 'GET' : 'POST', headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await server.request(path, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const parsed = (await res.json()) as any;
   if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(parsed)}`);
   return parsed;
@@ -83,14 +87,34 @@ async function reference(display?: string): Promise<{ wsUrl: string; browser: Br
   const profile = mkdtempSync(join(tmpdir(), 'bench-task-run-'));
   const mode = display ? [] : ['--headless=new'];
   // Its own process group: /usr/bin/chromium is a wrapper script, and the browser it starts must end with it.
-  const proc = spawn(chromiumPath, [...mode, `--remote-debugging-port=${port}`, `--user-data-dir=${profile}`, '--no-first-run', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', 'about:blank'], {
-    stdio: 'ignore',
-    detached: true,
-    env: display ? { ...process.env, DISPLAY: display } : process.env,
-  });
+  const proc = spawn(
+    chromiumPath,
+    [
+      ...mode,
+      `--remote-debugging-port=${port}`,
+      `--user-data-dir=${profile}`,
+      '--no-first-run',
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-quic',
+      'about:blank',
+    ],
+    {
+      stdio: 'ignore',
+      detached: true,
+      env: display ? { ...process.env, DISPLAY: display } : process.env,
+    },
+  );
   let wsUrl = '';
   for (let i = 0; i < 100 && !wsUrl; i++) {
-    wsUrl = await fetch(`http://127.0.0.1:${port}/json/version`).then((r) => r.json() as Promise<{ webSocketDebuggerUrl: string }>).then((v) => v.webSocketDebuggerUrl, () => '');
+    wsUrl = await fetch(`http://127.0.0.1:${port}/json/version`)
+      .then((r) => r.json() as Promise<{ webSocketDebuggerUrl: string }>)
+      .then(
+        (v) => v.webSocketDebuggerUrl,
+        () => '',
+      );
     if (!wsUrl) await new Promise((r) => setTimeout(r, 100));
   }
   return { wsUrl, browser: await chromium.connectOverCDP(wsUrl), proc, profile };
@@ -180,13 +204,23 @@ try {
   console.log('');
   console.log(`raw Playwright (pre-launched headful browser, its page ready: goto, title): p50 ${ms(p(times.raw, 50))}, p95 ${ms(p(times.raw, 95))}`);
   console.log(`the same on a headless browser (not the goal's reference):    p50 ${ms(p(times['raw headless'], 50))}, p95 ${ms(p(times['raw headless'], 95))}`);
-  console.log(`the same on a headful browser launched before the clock, unused: p50 ${ms(p(times['raw new browser'], 50))}, p95 ${ms(p(times['raw new browser'], 95))}`);
-  console.log(`sandbox alone against the reference browser, cold (a child per run): p50 ${ms(p(times.sandbox, 50))}, p95 ${ms(p(times.sandbox, 95))}; its own start (spawn to user code) p50 ${ms(p(sandboxMs, 50))}`);
-  console.log(`the same, warm (on a new browser it connected to before the clock, as a warm pair): p50 ${ms(p(times['warm sandbox'], 50))}, p95 ${ms(p(times['warm sandbox'], 95))}; its own start (run to user code) p50 ${ms(p(warmSandboxMs, 50))}`);
+  console.log(
+    `the same on a headful browser launched before the clock, unused: p50 ${ms(p(times['raw new browser'], 50))}, p95 ${ms(p(times['raw new browser'], 95))}`,
+  );
+  console.log(
+    `sandbox alone against the reference browser, cold (a child per run): p50 ${ms(p(times.sandbox, 50))}, p95 ${ms(p(times.sandbox, 95))}; its own start (spawn to user code) p50 ${ms(p(sandboxMs, 50))}`,
+  );
+  console.log(
+    `the same, warm (on a new browser it connected to before the clock, as a warm pair): p50 ${ms(p(times['warm sandbox'], 50))}, p95 ${ms(p(times['warm sandbox'], 95))}; its own start (run to user code) p50 ${ms(p(warmSandboxMs, 50))}`,
+  );
   console.log(`service, POST run → task.completed received:                p50 ${ms(p(times.service, 50))}, p95 ${ms(p(times.service, 95))}`);
   const ratio = p(times.service, 50) / p(times.raw, 50);
-  console.log(`ratio service / raw (p50): ${ratio.toFixed(2)}x (goal ≤ ${GOAL}x: ${ratio <= GOAL ? 'met' : 'NOT met'}); service / raw on a new browser: ${(p(times.service, 50) / p(times['raw new browser'], 50)).toFixed(2)}x; service / raw headless: ${(p(times.service, 50) / p(times['raw headless'], 50)).toFixed(2)}x`);
-  console.log(`service minus the warm sandbox alone (queue, session, CDP and traffic proxies, end, event, delivery): p50 ${ms(p(times.service, 50) - p(times['warm sandbox'], 50))}`);
+  console.log(
+    `ratio service / raw (p50): ${ratio.toFixed(2)}x (goal ≤ ${GOAL}x: ${ratio <= GOAL ? 'met' : 'NOT met'}); service / raw on a new browser: ${(p(times.service, 50) / p(times['raw new browser'], 50)).toFixed(2)}x; service / raw headless: ${(p(times.service, 50) / p(times['raw headless'], 50)).toFixed(2)}x`,
+  );
+  console.log(
+    `service minus the warm sandbox alone (queue, session, CDP and traffic proxies, end, event, delivery): p50 ${ms(p(times.service, 50) - p(times['warm sandbox'], 50))}`,
+  );
 } finally {
   await server.stop();
   await sandbox.close();

@@ -64,7 +64,10 @@ const raw = await chromium.launch({ executablePath: chromiumPath, headless: true
 try {
   const created = await server.request('/v1/sessions', {
     method: 'POST',
-    body: JSON.stringify({ browser: { headless: { active: true } }, session: { recording: { active: false }, timeout: { idle_timeout: 30, max_duration: 60 } } }),
+    body: JSON.stringify({
+      browser: { headless: { active: true } },
+      session: { recording: { active: false }, timeout: { idle_timeout: 30, max_duration: 60 } },
+    }),
   });
   if (created.status !== 200) throw new Error(`session: ${created.status} ${await created.text()}`);
   const sessionId = ((await created.json()) as { data: { id: string } }).data.id;
@@ -117,8 +120,12 @@ try {
   }
   const p50 = percentile(ours, 50);
   const ref50 = percentile(theirs, 50);
-  console.log(`per step, model time excluded: server p50 ${ms(p50)} p95 ${ms(percentile(ours, 95))} | raw Playwright p50 ${ms(ref50)} p95 ${ms(percentile(theirs, 95))} | ratio ${(p50 / ref50).toFixed(2)}x`);
-  console.log(`the server's overhead per step above raw Playwright, p50: ${ms(p50 - ref50)} (model answer time per run p50 ${ms(percentile(modelTimes, 50))}, not counted)`);
+  console.log(
+    `per step, model time excluded: server p50 ${ms(p50)} p95 ${ms(percentile(ours, 95))} | raw Playwright p50 ${ms(ref50)} p95 ${ms(percentile(theirs, 95))} | ratio ${(p50 / ref50).toFixed(2)}x`,
+  );
+  console.log(
+    `the server's overhead per step above raw Playwright, p50: ${ms(p50 - ref50)} (model answer time per run p50 ${ms(percentile(modelTimes, 50))}, not counted)`,
+  );
   console.log(`goal: overhead ≤ ${GOAL_MS} ms per step at p50: ${p50 - ref50 <= GOAL_MS ? 'met' : 'NOT met'}`);
   await server.request(`/v1/sessions/${sessionId}`, { method: 'DELETE' });
 } finally {

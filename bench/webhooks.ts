@@ -190,7 +190,14 @@ async function bare(receiver: Receiver, n: number, inFlight: number): Promise<Fi
   const one = (id: string, body: string) =>
     new Promise<void>((resolve, reject) => {
       const req = http.request(
-        { host: '127.0.0.1', port: receiver.port, path: '/hook', method: 'POST', agent, headers: { ...signatureHeaders([secret], id, body), 'content-type': 'application/json' } },
+        {
+          host: '127.0.0.1',
+          port: receiver.port,
+          path: '/hook',
+          method: 'POST',
+          agent,
+          headers: { ...signatureHeaders([secret], id, body), 'content-type': 'application/json' },
+        },
         (res) => {
           res.resume();
           res.on('end', resolve);
@@ -204,7 +211,14 @@ async function bare(receiver: Receiver, n: number, inFlight: number): Promise<Fi
       while (next < n) {
         next++;
         const id = `evt_bare${randomUUID().replace(/-/g, '')}`;
-        const body = JSON.stringify({ id, type: 'session.completed', created: new Date().toISOString(), project_id: project, text: 'x', data: sampleEventData('session.completed') });
+        const body = JSON.stringify({
+          id,
+          type: 'session.completed',
+          created: new Date().toISOString(),
+          project_id: project,
+          text: 'x',
+          data: sampleEventData('session.completed'),
+        });
         started.set(id, now());
         await one(id, body);
       }
@@ -228,10 +242,12 @@ async function viaWorker(
   // Sealed, as the server stores it (the worker opens it once, not per attempt).
   const secrets = sealer(randomBytes(32));
   const webhookId = `wh_${randomUUID().replace(/-/g, '')}`;
-  await db.query(
-    `INSERT INTO webhooks (id, project_id, url, subscribed_events, secret) VALUES ($1, $2, $3, ARRAY['session.completed'], $4)`,
-    [webhookId, project, `http://127.0.0.1:${receiver.port}/hook`, sealSecret(secrets, webhookId, generateSecret())],
-  );
+  await db.query(`INSERT INTO webhooks (id, project_id, url, subscribed_events, secret) VALUES ($1, $2, $3, ARRAY['session.completed'], $4)`, [
+    webhookId,
+    project,
+    `http://127.0.0.1:${receiver.port}/hook`,
+    sealSecret(secrets, webhookId, generateSecret()),
+  ]);
   const worker = new DeliveryWorker({ db, secrets, allowPrivate: true, retrySchedule: options.schedule });
   if (!options.backlog) await worker.start();
   const started = new Map<string, number>();
@@ -280,10 +296,9 @@ async function viaWorker(
   await waitForAll(receiver, n, 10 * 60_000, settled);
   await worker.stop(5000);
   const cpu = process.cpuUsage(cpu0);
-  const [{ dead }] = await db.query<{ dead: number }>(
-    `SELECT count(*)::int AS dead FROM webhook_deliveries WHERE project_id = $1 AND status = 'dead'`,
-    [project],
-  );
+  const [{ dead }] = await db.query<{ dead: number }>(`SELECT count(*)::int AS dead FROM webhook_deliveries WHERE project_id = $1 AND status = 'dead'`, [
+    project,
+  ]);
   return figures(name, receiver, started, { dead, emitPerSecond: n / emitSeconds, cpuPerDelivery: (cpu.user + cpu.system) / n });
 }
 

@@ -82,7 +82,10 @@ const fuzzCases = v.fuzz === undefined ? 2 : Number(v.fuzz);
 if (!Number.isInteger(fuzzCases) || fuzzCases < 0) fail(`--fuzz must be a whole number, not ${v.fuzz}`);
 const fuzzSeed = v.seed === undefined ? 1 : Number(v.seed);
 if (!Number.isInteger(fuzzSeed)) fail(`--seed must be an integer, not ${v.seed}`);
-for (const [name, value] of [['--base-url', baseUrl], ['--fixtures-url', v['fixtures-url']]] as const) {
+for (const [name, value] of [
+  ['--base-url', baseUrl],
+  ['--fixtures-url', v['fixtures-url']],
+] as const) {
   if (value !== undefined && !/^https?:\/\/[^/]+/.test(value)) fail(`${name} must be an http(s) URL, not ${value}`);
 }
 
@@ -103,9 +106,7 @@ process.once('SIGINT', () => {
   interrupted = true;
   console.log('\ninterrupted: cleaning up what the run created (Ctrl-C again to stop at once)');
   process.once('SIGINT', () => process.exit(130));
-  void (ctx?.cleanup() ?? Promise.resolve([]))
-    .then((lines) => lines.forEach((l) => console.log(l)))
-    .finally(() => process.exit(130));
+  void (ctx?.cleanup() ?? Promise.resolve([])).then((lines) => lines.forEach((l) => console.log(l))).finally(() => process.exit(130));
 });
 
 try {

@@ -35,14 +35,19 @@ const spec = {
       get: {
         operationId: 'getBatch',
         parameters: [p('batch_id')],
-        responses: { '200': answer(obj({ data: obj({ status: { type: 'string' }, sessions: { type: 'array', items: obj({ session_id: { type: 'string' } }) } }) })) },
+        responses: {
+          '200': answer(obj({ data: obj({ status: { type: 'string' }, sessions: { type: 'array', items: obj({ session_id: { type: 'string' } }) } }) })),
+        },
       },
       delete: { operationId: 'cancelBatch', parameters: [p('batch_id')], responses: { '200': answer(obj({})) } },
     },
     '/v1/profiles': {
       post: {
         operationId: 'createProfile',
-        requestBody: body(obj({ name: { type: 'string', maxLength: 20 }, session_id: { type: 'string', format: 'uuid' } }), { name: 'shop-login', session_id: '0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b' }),
+        requestBody: body(obj({ name: { type: 'string', maxLength: 20 }, session_id: { type: 'string', format: 'uuid' } }), {
+          name: 'shop-login',
+          session_id: '0e1d2c3b-4a59-4687-9a6b-5c4d3e2f1a0b',
+        }),
         responses: { '200': answer(obj({ data: obj({ status: { type: 'string' } }) })) },
       },
     },

@@ -158,7 +158,7 @@ export class SuiteContext {
     for (let i = 0; i < names.length; i++) {
       const c = owners[i];
       if (pathParams[names[i]] !== undefined || !c?.creator || c.creator === op) continue;
-      const r = options.fresh && i === last ? (await this.createFresh(c)) ?? (await this.ensure(c)) : await this.ensure(c);
+      const r = options.fresh && i === last ? ((await this.createFresh(c)) ?? (await this.ensure(c))) : await this.ensure(c);
       if (!r) continue;
       pathParams[names[i]] = r.id;
       for (const [k, v] of Object.entries(r.pathParams)) if (names.includes(k) && pathParams[k] === undefined) pathParams[k] = v;
@@ -423,7 +423,13 @@ export class SuiteContext {
     for (const [k, v] of Object.entries(value)) {
       const c = typeof v === 'string' ? this.contract.collectionForKey(k) : undefined;
       if (c && c !== from && c.deleter && !this.registry.get(c.path, v as string)) {
-        this.registry.add({ collection: c.path, id: v as string, pathParams: { [c.param]: v as string }, createdBy: `${parent.collection}/${parent.id}`, apiKey: parent.apiKey });
+        this.registry.add({
+          collection: c.path,
+          id: v as string,
+          pathParams: { [c.param]: v as string },
+          createdBy: `${parent.collection}/${parent.id}`,
+          apiKey: parent.apiKey,
+        });
       } else if (typeof v === 'object') {
         this.collectIds(v, from, parent);
       }

@@ -20,9 +20,17 @@ function spec(paths: JsonObject, schemas: JsonObject = {}): Contract {
 const ok = { '200': { description: 'ok' } };
 
 describe('synthesize', () => {
-  const c = spec({}, {
-    Thing: { type: 'object', additionalProperties: false, required: ['name', 'kind'], properties: { name: { type: 'string', minLength: 3 }, kind: { enum: ['a', 'b'] }, note: { type: 'string' } } },
-  });
+  const c = spec(
+    {},
+    {
+      Thing: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'kind'],
+        properties: { name: { type: 'string', minLength: 3 }, kind: { enum: ['a', 'b'] }, note: { type: 'string' } },
+      },
+    },
+  );
 
   it('fills required properties only, following refs, enums and formats', () => {
     const v = synthesize(c, { $ref: '#/components/schemas/Thing' });
@@ -46,7 +54,14 @@ describe('synthesize', () => {
   it('prefers examples, then defaults, and composes allOf / oneOf', () => {
     expect(synthesize(c, { type: 'string', example: 'given' })).toBe('given');
     expect(synthesize(c, { type: 'integer', default: 20 })).toBe(20);
-    expect(synthesize(c, { allOf: [{ type: 'object', required: ['a'], properties: { a: { type: 'integer' } } }, { type: 'object', required: ['b'], properties: { b: { type: 'boolean' } } }] })).toEqual({ a: 1, b: false });
+    expect(
+      synthesize(c, {
+        allOf: [
+          { type: 'object', required: ['a'], properties: { a: { type: 'integer' } } },
+          { type: 'object', required: ['b'], properties: { b: { type: 'boolean' } } },
+        ],
+      }),
+    ).toEqual({ a: 1, b: false });
     expect(synthesize(c, { oneOf: [{ type: 'null' }, { type: 'string', const: 'x' }] })).toBe('x');
     expect(synthesize(c, { type: ['null', 'integer'] })).toBe(1);
   });
@@ -78,7 +93,10 @@ describe('buildRequest', () => {
           { name: 'q', in: 'query', required: true, schema: { type: 'string', enum: ['x', 'y'] } },
           { name: 'ignored', in: 'query', schema: { type: 'string' } },
         ],
-        requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } }, example: { n: 42 } } } },
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } }, example: { n: 42 } } },
+        },
         responses: ok,
       },
     },
@@ -89,14 +107,26 @@ describe('buildRequest', () => {
           required: true,
           content: {
             'multipart/form-data': {
-              schema: { type: 'object', required: ['name', 'file'], properties: { name: { type: 'string' }, file: { type: 'string', contentMediaType: 'application/zip' } } },
+              schema: {
+                type: 'object',
+                required: ['name', 'file'],
+                properties: { name: { type: 'string' }, file: { type: 'string', contentMediaType: 'application/zip' } },
+              },
             },
           },
         },
         responses: ok,
       },
     },
-    '/v1/plain': { post: { operationId: 'plain', requestBody: { content: { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } } } } } }, responses: ok } },
+    '/v1/plain': {
+      post: {
+        operationId: 'plain',
+        requestBody: {
+          content: { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } } } } },
+        },
+        responses: ok,
+      },
+    },
   });
 
   it('fills path, query and JSON body from the contract', () => {
@@ -106,7 +136,12 @@ describe('buildRequest', () => {
     expect(a.pathParams.thing_id).toMatch(UUID);
     expect(a.pathParams.thing_id).not.toBe(b.pathParams.thing_id);
     expect(a.pathParams.part).toBe('primary');
-    expect(a.query).toEqual([['limit', '20'], ['tags', 'a'], ['tags', 'b'], ['q', 'x']]);
+    expect(a.query).toEqual([
+      ['limit', '20'],
+      ['tags', 'a'],
+      ['tags', 'b'],
+      ['q', 'x'],
+    ]);
     expect(a.body).toEqual({ mediaType: 'application/json', value: { n: 42 } });
     const given = buildRequest(c, op, { pathParams: { thing_id: 'T1' } });
     const http = render('http://h:1/', given, { apiKey: 'k', credentials: c.credentialsOf(op), timeoutMs: 5 });

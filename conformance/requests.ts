@@ -135,7 +135,12 @@ function synthObject(contract: Contract, s: JsonObject, options: SynthOptions, d
   const required: string[] = s.required ?? [];
   const names = options.optional ? [...new Set([...required, ...Object.keys(props)])] : required;
   for (const name of names) {
-    const value = synthesize(contract, props[name] ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined), { ...options, variant: undefined }, depth + 1);
+    const value = synthesize(
+      contract,
+      props[name] ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined),
+      { ...options, variant: undefined },
+      depth + 1,
+    );
     if (value !== undefined) out[name] = value;
   }
   return out;
@@ -195,9 +200,33 @@ const FORMATS: Record<string, (random: boolean) => string> = {
 
 /** Tried in turn against a pattern; the first that fits wins. */
 const PATTERN_CANDIDATES = [
-  'conformance', 'Y29uZm9ybWFuY2U=', 'a', 'A', '1', 'ab', 'AB', 'a1', 'us', 'US', 'en', 'en-US', 'x_1', 'abc-123',
-  'conformance-1', '2026-01-01', '2026-01-01T00:00:00Z', 'https://example.com/', 'https://example.com', 'example.com', 'conformance@example.com',
-  'sk_conformance', 'evt_conformance', 'wh_conformance', '00000000-0000-4000-8000-000000000000', '0', '10',
+  'conformance',
+  'Y29uZm9ybWFuY2U=',
+  'a',
+  'A',
+  '1',
+  'ab',
+  'AB',
+  'a1',
+  'us',
+  'US',
+  'en',
+  'en-US',
+  'x_1',
+  'abc-123',
+  'conformance-1',
+  '2026-01-01',
+  '2026-01-01T00:00:00Z',
+  'https://example.com/',
+  'https://example.com',
+  'example.com',
+  'conformance@example.com',
+  'sk_conformance',
+  'evt_conformance',
+  'wh_conformance',
+  '00000000-0000-4000-8000-000000000000',
+  '0',
+  '10',
 ];
 
 function synthString(s: JsonObject, options: SynthOptions): string {
@@ -356,7 +385,13 @@ export function smallFile(type: string): FilePart {
     };
     return { file: true, filename: 'conformance.zip', type, bytes: zip({ 'manifest.json': JSON.stringify(manifest, null, 2) }) };
   }
-  if (/pem|x-x509|pkcs/.test(type)) return { file: true, filename: 'conformance.pem', type, bytes: new TextEncoder().encode('-----BEGIN CERTIFICATE-----\nY29uZm9ybWFuY2U=\n-----END CERTIFICATE-----\n') };
+  if (/pem|x-x509|pkcs/.test(type))
+    return {
+      file: true,
+      filename: 'conformance.pem',
+      type,
+      bytes: new TextEncoder().encode('-----BEGIN CERTIFICATE-----\nY29uZm9ybWFuY2U=\n-----END CERTIFICATE-----\n'),
+    };
   return { file: true, filename: 'conformance.bin', type, bytes: new TextEncoder().encode('conformance\n') };
 }
 

@@ -9,9 +9,7 @@ export function matchMediaType(documented: string[], actual: string): string | u
   const type = mediaType(actual);
   const [major] = type.split('/');
   return (
-    documented.find((d) => mediaType(d) === type) ??
-    documented.find((d) => mediaType(d) === `${major}/*`) ??
-    documented.find((d) => mediaType(d) === '*/*')
+    documented.find((d) => mediaType(d) === type) ?? documented.find((d) => mediaType(d) === `${major}/*`) ?? documented.find((d) => mediaType(d) === '*/*')
   );
 }
 
@@ -28,7 +26,10 @@ export function contentTypeVerdict(contract: Contract, op: Operation, res: HttpR
   const types = Object.keys(r.response.content ?? {});
   if (types.length === 0) {
     if (res.bytes.length === 0) return { kind: 'pass', note: `${res.status} with no body, as documented` };
-    return { kind: 'fail', message: `the ${r.key} response documents no body, but the answer has ${res.bytes.length} bytes of ${res.contentType || 'unlabelled content'}` };
+    return {
+      kind: 'fail',
+      message: `the ${r.key} response documents no body, but the answer has ${res.bytes.length} bytes of ${res.contentType || 'unlabelled content'}`,
+    };
   }
   if (!res.contentType) {
     return { kind: 'fail', message: `${res.status} came without a Content-Type; documented for ${r.key}: ${types.join(', ')}` };

@@ -32,9 +32,11 @@ describe('checks', () => {
     const empty = await runCheck(check('G1 d', () => {}));
     expect(empty.status).toBe('fail');
     expect(empty.message).toMatch(/asserted nothing/);
-    const threw = await runCheck(check('G1 e', () => {
-      throw new Error('boom');
-    }));
+    const threw = await runCheck(
+      check('G1 e', () => {
+        throw new Error('boom');
+      }),
+    );
     expect(threw.status).toBe('fail');
     expect(threw.message).toMatch(/boom/);
     const unequal = await runCheck(check('G1 f', (t: T) => t.equal({ a: [1, 2] }, { a: [1, 3] }, 'bodies')));

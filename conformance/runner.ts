@@ -95,7 +95,10 @@ export interface RunOptions {
 
 /** Rule IDs, comma-separated or repeated; `G*` selects a family. */
 export function parseSelectors(values: readonly string[] | undefined): string[] {
-  return (values ?? []).flatMap((v) => v.split(',')).map((v) => v.trim().toUpperCase()).filter(Boolean);
+  return (values ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim().toUpperCase())
+    .filter(Boolean);
 }
 
 function matches(selector: string, id: string): boolean {
@@ -154,7 +157,7 @@ export async function runCheck(c: Check, options: Pick<RunOptions, 'stateless'> 
 export function formatResult(r: CheckResult, index: number, total: number): string {
   const width = String(total).length;
   const tag = { pass: 'PASS', fail: 'FAIL', skip: 'SKIP' }[r.status];
-  const detail = r.status === 'pass' ? r.notes.join('; ') : r.message ?? '';
+  const detail = r.status === 'pass' ? r.notes.join('; ') : (r.message ?? '');
   const lines = detail.split('\n');
   const head = `[${String(index).padStart(width)}/${total}] ${tag} ${r.name}${lines[0] ? ` — ${lines[0]}` : ''} (${r.durationMs} ms)`;
   const rest = lines.slice(1).map((l) => `      ${l}`);
@@ -227,7 +230,11 @@ export function summarize(results: CheckResult[]): Summary {
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 }
@@ -266,13 +273,15 @@ export function firstDifference(actual: unknown, expected: unknown, at = ''): st
 // Reports
 
 function xml(s: string): string {
-  return s
-    // eslint-disable-next-line no-control-regex
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;');
+  return (
+    s
+      // eslint-disable-next-line no-control-regex
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '')
+      .replace(/&/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;')
+      .replace(/"/g, '&quot;')
+  );
 }
 
 /** JUnit XML: one <testsuite> a rule ID, one <testcase> a check. */
@@ -287,7 +296,9 @@ export function junitXml(report: RunReport, suiteName = 'conformance'): string {
   for (const [id, results] of byRule) {
     const s = summarize(results);
     const time = results.reduce((a, r) => a + r.durationMs, 0);
-    lines.push(`  <testsuite name="${xml(`${suiteName}.${id}`)}" tests="${results.length}" failures="${s.failed}" skipped="${s.skipped}" errors="0" time="${secs(time)}">`);
+    lines.push(
+      `  <testsuite name="${xml(`${suiteName}.${id}`)}" tests="${results.length}" failures="${s.failed}" skipped="${s.skipped}" errors="0" time="${secs(time)}">`,
+    );
     for (const r of results) {
       const open = `    <testcase classname="${xml(`${suiteName}.${id}`)}" name="${xml(r.name)}" time="${secs(r.durationMs)}"`;
       const notes = r.notes.length ? `\n      <system-out>${xml(r.notes.join('\n'))}</system-out>` : '';

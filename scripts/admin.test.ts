@@ -63,7 +63,16 @@ describe.each(backends)('pnpm admin on %s', (backend) => {
   });
 
   it('reports usage errors (2) and refusals (1)', async () => {
-    for (const args of [[], ['projects'], ['projects', 'create'], ['projects', 'get'], ['projects', 'update', 'x'], ['keys', 'fly'], ['projects', 'create', '--name', 'x', '--max-browsers', '1.5'], ['--bogus']]) {
+    for (const args of [
+      [],
+      ['projects'],
+      ['projects', 'create'],
+      ['projects', 'get'],
+      ['projects', 'update', 'x'],
+      ['keys', 'fly'],
+      ['projects', 'create', '--name', 'x', '--max-browsers', '1.5'],
+      ['--bogus'],
+    ]) {
       const r = await admin(t, ...args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.err).toContain('Usage: pnpm admin');

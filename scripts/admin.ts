@@ -45,14 +45,19 @@ function limit(name: string, raw: string | undefined, integer: boolean): number 
   if (raw === undefined) return undefined;
   if (raw === 'default' || raw === 'null') return null;
   const n = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n))) throw new UsageError(`--${name} must be ${integer ? 'a whole number' : 'a number'} or "default", not ${JSON.stringify(raw)}`);
+  if (raw.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n)))
+    throw new UsageError(`--${name} must be ${integer ? 'a whole number' : 'a number'} or "default", not ${JSON.stringify(raw)}`);
   return n;
 }
 
 function table(rows: Record<string, unknown>[], columns: string[]): string[] {
   const cell = (v: unknown) => (v === null || v === undefined ? '-' : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))];
 }
 
@@ -92,7 +97,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
 
   try {
     if (!/^https?:\/\/[^/]+/.test(base)) throw new UsageError(`--url must be an http(s) URL, not ${base}`);
-    if (!token) throw new UsageError('no admin token: pass --token or set ADMIN_TOKEN (the server\'s ADMIN_TOKEN)');
+    if (!token) throw new UsageError("no admin token: pass --token or set ADMIN_TOKEN (the server's ADMIN_TOKEN)");
     const [family, action, id, ...extra] = positionals;
     if (extra.length) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
     const needId = (what: string) => {
@@ -122,7 +127,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
       case 'projects update': {
         const path = `/admin/v1/projects/${needId('project id')}`;
         const body = limits();
-        if (Object.keys(body).length === 0) throw new UsageError('projects update needs at least one of --name, --tier, --included-credits, --cost-limit, --max-browsers');
+        if (Object.keys(body).length === 0)
+          throw new UsageError('projects update needs at least one of --name, --tier, --included-credits, --cost-limit, --max-browsers');
         request = { method: 'PATCH', path, body };
         break;
       }

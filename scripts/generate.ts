@@ -100,7 +100,11 @@ if (missing.length) throw new Error(`operations without operationId: ${missing.m
 
 // Static segments must be registered before parameters so /v1/sessions/history is not
 // taken for a session id.
-const specificity = (path: string) => path.split('/').map((s) => (s.startsWith('{') ? '1' : '0')).join('');
+const specificity = (path: string) =>
+  path
+    .split('/')
+    .map((s) => (s.startsWith('{') ? '1' : '0'))
+    .join('');
 ops.sort((a, b) => specificity(a.path).localeCompare(specificity(b.path)) || a.path.localeCompare(b.path));
 
 function routesTs(): string {
@@ -212,9 +216,11 @@ function requestType(o: Op): string {
 
 function handlersTs(): string {
   const types = ops
-    .map((o) => `export type ${pascal(o.id)}Request = ${requestType(o)};
+    .map(
+      (o) => `export type ${pascal(o.id)}Request = ${requestType(o)};
 export type ${pascal(o.id)}Response =
-${responseType(o)};`)
+${responseType(o)};`,
+    )
     .join('\n\n');
   const entries = ops
     .map((o) => `  ${o.id}(req: ${pascal(o.id)}Request, ctx: ${o.secured ? 'AuthedCtx' : 'PublicCtx'}): MaybePromise<${pascal(o.id)}Response>;`)
@@ -264,7 +270,11 @@ function writeAll(dir: string) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'openapi.json'), JSON.stringify(spec, null, 2) + '\n');
-  execFileSync(bin('openapi-typescript'), ['openapi.yaml', '--redocly', 'scripts/redocly-generate.yaml', '--default-non-nullable', 'false', '-o', join(dir, 'types.ts')], { cwd: root, stdio: 'pipe' });
+  execFileSync(
+    bin('openapi-typescript'),
+    ['openapi.yaml', '--redocly', 'scripts/redocly-generate.yaml', '--default-non-nullable', 'false', '-o', join(dir, 'types.ts')],
+    { cwd: root, stdio: 'pipe' },
+  );
   execFileSync(bin('openapi-ts'), ['-i', 'openapi.yaml', '-o', join(dir, 'sdk')], { cwd: root, stdio: 'pipe' });
   writeFileSync(join(dir, 'routes.ts'), routesTs());
   writeFileSync(join(dir, 'handlers.ts'), handlersTs());

@@ -12,7 +12,7 @@ describe('pnpm test:quick', () => {
   it("brings the tests of a changed file's folder", () => {
     expect(testsFor('server/a/x.ts', isFolder, list)).toEqual(['server/a/x.test.ts', 'server/a/y.test.ts']);
   });
-  it('brings a folder\'s tests, and a test file itself', () => {
+  it("brings a folder's tests, and a test file itself", () => {
     expect(testsFor('server/a', isFolder, list)).toEqual(['server/a/x.test.ts', 'server/a/y.test.ts']);
     expect(testsFor('server/a/y.test.ts', isFolder, list)).toEqual(['server/a/y.test.ts']);
   });

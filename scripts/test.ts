@@ -35,7 +35,7 @@ type Out = 'inherit' | string[];
 function run(cmd: string, args: string[], out: Out = 'inherit'): Promise<number> {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: root, stdio: out === 'inherit' ? 'inherit' : ['ignore', 'pipe', 'pipe'] });
-    if (out !== 'inherit') keep(child.stdout!, out), keep(child.stderr!, out);
+    if (out !== 'inherit') (keep(child.stdout!, out), keep(child.stderr!, out));
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 }
@@ -48,7 +48,12 @@ function keep(stream: NodeJS.ReadableStream, out: string[]): void {
 const failedSteps: string[] = [];
 /** Each failed test or check, with the first lines of why: printed again at the end. */
 const failures: string[] = [];
-const firstLines = (text: string) => text.split('\n').slice(0, 6).map((l) => `    ${l.slice(0, 300)}`).join('\n');
+const firstLines = (text: string) =>
+  text
+    .split('\n')
+    .slice(0, 6)
+    .map((l) => `    ${l.slice(0, 300)}`)
+    .join('\n');
 
 /** What ran (scripts/inventory.ts), for the check that nothing of the inventory was lost. */
 const ranLines: string[] = [];
@@ -115,7 +120,13 @@ async function conformance(label: string, databaseUrl: string | undefined, out: 
   try {
     for (let i = 0; ; i++) {
       if (server.exitCode !== null) throw new Error('server exited during start');
-      if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${base}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (i > 120) throw new Error('server did not answer /healthz in 60 s');
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -141,7 +152,14 @@ async function conformanceAgainstMock(out: Out): Promise<boolean> {
   try {
     const base = `http://127.0.0.1:${port}`;
     // The layer in front answers 502 until Prism is up: wait for Prism's own answer.
-    for (let i = 0; !(await fetch(`${base}/v1/agent-access`).then((r) => r.ok, () => false)); i++) {
+    for (
+      let i = 0;
+      !(await fetch(`${base}/v1/agent-access`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      i++
+    ) {
       if (mock.exitCode !== null || mock.signalCode !== null) throw new Error(`the mock ended (${mock.exitCode ?? mock.signalCode}) before answering`);
       if (i > 240) throw new Error('the mock did not answer in 120 s');
       await new Promise((r) => setTimeout(r, 500));
@@ -240,12 +258,18 @@ async function main() {
       await step('type check (tsc, type-level tests included)', async (out) => (await run(bin('tsc'), ['--noEmit', '-p', '.'], out)) === 0);
       await step('import rules of server/: layers, no circle (dependency-cruiser)', async (out) => (await run(bin('depcruise'), depcruiseArgs, out)) === 0);
       // The whole tree, not only what changed: on CI's fresh clone nothing has changed.
-      await step('formatted (prettier --check; pnpm format fixes it)', async (out) => (await run(bin('prettier'), ['--check', '--log-level', 'warn', '.'], out)) === 0);
+      await step(
+        'formatted (prettier --check; pnpm format fixes it)',
+        async (out) => (await run(bin('prettier'), ['--check', '--log-level', 'warn', '.'], out)) === 0,
+      );
       await step('conformance against pnpm mock (stateless checks)', conformanceAgainstMock, { counted: true });
       // One backend after the other: side by side, two servers each filling their browser limit
       // (F7: 10 recorded browsers) overloaded a 2-core machine, and creations went unanswered for 30 s.
       await step('conformance on PGlite', (out) => conformance('pglite', undefined, out), { counted: true });
-      if (databaseUrl) await step('conformance on PostgreSQL', (out) => withPostgresSchema(databaseUrl, 'ci_conformance', (url) => conformance('postgres', url, out)), { counted: true });
+      if (databaseUrl)
+        await step('conformance on PostgreSQL', (out) => withPostgresSchema(databaseUrl, 'ci_conformance', (url) => conformance('postgres', url, out)), {
+          counted: true,
+        });
     })(),
   ]);
   await step('no browser left behind', async (out) => {

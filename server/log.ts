@@ -7,14 +7,14 @@ import type { LogLevel } from './config/config.js';
 export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
   return pino(
     {
-    level,
-    base: { service: 'cloud-browser' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: {
-      paths: [...API_KEY_HEADERS.map((h) => `*.headers["${h}"]`), 'apiKey', 'key', 'token', 'secret', 'password', '*.password', '*.secret', '*.token'],
-      censor: '[redacted]',
+      level,
+      base: { service: 'cloud-browser' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: {
+        paths: [...API_KEY_HEADERS.map((h) => `*.headers["${h}"]`), 'apiKey', 'key', 'token', 'secret', 'password', '*.password', '*.secret', '*.token'],
+        censor: '[redacted]',
+      },
     },
-  },
     destination,
   );
 }

@@ -22,7 +22,7 @@ try {
 } catch {
   fatal(
     `Invalid configuration:\n  - CHROMIUM_PATH=${JSON.stringify(config.chromiumPath)} is not an executable file ` +
-      '(install Debian\'s chromium package, or point CHROMIUM_PATH at Chrome or Chromium)',
+      "(install Debian's chromium package, or point CHROMIUM_PATH at Chrome or Chromium)",
   );
 }
 
@@ -52,11 +52,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       .catch((err: unknown) => log.error({ err }, 'drain failed'))
       .then(() => server.close())
       .then(
-      () => process.exit(0),
-      (err) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   });
 }

@@ -21,7 +21,9 @@ const read = (path: string): string | undefined => {
 };
 
 function pids(): number[] {
-  return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
 }
 
 /** Resident memory of one process, in bytes (0 once it has exited). */
@@ -82,7 +84,8 @@ export function serverProcesses(serverPid: number, dirs: string[]): ServerProces
 export function browserPidOf(root: string): number | undefined {
   for (const pid of pids()) {
     const argv = (read(`/proc/${pid}/cmdline`) ?? '').split('\0');
-    if (argv.some((a) => a.startsWith('--user-data-dir=') && a.slice('--user-data-dir='.length).startsWith(root)) && !argv.some((a) => a.startsWith('--type='))) return pid;
+    if (argv.some((a) => a.startsWith('--user-data-dir=') && a.slice('--user-data-dir='.length).startsWith(root)) && !argv.some((a) => a.startsWith('--type=')))
+      return pid;
   }
   return undefined;
 }

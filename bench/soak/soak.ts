@@ -97,7 +97,10 @@ function expectedEnd(plan: Plan): Driven['expected'] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mib = (b: number) => (b / 2 ** 20).toFixed(1);
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 
 /** Opens a WebSocket, resolving once open (rejecting on error or after 10 s). */
 function openWs(url: string): Promise<WebSocket> {
@@ -145,7 +148,8 @@ async function cdpRoundTrip(cdpUrl: string, method: string): Promise<void> {
  */
 function halfFrame(payload: Buffer): Buffer {
   const mask = randomBytes(4);
-  const header = payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff]);
+  const header =
+    payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff]);
   const masked = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]!));
   return Buffer.concat([header, mask, masked.subarray(0, masked.length >> 1)]);
 }
@@ -216,7 +220,9 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     if (fast.status >= 300 || hang.status >= 300) throw new Error(`webhook creation answered ${fast.status}/${hang.status}`);
     const fastWebhookId = String(fast.body.id);
 
-    log(`soak: ${o.minutes} min at concurrency ${o.concurrency}, seed ${o.seed}, ${databaseUrl ? 'PostgreSQL' : 'PGlite'}; server pid ${serverPid}; load ${load()}`);
+    log(
+      `soak: ${o.minutes} min at concurrency ${o.concurrency}, seed ${o.seed}, ${databaseUrl ? 'PostgreSQL' : 'PGlite'}; server pid ${serverPid}; load ${load()}`,
+    );
 
     const driven: Driven[] = [];
     const problems: string[] = [];
@@ -268,7 +274,10 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
       // A timeout session lasts a minute: none that would outlast the run by much.
       if (plan.path === 'timeout' && deadline - Date.now() < 65_000) plan = { ...plan, path: 'delete' };
       const body = {
-        session: { recording: { active: plan.recording }, ...(plan.path === 'timeout' ? { timeout: plan.variant === 0 ? { max_duration: 1 } : { idle_timeout: 1 } } : {}) },
+        session: {
+          recording: { active: plan.recording },
+          ...(plan.path === 'timeout' ? { timeout: plan.variant === 0 ? { max_duration: 1 } : { idle_timeout: 1 } } : {}),
+        },
         browser: { headless: { active: plan.headless } },
       };
       const created = await json('/v1/sessions', { method: 'POST', body: JSON.stringify(body) });
@@ -374,7 +383,9 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     phase('time-outs to end');
     clearInterval(progressTimer);
     progress();
-    log(`drove ${driven.length} sessions in ${driveSeconds.toFixed(0)} s (${(driven.length / (driveSeconds / 60)).toFixed(1)}/min); waiting for webhooks and cleanup`);
+    log(
+      `drove ${driven.length} sessions in ${driveSeconds.toFixed(0)} s (${(driven.length / (driveSeconds / 60)).toFixed(1)}/min); waiting for webhooks and cleanup`,
+    );
 
     // The fast receiver: every session's terminal event, once (the outbox drained).
     const terminal = (sid: string) => receivers!.received.filter((r) => r.sessionId === sid && (r.type === 'session.completed' || r.type === 'session.failed'));
@@ -388,9 +399,14 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     };
     phase('outbox to drain');
     let left = leftNow();
-    for (const until = Date.now() + 60_000; Date.now() < until && left.p.list.length + left.roots.length + left.work.length > 0; left = leftNow()) await sleep(1_000);
+    for (const until = Date.now() + 60_000; Date.now() < until && left.p.list.length + left.roots.length + left.work.length > 0; left = leftNow())
+      await sleep(1_000);
 
-    check('sessions driven', createFailures.length === 0 && problems.length === 0 && driven.length > 0, `${driven.length} sessions (${END_PATHS.map((k) => `${k} ${byPath[k]}`).join(', ')}); create refused ${createFailures.length}${createFailures.length ? `: ${createFailures.slice(0, 3).join('; ')}` : ''}; problems ${problems.length}${problems.length ? `: ${problems.slice(0, 5).join('; ')}` : ''}`);
+    check(
+      'sessions driven',
+      createFailures.length === 0 && problems.length === 0 && driven.length > 0,
+      `${driven.length} sessions (${END_PATHS.map((k) => `${k} ${byPath[k]}`).join(', ')}); create refused ${createFailures.length}${createFailures.length ? `: ${createFailures.slice(0, 3).join('; ')}` : ''}; problems ${problems.length}${problems.length ? `: ${problems.slice(0, 5).join('; ')}` : ''}`,
+    );
 
     const wrongEvents: string[] = [];
     let duplicates = 0;
@@ -399,24 +415,45 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
       const ids = new Set(t.map((r) => r.id));
       if (t.length > ids.size) duplicates += t.length - ids.size;
       const want = d.expected.status === 'completed' ? 'session.completed' : 'session.failed';
-      if (ids.size !== 1 || t[0]!.type !== want || t.some((r) => r.webhookId !== r.id)) wrongEvents.push(`${d.id} (${d.plan.path}): ${t.map((r) => `${r.type} ${r.id}`).join(', ') || 'none'}`);
+      if (ids.size !== 1 || t[0]!.type !== want || t.some((r) => r.webhookId !== r.id))
+        wrongEvents.push(`${d.id} (${d.plan.path}): ${t.map((r) => `${r.type} ${r.id}`).join(', ') || 'none'}`);
     }
-    check('one terminal event per session at the fast receiver', wrongEvents.length === 0 && duplicates === 0, `${driven.length - wrongEvents.length}/${driven.length} right, ${duplicates} redelivered${wrongEvents.length ? `; wrong: ${wrongEvents.slice(0, 5).join('; ')}` : ''}`);
+    check(
+      'one terminal event per session at the fast receiver',
+      wrongEvents.length === 0 && duplicates === 0,
+      `${driven.length - wrongEvents.length}/${driven.length} right, ${duplicates} redelivered${wrongEvents.length ? `; wrong: ${wrongEvents.slice(0, 5).join('; ')}` : ''}`,
+    );
     const recordingReady = new Map<string, number>();
-    for (const r of receivers.received) if (r.type === 'session.recording.ready' && r.sessionId) recordingReady.set(r.sessionId, (recordingReady.get(r.sessionId) ?? 0) + 1);
+    for (const r of receivers.received)
+      if (r.type === 'session.recording.ready' && r.sessionId) recordingReady.set(r.sessionId, (recordingReady.get(r.sessionId) ?? 0) + 1);
     const recorded = driven.filter((d) => d.plan.recording);
     const twice = [...recordingReady.values()].filter((n) => n > 1).length;
     const unrecorded = [...recordingReady.keys()].filter((sid) => !recorded.some((d) => d.id === sid)).length;
-    check('recording.ready at most once, only for recorded sessions', twice === 0 && unrecorded === 0, `${recordingReady.size} of ${recorded.length} recorded sessions announced a recording (${END_PATHS.map((k) => `${k} ${recorded.filter((d) => d.plan.path === k && recordingReady.has(d.id)).length}/${recorded.filter((d) => d.plan.path === k).length}`).join(', ')}; one with no frame has none); ${twice} twice; ${unrecorded} for sessions not recorded`);
+    check(
+      'recording.ready at most once, only for recorded sessions',
+      twice === 0 && unrecorded === 0,
+      `${recordingReady.size} of ${recorded.length} recorded sessions announced a recording (${END_PATHS.map((k) => `${k} ${recorded.filter((d) => d.plan.path === k && recordingReady.has(d.id)).length}/${recorded.filter((d) => d.plan.path === k).length}`).join(', ')}; one with no frame has none); ${twice} twice; ${unrecorded} for sessions not recorded`,
+    );
     const hung = receivers.hung();
     figure(`hanging receiver: ${hung.answeredLate} deliveries answered after the deadline, ${hung.neverAnswered} never answered`);
 
     check(
       'no Chromium, Xvfb or ffmpeg left (server running)',
       left.p.list.length === 0,
-      `chromium ${left.p.chromium}, Xvfb ${left.p.xvfb}, ffmpeg ${left.p.ffmpeg}, other ${left.p.other}${left.p.list.length ? `: ${left.p.list.slice(0, 8).map((x) => `${x.pid} ${x.comm}`).join(', ')}` : ''}`,
+      `chromium ${left.p.chromium}, Xvfb ${left.p.xvfb}, ffmpeg ${left.p.ffmpeg}, other ${left.p.other}${
+        left.p.list.length
+          ? `: ${left.p.list
+              .slice(0, 8)
+              .map((x) => `${x.pid} ${x.comm}`)
+              .join(', ')}`
+          : ''
+      }`,
     );
-    check('no browser root or recording work directory left (server running)', left.roots.length + left.work.length === 0, `${left.roots.length} roots under ${browsersDir}, ${left.work.length} under ${recordingsWork}`);
+    check(
+      'no browser root or recording work directory left (server running)',
+      left.roots.length + left.work.length === 0,
+      `${left.roots.length} roots under ${browsersDir}, ${left.work.length} under ${recordingsWork}`,
+    );
 
     // Flat after warm-up: a least-squares line through the samples after the first 20 % of
     // the run. Its rise over that window is compared with what noise allows: RSS swings
@@ -458,7 +495,11 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
     server = undefined;
     const after = serverProcesses(serverPid, [browsersDir, dataDir]);
     const tmpLeft = readdirSync(tmp).filter((n) => !n.startsWith('tsx-'));
-    check('nothing left after shutdown', after.list.length === 0 && tmpLeft.length === 0, `${after.list.length} processes; in the server's TMPDIR: ${tmpLeft.join(', ') || 'nothing'}`);
+    check(
+      'nothing left after shutdown',
+      after.list.length === 0 && tmpLeft.length === 0,
+      `${after.list.length} processes; in the server's TMPDIR: ${tmpLeft.join(', ') || 'nothing'}`,
+    );
 
     phase('server stop');
     const db = await openDb({ databaseUrl, dataDir });
@@ -483,17 +524,32 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
 
 async function databaseChecks(db: Db, driven: Driven[], fastWebhookId: string, check: (name: string, ok: boolean, detail: string) => void): Promise<void> {
   const rows = new Map(
-    (await db.query<{ id: string; status: string; end_reason: string | null; credits_used: number; started_at: Date | null }>('SELECT id, status, end_reason, credits_used, started_at FROM sessions')).map((r) => [r.id, r]),
+    (
+      await db.query<{ id: string; status: string; end_reason: string | null; credits_used: number; started_at: Date | null }>(
+        'SELECT id, status, end_reason, credits_used, started_at FROM sessions',
+      )
+    ).map((r) => [r.id, r]),
   );
   const wrong: string[] = [];
   for (const d of driven) {
     const r = rows.get(d.id);
-    if (!r || r.status !== d.expected.status || r.end_reason !== d.expected.reason) wrong.push(`${d.id} (${d.plan.path}): ${r ? `${r.status}/${r.end_reason}` : 'no row'}, expected ${d.expected.status}/${d.expected.reason}`);
+    if (!r || r.status !== d.expected.status || r.end_reason !== d.expected.reason)
+      wrong.push(`${d.id} (${d.plan.path}): ${r ? `${r.status}/${r.end_reason}` : 'no row'}, expected ${d.expected.status}/${d.expected.reason}`);
   }
   const unknown = [...rows.keys()].filter((id) => !driven.some((d) => d.id === id));
-  check('every session ended in the database as expected', wrong.length === 0 && unknown.length === 0, `${driven.length - wrong.length}/${driven.length} right; ${unknown.length} rows of sessions not driven${wrong.length ? `; wrong: ${wrong.slice(0, 5).join('; ')}` : ''}`);
+  check(
+    'every session ended in the database as expected',
+    wrong.length === 0 && unknown.length === 0,
+    `${driven.length - wrong.length}/${driven.length} right; ${unknown.length} rows of sessions not driven${wrong.length ? `; wrong: ${wrong.slice(0, 5).join('; ')}` : ''}`,
+  );
 
-  const ledger = new Map((await db.query<{ session_id: string; n: number; credits: number }>("SELECT session_id, count(*)::int AS n, sum(credits) AS credits FROM usage_ledger WHERE kind = 'session' GROUP BY session_id")).map((r) => [r.session_id, r]));
+  const ledger = new Map(
+    (
+      await db.query<{ session_id: string; n: number; credits: number }>(
+        "SELECT session_id, count(*)::int AS n, sum(credits) AS credits FROM usage_ledger WHERE kind = 'session' GROUP BY session_id",
+      )
+    ).map((r) => [r.session_id, r]),
+  );
   const unsettled: string[] = [];
   for (const d of driven) {
     const r = rows.get(d.id);
@@ -502,22 +558,46 @@ async function databaseChecks(db: Db, driven: Driven[], fastWebhookId: string, c
     const ok = r && (r.credits_used > 0 ? l?.n === 1 && Math.abs(l.credits - r.credits_used) < 1e-9 : !l) && (r.started_at === null || r.credits_used > 0);
     if (!ok) unsettled.push(`${d.id}: credits_used ${r?.credits_used}, ledger ${l ? `${l.n} rows, ${l.credits}` : 'none'}`);
   }
-  check('credits settled once per session', unsettled.length === 0, `${driven.length - unsettled.length}/${driven.length} settled once${unsettled.length ? `; wrong: ${unsettled.slice(0, 5).join('; ')}` : ''}`);
+  check(
+    'credits settled once per session',
+    unsettled.length === 0,
+    `${driven.length - unsettled.length}/${driven.length} settled once${unsettled.length ? `; wrong: ${unsettled.slice(0, 5).join('; ')}` : ''}`,
+  );
 
-  const evs = await db.query<{ sid: string; n: number }>("SELECT data->>'session_id' AS sid, count(*)::int AS n FROM events WHERE type IN ('session.completed', 'session.failed') GROUP BY 1");
+  const evs = await db.query<{ sid: string; n: number }>(
+    "SELECT data->>'session_id' AS sid, count(*)::int AS n FROM events WHERE type IN ('session.completed', 'session.failed') GROUP BY 1",
+  );
   const count = new Map(evs.map((e) => [e.sid, e.n]));
   const off = driven.filter((d) => count.get(d.id) !== 1);
-  check('one terminal event per session in the outbox', off.length === 0, `${driven.length - off.length}/${driven.length}${off.length ? `; wrong: ${off.slice(0, 5).map((d) => `${d.id} ${count.get(d.id) ?? 0}`).join(', ')}` : ''}`);
+  check(
+    'one terminal event per session in the outbox',
+    off.length === 0,
+    `${driven.length - off.length}/${driven.length}${
+      off.length
+        ? `; wrong: ${off
+            .slice(0, 5)
+            .map((d) => `${d.id} ${count.get(d.id) ?? 0}`)
+            .join(', ')}`
+        : ''
+    }`,
+  );
 
-  const deliveries = await db.query<{ status: string; n: number }>('SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 GROUP BY status', [fastWebhookId]);
+  const deliveries = await db.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 GROUP BY status',
+    [fastWebhookId],
+  );
   const notDone = deliveries.filter((x) => x.status !== 'succeeded');
   const errors = notDone.length
-    ? await db.query<{ error_message: string | null; n: number }>("SELECT error_message, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status <> 'succeeded' GROUP BY 1", [fastWebhookId])
+    ? await db.query<{ error_message: string | null; n: number }>(
+        "SELECT error_message, count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1 AND status <> 'succeeded' GROUP BY 1",
+        [fastWebhookId],
+      )
     : [];
   check(
     'fast webhook: every delivery succeeded first time',
     notDone.length === 0,
-    (deliveries.map((x) => `${x.status} ${x.n}`).join(', ') || 'no deliveries') + (errors.length ? `; errors: ${errors.map((e) => `${e.n}× ${e.error_message}`).join('; ')}` : ''),
+    (deliveries.map((x) => `${x.status} ${x.n}`).join(', ') || 'no deliveries') +
+      (errors.length ? `; errors: ${errors.map((e) => `${e.n}× ${e.error_message}`).join('; ')}` : ''),
   );
 }
 

@@ -41,10 +41,7 @@ export type AttemptVerdict = { kind: 'pass'; note: string } | { kind: 'fail'; me
 export function judgeAttempts(t: T, ex: Exchange, judge: (res: HttpResponse, attempt: Exchange) => AttemptVerdict): void {
   const verdicts = attemptsOf(ex).map((a) => ({ a, v: judge(answered(t, a), a) }));
   const failed = verdicts.filter((x) => x.v.kind === 'fail');
-  t.assert(
-    failed.length === 0,
-    failed.map(({ a, v }) => `${v.kind === 'fail' ? v.message : ''}\n${exchangeLine(a, 400)}`).join('\n'),
-  );
+  t.assert(failed.length === 0, failed.map(({ a, v }) => `${v.kind === 'fail' ? v.message : ''}\n${exchangeLine(a, 400)}`).join('\n'));
   const judged = verdicts.filter((x) => x.v.kind === 'pass');
   if (judged.length === 0) t.skip(verdicts.map(({ v }) => (v.kind === 'skip' ? v.reason : '')).join('; '));
   t.note(judged.map(({ v }) => (v.kind === 'pass' ? v.note : '')).join('; '));

@@ -16,7 +16,10 @@ export default defineRules((ctx) =>
           if (res.status === 404) {
             t.assert(ctx.contract.response(op, 404)?.key === '404', `answered 404, which ${op.id} does not document: ${exchangeLine(attempt)}`);
             const v = bodyVerdict(ctx.contract, op, res);
-            t.assert(v.kind === 'pass', `answered 404 without the documented 404 body (${v.kind === 'fail' ? v.message : v.kind === 'skip' ? v.reason : ''}): ${exchangeLine(attempt)}`);
+            t.assert(
+              v.kind === 'pass',
+              `answered 404 without the documented 404 body (${v.kind === 'fail' ? v.message : v.kind === 'skip' ? v.reason : ''}): ${exchangeLine(attempt)}`,
+            );
           }
           if (op.secured) {
             t.assert(res.status !== 401, `answered 401 to the run's key (${ctx.mainKeySource}), so the operation was never reached: ${exchangeLine(attempt)}`);

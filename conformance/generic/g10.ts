@@ -19,7 +19,7 @@ function notComparable(op: Operation): string | undefined {
   if (FRESH_BY_DESIGN[op.id]) return FRESH_BY_DESIGN[op.id];
   const success = Object.entries(op.responses).filter(([status]) => status.startsWith('2'));
   const types = success.flatMap(([, r]) => Object.keys(r.content ?? {}));
-  if (types.length > 0 && !types.some((t) => isJsonMediaType(t.split(';')[0].trim()) )) {
+  if (types.length > 0 && !types.some((t) => isJsonMediaType(t.split(';')[0].trim()))) {
     return `its answers are binary (${[...new Set(types)].join(', ')})`;
   }
   return undefined;

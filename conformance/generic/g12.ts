@@ -30,7 +30,29 @@ const nested = (depth: number): unknown => {
 };
 
 /** Path and query values: traversal, encodings, lengths, numbers that are not, injection. */
-const ODD_TEXT = ['..', '../../etc/passwd', ' ', '', 'a'.repeat(3000), '\u0000', '%00', '%', '💥', '-1', '0', '1e309', 'NaN', 'null', 'true', "'; DROP TABLE sessions;--", '<script>alert(1)</script>', '00000000-0000-0000-0000-000000000000', 'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ', '\u202e', 'http://169.254.169.254/latest/meta-data/'];
+const ODD_TEXT = [
+  '..',
+  '../../etc/passwd',
+  ' ',
+  '',
+  'a'.repeat(3000),
+  '\u0000',
+  '%00',
+  '%',
+  '💥',
+  '-1',
+  '0',
+  '1e309',
+  'NaN',
+  'null',
+  'true',
+  "'; DROP TABLE sessions;--",
+  '<script>alert(1)</script>',
+  '00000000-0000-0000-0000-000000000000',
+  'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ',
+  '\u202e',
+  'http://169.254.169.254/latest/meta-data/',
+];
 
 /** Path values: the same but for '..', a dot segment. A URL resolves it (%2E%2E too) before
  *  the request is sent, and so does a server before it routes (@hono/node-server builds a
@@ -101,7 +123,10 @@ export function makeCase(op: Operation, built: BuiltRequest, rand: () => number)
   const copy: BuiltRequest = { ...built, pathParams: { ...built.pathParams }, query: [...built.query] };
   switch (kind) {
     case 'path': {
-      const p = pick(rand, op.params.filter((x) => x.in === 'path'));
+      const p = pick(
+        rand,
+        op.params.filter((x) => x.in === 'path'),
+      );
       const value = pick(rand, ODD_PATH);
       copy.pathParams[p.name] = value;
       return { what: `path ${p.name} = ${JSON.stringify(value.slice(0, 60))}`, built: copy, options: {}, inPath: true };
@@ -118,7 +143,12 @@ export function makeCase(op: Operation, built: BuiltRequest, rand: () => number)
       const names = Object.keys(body);
       const name = names.length ? pick(rand, names) : 'conformance_field';
       const value = pick(rand, ODD_VALUES)();
-      return { what: `body field ${name} = ${JSON.stringify(value)?.slice(0, 60)}`, built: copy, options: { bodyValue: { ...body, [name]: value } }, inPath: false };
+      return {
+        what: `body field ${name} = ${JSON.stringify(value)?.slice(0, 60)}`,
+        built: copy,
+        options: { bodyValue: { ...body, [name]: value } },
+        inPath: false,
+      };
     }
     default: {
       const raw = pick(rand, ODD_BODIES)();
@@ -159,4 +189,3 @@ export default defineRules((ctx: SuiteContext) => {
   }
   return checks;
 });
-

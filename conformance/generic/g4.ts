@@ -5,10 +5,8 @@ import { judgeAttempts } from './common.js';
 
 export default defineRules((ctx) =>
   ctx.contract.operations.map((op) =>
-    check(
-      `G4 ${op.id} JSON body validates`,
-      async (t: T) => judgeAttempts(t, await ctx.exercise(op), (res) => bodyVerdict(ctx.contract, op, res)),
-      { stateful: false },
-    ),
+    check(`G4 ${op.id} JSON body validates`, async (t: T) => judgeAttempts(t, await ctx.exercise(op), (res) => bodyVerdict(ctx.contract, op, res)), {
+      stateful: false,
+    }),
   ),
 );

@@ -16,11 +16,15 @@ export default defineRules((ctx) =>
         async (t: T) => {
           const op = ctx.contract.find(documented[0], path)!;
           const built = await ctx.build(op);
-          const request = render(ctx.baseUrl, { ...built, op: { ...op, method }, body: undefined }, {
-            apiKey: ctx.mainKey,
-            credentials: ctx.contract.credentialsOf(op),
-            timeoutMs: ctx.probeTimeoutMs,
-          });
+          const request = render(
+            ctx.baseUrl,
+            { ...built, op: { ...op, method }, body: undefined },
+            {
+              apiKey: ctx.mainKey,
+              credentials: ctx.contract.credentialsOf(op),
+              timeoutMs: ctx.probeTimeoutMs,
+            },
+          );
           const ex = await send(request).then(
             (response) => ({ built, request, response }),
             (err: Error) => ({ built, request, error: err.message }),
@@ -29,10 +33,16 @@ export default defineRules((ctx) =>
           t.assert(res.status === 405, `expected 405: ${exchangeLine(ex)}`);
           const allow = res.headers.get('allow');
           t.assert(allow !== null, `405 without an Allow header (documented: ${documented.join(', ')})`);
-          const listed = allow.split(',').map((m) => m.trim().toUpperCase()).filter(Boolean);
+          const listed = allow
+            .split(',')
+            .map((m) => m.trim().toUpperCase())
+            .filter(Boolean);
           const missing = documented.filter((m) => !listed.includes(m));
           const extra = listed.filter((m) => (METHODS as readonly string[]).includes(m) && !documented.includes(m as (typeof METHODS)[number]));
-          t.assert(missing.length === 0 && extra.length === 0, `Allow: ${allow}; documented: ${documented.join(', ')}${missing.length ? `; missing ${missing.join(', ')}` : ''}${extra.length ? `; undocumented ${extra.join(', ')}` : ''}`);
+          t.assert(
+            missing.length === 0 && extra.length === 0,
+            `Allow: ${allow}; documented: ${documented.join(', ')}${missing.length ? `; missing ${missing.join(', ')}` : ''}${extra.length ? `; undocumented ${extra.join(', ')}` : ''}`,
+          );
           t.note(`Allow: ${allow}`);
         },
         { stateful: false, parallel: true },

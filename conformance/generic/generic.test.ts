@@ -28,7 +28,12 @@ export const tinySpec: JsonObject = {
           required: true,
           content: {
             'application/json': {
-              schema: { type: 'object', additionalProperties: false, required: ['name'], properties: { name: { type: 'string', minLength: 1 }, size: { type: 'integer' } } },
+              schema: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['name'],
+                properties: { name: { type: 'string', minLength: 1 }, size: { type: 'integer' } },
+              },
               example: { name: 'box' },
             },
           },
@@ -42,7 +47,11 @@ export const tinySpec: JsonObject = {
       get: { operationId: 'getThing', responses: { '200': data(ref('Thing')), '401': err, '404': err } },
       delete: {
         operationId: 'deleteThing',
-        responses: { '200': data({ type: 'object', additionalProperties: false, required: ['status'], properties: { status: { type: 'string' } } }), '401': err, '404': err },
+        responses: {
+          '200': data({ type: 'object', additionalProperties: false, required: ['status'], properties: { status: { type: 'string' } } }),
+          '401': err,
+          '404': err,
+        },
       },
     },
     '/v1/things/{thing_id}/file': {
@@ -61,7 +70,11 @@ export const tinySpec: JsonObject = {
       },
     },
     '/v1/public': {
-      get: { operationId: 'getPublic', security: [], responses: { '200': json({ type: 'object', additionalProperties: false, required: ['ok'], properties: { ok: { type: 'boolean' } } }) } },
+      get: {
+        operationId: 'getPublic',
+        security: [],
+        responses: { '200': json({ type: 'object', additionalProperties: false, required: ['ok'], properties: { ok: { type: 'boolean' } } }) },
+      },
     },
   },
   components: {
@@ -71,9 +84,21 @@ export const tinySpec: JsonObject = {
         type: 'object',
         additionalProperties: false,
         required: ['error'],
-        properties: { error: { type: 'object', additionalProperties: false, required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' } } } },
+        properties: {
+          error: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['code', 'message'],
+            properties: { code: { type: 'integer' }, message: { type: 'string' } },
+          },
+        },
       },
-      Thing: { type: 'object', additionalProperties: false, required: ['id', 'name'], properties: { id: { type: 'string' }, name: { type: 'string' }, size: { type: 'integer' } } },
+      Thing: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id', 'name'],
+        properties: { id: { type: 'string' }, name: { type: 'string' }, size: { type: 'integer' } },
+      },
     },
   },
 };
@@ -139,7 +164,8 @@ class TinyServer {
     let route: { allow: string[]; name: string; id?: string } | undefined;
     if (url.pathname === '/v1/things') route = { allow: ['POST', 'GET'], name: 'things' };
     else if (url.pathname === '/v1/public') route = { allow: ['GET'], name: 'public' };
-    else if (segments.length === 3 && segments[1] === 'things') route = { allow: f.has('noDeleteRoute') ? ['GET'] : ['GET', 'DELETE'], name: 'thing', id: segments[2] };
+    else if (segments.length === 3 && segments[1] === 'things')
+      route = { allow: f.has('noDeleteRoute') ? ['GET'] : ['GET', 'DELETE'], name: 'thing', id: segments[2] };
     else if (segments.length === 4 && segments[1] === 'things' && segments[3] === 'file') route = { allow: ['GET'], name: 'file', id: segments[2] };
     if (!route) return void res.writeHead(404, { 'content-type': 'text/plain' }).end('no route');
     if (!route.allow.includes(method)) {
@@ -150,7 +176,7 @@ class TinyServer {
 
     const key = req.headers['service-api-key'];
     const projects: Record<string, string> = { 'key-a': 'A', 'key-b': 'B' };
-    let project = typeof key === 'string' ? projects[key] ?? (f.has('anyKey') ? 'A' : undefined) : undefined;
+    let project = typeof key === 'string' ? (projects[key] ?? (f.has('anyKey') ? 'A' : undefined)) : undefined;
     if (!project && f.has('openList') && route.name === 'things' && method === 'GET') project = 'A';
     if (!project) return this.error(res, 401, 'Invalid or missing API key');
 
@@ -205,7 +231,10 @@ afterEach(async () => {
   running = undefined;
 });
 
-async function run(faults: Fault[], only?: string[]): Promise<SuiteResult & { lines: string[]; server: TinyServer; status: (name: string) => string | undefined; message: (name: string) => string | undefined }> {
+async function run(
+  faults: Fault[],
+  only?: string[],
+): Promise<SuiteResult & { lines: string[]; server: TinyServer; status: (name: string) => string | undefined; message: (name: string) => string | undefined }> {
   running = new TinyServer(new Set(faults));
   const baseUrl = await running.start();
   const lines: string[] = [];
@@ -234,7 +263,7 @@ describe('generic checks against a conforming server', () => {
     const ids = new Set(r.report.results.map((x) => x.id));
     expect([...ids].sort()).toEqual(['G1', 'G10', 'G11', 'G12', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8']);
     for (const s of r.report.results.filter((x) => x.status === 'skip')) expect(s.message).toBeTruthy();
-    expect(r.status('G11 getThing answers 404 to another project\'s key')).toBe('pass');
+    expect(r.status("G11 getThing answers 404 to another project's key")).toBe('pass');
     expect(r.status('G10 listThings listing is unchanged by a round of GETs')).toBe('pass');
     expect(r.status('G5 getThingFile documented headers are present and valid')).toBe('pass');
     // The DELETE check removed a thing of its own; the cleanup removed the shared one and
@@ -247,13 +276,20 @@ describe('generic checks against a conforming server', () => {
   it('G6 is exempt for `security: []`, and G6 wrong-key and G10 listings are skipped under --stateless', async () => {
     running = new TinyServer(new Set());
     const baseUrl = await running.start();
-    const r = await runSuite({ baseUrl, stateless: true, contract: new Contract(tinySpec), rulesDir: '/nonexistent', only: ['G6', 'G10', 'G11'], out: () => {} });
+    const r = await runSuite({
+      baseUrl,
+      stateless: true,
+      contract: new Contract(tinySpec),
+      rulesDir: '/nonexistent',
+      only: ['G6', 'G10', 'G11'],
+      out: () => {},
+    });
     const by = (n: string) => r.report.results.find((x) => x.name === n);
     expect(r.report.results.some((x) => x.name.startsWith('G6 getPublic'))).toBe(false);
     expect(by('G6 listThings without a key answers 401')?.status).toBe('pass');
     expect(by('G6 listThings with a wrong key answers 401')).toMatchObject({ status: 'skip', message: 'stateful: needs a real implementation' });
     expect(by('G10 listThings listing is unchanged by a round of GETs')?.status).toBe('skip');
-    expect(by('G11 getThing answers 404 to another project\'s key')?.status).toBe('skip');
+    expect(by("G11 getThing answers 404 to another project's key")?.status).toBe('skip');
   });
 });
 
@@ -300,7 +336,17 @@ describe('G12 cases', () => {
   it('give a DELETE an item of its own only when the odd value is not in its path (then it names none)', async () => {
     running = new TinyServer(new Set());
     const baseUrl = await running.start();
-    const r = await runSuite({ baseUrl, apiKey: 'key-a', otherApiKey: 'key-b', contract: new Contract(tinySpec), rulesDir: '/nonexistent', only: ['G1', 'G12'], fuzzCases: 8, timeoutMs: 5000, out: () => {} });
+    const r = await runSuite({
+      baseUrl,
+      apiKey: 'key-a',
+      otherApiKey: 'key-b',
+      contract: new Contract(tinySpec),
+      rulesDir: '/nonexistent',
+      only: ['G1', 'G12'],
+      fuzzCases: 8,
+      timeoutMs: 5000,
+      out: () => {},
+    });
     expect(r.report.summary.failed).toBe(0);
     // deleteThing's one part to make hostile is its path: none of its 8 cases made a thing of
     // its own from the creator's example (hostile createThing cases change that body). Only

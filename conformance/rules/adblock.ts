@@ -66,15 +66,21 @@ export default defineRules((ctx: SuiteContext) => {
   const direct = AD_REQUESTS.filter((r) => r.kind !== 'loaded by an ad');
 
   return [
-    check('AB1 a default session blocks requests to ad and tracker hosts (EasyList, EasyPrivacy), in pages, frames and workers, and loads the rest', async (t: T) => {
-      const { requests, worker } = await visit(t, {});
-      const through = AD_REQUESTS.filter((r) => requests.includes(r.url));
-      t.assert(through.length === 0, `ad and tracker requests reached the network with ad-block on by default: ${through.map((r) => `${r.url} (${r.kind}, ${r.list})`).join(', ')}`);
-      const missing = CONTENT_REQUESTS.filter((u) => !requests.includes(u));
-      t.assert(missing.length === 0, `the page's own files did not load: ${missing.join(', ')}`);
-      t.equal(worker, 'blocked', "the page's worker fetching a tracker pixel");
-      t.note(`${requests.length} requests reached the network, none of the ${AD_REQUESTS.length} ad and tracker URLs`);
-    }),
+    check(
+      'AB1 a default session blocks requests to ad and tracker hosts (EasyList, EasyPrivacy), in pages, frames and workers, and loads the rest',
+      async (t: T) => {
+        const { requests, worker } = await visit(t, {});
+        const through = AD_REQUESTS.filter((r) => requests.includes(r.url));
+        t.assert(
+          through.length === 0,
+          `ad and tracker requests reached the network with ad-block on by default: ${through.map((r) => `${r.url} (${r.kind}, ${r.list})`).join(', ')}`,
+        );
+        const missing = CONTENT_REQUESTS.filter((u) => !requests.includes(u));
+        t.assert(missing.length === 0, `the page's own files did not load: ${missing.join(', ')}`);
+        t.equal(worker, 'blocked', "the page's worker fetching a tracker pixel");
+        t.note(`${requests.length} requests reached the network, none of the ${AD_REQUESTS.length} ad and tracker URLs`);
+      },
+    ),
 
     check('AB2 browser.adblock {active: false} lets the same ad and tracker requests through', async (t: T) => {
       const { requests, worker } = await visit(t, { adblock: { active: false } });

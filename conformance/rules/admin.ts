@@ -18,7 +18,7 @@ import { buildRequest } from '../requests.js';
 import { bodyVerdict } from '../responses.js';
 import { check, defineRules, type T } from '../runner.js';
 
-const NO_TOKEN = 'no --admin-token: the admin API is the operator\'s and needs the server\'s ADMIN_TOKEN';
+const NO_TOKEN = "no --admin-token: the admin API is the operator's and needs the server's ADMIN_TOKEN";
 
 export default defineRules((ctx: SuiteContext) => {
   if (ctx.contract.adminOperations.length === 0) return [];
@@ -37,7 +37,10 @@ export default defineRules((ctx: SuiteContext) => {
     const res = answer(t, ex);
     t.assert(res.status === options.status, `expected ${options.status}: ${show(ex)}`);
     const v = bodyVerdict(ctx.contract, o, res);
-    t.assert(v.kind === 'pass', `the ${res.status} answer is not as documented (${v.kind === 'fail' ? v.message : v.kind === 'skip' ? v.reason : ''}): ${show(ex)}`);
+    t.assert(
+      v.kind === 'pass',
+      `the ${res.status} answer is not as documented (${v.kind === 'fail' ? v.message : v.kind === 'skip' ? v.reason : ''}): ${show(ex)}`,
+    );
     return res.json as { data: any };
   };
   /** A project operation sent with a given project key. */
@@ -50,10 +53,16 @@ export default defineRules((ctx: SuiteContext) => {
     if (!token()) t.skip(NO_TOKEN);
   };
   const newProject = (t: T, body: Record<string, unknown> = {}) =>
-    admin(t, op('adminCreateProject'), { body: { name: `conformance-${Date.now().toString(36)}`, ...body }, status: 201 }).then((b) => b.data as { id: string });
+    admin(t, op('adminCreateProject'), { body: { name: `conformance-${Date.now().toString(36)}`, ...body }, status: 201 }).then(
+      (b) => b.data as { id: string },
+    );
   const deleteProject = (t: T, id: string) => admin(t, op('adminDeleteProject'), { pathParams: { project_id: id }, status: 200 });
   const newKey = async (t: T, projectId: string) =>
-    (await admin(t, op('adminCreateKey'), { pathParams: { project_id: projectId }, body: { name: 'conformance' }, status: 201 })).data as { id: string; key: string; prefix: string };
+    (await admin(t, op('adminCreateKey'), { pathParams: { project_id: projectId }, body: { name: 'conformance' }, status: 201 })).data as {
+      id: string;
+      key: string;
+      prefix: string;
+    };
 
   return [
     check('AD1 the admin API refuses a missing or wrong token, and project keys, with 401', async (t: T) => {
@@ -79,8 +88,15 @@ export default defineRules((ctx: SuiteContext) => {
         const got = await admin(t, op('adminGetProject'), { pathParams: { project_id: p.id }, status: 200 });
         t.equal(got.data, p, 'GET answers the project POST made');
         const all = await admin(t, op('adminListProjects'), { status: 200 });
-        t.assert(all.data.some((x: { id: string }) => x.id === p.id), 'the list holds the new project');
-        const patched = await admin(t, op('adminUpdateProject'), { pathParams: { project_id: p.id }, body: { name: 'conformance-renamed', max_concurrent_browsers: null }, status: 200 });
+        t.assert(
+          all.data.some((x: { id: string }) => x.id === p.id),
+          'the list holds the new project',
+        );
+        const patched = await admin(t, op('adminUpdateProject'), {
+          pathParams: { project_id: p.id },
+          body: { name: 'conformance-renamed', max_concurrent_browsers: null },
+          status: 200,
+        });
         t.equal([patched.data.name, patched.data.max_concurrent_browsers], ['conformance-renamed', null], 'PATCH changed the fields given');
         await admin(t, op('adminGetProject'), { pathParams: { project_id: `missing-${p.id}` }, status: 404 });
       } finally {
@@ -97,7 +113,10 @@ export default defineRules((ctx: SuiteContext) => {
         const before = await withKey(t, 'getBilling', k.key);
         t.assert(before.res.status === 200, `the new key works: ${show(before.ex)}`);
         const keys = await admin(t, op('adminListKeys'), { pathParams: { project_id: p.id }, status: 200 });
-        t.assert(keys.data.some((x: { id: string }) => x.id === k.id), 'the listing holds the key');
+        t.assert(
+          keys.data.some((x: { id: string }) => x.id === k.id),
+          'the listing holds the key',
+        );
         t.assert(!JSON.stringify(keys).includes(k.key), 'the listing never shows the key');
         await admin(t, op('adminRevokeKey'), { pathParams: { key_id: k.id }, status: 200 });
         const after = await withKey(t, 'getBilling', k.key);
@@ -118,7 +137,7 @@ export default defineRules((ctx: SuiteContext) => {
         t.equal(
           [data.included_credits, data.cost_limit, data.max_concurrent_browsers],
           [7, 0, 2],
-          'GET /v1/billing shows the project\'s included_credits, cost_limit and max_concurrent_browsers',
+          "GET /v1/billing shows the project's included_credits, cost_limit and max_concurrent_browsers",
         );
         const create = await withKey(t, 'createSession', k.key, { browser: { headless: { active: true } } });
         t.assert(create.res.status === 402, `a cost limit of 0 refuses session creation with 402: ${show(create.ex)}`);
@@ -142,9 +161,14 @@ export default defineRules((ctx: SuiteContext) => {
       needToken(t);
       if (!ctx.contract.adminOperations.some((o) => o.id === 'adminListNodes')) t.skip('the contract has no adminListNodes');
       const listed = (await admin(t, op('adminListNodes'), { status: 200 })).data as { id: string; status: string }[];
-      t.assert(listed.some((n) => n.status === 'alive' || n.status === 'draining'), `no node is alive: ${JSON.stringify(listed).slice(0, 300)}`);
+      t.assert(
+        listed.some((n) => n.status === 'alive' || n.status === 'draining'),
+        `no node is alive: ${JSON.stringify(listed).slice(0, 300)}`,
+      );
       // /healthz is outside the contract: a server that does not name its node there is not held to it.
-      const health = await send({ method: 'GET', url: `${ctx.options.baseUrl.replace(/\/+$/, '')}/healthz`, timeoutMs: ctx.options.timeoutMs ?? 10_000 }).catch(() => undefined);
+      const health = await send({ method: 'GET', url: `${ctx.options.baseUrl.replace(/\/+$/, '')}/healthz`, timeoutMs: ctx.options.timeoutMs ?? 10_000 }).catch(
+        () => undefined,
+      );
       const nodeId = (health?.json as { cluster?: { node_id?: unknown } } | undefined)?.cluster?.node_id;
       if (typeof nodeId !== 'string') return;
       const self = listed.find((n) => n.id === nodeId);

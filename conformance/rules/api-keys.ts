@@ -41,21 +41,36 @@ export default defineRules((ctx: SuiteContext) => {
   };
 
   return [
-    check(`K1 the key is accepted in ${ALIAS} alone, which the contract offers as an alternative to ${PRIMARY}`, async (t: T) => {
-      const names = offered();
-      t.assert(names.includes(PRIMARY) && names.includes(ALIAS), `${op.id} accepts ${names.join(', ') || 'no API key header'} on its own, not both ${PRIMARY} and ${ALIAS}`);
-      await expectStatus(t, { [ALIAS]: ctx.mainKey ?? '' }, 200, `the key in ${ALIAS}`);
-    }, { stateful: false, parallel: true }),
+    check(
+      `K1 the key is accepted in ${ALIAS} alone, which the contract offers as an alternative to ${PRIMARY}`,
+      async (t: T) => {
+        const names = offered();
+        t.assert(
+          names.includes(PRIMARY) && names.includes(ALIAS),
+          `${op.id} accepts ${names.join(', ') || 'no API key header'} on its own, not both ${PRIMARY} and ${ALIAS}`,
+        );
+        await expectStatus(t, { [ALIAS]: ctx.mainKey ?? '' }, 200, `the key in ${ALIAS}`);
+      },
+      { stateful: false, parallel: true },
+    ),
 
     // A mock knows no keys: any key passes it.
-    check(`K2 a wrong key in ${ALIAS} alone answers 401 with the documented 401 body`, async (t: T) => {
-      await expectStatus(t, { [ALIAS]: ctx.wrongKey }, 401, `a wrong key in ${ALIAS}`);
-    }, { parallel: true }),
+    check(
+      `K2 a wrong key in ${ALIAS} alone answers 401 with the documented 401 body`,
+      async (t: T) => {
+        await expectStatus(t, { [ALIAS]: ctx.wrongKey }, 401, `a wrong key in ${ALIAS}`);
+      },
+      { parallel: true },
+    ),
 
-    check(`K3 with both headers ${PRIMARY} is read: a wrong ${ALIAS} beside the right ${PRIMARY} passes, the right ${ALIAS} beside a wrong ${PRIMARY} answers 401`, async (t: T) => {
-      const key = ctx.mainKey ?? '';
-      await expectStatus(t, { [PRIMARY]: key, [ALIAS]: ctx.wrongKey }, 200, `the key in ${PRIMARY}, a wrong one in ${ALIAS}`);
-      await expectStatus(t, { [PRIMARY]: ctx.wrongKey, [ALIAS]: key }, 401, `a wrong key in ${PRIMARY}, the key in ${ALIAS}`);
-    }, { parallel: true }),
+    check(
+      `K3 with both headers ${PRIMARY} is read: a wrong ${ALIAS} beside the right ${PRIMARY} passes, the right ${ALIAS} beside a wrong ${PRIMARY} answers 401`,
+      async (t: T) => {
+        const key = ctx.mainKey ?? '';
+        await expectStatus(t, { [PRIMARY]: key, [ALIAS]: ctx.wrongKey }, 200, `the key in ${PRIMARY}, a wrong one in ${ALIAS}`);
+        await expectStatus(t, { [PRIMARY]: ctx.wrongKey, [ALIAS]: key }, 401, `a wrong key in ${PRIMARY}, the key in ${ALIAS}`);
+      },
+      { parallel: true },
+    ),
   ];
 });

@@ -131,7 +131,8 @@ export default defineRules((ctx: SuiteContext) => {
     const d = e.data;
     const keys = Object.keys(d).sort();
     t.equal(keys, ['batch_id', 'completed_requests', 'failed_requests', 'status', 'total_requests'], `${e.type} data fields`);
-    for (const k of ['total_requests', 'completed_requests', 'failed_requests']) t.assert(Number.isInteger(d[k]) && (d[k] as number) >= 0, `${e.type} data.${k} is ${JSON.stringify(d[k])}`);
+    for (const k of ['total_requests', 'completed_requests', 'failed_requests'])
+      t.assert(Number.isInteger(d[k]) && (d[k] as number) >= 0, `${e.type} data.${k} is ${JSON.stringify(d[k])}`);
     t.assert(
       (d.completed_requests as number) + (d.failed_requests as number) === d.total_requests,
       `${e.type}: completed_requests ${d.completed_requests} + failed_requests ${d.failed_requests} ≠ total_requests ${d.total_requests}`,
@@ -155,7 +156,10 @@ export default defineRules((ctx: SuiteContext) => {
       const verdict = bodyVerdict(ctx.contract, create, res);
       t.assert(verdict.kind !== 'fail', verdict.kind === 'fail' ? verdict.message : '');
       t.equal(Object.keys(data).sort(), ['batch_id', 'created_at', 'status', 'total_requests'], 'data fields');
-      t.assert(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(data.batch_id), `batch_id ${JSON.stringify(data.batch_id)} is not a uuid`);
+      t.assert(
+        /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(data.batch_id),
+        `batch_id ${JSON.stringify(data.batch_id)} is not a uuid`,
+      );
       t.equal(data.status, 'pending', 'status (processing is asynchronous)');
       t.equal(data.total_requests, 1, 'total_requests');
       t.assert(!Number.isNaN(Date.parse(data.created_at)), `created_at ${JSON.stringify(data.created_at)} is not a date-time`);
@@ -189,7 +193,10 @@ export default defineRules((ctx: SuiteContext) => {
       t.equal(b.pending_requests, 0, 'pending_requests');
       t.equal(b.completed_requests + b.failed_requests, b.total_requests, 'completed_requests + failed_requests = total_requests');
       const made = (b.sessions as any[]).filter((s) => s.status === 'completed');
-      t.assert(made.length === b.completed_requests && made.every((s) => typeof s.session_id === 'string' && typeof s.cdp_url === 'string'), `items: ${JSON.stringify(b.sessions).slice(0, 300)}`);
+      t.assert(
+        made.length === b.completed_requests && made.every((s) => typeof s.session_id === 'string' && typeof s.cdp_url === 'string'),
+        `items: ${JSON.stringify(b.sessions).slice(0, 300)}`,
+      );
       t.note(`batch ${r.batchId}: ${b.completed_requests} of ${b.total_requests} created`);
     }),
 

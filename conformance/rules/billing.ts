@@ -82,11 +82,17 @@ export default defineRules((ctx: SuiteContext) => {
       t.assert(typeof data.credits_used === 'number' && data.credits_used >= 0, `credits_used: ${JSON.stringify(data.credits_used)}`);
       t.assert(typeof data.included_credits === 'number' && data.included_credits >= 0, `included_credits: ${JSON.stringify(data.included_credits)}`);
       t.assert(typeof data.tier === 'string' && data.tier.length > 0, `tier: ${JSON.stringify(data.tier)}`);
-      t.assert(Number.isInteger(data.max_concurrent_browsers) && data.max_concurrent_browsers >= 0, `max_concurrent_browsers: ${JSON.stringify(data.max_concurrent_browsers)}`);
+      t.assert(
+        Number.isInteger(data.max_concurrent_browsers) && data.max_concurrent_browsers >= 0,
+        `max_concurrent_browsers: ${JSON.stringify(data.max_concurrent_browsers)}`,
+      );
       t.assert(data.cost_limit === null || (typeof data.cost_limit === 'number' && data.cost_limit >= 0), `cost_limit: ${JSON.stringify(data.cost_limit)}`);
       const start = Date.parse(data.billing_period?.start);
       const end = Date.parse(data.billing_period?.end);
-      t.assert(start < end && start <= Date.now() + 60_000 && Date.now() - 60_000 < end, `billing_period ${JSON.stringify(data.billing_period)} does not hold now`);
+      t.assert(
+        start < end && start <= Date.now() + 60_000 && Date.now() - 60_000 < end,
+        `billing_period ${JSON.stringify(data.billing_period)} does not hold now`,
+      );
       t.note(line(ex.request, ex.response!, 200));
     }),
 
@@ -104,7 +110,10 @@ export default defineRules((ctx: SuiteContext) => {
       for (const query of queries) {
         const { data } = await billing(t, query);
         const u = data.usage;
-        t.assert(u && Array.isArray(u.buckets) && typeof u.granularity === 'string', `${new URLSearchParams(query)}: no usage block: ${JSON.stringify(data).slice(0, 300)}`);
+        t.assert(
+          u && Array.isArray(u.buckets) && typeof u.granularity === 'string',
+          `${new URLSearchParams(query)}: no usage block: ${JSON.stringify(data).slice(0, 300)}`,
+        );
       }
       t.note('absent without parameters; present with from_date, to_date, granularity, and all three');
     }),
@@ -155,7 +164,10 @@ export default defineRules((ctx: SuiteContext) => {
       const used = after.data.credits_used - before.data.credits_used;
       t.assert(used >= FETCH_CREDITS - EPSILON, `credits_used grew by ${used} after a web fetch answered 200`);
       // Whatever else settled meanwhile shows in both; the fetch only in credits_used.
-      t.assert(Math.abs(used - (seriesAfter - seriesBefore) - FETCH_CREDITS) < EPSILON, `credits_used grew by ${used}, the usage series by ${seriesAfter - seriesBefore}: the fetch's ${FETCH_CREDITS} should be in the first only`);
+      t.assert(
+        Math.abs(used - (seriesAfter - seriesBefore) - FETCH_CREDITS) < EPSILON,
+        `credits_used grew by ${used}, the usage series by ${seriesAfter - seriesBefore}: the fetch's ${FETCH_CREDITS} should be in the first only`,
+      );
       t.note(`a web fetch: credits_used +${used.toFixed(6)}, series +${(seriesAfter - seriesBefore).toFixed(6)}`);
     }),
 

@@ -42,44 +42,50 @@ export default defineRules((ctx: SuiteContext) => {
   };
 
   return [
-    check('CS1 a session with browser.captcha_solver passes a proof-of-work challenge page by itself: the script only navigates and waits for the page behind it', async (t: T) => {
-      const challenge = await fixture('/challenge/pow');
-      const proxy = new URL(challenge).origin;
-      const body = {
-        session: { recording: { active: false }, timeout: TIMEOUT, proxy: { active: true, type: 'custom', server: proxy } },
-        browser: { headless: { active: true }, captcha_solver: { active: true } },
-      };
-      const ex = await ctx.call(await ctx.build(createOp), { bodyValue: body });
-      const res = answer(t, ex);
-      if (res.status === 400 && /proxy|private/i.test(res.text)) {
-        t.skip(`the server refuses the suite's fixture server (${proxy}) as a session proxy: ${res.text.slice(0, 200)}`);
-      }
-      t.assert(res.status === 200, `POST /v1/sessions answered ${line(ex.request, res, 300)}`);
-      const { id, cdp_url } = (res.json as { data: { id: string; cdp_url: string } }).data;
-      try {
-        const browser = await chromium.connectOverCDP(cdp_url, { timeout: 30_000 });
-        try {
-          const context = browser.contexts()[0] ?? (await browser.newContext());
-          const page = context.pages()[0] ?? (await context.newPage());
-          const started = Date.now();
-          const loaded = await page.goto(challenge, { timeout: 30_000 }).then(
-            () => 'loaded',
-            (err: Error) => err.message.split('\n')[0],
-          );
-          t.assert(loaded === 'loaded', `the challenge page did not load through the session: ${loaded}`);
-          const behind = await page.waitForSelector('#protected', { timeout: PASS_MS }).then(
-            (el) => el.textContent(),
-            () => undefined,
-          );
-          t.assert(behind !== undefined, `the page behind the challenge did not arrive within ${PASS_MS / 1000} s; the page shows ${JSON.stringify((await page.textContent('body').catch(() => ''))?.trim().slice(0, 200))}`);
-          t.equal(behind, 'Proof of work accepted.', 'the page behind the challenge');
-          t.note(`passed in ${Date.now() - started} ms from the goto`);
-        } finally {
-          await browser.close().catch(() => {});
+    check(
+      'CS1 a session with browser.captcha_solver passes a proof-of-work challenge page by itself: the script only navigates and waits for the page behind it',
+      async (t: T) => {
+        const challenge = await fixture('/challenge/pow');
+        const proxy = new URL(challenge).origin;
+        const body = {
+          session: { recording: { active: false }, timeout: TIMEOUT, proxy: { active: true, type: 'custom', server: proxy } },
+          browser: { headless: { active: true }, captcha_solver: { active: true } },
+        };
+        const ex = await ctx.call(await ctx.build(createOp), { bodyValue: body });
+        const res = answer(t, ex);
+        if (res.status === 400 && /proxy|private/i.test(res.text)) {
+          t.skip(`the server refuses the suite's fixture server (${proxy}) as a session proxy: ${res.text.slice(0, 200)}`);
         }
-      } finally {
-        await ctx.call(await ctx.build(endOp, { pathParams: { session_id: id } }));
-      }
-    }),
+        t.assert(res.status === 200, `POST /v1/sessions answered ${line(ex.request, res, 300)}`);
+        const { id, cdp_url } = (res.json as { data: { id: string; cdp_url: string } }).data;
+        try {
+          const browser = await chromium.connectOverCDP(cdp_url, { timeout: 30_000 });
+          try {
+            const context = browser.contexts()[0] ?? (await browser.newContext());
+            const page = context.pages()[0] ?? (await context.newPage());
+            const started = Date.now();
+            const loaded = await page.goto(challenge, { timeout: 30_000 }).then(
+              () => 'loaded',
+              (err: Error) => err.message.split('\n')[0],
+            );
+            t.assert(loaded === 'loaded', `the challenge page did not load through the session: ${loaded}`);
+            const behind = await page.waitForSelector('#protected', { timeout: PASS_MS }).then(
+              (el) => el.textContent(),
+              () => undefined,
+            );
+            t.assert(
+              behind !== undefined,
+              `the page behind the challenge did not arrive within ${PASS_MS / 1000} s; the page shows ${JSON.stringify((await page.textContent('body').catch(() => ''))?.trim().slice(0, 200))}`,
+            );
+            t.equal(behind, 'Proof of work accepted.', 'the page behind the challenge');
+            t.note(`passed in ${Date.now() - started} ms from the goto`);
+          } finally {
+            await browser.close().catch(() => {});
+          }
+        } finally {
+          await ctx.call(await ctx.build(endOp, { pathParams: { session_id: id } }));
+        }
+      },
+    ),
   ];
 });

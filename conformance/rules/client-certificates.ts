@@ -76,7 +76,11 @@ function answer(t: T, ex: Exchange): HttpResponse {
 }
 
 const pem = (text: string): FilePart => ({ file: true, filename: 'client.pem', type: 'application/x-pem-file', bytes: new TextEncoder().encode(text) });
-const keyBody = (text: string) => text.split('\n').filter((l) => l && !l.startsWith('-----')).join('');
+const keyBody = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => l && !l.startsWith('-----'))
+    .join('');
 
 export default defineRules((ctx: SuiteContext) => {
   const uploadOp = ctx.contract.operation('uploadClientCertificate');
@@ -104,57 +108,60 @@ export default defineRules((ctx: SuiteContext) => {
   const endSessionOp = ctx.contract.operation('endSession');
 
   return [
-    check('CC3 a session presents the project\'s client certificate, without a prompt, to the origin it was uploaded for: a page that requires it loads over cdp_url', async (t: T) => {
-      // Beside the fixture server, which the server under test reaches (--fixtures-url), with a
-      // certificate of its own (its errors are waived below: trusting a server's CA is not this
-      // family's); the suite's client certificate is the only one it accepts.
-      const fixtures = new URL(await ctx.fixtures.url('/'));
-      const local = fixtures.hostname === '127.0.0.1' || fixtures.hostname === 'localhost';
-      const seen: string[] = [];
-      const site = createServer({ key: SERVER_KEY, cert: SERVER_CERTIFICATE, ca: CERTIFICATE, requestCert: true, rejectUnauthorized: true }, (req, res) => {
-        const cn = String((req.socket as TLSSocket).getPeerCertificate().subject?.CN ?? '');
-        seen.push(cn);
-        res.setHeader('content-type', 'text/html');
-        res.end(`<!doctype html><title>CC3</title><h1 id="who">${cn}</h1>`);
-      });
-      site.on('tlsClientError', () => {});
-      await new Promise<void>((r) => site.listen(0, local ? '127.0.0.1' : '0.0.0.0', r));
-      const origin = `https://${fixtures.hostname}:${(site.address() as AddressInfo).port}`;
-      let sessionId: string | undefined;
-      try {
-        const up = await upload({ name: name('cc3'), origin, file: pem(CERTIFICATE + KEY) });
-        const made = answer(t, up);
-        if (made.status === 501) t.skip('client certificates are not implemented by this server (501)');
-        t.assert(made.status === 200, line(up.request, made, 300));
-        const sx = await ctx.call(await ctx.build(createSessionOp), { bodyValue: HEADLESS });
-        const sres = answer(t, sx);
-        t.assert(sres.status === 200, `POST /v1/sessions answered ${line(sx.request, sres, 300)}`);
-        const session = (sres.json as { data: { id: string; cdp_url: string } }).data;
-        sessionId = session.id;
-        const browser = await chromium.connectOverCDP(session.cdp_url, { timeout: 30_000 });
+    check(
+      "CC3 a session presents the project's client certificate, without a prompt, to the origin it was uploaded for: a page that requires it loads over cdp_url",
+      async (t: T) => {
+        // Beside the fixture server, which the server under test reaches (--fixtures-url), with a
+        // certificate of its own (its errors are waived below: trusting a server's CA is not this
+        // family's); the suite's client certificate is the only one it accepts.
+        const fixtures = new URL(await ctx.fixtures.url('/'));
+        const local = fixtures.hostname === '127.0.0.1' || fixtures.hostname === 'localhost';
+        const seen: string[] = [];
+        const site = createServer({ key: SERVER_KEY, cert: SERVER_CERTIFICATE, ca: CERTIFICATE, requestCert: true, rejectUnauthorized: true }, (req, res) => {
+          const cn = String((req.socket as TLSSocket).getPeerCertificate().subject?.CN ?? '');
+          seen.push(cn);
+          res.setHeader('content-type', 'text/html');
+          res.end(`<!doctype html><title>CC3</title><h1 id="who">${cn}</h1>`);
+        });
+        site.on('tlsClientError', () => {});
+        await new Promise<void>((r) => site.listen(0, local ? '127.0.0.1' : '0.0.0.0', r));
+        const origin = `https://${fixtures.hostname}:${(site.address() as AddressInfo).port}`;
+        let sessionId: string | undefined;
         try {
-          const cdp = await browser.newBrowserCDPSession();
-          await cdp.send('Security.setIgnoreCertificateErrors', { ignore: true });
-          const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
-          let outcome: string;
+          const up = await upload({ name: name('cc3'), origin, file: pem(CERTIFICATE + KEY) });
+          const made = answer(t, up);
+          if (made.status === 501) t.skip('client certificates are not implemented by this server (501)');
+          t.assert(made.status === 200, line(up.request, made, 300));
+          const sx = await ctx.call(await ctx.build(createSessionOp), { bodyValue: HEADLESS });
+          const sres = answer(t, sx);
+          t.assert(sres.status === 200, `POST /v1/sessions answered ${line(sx.request, sres, 300)}`);
+          const session = (sres.json as { data: { id: string; cdp_url: string } }).data;
+          sessionId = session.id;
+          const browser = await chromium.connectOverCDP(session.cdp_url, { timeout: 30_000 });
           try {
-            await page.goto(origin, { timeout: 20_000 });
-            outcome = `page: ${await page.textContent('#who')}`;
-          } catch (err) {
-            outcome = `error: ${(err as Error).message.split('\n')[0]}`;
+            const cdp = await browser.newBrowserCDPSession();
+            await cdp.send('Security.setIgnoreCertificateErrors', { ignore: true });
+            const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+            let outcome: string;
+            try {
+              await page.goto(origin, { timeout: 20_000 });
+              outcome = `page: ${await page.textContent('#who')}`;
+            } catch (err) {
+              outcome = `error: ${(err as Error).message.split('\n')[0]}`;
+            }
+            t.equal(outcome, 'page: Conformance Client', `the page at ${origin} (it answers only to the certificate)`);
+          } finally {
+            await browser.close().catch(() => {});
           }
-          t.equal(outcome, 'page: Conformance Client', `the page at ${origin} (it answers only to the certificate)`);
+          t.assert(seen.length > 0 && seen.every((cn) => cn === 'Conformance Client'), `the page saw ${JSON.stringify(seen)}`);
+          t.note(`${origin}: ${seen.length} request(s) with the certificate`);
         } finally {
-          await browser.close().catch(() => {});
+          if (sessionId) await ctx.call(buildRequest(ctx.contract, endSessionOp, { pathParams: { session_id: sessionId } }));
+          site.closeAllConnections();
+          await new Promise<void>((r) => site.close(() => r()));
         }
-        t.assert(seen.length > 0 && seen.every((cn) => cn === 'Conformance Client'), `the page saw ${JSON.stringify(seen)}`);
-        t.note(`${origin}: ${seen.length} request(s) with the certificate`);
-      } finally {
-        if (sessionId) await ctx.call(buildRequest(ctx.contract, endSessionOp, { pathParams: { session_id: sessionId } }));
-        site.closeAllConnections();
-        await new Promise<void>((r) => site.close(() => r()));
-      }
-    }),
+      },
+    ),
 
     check('G9 client certificates: create → get → delete → get answers 404', async (t: T) => {
       const { id } = await created(t, 'g9');
@@ -169,50 +176,62 @@ export default defineRules((ctx: SuiteContext) => {
       t.assert(answer(t, again).status === 404, `DELETE again: ${line(again.request, again.response!, 300)}`);
     }),
 
-    check('CC1 an uploaded client certificate is described (subject, issuer, validity, origin) in the upload, get and list answers, never with its key or passphrase', async (t: T) => {
-      const passphrase = `conformance-${randomBytes(8).toString('hex')}`;
-      // An unencrypted key with a passphrase given: the passphrase is not needed, and not kept.
-      const { id, ex } = await created(t, 'cc1', passphrase);
-      const got = await get(id);
-      const listed = await ctx.call(await ctx.build(listOp));
-      const answers = [ex, got, listed].map((e) => answer(t, e));
-      for (const [i, op] of [uploadOp, getOp, listOp].entries()) {
-        const v = bodyVerdict(ctx.contract, op, answers[i]!);
-        t.assert(v.kind !== 'fail', v.kind === 'fail' ? `${op.id}: ${v.message}` : '');
-      }
-      const description = (answers[1]!.json as { data: Record<string, unknown> }).data;
-      t.equal(
-        { origin: description.origin, subject: description.subject, issuer: description.issuer, not_after: String(description.not_after).slice(0, 4) },
-        { origin: ORIGIN, subject: 'CN=Conformance Client, O=Conformance Suite', issuer: 'CN=Conformance Client, O=Conformance Suite', not_after: '2126' },
-        'the description of the certificate',
-      );
-      const list = answers[2]!.json as { data?: { id: string }[] };
-      t.assert(list.data?.some((c) => c.id === id), `the certificate ${id} is not listed`);
-      for (const res of answers) {
-        const text = res.text ?? JSON.stringify(res.json);
-        t.assert(!text.includes(passphrase), 'an answer carries the passphrase');
-        t.assert(!text.includes(keyBody(KEY).slice(0, 40)), 'an answer carries the private key');
-        t.assert(!/PRIVATE KEY|pkcs12|sealed/i.test(text.replace(/"format":"pkcs12"/g, '')), `an answer carries key material: ${text.slice(0, 300)}`);
-      }
-      t.note(`left alive for G11: ${id}`);
-    }),
+    check(
+      'CC1 an uploaded client certificate is described (subject, issuer, validity, origin) in the upload, get and list answers, never with its key or passphrase',
+      async (t: T) => {
+        const passphrase = `conformance-${randomBytes(8).toString('hex')}`;
+        // An unencrypted key with a passphrase given: the passphrase is not needed, and not kept.
+        const { id, ex } = await created(t, 'cc1', passphrase);
+        const got = await get(id);
+        const listed = await ctx.call(await ctx.build(listOp));
+        const answers = [ex, got, listed].map((e) => answer(t, e));
+        for (const [i, op] of [uploadOp, getOp, listOp].entries()) {
+          const v = bodyVerdict(ctx.contract, op, answers[i]!);
+          t.assert(v.kind !== 'fail', v.kind === 'fail' ? `${op.id}: ${v.message}` : '');
+        }
+        const description = (answers[1]!.json as { data: Record<string, unknown> }).data;
+        t.equal(
+          { origin: description.origin, subject: description.subject, issuer: description.issuer, not_after: String(description.not_after).slice(0, 4) },
+          { origin: ORIGIN, subject: 'CN=Conformance Client, O=Conformance Suite', issuer: 'CN=Conformance Client, O=Conformance Suite', not_after: '2126' },
+          'the description of the certificate',
+        );
+        const list = answers[2]!.json as { data?: { id: string }[] };
+        t.assert(
+          list.data?.some((c) => c.id === id),
+          `the certificate ${id} is not listed`,
+        );
+        for (const res of answers) {
+          const text = res.text ?? JSON.stringify(res.json);
+          t.assert(!text.includes(passphrase), 'an answer carries the passphrase');
+          t.assert(!text.includes(keyBody(KEY).slice(0, 40)), 'an answer carries the private key');
+          t.assert(!/PRIVATE KEY|pkcs12|sealed/i.test(text.replace(/"format":"pkcs12"/g, '')), `an answer carries key material: ${text.slice(0, 300)}`);
+        }
+        t.note(`left alive for G11: ${id}`);
+      },
+    ),
 
-    check('CC2 what is not a usable client certificate answers 400: not a certificate, no key, a key of another certificate, bytes that are no PKCS#12 file, an origin that is not https', async (t: T) => {
-      const cases: [string, Record<string, unknown>][] = [
-        ['not a certificate', { file: pem('this is not a certificate\n') }],
-        ['a certificate without its key', { file: pem(CERTIFICATE) }],
-        ['a key of another certificate', { file: pem(CERTIFICATE + STRAY_KEY) }],
-        ['bytes that are no PKCS#12 file', { file: { file: true, filename: 'client.p12', type: 'application/x-pkcs12', bytes: new Uint8Array(randomBytes(600)) }, passphrase: 'wrong' }],
-        ['an http origin', { file: pem(CERTIFICATE + KEY), origin: 'http://client-cert.conformance.example' }],
-      ];
-      for (const [what, fields] of cases) {
-        const ex = await upload({ name: name('cc2'), origin: ORIGIN, ...fields });
-        const res = answer(t, ex);
-        if (res.status === 501) t.skip('client certificates are not implemented by this server (501)');
-        t.assert(res.status === 400, `${what}: ${line(ex.request, res, 300)}`);
-        const message = (res.json as { error?: { message?: string } }).error?.message;
-        t.assert(typeof message === 'string' && message.length > 0, `${what}: no error message`);
-      }
-    }),
+    check(
+      'CC2 what is not a usable client certificate answers 400: not a certificate, no key, a key of another certificate, bytes that are no PKCS#12 file, an origin that is not https',
+      async (t: T) => {
+        const cases: [string, Record<string, unknown>][] = [
+          ['not a certificate', { file: pem('this is not a certificate\n') }],
+          ['a certificate without its key', { file: pem(CERTIFICATE) }],
+          ['a key of another certificate', { file: pem(CERTIFICATE + STRAY_KEY) }],
+          [
+            'bytes that are no PKCS#12 file',
+            { file: { file: true, filename: 'client.p12', type: 'application/x-pkcs12', bytes: new Uint8Array(randomBytes(600)) }, passphrase: 'wrong' },
+          ],
+          ['an http origin', { file: pem(CERTIFICATE + KEY), origin: 'http://client-cert.conformance.example' }],
+        ];
+        for (const [what, fields] of cases) {
+          const ex = await upload({ name: name('cc2'), origin: ORIGIN, ...fields });
+          const res = answer(t, ex);
+          if (res.status === 501) t.skip('client certificates are not implemented by this server (501)');
+          t.assert(res.status === 400, `${what}: ${line(ex.request, res, 300)}`);
+          const message = (res.json as { error?: { message?: string } }).error?.message;
+          t.assert(typeof message === 'string' && message.length > 0, `${what}: no error message`);
+        }
+      },
+    ),
   ];
 });

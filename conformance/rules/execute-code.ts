@@ -46,24 +46,30 @@ export default defineRules((ctx: SuiteContext) => {
   const json = (ex: Exchange) => ex.response?.json as Record<string, any> | undefined;
 
   return [
-    check('X1 execute-code runs the code as the body of an async function given page, context and browser: 200 with its JSON result and console output', async (t: T) => {
-      const url = await ctx.fixtures.url('/x1-page');
-      ctx.fixtures.route('GET', '/x1-page', (_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>X1 page</title><p id="p">from the fixture</p>');
-      });
-      await withSession(t, async (id) => {
-        const ex = await execute(
-          id,
-          `await page.goto(${JSON.stringify(url)});\nconsole.log('loaded');\nreturn { title: await page.title(), text: await page.textContent('#p'), pages: context.pages().length >= 1, connected: browser.isConnected() };`,
-        );
-        t.assert(answer(t, ex).status === 200, show(ex));
-        const body = json(ex)!;
-        t.assert(body.success === true && body.error === null, `success/error: ${show(ex)}`);
-        t.assert(JSON.stringify(body.output) === JSON.stringify({ title: 'X1 page', text: 'from the fixture', pages: true, connected: true }), `output: ${show(ex)}`);
-        t.assert(Array.isArray(body.logs) && body.logs.includes('loaded'), `logs: ${show(ex)}`);
-        t.note(show(ex));
-      });
-    }),
+    check(
+      'X1 execute-code runs the code as the body of an async function given page, context and browser: 200 with its JSON result and console output',
+      async (t: T) => {
+        const url = await ctx.fixtures.url('/x1-page');
+        ctx.fixtures.route('GET', '/x1-page', (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>X1 page</title><p id="p">from the fixture</p>');
+        });
+        await withSession(t, async (id) => {
+          const ex = await execute(
+            id,
+            `await page.goto(${JSON.stringify(url)});\nconsole.log('loaded');\nreturn { title: await page.title(), text: await page.textContent('#p'), pages: context.pages().length >= 1, connected: browser.isConnected() };`,
+          );
+          t.assert(answer(t, ex).status === 200, show(ex));
+          const body = json(ex)!;
+          t.assert(body.success === true && body.error === null, `success/error: ${show(ex)}`);
+          t.assert(
+            JSON.stringify(body.output) === JSON.stringify({ title: 'X1 page', text: 'from the fixture', pages: true, connected: true }),
+            `output: ${show(ex)}`,
+          );
+          t.assert(Array.isArray(body.logs) && body.logs.includes('loaded'), `logs: ${show(ex)}`);
+          t.note(show(ex));
+        });
+      },
+    ),
 
     check('X2 a syntax error answers 400 naming its line; a thrown error answers 400 with its message and line', async (t: T) => {
       await withSession(t, async (id) => {

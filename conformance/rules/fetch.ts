@@ -143,7 +143,12 @@ export default defineRules((ctx: SuiteContext) => {
         for (const id of made.splice(0)) await ctx.call(await ctx.build(endOp, { pathParams: { session_id: id } }));
       };
       const sessionCount = async () => {
-        const res = await send({ method: 'GET', url: `${ctx.baseUrl}/v1/sessions?limit=1`, headers: { 'service-api-key': ctx.mainKey ?? '' }, timeoutMs: ctx.timeoutMs });
+        const res = await send({
+          method: 'GET',
+          url: `${ctx.baseUrl}/v1/sessions?limit=1`,
+          headers: { 'service-api-key': ctx.mainKey ?? '' },
+          timeoutMs: ctx.timeoutMs,
+        });
         const total = (res.json as { pagination?: { total?: unknown } } | undefined)?.pagination?.total;
         t.assert(res.status === 200 && typeof total === 'number', `GET /v1/sessions: ${line({ method: 'GET', url: `${ctx.baseUrl}/v1/sessions` }, res)}`);
         return total;

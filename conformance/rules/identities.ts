@@ -50,7 +50,12 @@ export default defineRules((ctx: SuiteContext) => {
 
   return [
     check('G9 applications: create → get → delete → get answers 404', async (t: T) => {
-      const made = expectStatus(t, await send('createApplication', { body: { source: `https://g9-${suffix()}.example.com/login` } }), 201, 'POST /v1/applications');
+      const made = expectStatus(
+        t,
+        await send('createApplication', { body: { source: `https://g9-${suffix()}.example.com/login` } }),
+        201,
+        'POST /v1/applications',
+      );
       expectStatus(t, await send('getApplication', { pathParams: { id: made.id } }), 200, 'GET after create');
       expectStatus(t, await send('deleteApplication', { pathParams: { id: made.id } }), 200, 'DELETE');
       expectStatus(t, await send('getApplication', { pathParams: { id: made.id } }), 404, 'GET after DELETE');
@@ -65,110 +70,140 @@ export default defineRules((ctx: SuiteContext) => {
       expectStatus(t, await send('deleteApplication', { pathParams: { id: made.application_id } }), 200, 'DELETE its application');
     }),
 
-    check('ID1 identity credentials are never echoed: create, get, list, credentials and update answer no secret value, and the credentials read names the fields set', async (t: T) => {
-      const password = `pw-${suffix()}-${suffix()}`;
-      const seed = 'KRUGS4ZANFZSAYLOEBQXK5DIMVXHI2LDMF2G64RAONSWKZDT';
-      const custom = `custom-${suffix()}`;
-      const secrets = [password, seed, custom];
-      const source = `https://id1-${suffix()}.example.com/login`;
-      const credentials = [
-        { type: 'username_password', username: 'id1-user', password },
-        { type: 'authenticator', secret: seed },
-        { type: 'custom', fields: [{ name: 'tenant', value: custom }] },
-      ];
-      const createdEx = await send('createIdentity', { body: { source, credentials } });
-      const made = expectStatus(t, createdEx, 201, 'POST /v1/identities');
-      try {
-        secretsAbsent(t, createdEx, secrets, 'POST /v1/identities');
-        const get = await send('getIdentity', { pathParams: { id: made.id } });
-        expectStatus(t, get, 200, 'GET /v1/identities/{id}');
-        secretsAbsent(t, get, secrets, 'GET /v1/identities/{id}');
-        const list = await send('listIdentities');
-        expectStatus(t, list, 200, 'GET /v1/identities');
-        secretsAbsent(t, list, secrets, 'GET /v1/identities');
-        const creds = await send('getIdentityCredentials', { pathParams: { id: made.id } });
-        const body = expectStatus(t, creds, 200, 'GET /v1/identities/{id}/credentials');
-        secretsAbsent(t, creds, secrets, 'GET /v1/identities/{id}/credentials');
-        t.equal(
-          body.credentials,
-          [
-            { type: 'username_password', fields: ['username', 'password'] },
-            { type: 'authenticator', fields: ['secret'] },
-            { type: 'custom', fields: ['tenant'] },
-          ],
-          'the fields named',
-        );
-        const update = await send('updateIdentity', { pathParams: { id: made.id }, body: { credentials } });
-        expectStatus(t, update, 200, 'PUT /v1/identities/{id}');
-        secretsAbsent(t, update, secrets, 'PUT /v1/identities/{id}');
-      } finally {
-        await send('deleteIdentity', { pathParams: { id: made.id } });
-        await send('deleteApplication', { pathParams: { id: made.application_id } });
-      }
-    }),
-
-    check('ID2 a session with a pending identity arrives signed in (Playwright over cdp_url sees the signed-in page); identity.authenticated, and identity.authentication_failed for a wrong password, validate against their schemas', async (t: T) => {
-      const receiver = new Receiver(ctx.fixtures, { name: 'identities' });
-      const loginUrl = await loginApp('/login/one-page');
-      const home = await loginApp('/app/home');
-      const hook = expectStatus(
-        t,
-        await send('createWebhook', { body: { url: await receiver.url(), subscribed_events: ['identity.authenticated', 'identity.authentication_failed'], enabled: true } }),
-        200,
-        'POST /v1/webhooks at the suite\'s receiver',
-      );
-      const app = expectStatus(t, await send('createApplication', { body: { source: loginUrl, name: `conformance ${suffix()}` } }), 201, 'POST /v1/applications');
-      const made: string[] = [];
-      const sessions: string[] = [];
-      try {
-        const good = expectStatus(
-          t,
-          await send('createIdentity', { body: { source: loginUrl, credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }] } }),
-          201,
-          'POST /v1/identities',
-        );
-        const bad = expectStatus(
-          t,
-          await send('createIdentity', { body: { source: loginUrl, credentials: [{ type: 'username_password', username: 'alice', password: 'wrong-password' }] } }),
-          201,
-          'POST /v1/identities (wrong password)',
-        );
-        made.push(good.id, bad.id);
-        t.equal(good.application_id, app.id, 'the identity joins the application of its login page');
-
-        const session = expectStatus(t, await send('createSession', { body: { ...HEADLESS, identities: [{ id: good.id }] } }), 200, 'POST /v1/sessions with the identity');
-        sessions.push(session.data.id);
-        const browser = await chromium.connectOverCDP(session.data.cdp_url, { timeout: 30_000 });
+    check(
+      'ID1 identity credentials are never echoed: create, get, list, credentials and update answer no secret value, and the credentials read names the fields set',
+      async (t: T) => {
+        const password = `pw-${suffix()}-${suffix()}`;
+        const seed = 'KRUGS4ZANFZSAYLOEBQXK5DIMVXHI2LDMF2G64RAONSWKZDT';
+        const custom = `custom-${suffix()}`;
+        const secrets = [password, seed, custom];
+        const source = `https://id1-${suffix()}.example.com/login`;
+        const credentials = [
+          { type: 'username_password', username: 'id1-user', password },
+          { type: 'authenticator', secret: seed },
+          { type: 'custom', fields: [{ name: 'tenant', value: custom }] },
+        ];
+        const createdEx = await send('createIdentity', { body: { source, credentials } });
+        const made = expectStatus(t, createdEx, 201, 'POST /v1/identities');
         try {
-          const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
-          await page.goto(home);
-          t.assert((await page.locator('#signed-in').count()) === 1, `the session is not signed in: ${page.url()} shows ${(await page.locator('body').innerText()).slice(0, 200)}`);
+          secretsAbsent(t, createdEx, secrets, 'POST /v1/identities');
+          const get = await send('getIdentity', { pathParams: { id: made.id } });
+          expectStatus(t, get, 200, 'GET /v1/identities/{id}');
+          secretsAbsent(t, get, secrets, 'GET /v1/identities/{id}');
+          const list = await send('listIdentities');
+          expectStatus(t, list, 200, 'GET /v1/identities');
+          secretsAbsent(t, list, secrets, 'GET /v1/identities');
+          const creds = await send('getIdentityCredentials', { pathParams: { id: made.id } });
+          const body = expectStatus(t, creds, 200, 'GET /v1/identities/{id}/credentials');
+          secretsAbsent(t, creds, secrets, 'GET /v1/identities/{id}/credentials');
+          t.equal(
+            body.credentials,
+            [
+              { type: 'username_password', fields: ['username', 'password'] },
+              { type: 'authenticator', fields: ['secret'] },
+              { type: 'custom', fields: ['tenant'] },
+            ],
+            'the fields named',
+          );
+          const update = await send('updateIdentity', { pathParams: { id: made.id }, body: { credentials } });
+          expectStatus(t, update, 200, 'PUT /v1/identities/{id}');
+          secretsAbsent(t, update, secrets, 'PUT /v1/identities/{id}');
         } finally {
-          await browser.close();
+          await send('deleteIdentity', { pathParams: { id: made.id } });
+          await send('deleteApplication', { pathParams: { id: made.application_id } });
         }
-        const failed = expectStatus(t, await send('createSession', { body: { ...HEADLESS, identities: [{ id: bad.id }] } }), 200, 'POST /v1/sessions with the wrong password');
-        sessions.push(failed.data.id);
+      },
+    ),
 
-        const schemaOf = (type: string) => ctx.contract.spec.webhooks?.[type]?.post?.requestBody?.content?.['application/json']?.schema;
-        for (const [type, id, expectData] of [
-          ['identity.authenticated', good.id, { session_id: session.data.id, application_id: app.id }],
-          ['identity.authentication_failed', bad.id, { failure_type: 'invalid_credentials', application_id: app.id }],
-        ] as const) {
-          const [delivery] = await receiver.waitFor((r) => (r.json as Json)?.type === type && (r.json as Json)?.data?.identity_id === id, EVENT_WAIT_MS);
-          t.assert(delivery, `${type} for identity ${id} did not reach the receiver within ${EVENT_WAIT_MS / 1000} s`);
-          const event = delivery.json as Json;
-          const error = ctx.contract.validate(schemaOf(type), event, 'event');
-          t.assert(!error, `${type}: ${error}\nevent: ${delivery.text.slice(0, 600)}`);
-          for (const [k, v] of Object.entries(expectData)) t.equal(event.data[k], v, `${type} data.${k}`);
-          t.note(`${type}: ${JSON.stringify(event.data)}`);
+    check(
+      'ID2 a session with a pending identity arrives signed in (Playwright over cdp_url sees the signed-in page); identity.authenticated, and identity.authentication_failed for a wrong password, validate against their schemas',
+      async (t: T) => {
+        const receiver = new Receiver(ctx.fixtures, { name: 'identities' });
+        const loginUrl = await loginApp('/login/one-page');
+        const home = await loginApp('/app/home');
+        const hook = expectStatus(
+          t,
+          await send('createWebhook', {
+            body: { url: await receiver.url(), subscribed_events: ['identity.authenticated', 'identity.authentication_failed'], enabled: true },
+          }),
+          200,
+          "POST /v1/webhooks at the suite's receiver",
+        );
+        const app = expectStatus(
+          t,
+          await send('createApplication', { body: { source: loginUrl, name: `conformance ${suffix()}` } }),
+          201,
+          'POST /v1/applications',
+        );
+        const made: string[] = [];
+        const sessions: string[] = [];
+        try {
+          const good = expectStatus(
+            t,
+            await send('createIdentity', {
+              body: { source: loginUrl, credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }] },
+            }),
+            201,
+            'POST /v1/identities',
+          );
+          const bad = expectStatus(
+            t,
+            await send('createIdentity', {
+              body: { source: loginUrl, credentials: [{ type: 'username_password', username: 'alice', password: 'wrong-password' }] },
+            }),
+            201,
+            'POST /v1/identities (wrong password)',
+          );
+          made.push(good.id, bad.id);
+          t.equal(good.application_id, app.id, 'the identity joins the application of its login page');
+
+          const session = expectStatus(
+            t,
+            await send('createSession', { body: { ...HEADLESS, identities: [{ id: good.id }] } }),
+            200,
+            'POST /v1/sessions with the identity',
+          );
+          sessions.push(session.data.id);
+          const browser = await chromium.connectOverCDP(session.data.cdp_url, { timeout: 30_000 });
+          try {
+            const page = browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage());
+            await page.goto(home);
+            t.assert(
+              (await page.locator('#signed-in').count()) === 1,
+              `the session is not signed in: ${page.url()} shows ${(await page.locator('body').innerText()).slice(0, 200)}`,
+            );
+          } finally {
+            await browser.close();
+          }
+          const failed = expectStatus(
+            t,
+            await send('createSession', { body: { ...HEADLESS, identities: [{ id: bad.id }] } }),
+            200,
+            'POST /v1/sessions with the wrong password',
+          );
+          sessions.push(failed.data.id);
+
+          const schemaOf = (type: string) => ctx.contract.spec.webhooks?.[type]?.post?.requestBody?.content?.['application/json']?.schema;
+          for (const [type, id, expectData] of [
+            ['identity.authenticated', good.id, { session_id: session.data.id, application_id: app.id }],
+            ['identity.authentication_failed', bad.id, { failure_type: 'invalid_credentials', application_id: app.id }],
+          ] as const) {
+            const [delivery] = await receiver.waitFor((r) => (r.json as Json)?.type === type && (r.json as Json)?.data?.identity_id === id, EVENT_WAIT_MS);
+            t.assert(delivery, `${type} for identity ${id} did not reach the receiver within ${EVENT_WAIT_MS / 1000} s`);
+            const event = delivery.json as Json;
+            const error = ctx.contract.validate(schemaOf(type), event, 'event');
+            t.assert(!error, `${type}: ${error}\nevent: ${delivery.text.slice(0, 600)}`);
+            for (const [k, v] of Object.entries(expectData)) t.equal(event.data[k], v, `${type} data.${k}`);
+            t.note(`${type}: ${JSON.stringify(event.data)}`);
+          }
+        } finally {
+          receiver.close();
+          for (const id of sessions) await send('endSession', { pathParams: { session_id: id } });
+          for (const id of made) await send('deleteIdentity', { pathParams: { id } });
+          await send('deleteApplication', { pathParams: { id: app.id } });
+          await send('deleteWebhook', { pathParams: { id: hook.id } });
         }
-      } finally {
-        receiver.close();
-        for (const id of sessions) await send('endSession', { pathParams: { session_id: id } });
-        for (const id of made) await send('deleteIdentity', { pathParams: { id } });
-        await send('deleteApplication', { pathParams: { id: app.id } });
-        await send('deleteWebhook', { pathParams: { id: hook.id } });
-      }
-    }),
+      },
+    ),
   ];
 });

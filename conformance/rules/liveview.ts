@@ -48,11 +48,14 @@ export default defineRules((ctx: SuiteContext) => {
   const endOp = ctx.contract.operation('endSession');
 
   return [
-    check('S3 the live_view_url serves a page that shows the session\'s screen (its WebSocket sends frames)', async (t: T) => {
+    check("S3 the live_view_url serves a page that shows the session's screen (its WebSocket sends frames)", async (t: T) => {
       const ex = await ctx.call(await ctx.build(createOp), { bodyValue: HEADLESS });
       t.assert(ex.response?.status === 200, `POST /v1/sessions answered ${show(ex)}`);
       const data = (ex.response.json as { data?: { id?: unknown; live_view_url?: unknown } } | undefined)?.data;
-      t.assert(typeof data?.id === 'string' && typeof data.live_view_url === 'string', `POST /v1/sessions answered no data.id and data.live_view_url: ${show(ex)}`);
+      t.assert(
+        typeof data?.id === 'string' && typeof data.live_view_url === 'string',
+        `POST /v1/sessions answered no data.id and data.live_view_url: ${show(ex)}`,
+      );
       const id = data.id;
       const pageUrl = data.live_view_url;
       try {

@@ -160,7 +160,10 @@ export default defineRules((ctx: SuiteContext) => {
             break;
           }
         }
-        t.assert(found, `no listed text resource reads as the current page (none shows the fixture's heading "Greeter"): ${resources.map((r) => r.uri).join(', ')}`);
+        t.assert(
+          found,
+          `no listed text resource reads as the current page (none shows the fixture's heading "Greeter"): ${resources.map((r) => r.uri).join(', ')}`,
+        );
         t.note(`${resources.length} resources; the page is ${found}`);
       } finally {
         await close();
@@ -173,15 +176,24 @@ export default defineRules((ctx: SuiteContext) => {
         const seen: Progress[] = [];
         const call = async (name: string, args: Record<string, unknown>) => {
           const mine: Progress[] = [];
-          const r = (await client.callTool({ name, arguments: args }, undefined, { timeout: ctx.timeoutMs * 2, onprogress: (p) => mine.push(p) })) as CallToolResult;
+          const r = (await client.callTool({ name, arguments: args }, undefined, {
+            timeout: ctx.timeoutMs * 2,
+            onprogress: (p) => mine.push(p),
+          })) as CallToolResult;
           t.assert(!r.isError, `${name} failed: ${textOf(r)}`);
-          for (let i = 1; i < mine.length; i++) t.assert(mine[i]!.progress > mine[i - 1]!.progress, `${name}'s progress did not grow: ${mine.map((p) => p.progress).join(', ')}`);
+          for (let i = 1; i < mine.length; i++)
+            t.assert(mine[i]!.progress > mine[i - 1]!.progress, `${name}'s progress did not grow: ${mine.map((p) => p.progress).join(', ')}`);
           seen.push(...mine);
         };
         await call('session_start', { headless: true, recording: false, idle_timeout: 2, max_duration: 5 });
         await call('anchor_navigate', { url: await ctx.fixtures.url('/site/form.html') });
         t.assert(seen.length > 0, 'neither session_start nor anchor_navigate sent a progress notification for the progressToken');
-        t.note(`${seen.length} notifications: ${seen.map((p) => p.message ?? p.progress).join(' | ').slice(0, 300)}`);
+        t.note(
+          `${seen.length} notifications: ${seen
+            .map((p) => p.message ?? p.progress)
+            .join(' | ')
+            .slice(0, 300)}`,
+        );
       } finally {
         await close();
       }

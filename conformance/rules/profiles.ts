@@ -143,8 +143,14 @@ export default defineRules((ctx: SuiteContext) => {
           const page = again.contexts()[0]?.pages()[0] ?? (await again.contexts()[0]!.newPage());
           await page.goto(new URL('/p2/check', base).toString());
           const state = await page.evaluate(() => (window as unknown as { state: { cookies: string; user: string | null } }).state);
-          t.assert(state.cookies.includes('p2_session=kept-without-expiry'), `the session cookie is missing in the new session: document.cookie = ${JSON.stringify(state.cookies)}`);
-          t.assert(state.cookies.includes('p2_persistent=kept-with-expiry'), `the persistent cookie is missing in the new session: document.cookie = ${JSON.stringify(state.cookies)}`);
+          t.assert(
+            state.cookies.includes('p2_session=kept-without-expiry'),
+            `the session cookie is missing in the new session: document.cookie = ${JSON.stringify(state.cookies)}`,
+          );
+          t.assert(
+            state.cookies.includes('p2_persistent=kept-with-expiry'),
+            `the persistent cookie is missing in the new session: document.cookie = ${JSON.stringify(state.cookies)}`,
+          );
           t.equal(state.user, 'conformance', 'local storage in the new session');
         } finally {
           await again.close();

@@ -38,7 +38,10 @@ export default defineRules((ctx: SuiteContext) => {
         listed = await list();
       }
       t.assert(listed.response?.status === 200, `GET /v1/sessions/${id}/recordings answered ${show(listed)}`);
-      t.assert(typeof count(listed) === 'number' && (count(listed) as number) > 0, `no recording was listed within ${READY_MS / 1000} s of the session's end: ${show(listed)}`);
+      t.assert(
+        typeof count(listed) === 'number' && (count(listed) as number) > 0,
+        `no recording was listed within ${READY_MS / 1000} s of the session's end: ${show(listed)}`,
+      );
 
       const deleted = await ctx.call(at('deleteSessionRecording', { session_id: id, recording_id: 'primary' }));
       t.assert(deleted.response?.status === 200, `DELETE /v1/sessions/${id}/recordings/primary answered ${show(deleted)}`);
@@ -50,7 +53,10 @@ export default defineRules((ctx: SuiteContext) => {
       t.assert(after.response?.status === 200 && Array.isArray(items), `GET /v1/sessions/${id}/recordings answered ${show(after)}`);
       t.assert(!items.some((i) => i.is_primary === true), `the primary recording is still listed after its deletion: ${show(after)}`);
       const fetched = await ctx.call(at('fetchPrimaryRecording', { session_id: id }));
-      t.assert(fetched.response?.status === 404, `GET .../recordings/primary/fetch answered ${fetched.response?.status ?? fetched.error} after the deletion, not 404`);
+      t.assert(
+        fetched.response?.status === 404,
+        `GET .../recordings/primary/fetch answered ${fetched.response?.status ?? fetched.error} after the deletion, not 404`,
+      );
       const again = await ctx.call(at('deleteSessionRecording', { session_id: id, recording_id: 'primary' }));
       t.assert(again.response?.status === 404, `a second DELETE .../recordings/primary answered ${again.response?.status ?? again.error}, not 404`);
       t.note(`recording listed, deleted (status ${JSON.stringify(status)}), then gone`);

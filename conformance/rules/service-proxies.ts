@@ -42,7 +42,7 @@ export default defineRules((ctx: SuiteContext) => {
   const get = (id: string) => ctx.call(buildRequest(ctx.contract, getOp, { pathParams: { session_id: id } }));
 
   return [
-    check('SP1 a service proxy is given from the operator\'s pool, or refused with 400 saying why (no pool, or none for what is asked)', async (t: T) => {
+    check("SP1 a service proxy is given from the operator's pool, or refused with 400 saying why (no pool, or none for what is asked)", async (t: T) => {
       const nowhere = refusal(t, await create({ active: true, type: 'service_proxy', country_code: 'zz' }));
       if (NO_POOL.test(nowhere)) {
         // No pool: refused whatever is asked, the vendor's form without type included.
@@ -84,7 +84,10 @@ export default defineRules((ctx: SuiteContext) => {
         }
         t.assert(record?.status === 'completed', `the session did not end after Browser.close: ${JSON.stringify(record)}`);
         ended = true;
-        t.assert(typeof record.proxy_bytes === 'number' && record.proxy_bytes > 0, `proxy_bytes is ${JSON.stringify(record.proxy_bytes)}: no traffic went through the service proxy`);
+        t.assert(
+          typeof record.proxy_bytes === 'number' && record.proxy_bytes > 0,
+          `proxy_bytes is ${JSON.stringify(record.proxy_bytes)}: no traffic went through the service proxy`,
+        );
         t.note(`session ${s.id}: proxy_bytes ${record.proxy_bytes}`);
       } finally {
         if (!ended) await ctx.call(buildRequest(ctx.contract, endOp, { pathParams: { session_id: s.id } }));

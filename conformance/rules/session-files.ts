@@ -62,58 +62,67 @@ export default defineRules((ctx: SuiteContext) => {
   };
 
   return [
-    check('SF1 a downloaded file is listed once finished, fetched by its file_link (whole, a byte range, after the session ended), and deleted', async (t: T) => {
-      const path = '/conformance/session-files/report.csv';
-      ctx.fixtures.route('GET', path, (_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="conformance-report.csv"' });
-        res.end(CSV);
-      });
-      const s = await newSession(t);
-      let ended = false;
-      try {
-        // The API's own navigation: it ends in the download rather than a page, which each
-        // server may answer as it documents; the file is what this rule is about.
-        await ctx.call(at('gotoUrl', { sessionId: s.id }), { bodyValue: { url: await ctx.fixtures.url(path) } });
-        let listed = await listDownloads(s.id);
-        for (const deadline = Date.now() + LISTED_MS; (items(listed)?.length ?? 0) === 0 && Date.now() < deadline; ) {
-          await sleep(500);
-          listed = await listDownloads(s.id);
+    check(
+      'SF1 a downloaded file is listed once finished, fetched by its file_link (whole, a byte range, after the session ended), and deleted',
+      async (t: T) => {
+        const path = '/conformance/session-files/report.csv';
+        ctx.fixtures.route('GET', path, (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="conformance-report.csv"' });
+          res.end(CSV);
+        });
+        const s = await newSession(t);
+        let ended = false;
+        try {
+          // The API's own navigation: it ends in the download rather than a page, which each
+          // server may answer as it documents; the file is what this rule is about.
+          await ctx.call(at('gotoUrl', { sessionId: s.id }), { bodyValue: { url: await ctx.fixtures.url(path) } });
+          let listed = await listDownloads(s.id);
+          for (const deadline = Date.now() + LISTED_MS; (items(listed)?.length ?? 0) === 0 && Date.now() < deadline; ) {
+            await sleep(500);
+            listed = await listDownloads(s.id);
+          }
+          const res = answer(t, listed);
+          t.assert(res.status === 200, `GET .../downloads answered ${show(listed)}`);
+          const verdict = bodyVerdict(ctx.contract, op('listSessionDownloads'), res);
+          t.assert(verdict.kind !== 'fail', verdict.kind === 'fail' ? `${verdict.message}\n${show(listed)}` : '');
+          const mine = items(listed)?.find((i) => i.suggested_file_name === 'conformance-report.csv');
+          t.assert(mine, `the downloaded file is not listed within ${LISTED_MS / 1000} s: ${show(listed)}`);
+          t.equal(mine.size, CSV.length, 'its size');
+
+          const live = await fetchLink(mine.file_link);
+          t.equal(live.status, 200, `GET ${mine.file_link} while the session runs`);
+          t.equal(live.text, CSV, 'the bytes the page downloaded');
+          t.assert(
+            /^attachment; filename="conformance-report\.csv"/.test(live.disposition ?? ''),
+            `Content-Disposition is ${JSON.stringify(live.disposition)}`,
+          );
+          const part = await fetchLink(mine.file_link, { range: 'bytes=3-6' });
+          t.equal(part.status, 206, `GET ${mine.file_link} with Range: bytes=3-6`);
+          t.equal(part.range, `bytes 3-6/${CSV.length}`, 'its Content-Range');
+          t.equal(part.text, CSV.slice(3, 7), 'the bytes of that range');
+
+          const end = await endSession(s.id);
+          ended = true;
+          t.assert(end.response?.status === 200, `DELETE /v1/sessions/${s.id} answered ${show(end)}`);
+          const after = await listDownloads(s.id);
+          t.assert(
+            items(after)?.some((i) => i.id === mine.id),
+            `not listed after the session ended: ${show(after)}`,
+          );
+          t.equal((await fetchLink(mine.file_link)).text, CSV, 'the bytes after the session ended');
+
+          const del = await ctx.call(at('deleteSessionDownload', { session_id: s.id, download_id: mine.id }));
+          t.assert(del.response?.status === 200, `DELETE .../downloads/${mine.id} answered ${show(del)}`);
+          t.equal((await fetchLink(mine.file_link)).status, 404, 'file_link after the deletion');
+          const gone = await listDownloads(s.id);
+          t.assert(!items(gone)?.some((i) => i.id === mine.id), `still listed after its deletion: ${show(gone)}`);
+          t.note(`listed, fetched during and after the session, deleted (${mine.file_link})`);
+        } finally {
+          ctx.fixtures.unroute('GET', path);
+          if (!ended) await endSession(s.id);
         }
-        const res = answer(t, listed);
-        t.assert(res.status === 200, `GET .../downloads answered ${show(listed)}`);
-        const verdict = bodyVerdict(ctx.contract, op('listSessionDownloads'), res);
-        t.assert(verdict.kind !== 'fail', verdict.kind === 'fail' ? `${verdict.message}\n${show(listed)}` : '');
-        const mine = items(listed)?.find((i) => i.suggested_file_name === 'conformance-report.csv');
-        t.assert(mine, `the downloaded file is not listed within ${LISTED_MS / 1000} s: ${show(listed)}`);
-        t.equal(mine.size, CSV.length, 'its size');
-
-        const live = await fetchLink(mine.file_link);
-        t.equal(live.status, 200, `GET ${mine.file_link} while the session runs`);
-        t.equal(live.text, CSV, 'the bytes the page downloaded');
-        t.assert(/^attachment; filename="conformance-report\.csv"/.test(live.disposition ?? ''), `Content-Disposition is ${JSON.stringify(live.disposition)}`);
-        const part = await fetchLink(mine.file_link, { range: 'bytes=3-6' });
-        t.equal(part.status, 206, `GET ${mine.file_link} with Range: bytes=3-6`);
-        t.equal(part.range, `bytes 3-6/${CSV.length}`, 'its Content-Range');
-        t.equal(part.text, CSV.slice(3, 7), 'the bytes of that range');
-
-        const end = await endSession(s.id);
-        ended = true;
-        t.assert(end.response?.status === 200, `DELETE /v1/sessions/${s.id} answered ${show(end)}`);
-        const after = await listDownloads(s.id);
-        t.assert(items(after)?.some((i) => i.id === mine.id), `not listed after the session ended: ${show(after)}`);
-        t.equal((await fetchLink(mine.file_link)).text, CSV, 'the bytes after the session ended');
-
-        const del = await ctx.call(at('deleteSessionDownload', { session_id: s.id, download_id: mine.id }));
-        t.assert(del.response?.status === 200, `DELETE .../downloads/${mine.id} answered ${show(del)}`);
-        t.equal((await fetchLink(mine.file_link)).status, 404, 'file_link after the deletion');
-        const gone = await listDownloads(s.id);
-        t.assert(!items(gone)?.some((i) => i.id === mine.id), `still listed after its deletion: ${show(gone)}`);
-        t.note(`listed, fetched during and after the session, deleted (${mine.file_link})`);
-      } finally {
-        ctx.fixtures.unroute('GET', path);
-        if (!ended) await endSession(s.id);
-      }
-    }),
+      },
+    ),
 
     check("SF2 an uploaded file's path, given to a page's file input over CDP, gives the page its bytes", async (t: T) => {
       const s = await newSession(t);
@@ -135,7 +144,9 @@ export default defineRules((ctx: SuiteContext) => {
         const { root } = await cdp.send('DOM.getDocument');
         const { nodeId } = await cdp.send('DOM.querySelector', { nodeId: root.nodeId, selector: '#file' });
         await cdp.send('DOM.setFileInputFiles', { nodeId, files: [path] });
-        const read = await page.waitForFunction(() => (window as unknown as { uploaded?: unknown }).uploaded, undefined, { timeout: 15_000 }).then((h) => h.jsonValue());
+        const read = await page
+          .waitForFunction(() => (window as unknown as { uploaded?: unknown }).uploaded, undefined, { timeout: 15_000 })
+          .then((h) => h.jsonValue());
         t.equal(read, [{ name: 'conformance-upload.txt', size: text.length, text }], 'what the page read from its file input');
         t.note(`the page read ${text.length} bytes from ${path}`);
       } finally {

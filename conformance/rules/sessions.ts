@@ -121,7 +121,10 @@ export default defineRules((ctx: SuiteContext) => {
         createSession({ browser: { headless: { active: true } }, session: { timeout: { idle_timeout: 1, max_duration: 5 } } }),
         createSession({ browser: { headless: { active: true } }, session: { timeout: { idle_timeout: 5, max_duration: 1 } } }),
       ]);
-      for (const [ex, what] of [[idle, 'idle_timeout 1'], [max, 'max_duration 1']] as const) {
+      for (const [ex, what] of [
+        [idle, 'idle_timeout 1'],
+        [max, 'max_duration 1'],
+      ] as const) {
         const res = answer(t, ex);
         if (res.status !== 200) s10.problem = `the session with ${what} could not be created`;
         t.assert(res.status === 200, `POST /v1/sessions with timeout ${what} answered ${show(ex)}`);
@@ -322,10 +325,16 @@ export default defineRules((ctx: SuiteContext) => {
       };
       await Promise.all(Array.from({ length: S5_WORKERS }, worker));
       t.assert(!unexpected, `a creation answered neither 200 nor 429: ${unexpected ? show(unexpected) : ''}`);
-      t.assert(limited, `no 429 about the rate limit after ${attempts} creation requests with ${whose} (${created} sessions made, ${busy} answers "no browser free")`);
+      t.assert(
+        limited,
+        `no 429 about the rate limit after ${attempts} creation requests with ${whose} (${created} sessions made, ${busy} answers "no browser free")`,
+      );
       const e = errorBody(limited.response!);
       t.assert(e && e.code === 429, `the 429 has no error body with code 429: ${show(limited)}`);
-      t.assert(typeof e.message === 'string' && /rate limit/i.test(e.message), `the message does not say the rate limit was exceeded: ${JSON.stringify(e.message)}`);
+      t.assert(
+        typeof e.message === 'string' && /rate limit/i.test(e.message),
+        `the message does not say the rate limit was exceeded: ${JSON.stringify(e.message)}`,
+      );
       t.note(`with ${whose}: 429 ${JSON.stringify(e.message)} after ${created} sessions made (each ended at once) in ${attempts} requests`);
     }),
 
@@ -348,12 +357,18 @@ export default defineRules((ctx: SuiteContext) => {
         await sleep(2_000);
       }
       const waited = Math.round((Date.now() - s10.started) / 1000);
-      for (const [id, reason] of [[idle, 'idle_timeout'], [max, 'max_duration']] as const) {
+      for (const [id, reason] of [
+        [idle, 'idle_timeout'],
+        [max, 'max_duration'],
+      ] as const) {
         const data = ended[id];
         t.assert(data, `the session with a 1-minute ${reason} was still running ${waited} s after it was created`);
         t.equal(data.status, 'completed', `the status of the session ended by ${reason}`);
         t.equal(data.end_reason, reason, `the end_reason of the session ended by ${reason}`);
-        t.assert(typeof data.duration === 'number' && data.duration >= 55, `the session ended by ${reason} lasted ${JSON.stringify(data.duration)} s, not about a minute`);
+        t.assert(
+          typeof data.duration === 'number' && data.duration >= 55,
+          `the session ended by ${reason} lasted ${JSON.stringify(data.duration)} s, not about a minute`,
+        );
       }
       t.note(`both completed (idle_timeout, max_duration) ${waited} s after creation`);
     }),

@@ -54,7 +54,11 @@ export default defineRules((ctx: SuiteContext) => {
   };
 
   const newTask = async (t: T, code?: string): Promise<string> => {
-    const ex = await call('createTask', {}, { name: `conformance-${randomBytes(5).toString('hex')}`, language: 'typescript', ...(code ? { code: b64(code) } : {}) });
+    const ex = await call(
+      'createTask',
+      {},
+      { name: `conformance-${randomBytes(5).toString('hex')}`, language: 'typescript', ...(code ? { code: b64(code) } : {}) },
+    );
     implemented(t, ex);
     t.assert(answer(t, ex).status === 200, `POST /v1/task: ${show(ex)}`);
     return (ex.response!.json as { data: { id: string } }).data.id;
@@ -86,11 +90,15 @@ export default defineRules((ctx: SuiteContext) => {
       ctx.fixtures.route('GET', '/conformance/task-page', (_req, res) => {
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>Conformance task page</title><p>T4</p>');
       });
-      const ex = await call('createWebhook', {}, {
-        url: await ctx.fixtures.url(path),
-        subscribed_events: ['task.completed', 'task.failed', 'task.cancelled'],
-        description: 'conformance: task events',
-      });
+      const ex = await call(
+        'createWebhook',
+        {},
+        {
+          url: await ctx.fixtures.url(path),
+          subscribed_events: ['task.completed', 'task.failed', 'task.cancelled'],
+          description: 'conformance: task events',
+        },
+      );
       const status = ex.response?.status;
       if (status === undefined || status < 200 || status >= 300) return { problem: `a webhook for the task events could not be made: ${show(ex)}` };
       return { events };
@@ -168,18 +176,28 @@ export default defineRules((ctx: SuiteContext) => {
     check('T3 draft creates or updates the draft and answers a task version', async (t: T) => {
       const taskId = await newTask(t);
       try {
-        const first = await call('saveTaskDraft', { taskId }, { code: b64(TITLE_TASK), description: 'T3 first', browserConfiguration: { live_view: { read_only: true, one_time_url: true }, x402: false } });
+        const first = await call(
+          'saveTaskDraft',
+          { taskId },
+          { code: b64(TITLE_TASK), description: 'T3 first', browserConfiguration: { live_view: { read_only: true, one_time_url: true }, x402: false } },
+        );
         t.assert(answer(t, first).status === 200, `first draft: ${show(first)}`);
         conforms(t, 'saveTaskDraft', first);
         const a = (first.response!.json as { data: Record<string, any> }).data;
         t.assert(a.version === 'draft' && a.taskId === taskId, `the draft answers version ${a.version} of task ${a.taskId}`);
-        t.assert(!('x402' in a.browserConfiguration) && JSON.stringify(a.browserConfiguration.live_view) === '{"read_only":true}', `the draft shows ${JSON.stringify(a.browserConfiguration)}`);
+        t.assert(
+          !('x402' in a.browserConfiguration) && JSON.stringify(a.browserConfiguration.live_view) === '{"read_only":true}',
+          `the draft shows ${JSON.stringify(a.browserConfiguration)}`,
+        );
         const second = await call('saveTaskDraft', { taskId }, { code: b64(TITLE_TASK), description: 'T3 second' });
         t.assert(answer(t, second).status === 200, `second draft: ${show(second)}`);
         const b = (second.response!.json as { data: Record<string, any> }).data;
         t.assert(b.id === a.id && b.description === 'T3 second', `the second save did not update the draft: ${JSON.stringify(b).slice(0, 300)}`);
         const got = await call('getTaskDraft', { taskId });
-        t.assert(answer(t, got).status === 200 && (got.response!.json as { data: { description: string } }).data.description === 'T3 second', `GET draft: ${show(got)}`);
+        t.assert(
+          answer(t, got).status === 200 && (got.response!.json as { data: { description: string } }).data.description === 'T3 second',
+          `GET draft: ${show(got)}`,
+        );
       } finally {
         await deleteTask(taskId);
       }
@@ -223,7 +241,10 @@ export default defineRules((ctx: SuiteContext) => {
         const first = await status(t, runId);
         t.assert(first.run_id === runId, `the status names run ${first.run_id}`);
         const end = await waitEnd(t, runId);
-        t.assert(end.status === 'failure' && typeof end.error === 'string' && end.error.includes('T5 fails on purpose'), `the failed run reads ${JSON.stringify(end)}`);
+        t.assert(
+          end.status === 'failure' && typeof end.error === 'string' && end.error.includes('T5 fails on purpose'),
+          `the failed run reads ${JSON.stringify(end)}`,
+        );
         const unknown = await call('getTaskRunStatus', { runId: '00000000-0000-4000-8000-000000000000' });
         t.assert(answer(t, unknown).status === 404, `an unknown run: ${show(unknown)}`);
       } finally {

@@ -93,7 +93,11 @@ const withoutSecret = (w: Json) => Object.fromEntries(Object.entries(w).filter((
 
 /** The header names and values Webhook.verify() takes. */
 function signedHeaders(r: ReceivedRequest): Record<string, string> {
-  return { 'webhook-id': r.headers['webhook-id'] ?? '', 'webhook-timestamp': r.headers['webhook-timestamp'] ?? '', 'webhook-signature': r.headers['webhook-signature'] ?? '' };
+  return {
+    'webhook-id': r.headers['webhook-id'] ?? '',
+    'webhook-timestamp': r.headers['webhook-timestamp'] ?? '',
+    'webhook-signature': r.headers['webhook-signature'] ?? '',
+  };
 }
 
 /** undefined when the delivery verifies under `secret`, else the library's reason. */
@@ -228,7 +232,13 @@ export default defineRules((ctx: SuiteContext) => {
     const items: Json[] = [];
     let first: Exchange | undefined;
     for (let page = 1; page <= MAX_PAGES; page++) {
-      const ex = await send(o, { id, query: [['page', String(page)], ['limit', String(PAGE_LIMIT)]] });
+      const ex = await send(o, {
+        id,
+        query: [
+          ['page', String(page)],
+          ['limit', String(PAGE_LIMIT)],
+        ],
+      });
       expectAnswer(t, ex, `${what}, page ${page}`);
       first ??= ex;
       const body = ex.response!.json as { data: Json[]; pagination?: { total_pages?: number } };
@@ -250,7 +260,10 @@ export default defineRules((ctx: SuiteContext) => {
 
   const noDelivery = (receiver: Receiver, eventId: string, ms: number) => {
     const others = receiver.received.map((r) => eventIdOf(r) ?? '(no webhook-id)');
-    return `the test event ${eventId} did not reach the receiver within ${ms / 1000} s` + (others.length ? ` (it received: ${others.join(', ')})` : ' (it received nothing)');
+    return (
+      `the test event ${eventId} did not reach the receiver within ${ms / 1000} s` +
+      (others.length ? ` (it received: ${others.join(', ')})` : ' (it received nothing)')
+    );
   };
 
   /** The checks of what a webhook record must hold after create, as sent. */
@@ -343,7 +356,10 @@ export default defineRules((ctx: SuiteContext) => {
       for (const k of ['id', 'project_id', 'url', 'created_at']) t.equal(w[k], before[k], `${k} (not patched)`);
       t.assert(Date.parse(w.updated_at) >= Date.parse(before.updated_at), `updated_at went back: ${before.updated_at} → ${w.updated_at}`);
       // Back as it was, for the checks that follow.
-      const back = await send(op.update, { id: made.id, body: { description: before.description, subscribed_events: before.subscribed_events, enabled: before.enabled } });
+      const back = await send(op.update, {
+        id: made.id,
+        body: { description: before.description, subscribed_events: before.subscribed_events, enabled: before.enabled },
+      });
       expectAnswer(t, back, 'PATCH back to the original fields');
       t.note(`updated_at ${before.updated_at} → ${w.updated_at}`);
     }),
@@ -376,7 +392,8 @@ export default defineRules((ctx: SuiteContext) => {
       const { attempts, ex } = await attemptsOf(t, made.id, body.event_id);
       t.assert(attempts.length >= 1, `no delivery of the test event ${body.event_id} is listed: ${exchangeLine(ex, 400)}`);
       const ids = attempts.map((d) => d.id);
-      for (const id of body.delivery_ids as string[]) t.assert(ids.includes(id), `the test's delivery ${id} is not listed (listed for ${body.event_id}: ${ids.join(', ')})`);
+      for (const id of body.delivery_ids as string[])
+        t.assert(ids.includes(id), `the test's delivery ${id} is not listed (listed for ${body.event_id}: ${ids.join(', ')})`);
       for (const d of attempts) t.equal(d.event_type, 'task.completed', `event_type of delivery ${d.id}`);
       t.assert(attempts[0].attempt === 1, `the first listed attempt of ${body.event_id} is number ${attempts[0].attempt}`);
       t.note(attempts.map((d) => `${d.id} attempt ${d.attempt} ${d.status}`).join('; '));
@@ -416,7 +433,7 @@ export default defineRules((ctx: SuiteContext) => {
       t.equal(delivery.method, 'POST', 'method');
       t.assert(/^application\/json\b/i.test(delivery.headers['content-type'] ?? ''), `Content-Type ${JSON.stringify(delivery.headers['content-type'])}`);
       t.assert(delivery.jsonError === undefined, `the body is not JSON (${delivery.jsonError}): ${delivery.text.slice(0, 200)}`);
-      t.equal(delivery.headers['webhook-id'], eventId, 'webhook-id (the test answer\'s event_id)');
+      t.equal(delivery.headers['webhook-id'], eventId, "webhook-id (the test answer's event_id)");
       t.note(`${eventId} arrived`);
     }),
 
@@ -424,12 +441,14 @@ export default defineRules((ctx: SuiteContext) => {
       const { made, eventId, delivery } = await w2(t);
       const e = delivery.json as Json;
       t.assert(e && typeof e === 'object' && !Array.isArray(e), `the body is not a JSON object: ${delivery.text.slice(0, 200)}`);
-      t.equal(Object.keys(e).sort(), ['created', 'data', 'id', 'project_id', 'text', 'type'], 'the envelope\'s fields');
+      t.equal(Object.keys(e).sort(), ['created', 'data', 'id', 'project_id', 'text', 'type'], "the envelope's fields");
       t.assert(typeof e.id === 'string' && /^evt_[A-Za-z0-9]+$/.test(e.id), `id ${JSON.stringify(e.id)} is not evt_…`);
-      t.equal(e.id, eventId, 'id (the test answer\'s event_id)');
+      t.equal(e.id, eventId, "id (the test answer's event_id)");
       t.equal(e.type, 'session.completed', 'type (the event_type asked for)');
       t.assert(
-        typeof e.created === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(e.created) && !Number.isNaN(Date.parse(e.created)),
+        typeof e.created === 'string' &&
+          /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(e.created) &&
+          !Number.isNaN(Date.parse(e.created)),
         `created ${JSON.stringify(e.created)} is not an ISO 8601 timestamp`,
       );
       t.equal(e.project_id, made.webhook.project_id, "project_id (the webhook's)");
@@ -447,8 +466,14 @@ export default defineRules((ctx: SuiteContext) => {
       const h = delivery.headers;
       t.assert(/^evt_[A-Za-z0-9]+$/.test(h['webhook-id'] ?? ''), `webhook-id ${JSON.stringify(h['webhook-id'])}`);
       const ts = Number(h['webhook-timestamp']);
-      t.assert(/^\d+$/.test(h['webhook-timestamp'] ?? '') && Math.abs(ts - delivery.receivedAt / 1000) <= TIMESTAMP_TOLERANCE_S, `webhook-timestamp ${JSON.stringify(h['webhook-timestamp'])} is not integer seconds near the time of arrival (${Math.floor(delivery.receivedAt / 1000)})`);
-      t.assert(/^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$/.test(h['webhook-signature'] ?? ''), `webhook-signature ${JSON.stringify(h['webhook-signature'])}`);
+      t.assert(
+        /^\d+$/.test(h['webhook-timestamp'] ?? '') && Math.abs(ts - delivery.receivedAt / 1000) <= TIMESTAMP_TOLERANCE_S,
+        `webhook-timestamp ${JSON.stringify(h['webhook-timestamp'])} is not integer seconds near the time of arrival (${Math.floor(delivery.receivedAt / 1000)})`,
+      );
+      t.assert(
+        /^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$/.test(h['webhook-signature'] ?? ''),
+        `webhook-signature ${JSON.stringify(h['webhook-signature'])}`,
+      );
       const problem = verifyProblem(made.secret, delivery);
       t.assert(!problem, `Webhook(secret).verify(body, headers) refuses the delivery: ${problem}`);
       // The check can fail: another secret must not verify.
@@ -478,11 +503,16 @@ export default defineRules((ctx: SuiteContext) => {
       const delivery = await waitDelivery(receiver, body.event_id);
       t.assert(delivery, noDelivery(receiver, body.event_id, DELIVERY_WAIT_MS));
       const problem = verifyProblem(rotated.secret, delivery);
-      t.assert(!problem, `the delivery after the rotation does not verify under the new secret: ${problem} (webhook-signature: ${delivery.headers['webhook-signature']})`);
+      t.assert(
+        !problem,
+        `the delivery after the rotation does not verify under the new secret: ${problem} (webhook-signature: ${delivery.headers['webhook-signature']})`,
+      );
       const signatures = (delivery.headers['webhook-signature'] ?? '').split(' ').length;
       // The contract documents a 24-hour grace for the old secret; the interface does not require it.
       const oldVerifies = !verifyProblem(old, delivery);
-      t.note(`verified under the new secret; ${signatures} signature(s); the previous secret ${oldVerifies ? 'also verifies (grace period)' : 'does not verify'}`);
+      t.note(
+        `verified under the new secret; ${signatures} signature(s); the previous secret ${oldVerifies ? 'also verifies (grace period)' : 'does not verify'}`,
+      );
     } finally {
       await discard(made?.id, receiver);
     }
@@ -502,12 +532,12 @@ export default defineRules((ctx: SuiteContext) => {
         t.assert(schema, `the contract documents no schema for ${type}: webhooks.${type}.post.requestBody.content.application/json.schema`);
         const made = await w4(t);
         const { body } = await sendTest(t, made.id, type);
-        t.equal(body.event_type, type, 'the test answer\'s event_type');
+        t.equal(body.event_type, type, "the test answer's event_type");
         const delivery = await waitDelivery(w4Receiver, body.event_id);
         t.assert(delivery, noDelivery(w4Receiver, body.event_id, DELIVERY_WAIT_MS));
         const e = delivery.json as Json;
         t.assert(delivery.jsonError === undefined, `the body is not JSON (${delivery.jsonError}): ${delivery.text.slice(0, 200)}`);
-        t.equal(e?.type, type, 'the event\'s type');
+        t.equal(e?.type, type, "the event's type");
         const error = ctx.contract.validate(schema, e, 'event');
         t.assert(!error, `${error}\nevent: ${delivery.text.slice(0, 600)}`);
         t.note(`${e.id}: data {${Object.keys(e.data ?? {}).join(', ')}}`);
@@ -544,9 +574,12 @@ export default defineRules((ctx: SuiteContext) => {
       t.assert(got.length >= 1, noDelivery(receiver, eventId, RETRY_WAIT_MS));
       t.assert(got.length >= 2, `the receiver answered 500 to ${eventId} and got no second attempt within ${RETRY_WAIT_MS / 1000} s`);
       const [first, second] = got;
-      t.equal(second.text, first.text, 'the second attempt\'s body against the first');
+      t.equal(second.text, first.text, "the second attempt's body against the first");
       t.assert(second.receivedAt > first.receivedAt, 'the attempts arrived out of order');
-      for (const [n, r] of [[1, first], [2, second]] as const) {
+      for (const [n, r] of [
+        [1, first],
+        [2, second],
+      ] as const) {
         const problem = verifyProblem(made.secret, r);
         t.assert(!problem, `attempt ${n} does not verify under the secret: ${problem}`);
       }
@@ -579,8 +612,14 @@ export default defineRules((ctx: SuiteContext) => {
         t.equal(one.response_status, 500, 'attempt 1 response_status');
         t.assert(typeof one.error_message === 'string' && one.error_message.length > 0, `attempt 1 error_message ${JSON.stringify(one.error_message)}`);
         t.assert(typeof one.completed_at === 'string', `attempt 1 completed_at ${JSON.stringify(one.completed_at)}`);
-        t.assert((testAnswer.delivery_ids as string[]).includes(one.id), `attempt 1 is ${one.id}, not a delivery the test answer named (${testAnswer.delivery_ids})`);
-        t.assert(Date.parse(two.scheduled_at) > Date.parse(one.scheduled_at), `attempt 2 is scheduled at ${two.scheduled_at}, not after attempt 1 (${one.scheduled_at})`);
+        t.assert(
+          (testAnswer.delivery_ids as string[]).includes(one.id),
+          `attempt 1 is ${one.id}, not a delivery the test answer named (${testAnswer.delivery_ids})`,
+        );
+        t.assert(
+          Date.parse(two.scheduled_at) > Date.parse(one.scheduled_at),
+          `attempt 2 is scheduled at ${two.scheduled_at}, not after attempt 1 (${one.scheduled_at})`,
+        );
         t.equal(two.response_status, 500, 'attempt 2 response_status (the receiver answered 500)');
         t.note(show);
         // Not asserted (waiting for it would take minutes): where the next attempt is already

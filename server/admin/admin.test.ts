@@ -29,7 +29,10 @@ function zipOf(entries: Record<string, string>): Promise<Buffer> {
   zip.end();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    zip.outputStream
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
   });
 }
 
@@ -87,7 +90,12 @@ describe.each(backends)('admin API on %s', (backend) => {
   afterAll(() => t?.close());
 
   it('refuses a missing, wrong or non-bearer token with 401 before reading the request', async () => {
-    const attempts: Record<string, string>[] = [{}, { authorization: `Bearer ${ADMIN_TOKEN}x` }, { authorization: ADMIN_TOKEN }, { 'service-api-key': t.apiKey }];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: `Bearer ${ADMIN_TOKEN}x` },
+      { authorization: ADMIN_TOKEN },
+      { 'service-api-key': t.apiKey },
+    ];
     for (const headers of attempts) {
       const res = await fetch(`${t.url}/admin/v1/projects`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: '{not json' });
       expect(res.status).toBe(401);
@@ -137,7 +145,14 @@ describe.each(backends)('admin API on %s', (backend) => {
   });
 
   it('creates, lists, reads, updates and refuses bad projects', async () => {
-    for (const body of [{}, { name: '' }, { name: 'x', max_concurrent_browsers: 0 }, { name: 'x', cost_limit: -1 }, { name: 'x', tier: 'gold' }, { name: 'x', extra: 1 }]) {
+    for (const body of [
+      {},
+      { name: '' },
+      { name: 'x', max_concurrent_browsers: 0 },
+      { name: 'x', cost_limit: -1 },
+      { name: 'x', tier: 'gold' },
+      { name: 'x', extra: 1 },
+    ]) {
       const res = await send(t, 'POST', '/admin/v1/projects', { body });
       expect(res.status, JSON.stringify(body)).toBe(400);
     }
@@ -196,7 +211,8 @@ describe.each(backends)('admin API on %s', (backend) => {
   });
 
   it("puts a project's included credits, cost limit and browser cap in place of the configuration's", async () => {
-    const p = (await send(t, 'POST', '/admin/v1/projects', { body: { name: 'limits', included_credits: 5, cost_limit: 3, max_concurrent_browsers: 1 } })).body.data;
+    const p = (await send(t, 'POST', '/admin/v1/projects', { body: { name: 'limits', included_credits: 5, cost_limit: 3, max_concurrent_browsers: 1 } })).body
+      .data;
     const key = (await send(t, 'POST', `/admin/v1/projects/${p.id}/keys`)).body.data.key;
     const billing = await send(t, 'GET', '/v1/billing', { token: null, key });
     expectValid(isBilling, billing.body);
@@ -256,10 +272,17 @@ describe.each(backends)('admin API on %s', (backend) => {
   it("makes a batch's items past the project's cap wait for one of its browsers to end", async () => {
     const p = (await send(t, 'POST', '/admin/v1/projects', { body: { name: 'batch-cap', max_concurrent_browsers: 1 } })).body.data;
     const key = (await send(t, 'POST', `/admin/v1/projects/${p.id}/keys`)).body.data.key;
-    const as: Requester = { request: (path, init = {}) => fetch(t.url + path, { ...init, headers: { 'service-api-key': key, ...(init.headers as Record<string, string>) } }) };
+    const as: Requester = {
+      request: (path, init = {}) => fetch(t.url + path, { ...init, headers: { 'service-api-key': key, ...(init.headers as Record<string, string>) } }),
+    };
     const batchId = await createBatch(as, { count: 2, configuration: HEADLESS });
     const made = (b: any) => b.sessions.filter((i: any) => i.session_id).map((i: any) => i.session_id as string);
-    const first = made(await until(() => getBatch(as, batchId), (b) => made(b).length === 1));
+    const first = made(
+      await until(
+        () => getBatch(as, batchId),
+        (b) => made(b).length === 1,
+      ),
+    );
     // The server has room (4); the project has not: the second item waits.
     // Negative: it is still waiting after the worker's idle tick (1 s; 200 ms while items wait).
     await new Promise((r) => setTimeout(r, 1_000));

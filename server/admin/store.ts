@@ -60,10 +60,7 @@ export async function updateProject(db: Db, id: string, patch: Partial<ProjectFi
   const columns = (['name', 'tier', 'included_credits', 'cost_limit', 'max_concurrent_browsers'] as const).filter((c) => c in patch);
   if (columns.length === 0) return getProject(db, id);
   const sets = columns.map((c, i) => `${c} = $${i + 2}`).join(', ');
-  const [row] = await db.query<ProjectRow>(`UPDATE projects SET ${sets} WHERE id = $1 RETURNING ${PROJECT_COLUMNS}`, [
-    id,
-    ...columns.map((c) => patch[c]),
-  ]);
+  const [row] = await db.query<ProjectRow>(`UPDATE projects SET ${sets} WHERE id = $1 RETURNING ${PROJECT_COLUMNS}`, [id, ...columns.map((c) => patch[c])]);
   return row;
 }
 
@@ -96,7 +93,9 @@ export async function deleteProject(db: Db, id: string): Promise<DeleteOutcome> 
       `SELECT count(*)::int AS sessions FROM sessions WHERE project_id = $1 AND status IN ('starting', 'running')`,
       [id],
     );
-    const [{ batches }] = await tx.query<{ batches: number }>(`SELECT count(*)::int AS batches FROM batches WHERE project_id = $1 AND status = 'pending'`, [id]);
+    const [{ batches }] = await tx.query<{ batches: number }>(`SELECT count(*)::int AS batches FROM batches WHERE project_id = $1 AND status = 'pending'`, [
+      id,
+    ]);
     if (sessions > 0 || batches > 0) {
       return {
         deleted: false,

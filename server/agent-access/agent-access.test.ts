@@ -20,7 +20,6 @@ function expectValid(validate: ReturnType<typeof schema>, body: unknown) {
   expect(ok, JSON.stringify(validate.errors)).toBe(true);
 }
 
-
 /** Requests without any API key. */
 function client(server: TestServer) {
   return {
@@ -49,8 +48,7 @@ async function expectRefusal(res: Response, status: number, message: RegExp, doc
   return body;
 }
 
-const countKeys = async (server: TestServer) =>
-  (await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM api_keys'))[0].n;
+const countKeys = async (server: TestServer) => (await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM api_keys'))[0].n;
 
 describe.each(backends)('agent access on %s', (backend) => {
   let server: TestServer;

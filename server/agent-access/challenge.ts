@@ -63,7 +63,10 @@ export function newChallenge(): Challenge {
  * and yields undefined (a wrong answer).
  */
 export function normalizeAnswer(answer: string): string | undefined {
-  const s = answer.trim().replace(/\.$/, '').replace(/(?<=\d)[,_ ](?=\d)/g, '');
+  const s = answer
+    .trim()
+    .replace(/\.$/, '')
+    .replace(/(?<=\d)[,_ ](?=\d)/g, '');
   if (!/^[-+]?\d{1,30}$/.test(s)) return undefined;
   return BigInt(s).toString();
 }
@@ -73,8 +76,7 @@ export const newToken = () => `act_${randomBytes(32).toString('base64url')}`;
 export const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** The stored form of the expected answer: without the token it proves nothing. */
-export const hashAnswer = (token: string, canonicalAnswer: string) =>
-  createHmac('sha256', token).update(`${CHALLENGE_TYPE}:${canonicalAnswer}`).digest('hex');
+export const hashAnswer = (token: string, canonicalAnswer: string) => createHmac('sha256', token).update(`${CHALLENGE_TYPE}:${canonicalAnswer}`).digest('hex');
 
 export function answerMatches(token: string, answer: string, storedHash: string): boolean {
   const canonical = normalizeAnswer(answer);
@@ -93,11 +95,9 @@ export function rateKey(ip: string): string {
   if (mapped) return mapped[1];
   const address = ip.split('%')[0];
   if (!isIPv6(address)) return ip;
-  const groups = (part: string) =>
-    part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])); // embedded IPv4: two groups
+  const groups = (part: string) => (part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g]))); // embedded IPv4: two groups
   const [head, tail] = address.split('::');
-  const full =
-    tail === undefined ? groups(head) : [...groups(head), ...Array(8 - groups(head).length - groups(tail).length).fill('0'), ...groups(tail)];
+  const full = tail === undefined ? groups(head) : [...groups(head), ...Array(8 - groups(head).length - groups(tail).length).fill('0'), ...groups(tail)];
   return `${full
     .slice(0, 4)
     .map((g) => parseInt(g, 16).toString(16))

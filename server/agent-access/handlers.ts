@@ -59,9 +59,14 @@ export function agentAccessHandlers({ db, config, log, rateLimits }: AgentAccess
   const limited = async (ctx: PublicContext) => {
     const verdict = await limiter.take(rateKey(ctx.clientIp));
     if (verdict.allowed) return undefined;
-    return fail(429, 'Too many requests; retry after the time in Retry-After', { path: GUIDE, description: 'Wait, then retry.' }, {
-      'Retry-After': String(verdict.retryAfterSeconds),
-    });
+    return fail(
+      429,
+      'Too many requests; retry after the time in Retry-After',
+      { path: GUIDE, description: 'Wait, then retry.' },
+      {
+        'Retry-After': String(verdict.retryAfterSeconds),
+      },
+    );
   };
 
   const guide: Schemas['AgentAccessGuide'] = {
@@ -85,8 +90,7 @@ export function agentAccessHandlers({ db, config, log, rateLimits }: AgentAccess
         step: 2,
         path: GUIDE,
         why:
-          'POST {"token": <token>, "answer": "<answer as a string>"} as JSON to receive api_key. ' +
-          'A wrong answer spends the token: start again at step 1.',
+          'POST {"token": <token>, "answer": "<answer as a string>"} as JSON to receive api_key. ' + 'A wrong answer spends the token: start again at step 1.',
       },
       {
         step: 3,

@@ -19,15 +19,11 @@ export async function insertChallenge(
 
 /** Drops challenges that expired more than a day ago; until then they answer "expired". */
 export async function sweepChallenges(db: Db): Promise<number> {
-  const rows = await db.query(
-    `DELETE FROM agent_access_challenges WHERE expires_at < now() - interval '1 day' RETURNING id`,
-  );
+  const rows = await db.query(`DELETE FROM agent_access_challenges WHERE expires_at < now() - interval '1 day' RETURNING id`);
   return rows.length;
 }
 
-export type Redemption =
-  | { outcome: 'unknown' | 'used' | 'expired' | 'wrong' }
-  | { outcome: 'issued'; projectId: string; apiKey: string; credits: number };
+export type Redemption = { outcome: 'unknown' | 'used' | 'expired' | 'wrong' } | { outcome: 'issued'; projectId: string; apiKey: string; credits: number };
 
 /**
  * Spends the challenge of `tokenHash` (whatever the answer: a token answers once) and, when

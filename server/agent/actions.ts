@@ -15,13 +15,16 @@ const MAX_WAIT_MS = 10_000;
 /** Most characters of text an extract gives back to the model. */
 const MAX_EXTRACT_CHARS = 20_000;
 
-
 const ref = { type: 'string', description: 'The element ref from the page snapshot, e.g. e12' };
 const element = { type: 'string', description: 'What the element is, in a few words (for the record)' };
 const object = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', properties, required, additionalProperties: false });
 
 export const actionTools: ToolSpec[] = [
-  { name: 'navigate', description: 'Load a URL in the current tab.', parameters: object({ url: { type: 'string', description: 'An http or https URL' } }, ['url']) },
+  {
+    name: 'navigate',
+    description: 'Load a URL in the current tab.',
+    parameters: object({ url: { type: 'string', description: 'An http or https URL' } }, ['url']),
+  },
   { name: 'click', description: 'Click an element, by its ref.', parameters: object({ ref, element }, ['ref']) },
   {
     name: 'type',
@@ -31,7 +34,10 @@ export const actionTools: ToolSpec[] = [
   {
     name: 'select',
     description: 'Select options of a select element (or listbox), by its ref.',
-    parameters: object({ ref, element, values: { type: 'array', items: { type: 'string' }, minItems: 1, description: 'Values or labels of the options' } }, ['ref', 'values']),
+    parameters: object({ ref, element, values: { type: 'array', items: { type: 'string' }, minItems: 1, description: 'Values or labels of the options' } }, [
+      'ref',
+      'values',
+    ]),
   },
   {
     name: 'scroll',
@@ -45,7 +51,7 @@ export const actionTools: ToolSpec[] = [
   },
   {
     name: 'extract',
-    description: "Read the visible text of an element (with ref) or of the whole page, to find what the task asks for.",
+    description: 'Read the visible text of an element (with ref) or of the whole page, to find what the task asks for.',
     parameters: object({ ref, element }, []),
   },
 ];
@@ -81,10 +87,14 @@ export async function perform(name: BrowserAction, args: Record<string, unknown>
     const locator = locateRef(page, str(args.ref, 'ref'));
     if (c.highlight) {
       await locator
-        .evaluate((el: HTMLElement) => {
-          el.style.outline = '3px solid #ff00ff';
-          el.style.outlineOffset = '2px';
-        }, undefined, { timeout: ACTION_TIMEOUT_MS })
+        .evaluate(
+          (el: HTMLElement) => {
+            el.style.outline = '3px solid #ff00ff';
+            el.style.outlineOffset = '2px';
+          },
+          undefined,
+          { timeout: ACTION_TIMEOUT_MS },
+        )
         .catch(() => {});
     }
     return locator;
@@ -130,7 +140,10 @@ export async function perform(name: BrowserAction, args: Record<string, unknown>
       return `Waited ${seconds} s.`;
     }
     case 'extract': {
-      const text = typeof args.ref === 'string' ? await (await target()).innerText({ timeout: ACTION_TIMEOUT_MS }) : await page.locator('body').innerText({ timeout: ACTION_TIMEOUT_MS });
+      const text =
+        typeof args.ref === 'string'
+          ? await (await target()).innerText({ timeout: ACTION_TIMEOUT_MS })
+          : await page.locator('body').innerText({ timeout: ACTION_TIMEOUT_MS });
       const redacted = redactSecrets(text, c.secrets);
       return redacted.length > MAX_EXTRACT_CHARS ? `${redacted.slice(0, MAX_EXTRACT_CHARS)}\n[… cut at ${MAX_EXTRACT_CHARS} characters]` : redacted;
     }
@@ -163,21 +176,24 @@ export function redactSecrets(text: string, secrets: Record<string, string>): st
  */
 export async function showStep(page: Page, text: string): Promise<void> {
   await page
-    .evaluate((caption: string) => {
-      const w = window as unknown as { __agentStep?: HTMLElement };
-      let box = w.__agentStep;
-      if (!box || !box.isConnected) {
-        const host = document.createElement('div');
-        host.setAttribute('aria-hidden', 'true');
-        host.style.cssText = 'all:initial;position:fixed;left:8px;bottom:8px;z-index:2147483647;pointer-events:none';
-        box = document.createElement('div');
-        box.style.cssText =
-          'max-width:60vw;padding:6px 10px;border-radius:6px;background:rgba(20,20,20,.85);color:#fff;font:13px/1.4 system-ui,sans-serif;white-space:pre-wrap';
-        host.attachShadow({ mode: 'closed' }).appendChild(box);
-        (document.body ?? document.documentElement).appendChild(host);
-        w.__agentStep = box;
-      }
-      box.textContent = caption;
-    }, text.length > 200 ? `${text.slice(0, 199)}…` : text)
+    .evaluate(
+      (caption: string) => {
+        const w = window as unknown as { __agentStep?: HTMLElement };
+        let box = w.__agentStep;
+        if (!box || !box.isConnected) {
+          const host = document.createElement('div');
+          host.setAttribute('aria-hidden', 'true');
+          host.style.cssText = 'all:initial;position:fixed;left:8px;bottom:8px;z-index:2147483647;pointer-events:none';
+          box = document.createElement('div');
+          box.style.cssText =
+            'max-width:60vw;padding:6px 10px;border-radius:6px;background:rgba(20,20,20,.85);color:#fff;font:13px/1.4 system-ui,sans-serif;white-space:pre-wrap';
+          host.attachShadow({ mode: 'closed' }).appendChild(box);
+          (document.body ?? document.documentElement).appendChild(host);
+          w.__agentStep = box;
+        }
+        box.textContent = caption;
+      },
+      text.length > 200 ? `${text.slice(0, 199)}…` : text,
+    )
     .catch(() => {});
 }

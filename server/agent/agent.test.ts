@@ -25,7 +25,14 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
     server = await startTestServer({
       backend,
       logs,
-      env: { LLM_PROVIDER: 'openai', LLM_BASE_URL: model.baseUrl('openai'), LLM_API_KEY: KEY, LLM_MODEL: 'gpt-test', PRICE_PER_AGENT_STEP: '0.5', LOG_LEVEL: 'debug' },
+      env: {
+        LLM_PROVIDER: 'openai',
+        LLM_BASE_URL: model.baseUrl('openai'),
+        LLM_API_KEY: KEY,
+        LLM_MODEL: 'gpt-test',
+        PRICE_PER_AGENT_STEP: '0.5',
+        LOG_LEVEL: 'debug',
+      },
     });
   });
   afterAll(async () => {
@@ -113,7 +120,10 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
     // The last step is on screen, for the live view and the recording.
     const watcher = await chromium.connectOverCDP(s.cdp_url);
     try {
-      const onScreen = await watcher.contexts()[0]!.pages()[0]!.evaluate(() => (window as any).__agentStep?.textContent);
+      const onScreen = await watcher
+        .contexts()[0]!
+        .pages()[0]!
+        .evaluate(() => (window as any).__agentStep?.textContent);
       expect(onScreen).toMatch(/^Agent step 6: click \w+: Clicked\.$/);
     } finally {
       await watcher.close();
@@ -132,7 +142,12 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
       properties: {
         products: {
           type: 'array',
-          items: { type: 'object', required: ['name', 'price', 'in_stock'], additionalProperties: false, properties: { name: { type: 'string' }, price: { type: 'number' }, in_stock: { type: 'boolean' } } },
+          items: {
+            type: 'object',
+            required: ['name', 'price', 'in_stock'],
+            additionalProperties: false,
+            properties: { name: { type: 'string' }, price: { type: 'number' }, in_stock: { type: 'boolean' } },
+          },
         },
       },
     };
@@ -180,18 +195,32 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
       expect(res.status).toBe(200);
       return ((await res.json()) as any).data;
     };
-    const running = await eventually(async () => {
-      const d = await status();
-      return d.status === 'RUNNING' && d.steps?.length === 1 ? d : undefined;
-    }, 10_000, 'a running status with one step');
+    const running = await eventually(
+      async () => {
+        const d = await status();
+        return d.status === 'RUNNING' && d.steps?.length === 1 ? d : undefined;
+      },
+      10_000,
+      'a running status with one step',
+    );
     expect(running.steps[0]).toMatchObject({ action: 'navigate', target: site.url('/table'), ok: true });
     // One agent at a time in a session.
-    expect(await perform({ prompt: 'Something else' }, s.id)).toEqual({ status: 409, body: { error: { code: 409, message: 'A web task is already running in this session' } } });
-    const done = await eventually(async () => {
-      const d = await status();
-      return d.status !== 'RUNNING' ? d : undefined;
-    }, 15_000, 'the end');
-    expect(done).toEqual({ status: 'COMPLETED', result: { result: 'three products', session_id: s.id, steps: [expect.objectContaining({ action: 'navigate' })] } });
+    expect(await perform({ prompt: 'Something else' }, s.id)).toEqual({
+      status: 409,
+      body: { error: { code: 409, message: 'A web task is already running in this session' } },
+    });
+    const done = await eventually(
+      async () => {
+        const d = await status();
+        return d.status !== 'RUNNING' ? d : undefined;
+      },
+      15_000,
+      'the end',
+    );
+    expect(done).toEqual({
+      status: 'COMPLETED',
+      result: { result: 'three products', session_id: s.id, steps: [expect.objectContaining({ action: 'navigate' })] },
+    });
     expect((await server.request('/v1/tools/perform-web-task/perform-web-task-nope/status')).status).toBe(404);
     await endSession(server, s.id);
   });
@@ -200,7 +229,11 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
     const [{ project_id }] = await server.db.query<{ project_id: string }>('SELECT project_id FROM api_keys LIMIT 1');
     const id = 'perform-web-task-lost';
     const steps = [{ action: 'navigate', target: 'https://example.com/', outcome: 'Loaded https://example.com/ (HTTP 200).', ok: true, duration_ms: 120 }];
-    await server.db.query(`INSERT INTO web_tasks (id, project_id, status, steps, deadline) VALUES ($1, $2, 'RUNNING', $3, now() - interval '1 hour')`, [id, project_id, JSON.stringify(steps)]);
+    await server.db.query(`INSERT INTO web_tasks (id, project_id, status, steps, deadline) VALUES ($1, $2, 'RUNNING', $3, now() - interval '1 hour')`, [
+      id,
+      project_id,
+      JSON.stringify(steps),
+    ]);
     const res = await server.request(`/v1/tools/perform-web-task/${id}/status`);
     expect(await res.json()).toEqual({ data: { status: 'FAILED', error: 'The web task was interrupted: its server stopped before it finished', steps } });
     const [row] = await server.db.query<{ status: string }>('SELECT status FROM web_tasks WHERE id = $1', [id]);
@@ -209,7 +242,11 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
 
   it('the step budget, the time limit, a failing model and a model that gives up end the task with a clear error', async () => {
     const s = await createSession(server, HEADLESS);
-    model.script([{ toolCalls: [call('scroll', { direction: 'down' })] }, { toolCalls: [call('scroll', { direction: 'down' })] }, { toolCalls: [call('scroll', { direction: 'up' })] }]);
+    model.script([
+      { toolCalls: [call('scroll', { direction: 'down' })] },
+      { toolCalls: [call('scroll', { direction: 'down' })] },
+      { toolCalls: [call('scroll', { direction: 'up' })] },
+    ]);
     const budget = await perform({ prompt: 'Scroll forever', url: site.url('/table'), max_steps: 2 }, s.id);
     expect(budget).toEqual({ status: 422, body: { error: { code: 422, message: 'Maximum number of steps exceeded' } } });
 
@@ -281,10 +318,14 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
     expect(model.received.length).toBe(from);
     expect((await server.request(`/v1/sessions/${s.id}/agent/resume`, { method: 'POST' })).status).toBe(200);
 
-    const pending = await eventually(async () => {
-      const list = ((await (await server.request(`/v1/sessions/${s.id}/agent/requested-human-intervention`)).json()) as any).data.requests;
-      return list.length === 1 ? list[0] : undefined;
-    }, 15_000, 'the agent to ask');
+    const pending = await eventually(
+      async () => {
+        const list = ((await (await server.request(`/v1/sessions/${s.id}/agent/requested-human-intervention`)).json()) as any).data.requests;
+        return list.length === 1 ? list[0] : undefined;
+      },
+      15_000,
+      'the agent to ask',
+    );
     expect(pending).toMatchObject({ message: 'Buy the 3 products for 59.90 EUR?', input_type: 'confirm' });
     const answered = await server.request(`/v1/sessions/${s.id}/agent/respond-to-human-intervention`, {
       method: 'POST',
@@ -292,10 +333,14 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
       body: JSON.stringify({ requestId: pending.request_id, response: 'yes' }),
     });
     expect(answered.status).toBe(200);
-    const done = await eventually(async () => {
-      const d = await status();
-      return d.status !== 'RUNNING' ? d : undefined;
-    }, 20_000, 'the end');
+    const done = await eventually(
+      async () => {
+        const d = await status();
+        return d.status !== 'RUNNING' ? d : undefined;
+      },
+      20_000,
+      'the end',
+    );
     expect(done).toMatchObject({ status: 'COMPLETED', result: { result: 'bought' } });
     // The model was told the answer after asking.
     expect(lastToolResults(model.received[from + 1]!.body)).toContain('The person answered: yes');
@@ -324,7 +369,9 @@ describe('perform-web-task, Anthropic protocol, a text-only model', () => {
   beforeAll(async () => {
     site = await startTestSite();
     model = await startScriptedModel();
-    server = await startTestServer({ env: { LLM_PROVIDER: 'anthropic', LLM_BASE_URL: model.baseUrl('anthropic'), LLM_MODEL: 'claude-test', LLM_IMAGES: 'false' } });
+    server = await startTestServer({
+      env: { LLM_PROVIDER: 'anthropic', LLM_BASE_URL: model.baseUrl('anthropic'), LLM_MODEL: 'claude-test', LLM_IMAGES: 'false' },
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -348,7 +395,9 @@ describe('perform-web-task, Anthropic protocol, a text-only model', () => {
         const seen = lastObservation(body);
         const fresh = refOf(seen, 'button', 'Buy');
         expect(fresh).not.toBe(stale);
-        expect(lastToolResults(body).at(-1)).toBe(`Failed: Element ref ${stale} is not on the page (it changed since the snapshot): use the refs of the latest snapshot`);
+        expect(lastToolResults(body).at(-1)).toBe(
+          `Failed: Element ref ${stale} is not on the page (it changed since the snapshot): use the refs of the latest snapshot`,
+        );
         return { toolCalls: [call('click', { ref: fresh, element: 'Buy' })] };
       },
       (body) => {
@@ -395,10 +444,16 @@ describe('perform-web-task without a model', () => {
 describe('perform-web-task where private networks are refused', () => {
   it('a start URL on a private or loopback address answers 403 before any session or model is involved', async () => {
     const model = await startScriptedModel();
-    const server = await startTestServer({ env: { ALLOW_PRIVATE_NETWORKS: 'false', LLM_PROVIDER: 'openai', LLM_BASE_URL: model.baseUrl('openai'), LLM_MODEL: 'm' } });
+    const server = await startTestServer({
+      env: { ALLOW_PRIVATE_NETWORKS: 'false', LLM_PROVIDER: 'openai', LLM_BASE_URL: model.baseUrl('openai'), LLM_MODEL: 'm' },
+    });
     try {
       for (const url of ['http://127.0.0.1:8080/admin', 'http://10.1.2.3/', 'http://[::1]/']) {
-        const res = await server.request('/v1/tools/perform-web-task', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', url }) });
+        const res = await server.request('/v1/tools/perform-web-task', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ prompt: 'x', url }),
+        });
         expect(res.status, url).toBe(403);
         expect(((await res.json()) as any).error.message).toMatch(/private|loopback/i);
       }

@@ -5,8 +5,7 @@ import addFormatsModule from 'ajv-formats';
 
 // ajv-formats is CommonJS; under NodeNext its default export may arrive wrapped.
 type AddFormats = (ajv: Ajv2020) => unknown;
-const addFormats: AddFormats =
-  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
+const addFormats: AddFormats = (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
 
 export interface AnswerSchema {
   /** The schema as given, for the model's finish tool. */

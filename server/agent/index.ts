@@ -9,7 +9,13 @@ import type { Db } from '../store/db.js';
 import { agentHandlers, type AgentHandlers } from './handlers.js';
 import { WebTaskRunner } from './runner.js';
 
-export function agent(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; interventions: Interventions }): Capability<keyof AgentHandlers> {
+export function agent(d: {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  sessions: SessionManager;
+  interventions: Interventions;
+}): Capability<keyof AgentHandlers> {
   const log = d.log.child({ capability: 'agent' });
   const runner = new WebTaskRunner({ ...d, log });
   const { handlers, settled } = agentHandlers({ db: d.db, config: d.config, log, runner });

@@ -125,7 +125,13 @@ async function act(n: number, name: BrowserAction, args: Record<string, unknown>
     ok = false;
     outcome = `Failed: ${firstLine(err)}`;
   }
-  const step: StepRecord = { action: name, ...(target !== undefined ? { target } : {}), outcome: redactSecrets(outcome, r.secrets), ok, duration_ms: Math.round(performance.now() - started) };
+  const step: StepRecord = {
+    action: name,
+    ...(target !== undefined ? { target } : {}),
+    outcome: redactSecrets(outcome, r.secrets),
+    ok,
+    duration_ms: Math.round(performance.now() - started),
+  };
   await showStep(r.page(), `Agent step ${n}: ${name}${step.target ? ` ${redactSecrets(step.target, r.secrets)}` : ''}: ${step.outcome.split('\n')[0]}`);
   return step;
 }
@@ -135,7 +141,9 @@ function firstLine(err: unknown): string {
   if (err instanceof ActionError) return err.message;
   const ref = missingRef(err);
   if (ref) return `Element ref ${ref} is not on the page (it changed since the snapshot): use the refs of the latest snapshot`;
-  return String((err as Error)?.message ?? err).split('\n')[0].replace(/^\w+\.\w+: /, '');
+  return String((err as Error)?.message ?? err)
+    .split('\n')[0]
+    .replace(/^\w+\.\w+: /, '');
 }
 
 async function observe(page: Page, note: string, images: boolean, secrets: Record<string, string>, used: number, max: number): Promise<Content[]> {
@@ -149,16 +157,7 @@ async function observe(page: Page, note: string, images: boolean, secrets: Recor
   }
   if (snapshot.length > MAX_SNAPSHOT_CHARS) snapshot = `${snapshot.slice(0, MAX_SNAPSHOT_CHARS)}\n[… cut]`;
   const title = await page.title().catch(() => '');
-  const text = [
-    note,
-    `Steps used: ${used} of ${max}.`,
-    `Page URL: ${page.url()}`,
-    `Page title: ${title}`,
-    'Page snapshot:',
-    '```yaml',
-    snapshot,
-    '```',
-  ]
+  const text = [note, `Steps used: ${used} of ${max}.`, `Page URL: ${page.url()}`, `Page title: ${title}`, 'Page snapshot:', '```yaml', snapshot, '```']
     .filter(Boolean)
     .join('\n');
   // The URL holds what a form sent, the snapshot what fields hold: both may show a secret.
@@ -202,7 +201,9 @@ function systemPrompt(r: WebTaskRun): string {
     'Each turn you get the current page: its URL, title and accessibility snapshot, where each element you can act on has a ref like [ref=e12].',
     'Act with the tools (navigate, click, type, select, scroll, wait, extract), naming elements by their ref in the latest snapshot; refs of older snapshots no longer work.',
     `You may take at most ${r.maxSteps} actions.`,
-    'When the task is done, call finish with the answer' + (r.answerSchema ? ', conforming to this JSON Schema: ' + JSON.stringify(r.answerSchema.schema) : '') + '.',
+    'When the task is done, call finish with the answer' +
+      (r.answerSchema ? ', conforming to this JSON Schema: ' + JSON.stringify(r.answerSchema.schema) : '') +
+      '.',
     'If the task cannot be done, call give_up with the reason.',
     ...(names.length ? [`Secrets you may type, by name, written {{name}} in the text of type: ${names.join(', ')}. You never see their values.`] : []),
   ].join('\n');

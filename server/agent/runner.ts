@@ -59,9 +59,7 @@ export class WebTaskRunner {
   private readonly running = new Map<string, { sessionId?: string; abort: AbortController }>();
   private readonly relay = new CdpRelay();
 
-  constructor(
-    private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; interventions: Interventions },
-  ) {}
+  constructor(private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; interventions: Interventions }) {}
 
   /** Refuses a URL the server may not load for users. Throws StartError (403/400). */
   async checkStartUrl(url: string): Promise<void> {
@@ -120,7 +118,10 @@ export class WebTaskRunner {
         // POST .../agent/pause holds the agent before its next model call and action.
         whilePaused: () => this.d.interventions.whilePaused(session.id, abort.signal),
         ...(spec.humanIntervention
-          ? { askHuman: (message: string, inputType: InputType) => this.d.interventions.ask({ id: session.id, projectId: spec.projectId }, { message, inputType, signal: abort.signal }) }
+          ? {
+              askHuman: (message: string, inputType: InputType) =>
+                this.d.interventions.ask({ id: session.id, projectId: spec.projectId }, { message, inputType, signal: abort.signal }),
+            }
           : {}),
         checkUrl: async (url) => {
           try {
@@ -144,7 +145,10 @@ export class WebTaskRunner {
       clearInterval(keepAlive);
       this.running.delete(id);
       await browser?.close().catch(() => {});
-      if (temporary) await this.d.sessions.end(temporary, 'completed', 'api').catch((err) => this.d.log.error({ err, sessionId: temporary }, 'could not end a web task session'));
+      if (temporary)
+        await this.d.sessions
+          .end(temporary, 'completed', 'api')
+          .catch((err) => this.d.log.error({ err, sessionId: temporary }, 'could not end a web task session'));
       await this.charge(spec.projectId, steps.length);
     }
   }

@@ -6,7 +6,10 @@ export function lastObservation(body: any): string {
   const users = (body.messages as any[]).filter((m) => m.role === 'user');
   const content = users.at(-1)?.content;
   if (typeof content === 'string') return content;
-  return (content as any[]).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+  return (content as any[])
+    .filter((c) => c.type === 'text')
+    .map((c) => c.text)
+    .join('\n');
 }
 
 /** Whether the last user turn carried an image, in either protocol. */

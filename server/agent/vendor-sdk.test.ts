@@ -33,7 +33,10 @@ describe('the vendor SDK on perform-web-task', () => {
   it('tools.performWebTask in a session, sync then async with tools.getPerformWebTaskStatus', async () => {
     const s = await client.sessions.create(HEADLESS);
     const id = s.data!.id!;
-    model.script([{ toolCalls: [{ name: 'navigate', arguments: { url: site.url('/table') } }] }, { toolCalls: [{ name: 'finish', arguments: { answer: { count: 3 } } }] }]);
+    model.script([
+      { toolCalls: [{ name: 'navigate', arguments: { url: site.url('/table') } }] },
+      { toolCalls: [{ name: 'finish', arguments: { answer: { count: 3 } } }] },
+    ]);
     const sync = await client.tools.performWebTask({
       sessionId: id,
       prompt: 'How many products are listed?',
@@ -47,10 +50,14 @@ describe('the vendor SDK on perform-web-task', () => {
       data: { status: string; workflow_id: string };
     };
     expect(started.data.status).toBe('running');
-    const done = await eventually(async () => {
-      const st = await client.tools.getPerformWebTaskStatus(started.data.workflow_id);
-      return st.data.status === 'RUNNING' ? undefined : st;
-    }, 15_000, 'the async task to end');
+    const done = await eventually(
+      async () => {
+        const st = await client.tools.getPerformWebTaskStatus(started.data.workflow_id);
+        return st.data.status === 'RUNNING' ? undefined : st;
+      },
+      15_000,
+      'the async task to end',
+    );
     expect(done!.data).toMatchObject({ status: 'COMPLETED', result: { result: 'Products', session_id: id } });
     await client.sessions.delete(id);
   });

@@ -43,11 +43,7 @@ export async function createProject(
   const projectId = randomUUID();
   const apiKeyId = newId('key');
   await db.transaction(async (tx) => {
-    await tx.query('INSERT INTO projects (id, name, gift_credits) VALUES ($1, $2, $3)', [
-      projectId,
-      options.name,
-      options.giftCredits ?? 0,
-    ]);
+    await tx.query('INSERT INTO projects (id, name, gift_credits) VALUES ($1, $2, $3)', [projectId, options.name, options.giftCredits ?? 0]);
     await tx.query('INSERT INTO api_keys (id, project_id, key_hash, prefix, source) VALUES ($1, $2, $3, $4, $5)', [
       apiKeyId,
       projectId,

@@ -20,5 +20,7 @@ export function apiKeyOf(header: (name: string) => string | null | undefined): {
 
 /** The 401 message for a request without a usable key: which header was read, or where to send one. */
 export function apiKeyRefusal(given: { header: ApiKeyHeader } | undefined, orElse = ''): string {
-  return given ? `Invalid API key (read from the ${given.header} header)` : `Missing API key: send it in the service-api-key header (anchor-api-key is read too)${orElse}`;
+  return given
+    ? `Invalid API key (read from the ${given.header} header)`
+    : `Missing API key: send it in the service-api-key header (anchor-api-key is read too)${orElse}`;
 }

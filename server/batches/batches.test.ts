@@ -66,12 +66,25 @@ describe.each(backends)('batch sessions on %s', (backend) => {
 
     const done = await batchEnd(t, id);
     expectValid('BatchDetail', { data: done });
-    expect(done).toMatchObject({ status: 'completed', total_requests: 3, completed_requests: 3, failed_requests: 0, pending_requests: 0, progress: 100, metadata: { job: 'b3' } });
+    expect(done).toMatchObject({
+      status: 'completed',
+      total_requests: 3,
+      completed_requests: 3,
+      failed_requests: 0,
+      pending_requests: 0,
+      progress: 100,
+      metadata: { job: 'b3' },
+    });
     expect(Date.parse(done.completed_at)).not.toBeNaN();
     const ids = done.sessions.map((s: any) => s.session_id);
     expect(new Set(ids).size).toBe(3);
     for (const item of done.sessions) {
-      expect(item).toMatchObject({ status: 'completed', error: null, cdp_url: expect.stringMatching(/^ws:\/\//), live_view_url: expect.stringMatching(/^http/) });
+      expect(item).toMatchObject({
+        status: 'completed',
+        error: null,
+        cdp_url: expect.stringMatching(/^ws:\/\//),
+        live_view_url: expect.stringMatching(/^http/),
+      });
       // The session runs, and carries the batch's id.
       const s = await call(t, 'GET', `/v1/sessions/${item.session_id}`);
       expect(s.body.data.status).toBe('running');

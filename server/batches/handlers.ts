@@ -57,7 +57,7 @@ export function batchHandlers({ db, config, log, sessions, worker }: BatchHandle
       session_id: made ? i.session_id : null,
       cdp_url: made && i.cdp_token ? sessions.cdpUrl(i.session_id!, i.cdp_token) : null,
       live_view_url: made && i.live_view_token ? sessions.liveViewUrl(i.session_id!, i.live_view_token) : null,
-      error: i.status === 'failed' ? i.error ?? 'The session could not be created' : null,
+      error: i.status === 'failed' ? (i.error ?? 'The session could not be created') : null,
     };
   };
 

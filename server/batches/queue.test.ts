@@ -55,7 +55,10 @@ describe.each(backends)('batch sessions on %s', (backend) => {
     expect((await getBatch(t, id)).pending_requests).toBe(2);
     // Freed capacity goes to the first waiting item; the second then waits for its deadline.
     await call(t, 'DELETE', `/v1/sessions/${busy.body.data.id}`);
-    const one = await until(() => getBatch(t, id), (b) => b.completed_requests === 1);
+    const one = await until(
+      () => getBatch(t, id),
+      (b) => b.completed_requests === 1,
+    );
     expect(one.sessions[0].status).toBe('completed');
     expect(one.sessions[1].status).toBe('pending');
     expect(one.status).toBe('pending');

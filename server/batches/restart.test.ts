@@ -48,7 +48,11 @@ async function startChild(env: Record<string, string>, base: string): Promise<Ch
     }
   });
   await until(
-    () => fetch(`${base}/healthz`).then((r) => r.ok, () => false),
+    () =>
+      fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ),
     (up) => {
       if (proc.exitCode !== null) throw new Error(`server exited: ${stderr}`);
       return up;
@@ -109,7 +113,10 @@ async function scenario(databaseUrl: string | undefined) {
     DATABASE_URL: databaseUrl ?? '',
   };
   const open = () => openDb(databaseUrl ? { databaseUrl } : { dataDir });
-  const api = { request: (path: string, init: RequestInit = {}) => fetch(base + path, { ...init, headers: { 'service-api-key': apiKey, ...(init.headers as Record<string, string>) } }) };
+  const api = {
+    request: (path: string, init: RequestInit = {}) =>
+      fetch(base + path, { ...init, headers: { 'service-api-key': apiKey, ...(init.headers as Record<string, string>) } }),
+  };
 
   // First run: item 0 starts; item 1's session is starting (its page is held) at the kill.
   const first = await startChild(env, base);
@@ -143,10 +150,11 @@ async function scenario(databaseUrl: string | undefined) {
   const ghost = randomUUID();
   await db.transaction(async (tx) => {
     await tx.query(`UPDATE batches SET next_index = 3 WHERE id = $1`, [batchId]);
-    await tx.query(
-      `INSERT INTO batch_items (batch_id, item_index, status, session_id, claimed_by, claimed_at) VALUES ($1, 2, 'provisioning', $2, $3, now())`,
-      [batchId, ghost, left[1].claimed_by],
-    );
+    await tx.query(`INSERT INTO batch_items (batch_id, item_index, status, session_id, claimed_by, claimed_at) VALUES ($1, 2, 'provisioning', $2, $3, now())`, [
+      batchId,
+      ghost,
+      left[1].claimed_by,
+    ]);
   });
   await db.close();
 
@@ -175,5 +183,7 @@ async function scenario(databaseUrl: string | undefined) {
   const after = await open();
   const events = await after.query<{ type: string; data: any }>(`SELECT type, data FROM events WHERE type LIKE 'batch.%'`);
   await after.close();
-  expect(events).toEqual([{ type: 'batch.completed', data: { batch_id: batchId, total_requests: 3, completed_requests: 2, failed_requests: 1, status: 'completed' } }]);
+  expect(events).toEqual([
+    { type: 'batch.completed', data: { batch_id: batchId, total_requests: 3, completed_requests: 2, failed_requests: 1, status: 'completed' } },
+  ]);
 }

@@ -118,10 +118,7 @@ export async function listBatches(
 /** Cancels a pending batch: its waiting items are cancelled; items being provisioned finish. */
 export async function cancelBatch(db: Db, projectId: string, id: string): Promise<BatchRow | 'not_found' | 'not_pending'> {
   return db.transaction(async (tx) => {
-    const [batch] = await tx.query<{ status: BatchStatus }>('SELECT status FROM batches WHERE project_id = $1 AND id = $2 FOR UPDATE', [
-      projectId,
-      id,
-    ]);
+    const [batch] = await tx.query<{ status: BatchStatus }>('SELECT status FROM batches WHERE project_id = $1 AND id = $2 FOR UPDATE', [projectId, id]);
     if (!batch) return 'not_found';
     if (batch.status !== 'pending') return 'not_pending';
     const requeued = await tx.query(

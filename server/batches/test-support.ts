@@ -14,7 +14,13 @@ export interface Requester {
 export const HEADLESS = { browser: { headless: { active: true } } } as const;
 
 /** A request answering its status and parsed JSON body. */
-export async function call(server: Requester, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+export async function call(
+  server: Requester,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
   const res = await server.request(path, {
     method,
     headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
@@ -55,7 +61,11 @@ export async function getBatch(server: Requester, id: string): Promise<any> {
 
 /** Waits until the batch has left `pending`; answers its detail. */
 export function batchEnd(server: Requester, id: string, timeoutMs = 45_000): Promise<any> {
-  return until(() => getBatch(server, id), (b) => b.status !== 'pending', timeoutMs);
+  return until(
+    () => getBatch(server, id),
+    (b) => b.status !== 'pending',
+    timeoutMs,
+  );
 }
 
 type BatchSchema = 'BatchCreated' | 'BatchDetail' | 'BatchList' | 'BatchCancelled' | 'EventBatchCompletedData' | 'EventBatchFailedData';

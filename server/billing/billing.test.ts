@@ -57,7 +57,10 @@ describe.each(backends)('billing on %s', (backend) => {
   let t: TestServer;
   let projectId: string;
   beforeAll(async () => {
-    t = await startTestServer({ backend, env: { INCLUDED_CREDITS: '500', MAX_CONCURRENT_BROWSERS: '3', PRICE_PER_BROWSER_MINUTE: '6', PRICE_PER_SCREENSHOT: '0.25' } });
+    t = await startTestServer({
+      backend,
+      env: { INCLUDED_CREDITS: '500', MAX_CONCURRENT_BROWSERS: '3', PRICE_PER_BROWSER_MINUTE: '6', PRICE_PER_SCREENSHOT: '0.25' },
+    });
     projectId = (await t.db.query<{ project_id: string }>('SELECT project_id FROM api_keys LIMIT 1'))[0].project_id;
   });
   afterAll(() => t?.close());
@@ -82,7 +85,12 @@ describe.each(backends)('billing on %s', (backend) => {
     expect(res.body.data).not.toHaveProperty('usage');
     for (const q of ['granularity=week', `from_date=${new Date(Date.now() - 86_400_000).toISOString()}`, `to_date=${now.toISOString()}`]) {
       const { body } = await usage(t, q);
-      expect(body.data.usage, q).toMatchObject({ granularity: expect.any(String), from_date: expect.any(String), to_date: expect.any(String), buckets: expect.any(Array) });
+      expect(body.data.usage, q).toMatchObject({
+        granularity: expect.any(String),
+        from_date: expect.any(String),
+        to_date: expect.any(String),
+        buckets: expect.any(Array),
+      });
     }
     // Defaults: 30 days before now, to now, by day.
     const { body } = await usage(t, 'granularity=day');
@@ -219,7 +227,12 @@ describe.each(backends)('billing on %s', (backend) => {
     const browser = await chromium.connectOverCDP(created.body.data.cdp_url);
     const cdp = await browser.newBrowserCDPSession();
     await cdp.send('Browser.close').catch(() => {});
-    const ended = await until(() => call(t, 'GET', `/v1/sessions/${id}`), (r) => ['completed', 'failed'].includes(r.body.data.status), 30_000, 250);
+    const ended = await until(
+      () => call(t, 'GET', `/v1/sessions/${id}`),
+      (r) => ['completed', 'failed'].includes(r.body.data.status),
+      30_000,
+      250,
+    );
     const { credits_used: credits, duration } = ended.body.data;
     expect(credits).toBeGreaterThan(0.1);
     expect(Math.abs(credits - (duration * 6) / 60)).toBeLessThan(0.2);
@@ -278,4 +291,3 @@ describe('402 and the agent-access tier', () => {
     }
   });
 });
-

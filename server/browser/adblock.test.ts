@@ -23,7 +23,7 @@ const rulesets = (manifest.declarative_net_request.rule_resources as { id: strin
 }));
 
 describe('the ad-block extension', () => {
-  it("has the id Chromium derives from its manifest key (computed apart: SHA-256 of the key, a–p)", () => {
+  it('has the id Chromium derives from its manifest key (computed apart: SHA-256 of the key, a–p)', () => {
     expect(ADBLOCK.id).toBe('mnbloadcjobnmkoeahigaedimlppjllf');
     expect(manifest.manifest_version).toBe(3);
     expect(manifest.permissions).toEqual(['declarativeNetRequest']);

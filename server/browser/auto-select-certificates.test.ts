@@ -9,7 +9,12 @@ describe('auto-select certificate preferences', () => {
     const prefs = {
       profile: {
         exit_type: 'Normal',
-        content_settings: { exceptions: { cookies: { 'https://a.example:443,*': { setting: 1 } }, auto_select_certificate: { 'https://old.example:443,*': { setting: { filters: [{}] } } } } },
+        content_settings: {
+          exceptions: {
+            cookies: { 'https://a.example:443,*': { setting: 1 } },
+            auto_select_certificate: { 'https://old.example:443,*': { setting: { filters: [{}] } } },
+          },
+        },
       },
     };
     const a = { SUBJECT: { CN: 'one' }, ISSUER: { CN: 'ca', O: 'Partner' } };

@@ -120,9 +120,7 @@ export interface PageTarget {
 
 export async function listPages(cdp: CdpClient): Promise<PageTarget[]> {
   const { targetInfos } = await cdp.send<{ targetInfos: (PageTarget & { type: string })[] }>('Target.getTargets');
-  return targetInfos
-    .filter((t) => t.type === 'page')
-    .map(({ targetId, url, title, attached }) => ({ targetId, url, title, attached }));
+  return targetInfos.filter((t) => t.type === 'page').map(({ targetId, url, title, attached }) => ({ targetId, url, title, attached }));
 }
 
 /** Navigates a page target and waits for its load event, up to timeoutMs. */

@@ -106,11 +106,14 @@ let cdpUrl: string;
 
 beforeAll(async () => {
   browsersDir = tempBrowsersDir();
-  browser = await launchBrowser({ ...DEFAULT_LAUNCH_OPTIONS, headless: true, viewport: { width: 1280, height: 720 } }, {
-    chromiumPath,
-    rootDir: join(browsersDir, 's1'),
-    log,
-  });
+  browser = await launchBrowser(
+    { ...DEFAULT_LAUNCH_OPTIONS, headless: true, viewport: { width: 1280, height: 720 } },
+    {
+      chromiumPath,
+      rootDir: join(browsersDir, 's1'),
+      log,
+    },
+  );
   hosted = await host({ s1: { token: 'good-token', wsEndpoint: browser.wsEndpoint } });
   cdpUrl = `${hosted.base}/v1/cdp/s1?token=good-token`;
 });

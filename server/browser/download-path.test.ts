@@ -12,9 +12,15 @@ const pinned = (message: unknown) => {
 describe('pinDownloadPath', () => {
   it("points Playwright's and Puppeteer's download behaviors at the root, keeping what they allow", () => {
     expect(
-      pinned({ id: 7, method: 'Browser.setDownloadBehavior', params: { behavior: 'allowAndName', downloadPath: '/tmp/playwright-artifacts-x', eventsEnabled: true } }),
+      pinned({
+        id: 7,
+        method: 'Browser.setDownloadBehavior',
+        params: { behavior: 'allowAndName', downloadPath: '/tmp/playwright-artifacts-x', eventsEnabled: true },
+      }),
     ).toEqual({ id: 7, method: 'Browser.setDownloadBehavior', params: { behavior: 'allowAndName', downloadPath: DIR, eventsEnabled: true } });
-    expect(pinned({ id: 1, method: 'Browser.setDownloadBehavior', params: { behavior: 'allow', browserContextId: 'C1', downloadPath: '/home/me' } }).params).toEqual({
+    expect(
+      pinned({ id: 1, method: 'Browser.setDownloadBehavior', params: { behavior: 'allow', browserContextId: 'C1', downloadPath: '/home/me' } }).params,
+    ).toEqual({
       behavior: 'allow',
       browserContextId: 'C1',
       downloadPath: DIR,
@@ -42,7 +48,11 @@ describe('pinDownloadPath', () => {
     const inner = { id: 1, method: 'Page.setDownloadBehavior', params: { behavior: 'allow', downloadPath: '/var/lib' } };
     const wrapped = pinned({ id: 8, method: 'Target.sendMessageToTarget', params: { sessionId: 'S', message: JSON.stringify(inner) } });
     expect(JSON.parse(wrapped.params.message).params.downloadPath).toBe(DIR);
-    const deeper = { id: 9, method: 'Target.sendMessageToTarget', params: { sessionId: 'B', message: JSON.stringify({ id: 2, method: 'Target.sendMessageToTarget', params: { message: JSON.stringify(inner) } }) } };
+    const deeper = {
+      id: 9,
+      method: 'Target.sendMessageToTarget',
+      params: { sessionId: 'B', message: JSON.stringify({ id: 2, method: 'Target.sendMessageToTarget', params: { message: JSON.stringify(inner) } }) },
+    };
     expect(JSON.parse(JSON.parse(pinned(deeper).params.message).params.message).params.downloadPath).toBe(DIR);
   });
 
@@ -50,6 +60,10 @@ describe('pinDownloadPath', () => {
     expect(pinDownloadPath(Buffer.from('{"id":1,"method":"Page.navigate","params":{"url":"https://example.com/download"}}'), DIR)).toBeUndefined();
     expect(pinDownloadPath(Buffer.from('not json mentioning DownloadBehavior'), DIR)).toBeUndefined();
     // Parsed (it has an escape) but nothing to pin: sent as parsed, meaning the same.
-    expect(pinned('{"id":2,"method":"Runtime.evaluate","params":{"expression":"\\u0031+1"}}')).toEqual({ id: 2, method: 'Runtime.evaluate', params: { expression: '1+1' } });
+    expect(pinned('{"id":2,"method":"Runtime.evaluate","params":{"expression":"\\u0031+1"}}')).toEqual({
+      id: 2,
+      method: 'Runtime.evaluate',
+      params: { expression: '1+1' },
+    });
   });
 });

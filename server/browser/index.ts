@@ -12,13 +12,5 @@ export { ADBLOCK, turnAdblockOff } from './adblock.js';
 export { browsersDirFor, installationId } from './roots.js';
 export { downloadsDirOf } from './download-path.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
-export {
-  createCdpProxy,
-  parseCdpPath,
-  versionDocument,
-  type CdpProxy,
-  type CdpProxyOptions,
-  type CdpResolution,
-  type CdpTarget,
-} from './cdp-proxy.js';
+export { createCdpProxy, parseCdpPath, versionDocument, type CdpProxy, type CdpProxyOptions, type CdpResolution, type CdpTarget } from './cdp-proxy.js';
 export type { Log } from './log.js';

@@ -33,8 +33,7 @@ let otherSite: Server;
 let otherUrl: string;
 
 const options = (o: Partial<LaunchOptions> = {}): LaunchOptions => ({ ...DEFAULT_LAUNCH_OPTIONS, ...o });
-const launch = (name: string, o: Partial<LaunchOptions> = {}) =>
-  launchBrowser(options(o), { chromiumPath, rootDir: join(browsersDir, name), log });
+const launch = (name: string, o: Partial<LaunchOptions> = {}) => launchBrowser(options(o), { chromiumPath, rootDir: join(browsersDir, name), log });
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -124,7 +123,16 @@ describe('launchBrowser', () => {
       // Chromium's defaults hold: popups blocked, cross-origin reads refused.
       await page.goto(`${siteUrl}/popup`);
       expect(await page.evaluate(() => (window as any).popupOpened)).toBe(false);
-      expect(await page.evaluate((url) => fetch(url).then(() => 'read', () => 'refused'), otherUrl)).toBe('refused');
+      expect(
+        await page.evaluate(
+          (url) =>
+            fetch(url).then(
+              () => 'read',
+              () => 'refused',
+            ),
+          otherUrl,
+        ),
+      ).toBe('refused');
       // A new context opens a window of its own: no browser-UI pages come with it (the
       // omnibox's preloaded WebUI popups cost every window a renderer of its own).
       const isolated = await pw.newContext();
@@ -270,7 +278,16 @@ describe('launchBrowser', () => {
 
       await page.goto(`${siteUrl}/popup`);
       expect(await page.evaluate(() => (window as any).popupOpened)).toBe(true);
-      expect(await page.evaluate((url) => fetch(url).then((r) => r.text(), () => 'refused'), otherUrl)).toBe('secret');
+      expect(
+        await page.evaluate(
+          (url) =>
+            fetch(url).then(
+              (r) => r.text(),
+              () => 'refused',
+            ),
+          otherUrl,
+        ),
+      ).toBe('secret');
       await page.waitForFunction(() => document.documentElement.dataset.extension === 'loaded', undefined, { timeout: 10_000 });
 
       await page.goto('http://proxied.test/');
@@ -289,9 +306,9 @@ describe('launchBrowser', () => {
     chmodSync(fake, 0o755);
     const rootDir = join(browsersDir, 'silent');
     const started = Date.now();
-    await expect(
-      launchBrowser(options({ headless: true, fullscreen: true }), { chromiumPath: fake, rootDir, log, startTimeoutMs: 2_000 }),
-    ).rejects.toThrow('Chromium did not report its DevTools endpoint within 2 s');
+    await expect(launchBrowser(options({ headless: true, fullscreen: true }), { chromiumPath: fake, rootDir, log, startTimeoutMs: 2_000 })).rejects.toThrow(
+      'Chromium did not report its DevTools endpoint within 2 s',
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
     const pids = readFileSync(pidsFile, 'utf8').trim().split(' ').map(Number);
     expect(pids).toHaveLength(2);
@@ -299,7 +316,7 @@ describe('launchBrowser', () => {
     expect(existsSync(rootDir)).toBe(false);
   });
 
-  it('fails with Chromium\'s own words when it exits at start, and leaves nothing', async () => {
+  it("fails with Chromium's own words when it exits at start, and leaves nothing", async () => {
     const fake = join(browsersDir, 'failing-chromium.sh');
     writeFileSync(fake, '#!/bin/sh\necho "cannot open display: bad flag" >&2\nexit 3\n');
     chmodSync(fake, 0o755);

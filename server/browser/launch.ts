@@ -138,9 +138,7 @@ function track(identity: RootIdentity): void {
 
 export async function launchBrowser(options: LaunchOptions, env: LaunchEnv): Promise<RunningBrowser> {
   const rootDir = resolve(env.rootDir);
-  const insets = options.fullscreen
-    ? { width: 0, height: 0 }
-    : await windowInsets(options.headless, { ...env, rootDir });
+  const insets = options.fullscreen ? { width: 0, height: 0 } : await windowInsets(options.headless, { ...env, rootDir });
   return start(options, { ...env, rootDir }, insets);
 }
 
@@ -311,11 +309,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
             // gone
           }
         }
-        const [died] = await Promise.all([
-          within(exited, KILL_WAIT_MS),
-          removeRoot(rootDir, log),
-          stopping,
-        ]);
+        const [died] = await Promise.all([within(exited, KILL_WAIT_MS), removeRoot(rootDir, log), stopping]);
         if (!died) log.error({ pid, rootDir }, 'chromium did not exit after SIGKILL');
         // Whatever is left: children still dying, the crash handler (outside the group).
         const left = await killRootProcesses(identity);

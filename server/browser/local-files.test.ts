@@ -8,7 +8,14 @@ const msg = (m: object) => Buffer.from(JSON.stringify(m));
 
 describe('refuseLocalFiles', () => {
   it('refuses navigations and new targets to file: URLs, in any spelling, keeping the id and the session', () => {
-    for (const url of ['file:///etc/passwd', 'FILE:///etc/passwd', '  file:/etc/passwd', 'fi\tle:///etc', 'view-source:file:///etc/passwd', 'VIEW-SOURCE:FILE:///x']) {
+    for (const url of [
+      'file:///etc/passwd',
+      'FILE:///etc/passwd',
+      '  file:/etc/passwd',
+      'fi\tle:///etc',
+      'view-source:file:///etc/passwd',
+      'VIEW-SOURCE:FILE:///x',
+    ]) {
       expect(refuseLocalFiles(msg({ id: 7, sessionId: 'S', method: 'Page.navigate', params: { url } }), uploads), url).toEqual({
         id: 7,
         sessionId: 'S',
@@ -28,7 +35,7 @@ describe('refuseLocalFiles', () => {
     expect(refuseLocalFiles(msg({ id: 1, method: 'Page.navigate', params: { url: 'view-source:https://example.com' } }), uploads)).toBeUndefined();
   });
 
-  it('gives a file input only files of the session\'s uploads folder', () => {
+  it("gives a file input only files of the session's uploads folder", () => {
     expect(refuseLocalFiles(msg({ id: 1, method: 'DOM.setFileInputFiles', params: { nodeId: 4, files: [`${uploads}/a.txt`] } }), uploads)).toBeUndefined();
     for (const files of [['/etc/passwd'], [`${uploads}/../../other/x`], [`${uploads}/ok`, '/srv/data/db'], [`${uploads}-evil/x`]]) {
       expect(refuseLocalFiles(msg({ id: 5, method: 'DOM.setFileInputFiles', params: { nodeId: 4, files } }), uploads)?.message, files.join()).toMatch(

@@ -87,7 +87,12 @@ export async function visibility(pages: PageSessions, targetId: string): Promise
 /** Whether the page's document has the focus: of several visible windows, the one brought to front. */
 export async function focused(pages: PageSessions, targetId: string): Promise<boolean> {
   try {
-    const r = await pages.send<{ result: { value?: boolean } }>(targetId, 'Runtime.evaluate', { expression: 'document.hasFocus()', returnByValue: true }, 2_000);
+    const r = await pages.send<{ result: { value?: boolean } }>(
+      targetId,
+      'Runtime.evaluate',
+      { expression: 'document.hasFocus()', returnByValue: true },
+      2_000,
+    );
     return r.result.value === true;
   } catch {
     return false;
@@ -104,10 +109,5 @@ export async function activePage(cdp: CdpClient, pages: PageSessions, current?: 
   if (all.length === 0) return undefined;
   const states = await Promise.all(all.map((p) => visibility(pages, p.targetId)));
   const visible = all.filter((_, i) => states[i] === 'visible');
-  return (
-    visible.find((p) => p.targetId === current) ??
-    visible[visible.length - 1] ??
-    all.find((p) => p.targetId === current) ??
-    all[all.length - 1]
-  );
+  return visible.find((p) => p.targetId === current) ?? visible[visible.length - 1] ?? all.find((p) => p.targetId === current) ?? all[all.length - 1];
 }

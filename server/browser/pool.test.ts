@@ -72,17 +72,21 @@ describe('BrowserPool', () => {
     const owner = ownerOf(join(browsersDir, first!));
     process.kill(owner.pids[0]!, 'SIGKILL');
 
-    await eventually(() => {
-      const roots = listDir(browsersDir).filter((d) => d.startsWith('pool-'));
-      return pool!.available === 1 && roots.length === 1 && roots[0] !== first;
-    }, 30_000, 'a replacement');
+    await eventually(
+      () => {
+        const roots = listDir(browsersDir).filter((d) => d.startsWith('pool-'));
+        return pool!.available === 1 && roots.length === 1 && roots[0] !== first;
+      },
+      30_000,
+      'a replacement',
+    );
     expect(leftovers(owner)).toEqual([]);
     const replacement = pool.take()!;
     expect(replacement.rootDir).not.toBe(join(browsersDir, first!));
     await replacement.close();
   });
 
-  it('starts the replacement a moment after a take, not during the new session\'s first steps', async () => {
+  it("starts the replacement a moment after a take, not during the new session's first steps", async () => {
     let launches = 0;
     pool = new BrowserPool({
       size: 1,
@@ -123,7 +127,14 @@ describe('BrowserPool', () => {
 
   it('retries a failing launch with backoff instead of spinning', async () => {
     const failing = testLog();
-    pool = new BrowserPool({ size: 1, browsersDir, chromiumPath: '/nonexistent/chromium', log: failing, launchOptions: { ...headless, fullscreen: true }, retryDelayMs: 200 });
+    pool = new BrowserPool({
+      size: 1,
+      browsersDir,
+      chromiumPath: '/nonexistent/chromium',
+      log: failing,
+      launchOptions: { ...headless, fullscreen: true },
+      retryDelayMs: 200,
+    });
     // The period is what is tested: how many attempts the backoff lets into one second.
     await new Promise((r) => setTimeout(r, 1_000));
     // 200 + 400 ms of waits fit in a second: three attempts at most, not hundreds.

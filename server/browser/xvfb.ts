@@ -32,11 +32,11 @@ export async function startXvfb(options: XvfbOptions): Promise<RunningXvfb> {
   // polling. TCP stays off: only local processes may talk to the display. -terminate:
   // when its last client (the browser) is gone, Xvfb exits instead of resetting, so a
   // display never outlives its browser, even when the server was killed.
-  const child = spawn(
-    options.xvfbPath,
-    ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp', '-terminate'],
-    { stdio: ['ignore', 'ignore', 'pipe', 'pipe'], detached: true, env: options.env },
-  );
+  const child = spawn(options.xvfbPath, ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp', '-terminate'], {
+    stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+    detached: true,
+    env: options.env,
+  });
   const pid = child.pid;
   let stderrTail = '';
   child.stderr!.on('data', (chunk: Buffer) => {

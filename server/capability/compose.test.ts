@@ -63,7 +63,18 @@ describe('compose', () => {
     const events: string[] = [];
     const service = build(part('a', events), part('b', events, { worker: true }));
     await expect(service.start()).rejects.toThrow('worker start b failed');
-    expect(events).toEqual(['start a', 'start b', 'worker start a', 'worker start b', 'worker stop b', 'worker stop a', 'drain b', 'drain a', 'close b', 'close a']);
+    expect(events).toEqual([
+      'start a',
+      'start b',
+      'worker start a',
+      'worker start b',
+      'worker stop b',
+      'worker stop a',
+      'drain b',
+      'drain a',
+      'close b',
+      'close a',
+    ]);
   });
 
   it('a failed drain or close does not stop the shutdown: every step runs, the first error is thrown', async () => {
@@ -103,14 +114,16 @@ describe('compose', () => {
   it('takes over a dead node in order, every capability even after one fails, then throws that failure', async () => {
     const events: string[] = [];
     const { log, lines } = recordingLog();
-    const recovering = (name: string, throws = false) => () =>
-      ({
-        name,
-        recoverNode: async (node: { id: string }) => {
-          events.push(`${name} ${node.id}`);
-          if (throws) throw new Error(`${name} failed`);
-        },
-      }) as Capability;
+    const recovering =
+      (name: string, throws = false) =>
+      () =>
+        ({
+          name,
+          recoverNode: async (node: { id: string }) => {
+            events.push(`${name} ${node.id}`);
+            if (throws) throw new Error(`${name} failed`);
+          },
+        }) as Capability;
     let deps: { recoverNode?: (n: { id: string }) => Promise<void> } = {};
     const c = compose({ log }) as unknown as { add(f: (d: any) => Capability): typeof c };
     c.add((d) => {
@@ -130,23 +143,25 @@ describe('compose', () => {
     const { log, lines } = recordingLog();
     let release!: () => void;
     const slow = new Promise<void>((r) => (release = r));
-    const hooked = (name: string, o: { endedWaits?: boolean; startedThrows?: boolean; refuses?: boolean } = {}) => () =>
-      ({
-        name,
-        sessionHooks: {
-          check: async () => (o.refuses ? `refused by ${name}` : undefined),
-          started: async () => {
-            events.push(`started ${name}`);
-            if (o.startedThrows) throw new Error('boom');
+    const hooked =
+      (name: string, o: { endedWaits?: boolean; startedThrows?: boolean; refuses?: boolean } = {}) =>
+      () =>
+        ({
+          name,
+          sessionHooks: {
+            check: async () => (o.refuses ? `refused by ${name}` : undefined),
+            started: async () => {
+              events.push(`started ${name}`);
+              if (o.startedThrows) throw new Error('boom');
+            },
+            ending: async () => void events.push(`ending ${name}`),
+            ended: async () => {
+              events.push(`ended ${name} begins`);
+              if (o.endedWaits) await slow;
+              events.push(`ended ${name} done`);
+            },
           },
-          ending: async () => void events.push(`ending ${name}`),
-          ended: async () => {
-            events.push(`ended ${name} begins`);
-            if (o.endedWaits) await slow;
-            events.push(`ended ${name} done`);
-          },
-        },
-      }) as Capability;
+        }) as Capability;
     let hooks!: { check: Function; started: Function; ending: Function; ended: Function };
     const c = compose({ log }) as unknown as { add(f: (d: any) => Capability): typeof c };
     c.add((d) => {

@@ -66,7 +66,14 @@ describe.each(browserBackends)('CA certificates on %s', (backend) => {
     const created = await upload({ name: 'corp-root-ca', description: 'Root CA of the internal services.', file: pki.caPem });
     expect(created).toEqual({
       status: 200,
-      body: { data: { id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: 'corp-root-ca', description: 'Root CA of the internal services.', createdAt: expect.any(String) } },
+      body: {
+        data: {
+          id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+          name: 'corp-root-ca',
+          description: 'Root CA of the internal services.',
+          createdAt: expect.any(String),
+        },
+      },
     });
     expect(await visit()).toBe('page: internal site');
 
@@ -83,7 +90,9 @@ describe.each(browserBackends)('CA certificates on %s', (backend) => {
     const fromDer = await upload({ name: 'der_form', file: der });
     expect(fromDer.status).toBe(200);
     expect(fromDer.body.data.description).toBeNull();
-    expect((await upload({ name: 'der_form', file: pki.caPem })).body).toEqual({ error: { code: 409, message: 'A certificate named der_form already exists' } });
+    expect((await upload({ name: 'der_form', file: pki.caPem })).body).toEqual({
+      error: { code: 409, message: 'A certificate named der_form already exists' },
+    });
     expect((await upload({ name: 'garbage', file: 'not a certificate' })).body.error.message).toBe('The file is not an X.509 certificate in PEM or DER form');
     expect((await upload({ name: 'leaf', file: pki.server.cert })).body.error.message).toMatch(/not a CA certificate/);
     expect((await upload({ name: 'two', file: pki.caPem + pki.server.cert })).body.error.message).toMatch(/several certificates/);

@@ -50,7 +50,9 @@ describe.each(browserBackends)('client certificates on %s', (backend) => {
       const cdp = await browser.newBrowserCDPSession();
       await cdp.send('Security.setIgnoreCertificateErrors', { ignore: true });
       const page =
-        where === 'new context' ? await (await browser.newContext()).newPage() : (browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage()));
+        where === 'new context'
+          ? await (await browser.newContext()).newPage()
+          : (browser.contexts()[0]!.pages()[0] ?? (await browser.contexts()[0]!.newPage()));
       try {
         await page.goto(site.url, { timeout: 15_000 });
         return `page: ${await page.textContent('#who')}`;
@@ -154,7 +156,10 @@ describe.each(browserBackends)('client certificates on %s', (backend) => {
 
   it('sessions present the certificate to its origin without a prompt, headless (first tab and a new context) and headful; other projects, expired and deleted certificates do not', async () => {
     const other = await createProject(server.db, { name: 'no certificates', source: 'bootstrap', key: `sk_test_nocert_${randomUUID().replaceAll('-', '')}` });
-    const otherServer = { request: (path: string, init: RequestInit = {}) => server.request(path, { ...init, headers: { ...(init.headers as object), 'service-api-key': other.key } }) };
+    const otherServer = {
+      request: (path: string, init: RequestInit = {}) =>
+        server.request(path, { ...init, headers: { ...(init.headers as object), 'service-api-key': other.key } }),
+    };
     // Without a certificate: the handshake is refused (a warm pooled browser serves it).
     const plain = await createSession(otherServer, { browser: { headless: { active: true } }, session: { recording: { active: false } } });
     await refused(plain.cdp_url);

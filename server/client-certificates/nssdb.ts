@@ -22,7 +22,12 @@ export interface NssAuthority {
  * each CA certificate as trusted for servers (`C,,`): on Linux, Chromium's verifier takes the
  * roots its user added to NSS besides its own root store.
  */
-export async function importIntoNssDb(homeDir: string, scratchDir: string, bundles: readonly NssImport[], authorities: readonly NssAuthority[] = []): Promise<void> {
+export async function importIntoNssDb(
+  homeDir: string,
+  scratchDir: string,
+  bundles: readonly NssImport[],
+  authorities: readonly NssAuthority[] = [],
+): Promise<void> {
   const dir = join(homeDir, '.pki', 'nssdb');
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const db = `sql:${dir}`;

@@ -17,10 +17,11 @@ describe('reading a client certificate upload', () => {
   });
   afterAll(() => pki?.remove());
 
-  const refusal = (p: Promise<unknown>) => p.then(
-    () => 'accepted',
-    (err: Error) => (err instanceof CertificateError ? err.message : `unexpected: ${err.message}`),
-  );
+  const refusal = (p: Promise<unknown>) =>
+    p.then(
+      () => 'accepted',
+      (err: Error) => (err instanceof CertificateError ? err.message : `unexpected: ${err.message}`),
+    );
 
   it('accepts PEM (plain and encrypted key), PKCS#12 and legacy PKCS#12, all as the same certificate', async () => {
     const fingerprint = new X509Certificate(pki.client.cert).fingerprint256;
@@ -46,22 +47,36 @@ describe('reading a client certificate upload', () => {
   it('refuses what is not a usable client certificate, saying why', async () => {
     const p12 = pki.pkcs12('right');
     expect(await refusal(readClientCertificate(Buffer.alloc(0), undefined, 'n'))).toBe('The file is empty');
-    expect(await refusal(readClientCertificate(Buffer.from('just some text, not a certificate'), undefined, 'n'))).toBe('The file is neither PEM nor a readable PKCS#12 file');
+    expect(await refusal(readClientCertificate(Buffer.from('just some text, not a certificate'), undefined, 'n'))).toBe(
+      'The file is neither PEM nor a readable PKCS#12 file',
+    );
     expect(await refusal(readClientCertificate(p12, 'wrong', 'n'))).toBe('The PKCS#12 file cannot be read with the passphrase given');
     expect(await refusal(readClientCertificate(p12, undefined, 'n'))).toBe('The PKCS#12 file cannot be read with the passphrase given');
-    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert), undefined, 'n'))).toBe('The file holds no private key: a client certificate needs its key');
+    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert), undefined, 'n'))).toBe(
+      'The file holds no private key: a client certificate needs its key',
+    );
     expect(await refusal(readClientCertificate(Buffer.from(pki.client.key), undefined, 'n'))).toBe('The file holds no PEM certificate');
-    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.strayKey), undefined, 'n'))).toBe('The private key does not match the certificate');
-    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.encryptedKey('k')), undefined, 'n'))).toBe('The private key is encrypted: give its passphrase');
-    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.encryptedKey('k')), 'not k', 'n'))).toBe('The private key cannot be decrypted with the passphrase given');
+    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.strayKey), undefined, 'n'))).toBe(
+      'The private key does not match the certificate',
+    );
+    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.encryptedKey('k')), undefined, 'n'))).toBe(
+      'The private key is encrypted: give its passphrase',
+    );
+    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.encryptedKey('k')), 'not k', 'n'))).toBe(
+      'The private key cannot be decrypted with the passphrase given',
+    );
     expect(await refusal(readClientCertificate(Buffer.from(pki.ca.cert + pki.ca.key), undefined, 'n'))).toBe(
       'The certificate is a CA certificate (basicConstraints CA:TRUE): browsers present only end-entity certificates as client certificates',
     );
     const garbled = pki.client.cert.replace(/\n[A-Za-z0-9+/]{20}/, '\nAAAAAAAAAAAAAAAAAAAA');
-    expect(await refusal(readClientCertificate(Buffer.from(garbled + pki.client.key), undefined, 'n'))).toBe('A CERTIFICATE block of the file is not a valid X.509 certificate');
+    expect(await refusal(readClientCertificate(Buffer.from(garbled + pki.client.key), undefined, 'n'))).toBe(
+      'A CERTIFICATE block of the file is not a valid X.509 certificate',
+    );
     const expiry = new Date(new X509Certificate(pki.client.cert).validTo);
     const later = new Date(expiry.getTime() + 1000);
-    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.client.key), undefined, 'n', later))).toBe(`The certificate expired on ${expiry.toISOString()}`);
+    expect(await refusal(readClientCertificate(Buffer.from(pki.client.cert + pki.client.key), undefined, 'n', later))).toBe(
+      `The certificate expired on ${expiry.toISOString()}`,
+    );
   });
 
   it('writes a bundle that NSS imports with its key, under the nickname given', async () => {

@@ -26,7 +26,12 @@ const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\s\S]+?-----END \1-----/g;
 const KEY_LABELS = new Set(['PRIVATE KEY', 'ENCRYPTED PRIVATE KEY', 'RSA PRIVATE KEY', 'EC PRIVATE KEY']);
 
 /** `nickname` names the certificate in NSS databases (the id: unique, so imports never clash). */
-export async function readClientCertificate(file: Buffer, passphrase: string | undefined, nickname: string, now = new Date()): Promise<ClientCertificateMaterial> {
+export async function readClientCertificate(
+  file: Buffer,
+  passphrase: string | undefined,
+  nickname: string,
+  now = new Date(),
+): Promise<ClientCertificateMaterial> {
   if (file.length === 0) throw new CertificateError('The file is empty');
   const format = looksLikePem(file) ? 'pem' : 'pkcs12';
   const pem = format === 'pem' ? file.toString('utf8') : await pkcs12ToPem(file, passphrase ?? '');
@@ -41,7 +46,10 @@ export async function readClientCertificate(file: Buffer, passphrase: string | u
   if (!leaf) throw new CertificateError('The private key does not match the certificate');
   // Measured: Chromium (NSS) offers no CA certificate as a client's, so one would be kept and
   // never presented.
-  if (leaf.ca) throw new CertificateError('The certificate is a CA certificate (basicConstraints CA:TRUE): browsers present only end-entity certificates as client certificates');
+  if (leaf.ca)
+    throw new CertificateError(
+      'The certificate is a CA certificate (basicConstraints CA:TRUE): browsers present only end-entity certificates as client certificates',
+    );
   if (new Date(leaf.validTo).getTime() <= now.getTime()) throw new CertificateError(`The certificate expired on ${new Date(leaf.validTo).toISOString()}`);
   const ordered = [leaf, ...certs.filter((c) => c !== leaf)];
   const certificatePem = ordered.map((c) => c.toString()).join('');
@@ -49,7 +57,10 @@ export async function readClientCertificate(file: Buffer, passphrase: string | u
 }
 
 function looksLikePem(file: Buffer): boolean {
-  return file.subarray(0, 64 * 1024).toString('latin1').includes('-----BEGIN ');
+  return file
+    .subarray(0, 64 * 1024)
+    .toString('latin1')
+    .includes('-----BEGIN ');
 }
 
 function parseCertificate(text: string): X509Certificate {
@@ -66,7 +77,8 @@ function parseKey(text: string, passphrase: string | undefined): KeyObject {
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
     // Node 20 reports a missing passphrase as an interrupted password prompt.
-    if (!passphrase && (code === 'ERR_MISSING_PASSPHRASE' || code === 'ERR_OSSL_CRYPTO_INTERRUPTED_OR_CANCELLED')) throw new CertificateError('The private key is encrypted: give its passphrase');
+    if (!passphrase && (code === 'ERR_MISSING_PASSPHRASE' || code === 'ERR_OSSL_CRYPTO_INTERRUPTED_OR_CANCELLED'))
+      throw new CertificateError('The private key is encrypted: give its passphrase');
     if (/ENCRYPTED|Proc-Type: 4,ENCRYPTED/.test(text)) throw new CertificateError('The private key cannot be decrypted with the passphrase given');
     throw new CertificateError('The private key block is not a valid private key');
   }

@@ -21,17 +21,35 @@ export async function insertClientCertificate(db: Db, row: Omit<ClientCertificat
   const [inserted] = await db.query<ClientCertificateRow>(
     `INSERT INTO client_certificates (id, project_id, name, origin, format, subject, issuer, not_before, not_after, fingerprint_sha256, certificate_pem, sealed_bundle)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
-    [row.id, row.project_id, row.name, row.origin, row.format, row.subject, row.issuer, row.not_before, row.not_after, row.fingerprint_sha256, row.certificate_pem, row.sealed_bundle],
+    [
+      row.id,
+      row.project_id,
+      row.name,
+      row.origin,
+      row.format,
+      row.subject,
+      row.issuer,
+      row.not_before,
+      row.not_after,
+      row.fingerprint_sha256,
+      row.certificate_pem,
+      row.sealed_bundle,
+    ],
   );
   return inserted!;
 }
 
 /** A page of the project's certificates, newest first, and how many it has. */
-export async function listClientCertificates(db: Db, projectId: string, page: { page: number; limit: number }): Promise<{ rows: ClientCertificateRow[]; total: number }> {
-  const rows = await db.query<ClientCertificateRow>(
-    'SELECT * FROM client_certificates WHERE project_id = $1 ORDER BY created_at DESC, id LIMIT $2 OFFSET $3',
-    [projectId, page.limit, (page.page - 1) * page.limit],
-  );
+export async function listClientCertificates(
+  db: Db,
+  projectId: string,
+  page: { page: number; limit: number },
+): Promise<{ rows: ClientCertificateRow[]; total: number }> {
+  const rows = await db.query<ClientCertificateRow>('SELECT * FROM client_certificates WHERE project_id = $1 ORDER BY created_at DESC, id LIMIT $2 OFFSET $3', [
+    projectId,
+    page.limit,
+    (page.page - 1) * page.limit,
+  ]);
   const [count] = await db.query<{ n: string | number }>('SELECT count(*) AS n FROM client_certificates WHERE project_id = $1', [projectId]);
   return { rows, total: Number(count?.n ?? 0) };
 }

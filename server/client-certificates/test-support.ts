@@ -30,13 +30,59 @@ const openssl = (dir: string, args: string[]) => execFileSync('openssl', args, {
 export function makeTestPki(clientSubject = '/CN=Test Client/O=Acme'): TestPki {
   const dir = mkdtempSync(join(tmpdir(), 'cb-pki-'));
   const run = (args: string[]) => openssl(dir, args);
-  run(['req', '-x509', '-newkey', 'rsa:2048', '-noenc', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '30', '-subj', '/CN=Test Client CA/O=Cloud Browser Tests']);
+  run([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-noenc',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=Test Client CA/O=Cloud Browser Tests',
+  ]);
   writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
   run(['req', '-newkey', 'rsa:2048', '-noenc', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
-  run(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '30', '-extfile', 'server.ext']);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '30',
+    '-extfile',
+    'server.ext',
+  ]);
   writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
   run(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-noenc', '-keyout', 'client.key', '-out', 'client.csr', '-subj', clientSubject]);
-  run(['x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'client.crt', '-days', '30', '-extfile', 'client.ext']);
+  run([
+    'x509',
+    '-req',
+    '-in',
+    'client.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'client.crt',
+    '-days',
+    '30',
+    '-extfile',
+    'client.ext',
+  ]);
   run(['genpkey', '-algorithm', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'stray.key']);
   const read = (f: string) => readFileSync(join(dir, f), 'utf8');
   return {
@@ -45,7 +91,19 @@ export function makeTestPki(clientSubject = '/CN=Test Client/O=Acme'): TestPki {
     server: { cert: read('server.crt'), key: read('server.key') },
     client: { cert: read('client.crt'), key: read('client.key') },
     pkcs12: (passphrase, legacy = false) =>
-      run(['pkcs12', '-export', '-inkey', 'client.key', '-in', 'client.crt', '-certfile', 'ca.crt', '-passout', `pass:${passphrase}`, ...(legacy ? ['-legacy'] : [])]),
+      run([
+        'pkcs12',
+        '-export',
+        '-inkey',
+        'client.key',
+        '-in',
+        'client.crt',
+        '-certfile',
+        'ca.crt',
+        '-passout',
+        `pass:${passphrase}`,
+        ...(legacy ? ['-legacy'] : []),
+      ]),
     encryptedKey: (passphrase) => run(['pkcs8', '-topk8', '-in', 'client.key', '-passout', `pass:${passphrase}`, '-v2', 'aes-256-cbc']).toString('utf8'),
     strayKey: read('stray.key'),
     ca: { cert: read('ca.crt'), key: read('ca.key') },

@@ -32,7 +32,9 @@ describe('forwarding to an owner that may be stale', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () =>
-        res.writeHead(200, { 'content-type': 'text/plain', 'x-seen-target': String(req.headers['x-cluster-target']) }).end(`${req.method} ${req.url} ${Buffer.concat(chunks).toString()}`),
+        res
+          .writeHead(200, { 'content-type': 'text/plain', 'x-seen-target': String(req.headers['x-cluster-target']) })
+          .end(`${req.method} ${req.url} ${Buffer.concat(chunks).toString()}`),
       );
     });
     wss = new WebSocketServer({ server: owner.server });

@@ -10,7 +10,17 @@ import { connect as tlsConnect } from 'node:tls';
 import type { Duplex } from 'node:stream';
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 7.6.1). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 // Kept-alive connections between nodes: a forwarded request pays no TCP handshake.
 const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
@@ -80,7 +90,8 @@ export async function forwardHttp(
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   const chunked = req.headers['transfer-encoding'] !== undefined;
   const again = o.again === true && (body !== undefined || (!chunked && !declared));
-  if (body === undefined && !chunked && declared !== undefined && declared <= REPLAYABLE_BYTES) body = declared === 0 ? Buffer.alloc(0) : await readAll(req).catch(() => undefined);
+  if (body === undefined && !chunked && declared !== undefined && declared <= REPLAYABLE_BYTES)
+    body = declared === 0 ? Buffer.alloc(0) : await readAll(req).catch(() => undefined);
   const streamed = body === undefined && (chunked || declared !== undefined);
   const url = new URL(target);
   const https = url.protocol === 'https:';
@@ -160,7 +171,14 @@ export async function forwardHttp(
  * The client's bytes are piped up only once the owner has answered (a WebSocket client sends
  * nothing before its 101), so nothing of the client's is lost to a node that was not meant.
  */
-export function forwardUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, target: string, proof: Record<string, string>, o: { again?: () => void } = {}): void {
+export function forwardUpgrade(
+  req: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+  target: string,
+  proof: Record<string, string>,
+  o: { again?: () => void } = {},
+): void {
   const url = new URL(target);
   const https = url.protocol === 'https:';
   const port = Number(url.port) || (https ? 443 : 80);

@@ -24,7 +24,13 @@ export interface ClusterNode {
   drain(): Promise<void>;
 }
 
-export function cluster(d: { db: Db; config: ServiceConfig; log: Logger; sessions: NodeSessions; recoverNode: RecoverNode }): Capability<'adminListNodes', { cluster: ClusterNode }> {
+export function cluster(d: {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  sessions: NodeSessions;
+  recoverNode: RecoverNode;
+}): Capability<'adminListNodes', { cluster: ClusterNode }> {
   const node = new NodeLifecycle(d);
   return {
     name: 'cluster',

@@ -37,7 +37,7 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
   const nodes = (s: ChildServer) => f.nodes(s);
   const ofSession = (id: string) => f.ofSession(id);
 
-  it("a node whose database connection died is claimed at once, by its advisory lock, before its heartbeat is too old", { timeout: 90_000 }, async () => {
+  it('a node whose database connection died is claimed at once, by its advisory lock, before its heartbeat is too old', { timeout: 90_000 }, async () => {
     // The test plays node G: it holds G's advisory lock on a connection of its own and
     // heartbeats G's row, as a node does; F is a real node with NODE_DEAD_AFTER_SECONDS=10.
     const idF = `f-${run}`;
@@ -45,7 +45,8 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     const f = await node(idF, dir('f'), { NODE_DEAD_AFTER_SECONDS: '10' });
     const g = new pg.Client({ connectionString: url });
     await g.connect();
-    const [{ ok }] = (await g.query(`SELECT pg_try_advisory_lock(hashtext('browser-service:node'), hashtext(current_schema() || '/' || $1)) AS ok`, [idG])).rows;
+    const [{ ok }] = (await g.query(`SELECT pg_try_advisory_lock(hashtext('browser-service:node'), hashtext(current_schema() || '/' || $1)) AS ok`, [idG]))
+      .rows;
     expect(ok).toBe(true);
     await g.query(`INSERT INTO nodes (id, version, capacity) VALUES ($1, 'test', 1)`, [idG]);
     const beat = () => g.query('UPDATE nodes SET heartbeat_at = now() WHERE id = $1', [idG]);
@@ -56,7 +57,12 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     const beats = new Set<number>();
     const heartbeatOfF = async () => (await sql.query<{ at: Date }>('SELECT heartbeat_at AS at FROM nodes WHERE id = $1', [idF])).rows[0].at.getTime();
     const first = await heartbeatOfF();
-    await until(async () => beats.add(await heartbeatOfF()), (b) => [...b].filter((t) => t > first).length >= 3, 20_000, 100);
+    await until(
+      async () => beats.add(await heartbeatOfF()),
+      (b) => [...b].filter((t) => t > first).length >= 3,
+      20_000,
+      100,
+    );
     expect((await nodes(f)).find((n) => n.id === idG)?.status).toBe('alive');
     clearInterval(beating);
     await beat();
@@ -83,7 +89,12 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     expect(created.status).toBe(200);
     const sessionId = created.body.data.id as string;
     d.child.kill('SIGTERM');
-    await until(async () => (await nodes(d)).find((n) => n.id === idD)?.status, (s) => s === 'draining', 10_000, 100);
+    await until(
+      async () => (await nodes(d)).find((n) => n.id === idD)?.status,
+      (s) => s === 'draining',
+      10_000,
+      100,
+    );
     const refused = await call(d, 'POST', '/v1/sessions', SESSION);
     expect(refused.status).toBe(503);
     expect(refused.body.error.message).toMatch(/draining/);
@@ -92,7 +103,11 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     expect((await call(d, 'DELETE', `/v1/sessions/${sessionId}`)).status).toBe(200);
     const exit = await Promise.race([d.exited, new Promise((r) => setTimeout(() => r('timeout'), 20_000))]);
     expect(exit).toMatchObject({ code: 0 });
-    await until(async () => ofSession(sessionId), (l) => l.length >= 1, 20_000);
+    await until(
+      async () => ofSession(sessionId),
+      (l) => l.length >= 1,
+      20_000,
+    );
     expect(ofSession(sessionId).map((ev) => ev.type)).toEqual(['session.completed']);
     // It left the table: listed by no node, never dead.
     expect((await sql.query('SELECT id FROM nodes WHERE id = $1', [idD])).rows).toEqual([]);

@@ -198,7 +198,11 @@ export class NodeLifecycle {
    *  starts anyway, and its ticks take the lock once it is free. */
   private async takeLock(): Promise<void> {
     for (let i = 0; i < 20 && !(await this.holdLock()); i++) await new Promise((r) => setTimeout(r, 100));
-    if (!this.holdsLock) this.d.log.warn({ nodeId: this.id }, 'cluster lock of this NODE_ID is held elsewhere (a previous connection not yet gone, or another node with this id); retrying');
+    if (!this.holdsLock)
+      this.d.log.warn(
+        { nodeId: this.id },
+        'cluster lock of this NODE_ID is held elsewhere (a previous connection not yet gone, or another node with this id); retrying',
+      );
   }
 
   /** Takes the lock if it is not held (the connection reopened when it died); answers whether it is held. */

@@ -34,7 +34,7 @@ describe('OwnerCache', () => {
     expect(cache.get('s3')).toEqual(B);
   });
 
-  it("drops one session, or every session of a node", () => {
+  it('drops one session, or every session of a node', () => {
     const cache = new OwnerCache({ max: 10, ttlMs: 60_000 });
     cache.set('s1', A);
     cache.set('s2', A);

@@ -21,7 +21,10 @@ describe('cluster proof', () => {
     expect(fails(asRequest('POST', '/v1/sessions/x/pages?a=1', signed))).toMatchObject({ ok: false });
     expect(fails(asRequest('GET', '/v1/sessions/x/pages?a=1', { ...signed, [HOP_HEADER]: 'node-b' }))).toMatchObject({ ok: false });
     expect(fails(asRequest('GET', '/v1/sessions/x/pages?a=1', signed), 't'.repeat(40))).toMatchObject({ ok: false });
-    expect(fails(asRequest('GET', '/v1/sessions/x/pages?a=1', signed), SECRET, now + 31_000)).toMatchObject({ ok: false, why: expect.stringMatching(/window/) });
+    expect(fails(asRequest('GET', '/v1/sessions/x/pages?a=1', signed), SECRET, now + 31_000)).toMatchObject({
+      ok: false,
+      why: expect.stringMatching(/window/),
+    });
     expect(fails(asRequest('GET', '/v1/sessions/x/pages?a=1', signed), SECRET, now - 31_000)).toMatchObject({ ok: false });
     expect(fails(asRequest('GET', '/v1/sessions/x/pages?a=1', { [HOP_HEADER]: 'node-a' }))).toMatchObject({ ok: false, why: 'missing cluster proof' });
     expect(fails(asRequest('GET', '/v1/sessions/x/pages?a=1', { [PROOF_HEADER]: signed[PROOF_HEADER] }))).toMatchObject({ ok: false });
@@ -53,7 +56,8 @@ describe('requests that need the node of a browser', () => {
       ['POST', '/live/abc/interventions'],
       ['POST', '/v1/tools/execute-code?sessionId=abc'],
       ['POST', '/v1/tools/perform-web-task?sessionId=abc'],
-    ]) expect(needs(m, p), `${m} ${p}`).toEqual({ kind: 'session', id: 'abc' });
+    ])
+      expect(needs(m, p), `${m} ${p}`).toEqual({ kind: 'session', id: 'abc' });
     for (const [m, p] of [
       ['GET', '/v1/sessions/abc'],
       ['PUT', '/v1/sessions/abc/tags'],
@@ -64,12 +68,16 @@ describe('requests that need the node of a browser', () => {
       ['POST', '/v1/tools/fetch/webpage'],
       ['GET', '/healthz'],
       ['POST', '/mcp'],
-    ]) expect(needs(m, p), `${m} ${p}`).toBeUndefined();
+    ])
+      expect(needs(m, p), `${m} ${p}`).toBeUndefined();
     expect(needs('POST', '/v1/sessions')).toEqual({ kind: 'placement' });
     expect(needs('POST', '/v1/tools/perform-web-task')).toEqual({ kind: 'placement' });
     expect(needs('DELETE', '/v1/sessions/all')).toEqual({ kind: 'end-all' });
     expect(needs('POST', '/v1/profiles')).toEqual({ kind: 'session-in-body', field: 'session_id' });
-    expect(needs('GET', '/files/recordings/0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00.mp4?expires=1')).toEqual({ kind: 'recording', id: '0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00' });
+    expect(needs('GET', '/files/recordings/0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00.mp4?expires=1')).toEqual({
+      kind: 'recording',
+      id: '0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00',
+    });
     expect(needs('GET', '/mcp', { 'mcp-session-id': 'm1' })).toEqual({ kind: 'mcp', id: 'm1' });
     expect(needs('POST', '/v2/tasks/runs/r1/cancel')).toEqual({ kind: 'task-run', id: 'r1' });
     // Ids no store holds are answered where they land (validation), never looked up.

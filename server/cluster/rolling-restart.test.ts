@@ -25,7 +25,10 @@ describe.skipIf(!databaseUrl)('a rolling restart of three nodes', () => {
   let receiver: Receiver;
   let site: FixtureServer;
   let db: pg.Client;
-  const front: Requester = { request: (path, init = {}) => fetch(cluster.front.url + path, { ...init, headers: { 'service-api-key': cluster.apiKey, ...(init.headers as Record<string, string>) } }) };
+  const front: Requester = {
+    request: (path, init = {}) =>
+      fetch(cluster.front.url + path, { ...init, headers: { 'service-api-key': cluster.apiKey, ...(init.headers as Record<string, string>) } }),
+  };
   const events = () => receiver.received.map((r) => JSON.parse(r.body) as { type: string; data: Record<string, any> });
   const ofSession = (id: string) => events().filter((e) => e.data.session_id === id && e.type.startsWith('session.'));
 
@@ -50,7 +53,10 @@ describe.skipIf(!databaseUrl)('a rolling restart of three nodes', () => {
   }, 90_000);
 
   it('loses no event and no recording', async () => {
-    const hook = await call(front, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['session.completed', 'session.failed', 'session.recording.ready'] });
+    const hook = await call(front, 'POST', '/v1/webhooks', {
+      url: receiver.url,
+      subscribed_events: ['session.completed', 'session.failed', 'session.recording.ready'],
+    });
     expect(hook.status, JSON.stringify(hook.body)).toBe(200);
     const nodeOf = async (id: string) => (await db.query<{ node_id: string }>('SELECT node_id FROM sessions WHERE id = $1', [id])).rows[0]?.node_id;
     /** A recorded session created through node i (placed there while it has room), on a page. */
@@ -70,7 +76,12 @@ describe.skipIf(!databaseUrl)('a rolling restart of three nodes', () => {
       const n = cluster.nodes[i];
       const restarted = cluster.restart(i, { samePort: true });
       // While it drains, a session asked of it goes to a node that takes sessions.
-      await until(() => fetch(`${n.url}/healthz`).then((r) => r.json() as Promise<{ cluster?: { draining: boolean } }>), (h) => h.cluster?.draining === true, 10_000, 50);
+      await until(
+        () => fetch(`${n.url}/healthz`).then((r) => r.json() as Promise<{ cluster?: { draining: boolean } }>),
+        (h) => h.cluster?.draining === true,
+        10_000,
+        50,
+      );
       const placed = await call(n, 'POST', '/v1/sessions', RECORDED);
       expect(placed.status, JSON.stringify(placed.body)).toBe(200);
       expect(await nodeOf(placed.body.data.id)).not.toBe(n.id);
@@ -89,18 +100,29 @@ describe.skipIf(!databaseUrl)('a rolling restart of three nodes', () => {
     // What still runs ends through the front; then every session has ended.
     expect((await call(front, 'DELETE', '/v1/sessions/all')).status).toBe(200);
     const rows = await until(
-      async () => (await db.query<{ id: string; status: string; end_reason: string }>('SELECT id, status, end_reason FROM sessions WHERE id = ANY($1)', [ids])).rows,
+      async () =>
+        (await db.query<{ id: string; status: string; end_reason: string }>('SELECT id, status, end_reason FROM sessions WHERE id = ANY($1)', [ids])).rows,
       (r) => r.length === ids.length && r.every((s) => s.status === 'completed' || s.status === 'failed'),
       30_000,
     );
     console.log(`ends after the rolling restart: ${JSON.stringify(rows.map((r) => `${r.status}/${r.end_reason}`))}`);
 
     // Each session's end and its recording's event, delivered once (a moment more for any duplicate).
-    await until(async () => ids.filter((id) => ofSession(id).length < 2), (l) => l.length === 0, 90_000, 250);
+    await until(
+      async () => ids.filter((id) => ofSession(id).length < 2),
+      (l) => l.length === 0,
+      90_000,
+      250,
+    );
     await new Promise((r) => setTimeout(r, 2_000));
     for (const r of rows) {
       const end = r.status === 'failed' ? 'session.failed' : 'session.completed';
-      expect(ofSession(r.id).map((e) => e.type).sort(), r.id).toEqual([end, 'session.recording.ready'].sort());
+      expect(
+        ofSession(r.id)
+          .map((e) => e.type)
+          .sort(),
+        r.id,
+      ).toEqual([end, 'session.recording.ready'].sort());
     }
 
     // Every recording is served by every node, from the shared store.
@@ -109,7 +131,11 @@ describe.skipIf(!databaseUrl)('a rolling restart of three nodes', () => {
         const video = await n.request(`/v1/sessions/${id}/recordings/primary/fetch`);
         expect(video.status, `${id} through ${n.id}`).toBe(200);
         expect(video.headers.get('content-type')).toBe('video/mp4');
-        expect(Buffer.from(await video.arrayBuffer()).subarray(4, 8).toString()).toBe('ftyp');
+        expect(
+          Buffer.from(await video.arrayBuffer())
+            .subarray(4, 8)
+            .toString(),
+        ).toBe('ftyp');
       }
     }
   }, 300_000);

@@ -114,7 +114,10 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
   const forget = (owner: Owner) => owners.dropNode(owner.peer.nodeId);
 
   /** What a forwarded request carries: the proof, and the node it is meant for. */
-  const forwardHeaders = (peer: routing.Peer, method: string, target: string) => ({ ...proofHeaders(secret!, node.id, method, target), [TARGET_HEADER]: peer.nodeId });
+  const forwardHeaders = (peer: routing.Peer, method: string, target: string) => ({
+    ...proofHeaders(secret!, node.id, method, target),
+    [TARGET_HEADER]: peer.nodeId,
+  });
 
   const misdirected = (meant: string) => `This node is ${node.id}, not ${meant}: the forwarding node looks again`;
 
@@ -130,9 +133,10 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
     const ended = await Promise.all(
       remote.map(async (r) => {
         const path = `/v1/sessions/${encodeURIComponent(r.sessionId)}`;
-        const answer = await fetch(r.internalUrl + path, { method: 'DELETE', headers: { 'service-api-key': key, ...proofHeaders(secret!, node.id, 'DELETE', path) } }).catch(
-          (err: Error) => (log.warn({ sessionId: r.sessionId, node: r.nodeId, err: err.message }, 'could not end a session on its node'), undefined),
-        );
+        const answer = await fetch(r.internalUrl + path, {
+          method: 'DELETE',
+          headers: { 'service-api-key': key, ...proofHeaders(secret!, node.id, 'DELETE', path) },
+        }).catch((err: Error) => (log.warn({ sessionId: r.sessionId, node: r.nodeId, err: err.message }, 'could not end a session on its node'), undefined));
         await answer?.body?.cancel();
         return answer?.ok ? 1 : 0;
       }),
@@ -180,7 +184,8 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
         body = declared <= REPLAYABLE_BYTES ? await smallBody(c.req.raw.clone(), REPLAYABLE_BYTES) : undefined;
         if (body === undefined) owner = await ownerOf(needs, undefined, true).catch(lookupFailed);
       }
-      const send = (o: Owner) => forwardHttp(incoming, c.env.outgoing, o.peer.internalUrl, forwardHeaders(o.peer, c.req.method, target), body, { again: o.cached });
+      const send = (o: Owner) =>
+        forwardHttp(incoming, c.env.outgoing, o.peer.internalUrl, forwardHeaders(o.peer, c.req.method, target), body, { again: o.cached });
       let status = owner ? await send(owner) : undefined;
       if (status === AGAIN) {
         forget(owner!);
@@ -189,7 +194,8 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
       }
       if (status !== undefined && status !== AGAIN) {
         // The session ended through here: its owner need not be remembered any longer.
-        if (needs.kind === 'session' && c.req.method === 'DELETE' && status === 200 && url.pathname === `/v1/sessions/${encodeURIComponent(needs.id)}`) owners.drop(needs.id);
+        if (needs.kind === 'session' && c.req.method === 'DELETE' && status === 200 && url.pathname === `/v1/sessions/${encodeURIComponent(needs.id)}`)
+          owners.drop(needs.id);
         return alreadySent(status);
       }
     }
@@ -243,7 +249,14 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
           forget(owner);
           ownerOf(needs, undefined, true).then(forward, lookupFailed);
         };
-        forwardUpgrade(req, socket, head, owner.peer.internalUrl, forwardHeaders(owner.peer, req.method ?? 'GET', req.url ?? '/'), owner.cached ? { again } : {});
+        forwardUpgrade(
+          req,
+          socket,
+          head,
+          owner.peer.internalUrl,
+          forwardHeaders(owner.peer, req.method ?? 'GET', req.url ?? '/'),
+          owner.cached ? { again } : {},
+        );
       };
       ownerOf(needs).then(forward, lookupFailed);
     },

@@ -23,11 +23,10 @@ async function peerOf(db: Db, sql: string, params: unknown[]): Promise<Peer | un
  * the blob storage is shared). Undefined when the session is unknown or its node is dead.
  */
 export async function nodeOfSession(db: Db, sessionId: string, deadAfterSeconds: number): Promise<Peer | undefined> {
-  return peerOf(
-    db,
-    `SELECT n.id AS node_id, n.internal_url FROM sessions s JOIN nodes n ON n.id = s.node_id WHERE s.id = $1 AND ${LIVE}`,
-    [sessionId, deadAfterSeconds],
-  );
+  return peerOf(db, `SELECT n.id AS node_id, n.internal_url FROM sessions s JOIN nodes n ON n.id = s.node_id WHERE s.id = $1 AND ${LIVE}`, [
+    sessionId,
+    deadAfterSeconds,
+  ]);
 }
 
 /** The live node whose session made a recording. */
@@ -42,11 +41,10 @@ export async function nodeOfRecording(db: Db, recordingId: string, deadAfterSeco
 
 /** The live node that holds an MCP session. */
 export async function nodeOfMcpSession(db: Db, mcpSessionId: string, deadAfterSeconds: number): Promise<Peer | undefined> {
-  return peerOf(
-    db,
-    `SELECT n.id AS node_id, n.internal_url FROM mcp_sessions m JOIN nodes n ON n.id = m.node_id WHERE m.id = $1 AND ${LIVE}`,
-    [mcpSessionId, deadAfterSeconds],
-  );
+  return peerOf(db, `SELECT n.id AS node_id, n.internal_url FROM mcp_sessions m JOIN nodes n ON n.id = m.node_id WHERE m.id = $1 AND ${LIVE}`, [
+    mcpSessionId,
+    deadAfterSeconds,
+  ]);
 }
 
 /** The live node whose worker runs a task run (claimed, still running). */
@@ -90,7 +88,12 @@ export async function nodeWithRoom(db: Db, exceptNodeId: string, deadAfterSecond
 }
 
 /** The caller's sessions that are starting or running on another live node, by node. */
-export async function remoteRunningOfProject(db: Db, projectId: string, exceptNodeId: string, deadAfterSeconds: number): Promise<(Peer & { sessionId: string })[]> {
+export async function remoteRunningOfProject(
+  db: Db,
+  projectId: string,
+  exceptNodeId: string,
+  deadAfterSeconds: number,
+): Promise<(Peer & { sessionId: string })[]> {
   const rows = await db.query<{ session_id: string; node_id: string; internal_url: string }>(
     `SELECT s.id AS session_id, n.id AS node_id, n.internal_url FROM sessions s JOIN nodes n ON n.id = s.node_id
       WHERE s.project_id = $3 AND s.status IN ('starting', 'running') AND s.deleted_at IS NULL AND n.id <> $1 AND ${LIVE}`,

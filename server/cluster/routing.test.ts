@@ -82,7 +82,11 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     // Ended through A, which owns neither: their nodes close their browsers.
     for (const s of [second, third]) expect((await node(0).request(`/v1/sessions/${s.body.data.id}`, { method: 'DELETE' })).status).toBe(200);
     // Room again: B or C takes the next one.
-    await eventually(async () => (await create(0, { ...HEADLESS, session: { recording: { active: false } } })).status === 200, 20_000, 'a session placed again');
+    await eventually(
+      async () => (await create(0, { ...HEADLESS, session: { recording: { active: false } } })).status === 200,
+      20_000,
+      'a session placed again',
+    );
     const ended = await node(1).request('/v1/sessions/all', { method: 'DELETE' });
     expect(ended.status).toBe(200);
     // The placed one ended on its node; main (on A, from B) too: both counted.
@@ -105,10 +109,21 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     }
     // Through the front too (it spreads the upgrades over the nodes).
     const again = await chromium.connectOverCDP(main.cdp_url);
-    expect(await again.contexts()[0].pages()[0].evaluate(() => document.readyState)).toBeTruthy();
+    expect(
+      await again
+        .contexts()[0]
+        .pages()[0]
+        .evaluate(() => document.readyState),
+    ).toBeTruthy();
     // Playwright's close() of a connected browser only disconnects.
     await again.close();
-    expect((await node(0).request(`/v1/sessions/${main.id}`).then((r) => r.json())).data.status).toBe('running');
+    expect(
+      (
+        await node(0)
+          .request(`/v1/sessions/${main.id}`)
+          .then((r) => r.json())
+      ).data.status,
+    ).toBe('running');
   }, 60_000);
 
   it('serves the live view through C: its page and its WebSocket', async () => {
@@ -131,7 +146,10 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     const C = node(2);
     const json = (r: Response) => r.json() as Promise<any>;
     const post = (n: typeof B, path: string, body?: object) =>
-      n.request(`/v1/sessions/${main.id}/${path}`, { method: 'POST', ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
+      n.request(`/v1/sessions/${main.id}/${path}`, {
+        method: 'POST',
+        ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
+      });
 
     expect((await post(B, 'goto', { url: `${site.url}/site/form.html` })).status).toBe(200);
     expect((await post(C, 'mouse/click', { x: 10, y: 10, button: 'left' })).status).toBe(200);
@@ -161,7 +179,11 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     // A download the owner's browser made, listed through B and streamed through C.
     expect((await post(B, 'goto', { url: `${site.url}/files/archive.bin` })).status).toBeLessThan(500);
     let items: { id: string }[] = [];
-    await eventually(async () => (items = (await json(await B.request(`/v1/sessions/${main.id}/downloads`))).data.items).length > 0, 15_000, 'the download listed');
+    await eventually(
+      async () => (items = (await json(await B.request(`/v1/sessions/${main.id}/downloads`))).data.items).length > 0,
+      15_000,
+      'the download listed',
+    );
     const file = await C.request(`/v1/sessions/${main.id}/downloads/${items[0].id}`);
     expect(file.status).toBe(200);
     expect(Buffer.from(await file.arrayBuffer()).equals(fixtureBinary)).toBe(true);
@@ -190,10 +212,20 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     const rpc = (i: number, body: object, sessionId?: string) =>
       node(i).request('/mcp', {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...(sessionId ? { 'mcp-session-id': sessionId } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+          ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
+        },
         body: JSON.stringify(body),
       });
-    const init = await rpc(0, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    const init = await rpc(0, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
     expect(init.status).toBe(200);
     await init.text();
     const id = init.headers.get('mcp-session-id')!;
@@ -224,7 +256,9 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     expect((await B.request(path, { headers: proofHeaders(TEST_CLUSTER_SECRET, 'node-a', 'GET', path) })).status).not.toBe(401);
     // An upgrade with a forged proof.
     const refused = await new Promise<number>((resolve) => {
-      const ws = new WebSocket(`${B.url.replace(/^http/, 'ws')}/v1/cdp/${main.id}`, { headers: { [HOP_HEADER]: 'node-a', [PROOF_HEADER]: 't=1,sig=' + 'a'.repeat(64) } });
+      const ws = new WebSocket(`${B.url.replace(/^http/, 'ws')}/v1/cdp/${main.id}`, {
+        headers: { [HOP_HEADER]: 'node-a', [PROOF_HEADER]: 't=1,sig=' + 'a'.repeat(64) },
+      });
       ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
       ws.once('error', () => resolve(-1));
     });
@@ -236,7 +270,9 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     expect(misdirected.headers.get(MISDIRECTED_HEADER)).toBe('node-b');
     const meantUpgrade = await new Promise<number>((resolve) => {
       const cdp = `/v1/cdp/${main.id}`;
-      const ws = new WebSocket(`${B.url.replace(/^http/, 'ws')}${cdp}`, { headers: { ...proofHeaders(TEST_CLUSTER_SECRET, 'node-a', 'GET', cdp), [TARGET_HEADER]: 'node-c' } });
+      const ws = new WebSocket(`${B.url.replace(/^http/, 'ws')}${cdp}`, {
+        headers: { ...proofHeaders(TEST_CLUSTER_SECRET, 'node-a', 'GET', cdp), [TARGET_HEADER]: 'node-c' },
+      });
       ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
       ws.once('error', () => resolve(-1));
     });
@@ -271,7 +307,11 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
   it("authenticates a key sent only in anchor-api-key (the vendor clients' header) on a node that does not own the session", async () => {
     const vendor = (i: number, path: string, init: RequestInit = {}, key = cluster.apiKey) =>
       fetch(node(i).url + path, { ...init, headers: { 'anchor-api-key': key, ...(init.headers as Record<string, string>) } });
-    const created = await vendor(0, '/v1/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...HEADLESS, session: { recording: { active: false } } }) });
+    const created = await vendor(0, '/v1/sessions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...HEADLESS, session: { recording: { active: false } } }),
+    });
     expect(created.status).toBe(200);
     const id = ((await created.json()) as { data: { id: string } }).data.id;
     const owner = await nodeOf(id);

@@ -59,7 +59,12 @@ describe.each(backends)('the nodes table on %s', (backend) => {
     expect(await store.claimDead(db, 'survivor-1', 3, 30)).toEqual([]);
     const [{ now }] = await db.query<{ now: Date }>('SELECT now() AS now');
     const rows = await store.allNodes(db);
-    expect(rows.map((r) => [r.id, store.statusOf(r, now, 3)])).toEqual(expect.arrayContaining([['race-dead', 'dead'], ['race-fresh', 'alive']]));
+    expect(rows.map((r) => [r.id, store.statusOf(r, now, 3)])).toEqual(
+      expect.arrayContaining([
+        ['race-dead', 'dead'],
+        ['race-fresh', 'alive'],
+      ]),
+    );
     // Its restart with the same id makes it alive again.
     await store.register(db, { id: 'race-dead', internalUrl: undefined, version: 'test', capacity: 2 });
     expect((await store.liveNodes(db, 3)).map((n) => n.id)).toEqual(expect.arrayContaining(['race-dead', 'race-fresh']));
@@ -78,9 +83,9 @@ describe.each(backends)('the nodes table on %s', (backend) => {
 
   it('lets a node leave only when none of its sessions is unfinished', async () => {
     await node('leaver', 0);
-    const [{ id: projectId }] = await db.query<{ id: string }>('SELECT id FROM projects LIMIT 1').then(async (r) =>
-      r.length ? r : db.query<{ id: string }>(`INSERT INTO projects (id, name) VALUES ($1, 'p') RETURNING id`, [randomUUID()]),
-    );
+    const [{ id: projectId }] = await db
+      .query<{ id: string }>('SELECT id FROM projects LIMIT 1')
+      .then(async (r) => (r.length ? r : db.query<{ id: string }>(`INSERT INTO projects (id, name) VALUES ($1, 'p') RETURNING id`, [randomUUID()])));
     const sessionId = randomUUID();
     await db.query(
       `INSERT INTO sessions (id, project_id, node_id, status, configuration, tags, cdp_token, live_view_token) VALUES ($1, $2, 'leaver', 'running', '{}'::jsonb, '[]', 't', 'l')`,

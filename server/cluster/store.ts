@@ -27,10 +27,9 @@ export async function register(db: Db, node: { id: string; internalUrl: string |
 
 /** Nodes whose heartbeat is fresher than deadAfterSeconds, oldest first. */
 export async function liveNodes(db: Db, deadAfterSeconds: number): Promise<NodeRow[]> {
-  return db.query<NodeRow>(
-    `SELECT * FROM nodes WHERE dead_at IS NULL AND heartbeat_at > now() - make_interval(secs => $1) ORDER BY started_at, id`,
-    [deadAfterSeconds],
-  );
+  return db.query<NodeRow>(`SELECT * FROM nodes WHERE dead_at IS NULL AND heartbeat_at > now() - make_interval(secs => $1) ORDER BY started_at, id`, [
+    deadAfterSeconds,
+  ]);
 }
 
 /** Browsers the cluster's live nodes that take sessions may run together: what a project

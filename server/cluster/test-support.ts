@@ -82,7 +82,12 @@ export const TEST_CLUSTER_SECRET = 'test-cluster-secret-0123456789abcdef01234567
  * Starts `count` nodes (ids node-a, node-b, ...) behind a front, on a fresh schema of
  * DATABASE_URL. The first node migrates the schema; the others start together after it.
  */
-export async function startTestCluster(o: { databaseUrl: string; count: number; env?: Record<string, string>; nodeEnv?: (i: number) => Record<string, string> }): Promise<TestCluster> {
+export async function startTestCluster(o: {
+  databaseUrl: string;
+  count: number;
+  env?: Record<string, string>;
+  nodeEnv?: (i: number) => Record<string, string>;
+}): Promise<TestCluster> {
   const front = await startFront();
   const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;
   const secretsKey = randomBytes(32).toString('hex');
@@ -244,7 +249,10 @@ export async function openNodeFixture(databaseUrl: string, deadAfterSeconds: num
     },
     async subscribe(s) {
       if (subscribed) return;
-      const r = await call(s, 'POST', '/v1/webhooks', { url: receiver.url, subscribed_events: ['session.completed', 'session.failed', 'task.failed', 'batch.completed', 'batch.failed'] });
+      const r = await call(s, 'POST', '/v1/webhooks', {
+        url: receiver.url,
+        subscribed_events: ['session.completed', 'session.failed', 'task.failed', 'batch.completed', 'batch.failed'],
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       subscribed = true;
     },
@@ -269,11 +277,27 @@ export async function openNodeFixture(databaseUrl: string, deadAfterSeconds: num
  * checks `only` names, every check without it. Its JSON report's summary, its output, its
  * exit code.
  */
-export async function runConformance(cluster: TestCluster, adminToken: string, only?: string[]): Promise<{ summary: { passed: number; failed: number; skipped: number }; out: string; code: number | null }> {
+export async function runConformance(
+  cluster: TestCluster,
+  adminToken: string,
+  only?: string[],
+): Promise<{ summary: { passed: number; failed: number; skipped: number }; out: string; code: number | null }> {
   const reportDir = mkdtempSync(join(tmpdir(), 'cb-cluster-conformance-'));
   try {
     const report = join(reportDir, 'report.json');
-    const args = ['--import', 'tsx', 'conformance/cli.ts', '--base-url', cluster.front.url, '--api-key', cluster.apiKey, '--admin-token', adminToken, '--json', report];
+    const args = [
+      '--import',
+      'tsx',
+      'conformance/cli.ts',
+      '--base-url',
+      cluster.front.url,
+      '--api-key',
+      cluster.apiKey,
+      '--admin-token',
+      adminToken,
+      '--json',
+      report,
+    ];
     if (only) args.push('--only', only.join(','));
     let out = '';
     const code = await new Promise<number | null>((resolve) => {

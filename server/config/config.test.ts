@@ -29,9 +29,9 @@ describe('loadConfig', () => {
     expect(problems({ RATE_LIMIT_STORE: 'postgres' })).toContain('RATE_LIMIT_STORE=postgres needs DATABASE_URL');
     expect(problems({ RATE_LIMIT_STORE: 'disk' })).toContain('must be memory, postgres or redis');
     expect(problems({ REDIS_KEY_PREFIX: 'has space' })).toContain('REDIS_KEY_PREFIX');
-    expect(
-      problems({ DATABASE_URL: pg, RATE_LIMIT_STORE: 'memory', NODE_INTERNAL_URL: 'http://10.0.0.5:8080', CLUSTER_SECRET: 'x'.repeat(32) }),
-    ).toContain('RATE_LIMIT_STORE=memory counts on each node apart');
+    expect(problems({ DATABASE_URL: pg, RATE_LIMIT_STORE: 'memory', NODE_INTERNAL_URL: 'http://10.0.0.5:8080', CLUSTER_SECRET: 'x'.repeat(32) })).toContain(
+      'RATE_LIMIT_STORE=memory counts on each node apart',
+    );
   });
 
   it('names every bad variable in one error, without echoing a database URL', () => {

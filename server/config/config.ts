@@ -156,7 +156,8 @@ function readStorage(env: Env, problems: string[], forcePathStyle: boolean | und
   const region = env.S3_REGION?.trim() || 'us-east-1';
   if (!/^[a-z0-9-]{1,50}$/.test(region)) problems.push(`S3_REGION=${JSON.stringify(region)} must be a region name such as us-east-1 or auto`);
   // Never echo the keys.
-  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together: set both, or neither for the AWS default chain');
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined))
+    problems.push('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together: set both, or neither for the AWS default chain');
   return {
     kind: 's3',
     bucket: m[1],

@@ -59,7 +59,14 @@ describe('SERVICE_PROXY_POOL', () => {
         city: 'San Francisco',
       },
       // SOCKS's port by default.
-      { id: expect.stringMatching(/^sp_/), url: 'socks5://proxy-de.example', label: 'socks5://proxy-de.example:1080', host: 'proxy-de.example', port: 1080, country_code: 'de' },
+      {
+        id: expect.stringMatching(/^sp_/),
+        url: 'socks5://proxy-de.example',
+        label: 'socks5://proxy-de.example:1080',
+        host: 'proxy-de.example',
+        port: 1080,
+        country_code: 'de',
+      },
     ]);
     expect(loadConfig({}).serviceProxyPool).toBeUndefined();
   });
@@ -71,10 +78,12 @@ describe('SERVICE_PROXY_POOL', () => {
       { url: 'http://u-country-de:one@gw.example:7000', country_code: 'de' },
     ]);
     expect(a).not.toBe(b);
-    expect(ids([
-      { url: 'http://u-country-de:rotated@gw.example:7000', country_code: 'de' },
-      { url: 'http://u:rotated@gw.example:7000', country_code: 'us' },
-    ])).toEqual([b, a]);
+    expect(
+      ids([
+        { url: 'http://u-country-de:rotated@gw.example:7000', country_code: 'de' },
+        { url: 'http://u:rotated@gw.example:7000', country_code: 'us' },
+      ]),
+    ).toEqual([b, a]);
     // The default port written out or not is the same proxy.
     expect(ids([{ url: 'http://h.example', country_code: 'us' }])).toEqual(ids([{ url: 'http://h.example:80', country_code: 'us' }]));
   });

@@ -92,7 +92,10 @@ function parseEntry(item: unknown): ServiceProxyEntry | { problem: string; label
   const unknown = Object.keys(o).find((k) => !FIELDS.includes(k));
   if (unknown !== undefined) return { label, problem: `unknown field ${JSON.stringify(unknown)}; the fields are ${FIELDS.join(', ')}` };
   if (typeof o.country_code !== 'string' || !/^[A-Za-z]{2}$/.test(o.country_code)) {
-    return { label, problem: `country_code ${o.country_code === undefined ? 'is missing' : `${JSON.stringify(o.country_code)} is not two letters`} (ISO 3166-1 alpha-2, such as us)` };
+    return {
+      label,
+      problem: `country_code ${o.country_code === undefined ? 'is missing' : `${JSON.stringify(o.country_code)} is not two letters`} (ISO 3166-1 alpha-2, such as us)`,
+    };
   }
   for (const field of ['region', 'city'] as const) {
     const v = o[field];

@@ -28,7 +28,9 @@ describe('the settings table', () => {
     for (const [name, s] of entries) {
       if (s.type !== 'int') continue;
       expect((loadConfig({ [name]: String(s.min) }) as unknown as Record<string, unknown>)[camel(name)], name).toBe(s.min);
-      expect(problemsOf({ [name]: String(s.min - 1) })).toContain(`${name}="${s.min - 1}" must be a whole number from ${s.min} to ${s.max ?? Number.MAX_SAFE_INTEGER}`);
+      expect(problemsOf({ [name]: String(s.min - 1) })).toContain(
+        `${name}="${s.min - 1}" must be a whole number from ${s.min} to ${s.max ?? Number.MAX_SAFE_INTEGER}`,
+      );
       if (s.max !== undefined) expect(problemsOf({ [name]: String(s.max + 1) }), name).toContain(name);
       expect(problemsOf({ [name]: '1.5' }), name).toContain(`${name}="1.5" must be a whole number`);
     }

@@ -25,10 +25,20 @@ export function barChart(bars: Bar[], label: string) {
     <text x="${pad.left - 6}" y="${pad.top + plotH}" text-anchor="end">0</text>
     ${bars.map((b, i) => {
       const h = y(b.value);
-      return html`<rect class="bar" data-date="${b.start.slice(0, 10)}" data-value="${b.value}" x="${(pad.left + i * step + step * 0.1).toFixed(1)}" y="${(pad.top + plotH - h).toFixed(1)}" width="${(step * 0.8).toFixed(1)}" height="${h.toFixed(1)}"><title>${b.start.slice(0, 10)}: ${fmt(b.value)} credits</title></rect>`;
+      return html`<rect
+        class="bar"
+        data-date="${b.start.slice(0, 10)}"
+        data-value="${b.value}"
+        x="${(pad.left + i * step + step * 0.1).toFixed(1)}"
+        y="${(pad.top + plotH - h).toFixed(1)}"
+        width="${(step * 0.8).toFixed(1)}"
+        height="${h.toFixed(1)}"
+        ><title>${b.start.slice(0, 10)}: ${fmt(b.value)} credits</title></rect
+      >`;
     })}
     ${bars.length
-      ? html`<text x="${pad.left}" y="${H - 6}">${bars[0]!.start.slice(0, 10)}</text><text x="${W - pad.right}" y="${H - 6}" text-anchor="end">${bars[bars.length - 1]!.start.slice(0, 10)}</text>`
+      ? html`<text x="${pad.left}" y="${H - 6}">${bars[0]!.start.slice(0, 10)}</text
+          ><text x="${W - pad.right}" y="${H - 6}" text-anchor="end">${bars[bars.length - 1]!.start.slice(0, 10)}</text>`
       : ''}
   </svg>`;
 }

@@ -51,7 +51,10 @@ function zipOf(dir: string): Promise<Buffer> {
   zip.end();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    zip.outputStream
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
   });
 }
 
@@ -158,7 +161,7 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     await endSession(server, s.id);
   });
 
-  it("watches a one_time_url session without using up its link", async () => {
+  it('watches a one_time_url session without using up its link', async () => {
     const s = await createSession(server, {
       browser: { headless: { active: true } },
       session: { recording: { active: false }, initial_url: site.url('/'), live_view: { one_time_url: true } },
@@ -307,9 +310,13 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     await expect(page.locator('main').textContent()).resolves.toContain('Marker');
   });
 
-  it('lists tasks, and a task\'s runs with their status and output', async () => {
+  it("lists tasks, and a task's runs with their status and output", async () => {
     const taskId = await deployedTask(server, 'export default async function run(ctx: any) { return { answer: 42 }; }\n');
-    const run = await server.request(`/v2/tasks/${taskId}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ input_params: {} }) });
+    const run = await server.request(`/v2/tasks/${taskId}/run`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input_params: {} }),
+    });
     expect(run.status).toBeLessThan(300);
     const runId = ((await run.json()) as any).run_id as string;
     await until(async () => expect(((await (await server.request(`/v2/tasks/runs/${runId}/status`)).json()) as any).status).toBe('success'), 60_000);
@@ -367,7 +374,9 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     // Nor may it revoke this project's keys, with its own valid CSRF token.
     await p.goto(`${base}/keys`);
     const csrf = await p.locator('input[name=_csrf]').first().getAttribute('value');
-    const [bootstrap] = await server.db.query<{ id: string }>(`SELECT id FROM api_keys WHERE project_id <> $1 AND revoked_at IS NULL LIMIT 1`, [other.projectId]);
+    const [bootstrap] = await server.db.query<{ id: string }>(`SELECT id FROM api_keys WHERE project_id <> $1 AND revoked_at IS NULL LIMIT 1`, [
+      other.projectId,
+    ]);
     const res = await p.request.post(`${base}/keys/${bootstrap!.id}/revoke`, { form: { _csrf: csrf! } });
     expect(res.status()).toBe(404);
     expect((await server.request('/v1/billing')).status).toBe(200);

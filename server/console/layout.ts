@@ -20,27 +20,28 @@ const NAV: readonly [string, string][] = [
 
 export function page(o: { title: string; here?: string; csrf?: string; body: Markup }): Markup {
   return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${o.title} · Console</title>
-<link rel="stylesheet" href="/console/assets/console.css">
-<script src="/console/assets/console.js" defer></script>
-</head>
-<body>
-${o.csrf !== undefined
-  ? html`<header class="top"><strong>Cloud browser</strong>
-  <nav>${NAV.map(([path, label]) => html`<a href="/console/${path}" class="${o.here === path ? 'here' : ''}">${label}</a>`)}</nav>
-  <form class="inline" method="post" action="/console/sign-out">${csrfField(o.csrf)}<button class="quiet" type="submit">Sign out</button></form>
-</header>`
-  : ''}
-<main>${o.body}</main>
-</body>
-</html>`;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${o.title} · Console</title>
+        <link rel="stylesheet" href="/console/assets/console.css" />
+        <script src="/console/assets/console.js" defer></script>
+      </head>
+      <body>
+        ${o.csrf !== undefined
+          ? html`<header class="top">
+              <strong>Cloud browser</strong>
+              <nav>${NAV.map(([path, label]) => html`<a href="/console/${path}" class="${o.here === path ? 'here' : ''}">${label}</a>`)}</nav>
+              <form class="inline" method="post" action="/console/sign-out">${csrfField(o.csrf)}<button class="quiet" type="submit">Sign out</button></form>
+            </header>`
+          : ''}
+        <main>${o.body}</main>
+      </body>
+    </html>`;
 }
 
-export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
+export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}" />`;
 
 export const badge = (status: string) => html`<span class="badge ${status}">${status}</span>`;
 

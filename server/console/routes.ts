@@ -109,7 +109,14 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
     }
     const key = (f.api_key ?? '').trim();
     if (!key || !(await d.auth.signIn(c, key))) {
-      return render(c, undefined, 'Sign in', undefined, signInView({ token: d.auth.loginToken(c), next, error: 'That API key is not valid (or was revoked).' }), 401);
+      return render(
+        c,
+        undefined,
+        'Sign in',
+        undefined,
+        signInView({ token: d.auth.loginToken(c), next, error: 'That API key is not valid (or was revoked).' }),
+        401,
+      );
     }
     return c.redirect(next, 303);
   });
@@ -133,7 +140,13 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
       ...(tag ? { tags: [tag] } : {}),
       ...(batch ? { batchId: batch } : {}),
     });
-    return render(c, user, 'Sessions', 'sessions', sessionsView({ list: list.rows, total: list.total, status, tag, page: pageNo, pages: Math.max(1, Math.ceil(list.total / limit)) }));
+    return render(
+      c,
+      user,
+      'Sessions',
+      'sessions',
+      sessionsView({ list: list.rows, total: list.total, status, tag, page: pageNo, pages: Math.max(1, Math.ceil(list.total / limit)) }),
+    );
   });
 
   get('/console/sessions/:id', async ({ c, user, api }) => {
@@ -142,22 +155,27 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
     if (!s) throw new ApiError(404, 'Session not found');
     const live = s.status === 'running' || s.status === 'starting';
     const [pages, recordings, downloads, events] = await Promise.all([
-      live ? api.get<{ data: SessionPage[] }>(`/v1/sessions/${s.id}/pages`).then((r) => r.data, () => undefined) : undefined,
-      api.get<{ data: { items: Recording[] } }>(`/v1/sessions/${s.id}/recordings`).then((r) => r.data.items, () => [] as Recording[]),
-      api.get<{ data: { items: Download[] } }>(`/v1/sessions/${s.id}/downloads`).then((r) => r.data.items, () => [] as Download[]),
+      live
+        ? api.get<{ data: SessionPage[] }>(`/v1/sessions/${s.id}/pages`).then(
+            (r) => r.data,
+            () => undefined,
+          )
+        : undefined,
+      api.get<{ data: { items: Recording[] } }>(`/v1/sessions/${s.id}/recordings`).then(
+        (r) => r.data.items,
+        () => [] as Recording[],
+      ),
+      api.get<{ data: { items: Download[] } }>(`/v1/sessions/${s.id}/downloads`).then(
+        (r) => r.data.items,
+        () => [] as Download[],
+      ),
       sessionEvents(d.db, user.projectId, s.id),
     ]);
     const control = c.req.query('control') === '1';
     const refresh = refreshing(c);
     // A refresh of the page's live parts does not touch the embedded view: no new ticket.
     const liveSrc = live && !refresh ? liveViewPath(d.liveViews, s.id, control) : undefined;
-    return render(
-      c,
-      user,
-      `Session ${s.id}`,
-      'sessions',
-      sessionView({ s, csrf: user.csrf, liveSrc, control, refresh, pages, recordings, downloads, events }),
-    );
+    return render(c, user, `Session ${s.id}`, 'sessions', sessionView({ s, csrf: user.csrf, liveSrc, control, refresh, pages, recordings, downloads, events }));
   });
 
   post('/console/sessions/:id/end', async ({ c, api }) => {
@@ -289,7 +307,10 @@ function liveViewPath(views: Pick<LiveView, 'mintTakeover' | 'mintWatch'>, id: s
   return token && `/live/${id}?${control ? 'takeover' : 'watch'}=${token}`;
 }
 
-const errorView = (message: string) => html`<h1>Not available</h1><div class="notice error">${message}</div><p><a href="/console/sessions">Back to sessions</a></p>`;
+const errorView = (message: string) =>
+  html`<h1>Not available</h1>
+    <div class="notice error">${message}</div>
+    <p><a href="/console/sessions">Back to sessions</a></p>`;
 
 /** A url-encoded form of a few fields, or undefined when it is not one. */
 async function readForm(c: Context): Promise<Record<string, string> | undefined> {

@@ -51,14 +51,25 @@ describe('the account', () => {
 
   const at = async (projectId: string, credits: number, when: string, kind: 'session' | 'fetch' = 'fetch') => {
     await charge(db, { projectId, kind, credits, sessionId: kind === 'session' ? randomUUID() : undefined });
-    await db.query('UPDATE usage_ledger SET created_at = $2 WHERE id = (SELECT id FROM usage_ledger WHERE project_id = $1 ORDER BY created_at DESC LIMIT 1)', [projectId, when]);
+    await db.query('UPDATE usage_ledger SET created_at = $2 WHERE id = (SELECT id FROM usage_ledger WHERE project_id = $1 ORDER BY created_at DESC LIMIT 1)', [
+      projectId,
+      when,
+    ]);
   };
   const config = { includedCredits: 10, costLimit: null, maxConcurrentBrowsers: 3 };
 
   it('included credits renew each period; usage beyond them spends the gift, once', async () => {
     const { projectId } = await createProject(db, { name: 'p', source: 'test', giftCredits: 5 });
     const now = new Date('2025-05-20T12:00:00Z');
-    expect(await account(db, projectId, config, now)).toMatchObject({ credits: 15, creditsUsed: 0, includedCredits: 10, giftCredits: 5, tier: 'self-hosted', maxConcurrentBrowsers: 3, costLimit: null });
+    expect(await account(db, projectId, config, now)).toMatchObject({
+      credits: 15,
+      creditsUsed: 0,
+      includedCredits: 10,
+      giftCredits: 5,
+      tier: 'self-hosted',
+      maxConcurrentBrowsers: 3,
+      costLimit: null,
+    });
     // March: 12 used, 2 beyond the included 10 come from the gift. April: 4, within.
     await at(projectId, 12, '2025-03-10T00:00:00Z');
     await at(projectId, 4, '2025-04-30T23:59:59Z');

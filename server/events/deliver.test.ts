@@ -136,7 +136,10 @@ describe('delivery', () => {
     await waitFor(() => rcv.received.length >= 2 * n, 60_000, `${2 * n} deliveries`);
     await new Promise((r) => setTimeout(r, 200));
     expect(rcv.received).toHaveLength(2 * n);
-    for (const [path, wh] of [['/a', a], ['/b', b]] as const) {
+    for (const [path, wh] of [
+      ['/a', a],
+      ['/b', b],
+    ] as const) {
       const got = rcv.received.filter((r) => r.path === path);
       // One request at a time per webhook: exactly the order of emission.
       expect(got.map((r) => r.headers['webhook-id'])).toEqual(evs.map((e) => e.id));
@@ -145,13 +148,17 @@ describe('delivery', () => {
         expect(payload.data.session_id).toBe(`s${i}`);
       });
     }
-    await waitFor(async () => {
-      const [{ n: pending }] = await t.db.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1 AND status <> 'succeeded'`,
-        [project],
-      );
-      return pending === 0;
-    }, 5000, 'every delivery recorded as succeeded');
+    await waitFor(
+      async () => {
+        const [{ n: pending }] = await t.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM webhook_deliveries WHERE project_id = $1 AND status <> 'succeeded'`,
+          [project],
+        );
+        return pending === 0;
+      },
+      5000,
+      'every delivery recorded as succeeded',
+    );
   });
 
   it('a receiver failing some attempts gets each of many events once after retries', async () => {
@@ -182,13 +189,17 @@ describe('delivery', () => {
       t.db,
       Array.from({ length: n }, () => ({ projectId: project, type: 'task.completed' as const, data: sampleEventData('task.completed') })),
     );
-    const rows = await waitFor(async () => {
-      const r = await t.db.query<{ event_id: string; attempt: number; status: string }>(
-        `SELECT event_id, attempt, status FROM webhook_deliveries WHERE webhook_id = $1`,
-        [wh.id],
-      );
-      return r.length > 0 && r.every((x) => x.status !== 'pending') ? r : null;
-    }, 30_000, 'every delivery settled');
+    const rows = await waitFor(
+      async () => {
+        const r = await t.db.query<{ event_id: string; attempt: number; status: string }>(
+          `SELECT event_id, attempt, status FROM webhook_deliveries WHERE webhook_id = $1`,
+          [wh.id],
+        );
+        return r.length > 0 && r.every((x) => x.status !== 'pending') ? r : null;
+      },
+      30_000,
+      'every delivery settled',
+    );
     const succeeded = rows.filter((r) => r.status === 'succeeded');
     expect(succeeded.map((r) => r.event_id).sort()).toEqual(evs.map((e) => e.id).sort());
     expect(rows.filter((r) => r.status === 'dead')).toEqual([]);
@@ -309,7 +320,10 @@ describe('delivery', () => {
     await worker({ retrySchedule: [60_000] });
     await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
     const failed = await waitFor(async () => {
-      const rows = await t.db.query<{ status: string; error_message: string | null }>("SELECT d.status, d.error_message FROM webhook_deliveries d WHERE d.webhook_id = $1 AND d.error_message IS NOT NULL", [wh.id]);
+      const rows = await t.db.query<{ status: string; error_message: string | null }>(
+        'SELECT d.status, d.error_message FROM webhook_deliveries d WHERE d.webhook_id = $1 AND d.error_message IS NOT NULL',
+        [wh.id],
+      );
       return rows[0];
     });
     expect(failed.error_message).toMatch(/signing secret could not be read/);
@@ -404,7 +418,7 @@ describe('delivery', () => {
     expect(rcv.received).toHaveLength(2);
   });
 
-  it('a backlog many times a webhook\'s share drains from claims alone, with no poll to fall back on', async () => {
+  it("a backlog many times a webhook's share drains from claims alone, with no poll to fall back on", async () => {
     // The worker holds at most 512 rows of one fast webhook, so 2,000 take several claims, each
     // asked for as the buffer runs low. A claim that read as "nothing more due" (requests
     // finishing while it ran raised the webhook's cap past what it was given) left the rest
@@ -525,13 +539,17 @@ describe('delivery', () => {
         await new Promise((r) => setImmediate(r));
       });
     }
-    await waitFor(async () => {
-      const [{ n }] = await t.db.query<{ n: number }>(
-        `SELECT count(DISTINCT event_id)::int AS n FROM webhook_deliveries WHERE project_id = $1 AND status = 'succeeded'`,
-        [project],
-      );
-      return n === 150;
-    }, 15_000, 'all 150 delivered');
+    await waitFor(
+      async () => {
+        const [{ n }] = await t.db.query<{ n: number }>(
+          `SELECT count(DISTINCT event_id)::int AS n FROM webhook_deliveries WHERE project_id = $1 AND status = 'succeeded'`,
+          [project],
+        );
+        return n === 150;
+      },
+      15_000,
+      'all 150 delivered',
+    );
   });
 
   it('several workers on one database deliver each attempt once', async () => {

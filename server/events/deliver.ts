@@ -187,9 +187,7 @@ export class DeliveryWorker {
     clearTimeout(this.flushTimer);
     // Record every outcome, including those a flush already in progress is writing.
     for (let i = 0; i < 5 && (this.outcomes.length > 0 || this.flushing); i++) {
-      await (this.flushing ?? this.flush()).catch((err) =>
-        this.logger.error({ err }, 'recording webhook outcomes failed at shutdown'),
-      );
+      await (this.flushing ?? this.flush()).catch((err) => this.logger.error({ err }, 'recording webhook outcomes failed at shutdown'));
     }
     this.agents.http.destroy();
     this.agents.https.destroy();
@@ -345,7 +343,10 @@ export class DeliveryWorker {
     // The claim looks at this many candidates: no more than the known webhooks may take and
     // one new webhook's share (a claim scanning the whole buffer's room to take a few
     // dozen rows for one webhook cost more than the rows); a next claim takes the rest.
-    const limit = Math.min(room, open.reduce((n, [, cap]) => n + cap, defaultCap));
+    const limit = Math.min(
+      room,
+      open.reduce((n, [, cap]) => n + cap, defaultCap),
+    );
     const rows = await claimDue(this.db, { saturated, room: limit, open, defaultCap, token, leaseMs: this.o.leaseMs }, this.local);
     // Schedule order (UPDATE ... RETURNING keeps none).
     this.lastClaimMs = performance.now() - this.lastClaimAt;
@@ -367,32 +368,31 @@ export class DeliveryWorker {
     DeliveryWorker.bump(this.inFlightBy, c.webhook_id, 1);
     const controller = new AbortController();
     this.controllers.add(controller);
-    attempt(c, this.attemptOptions, controller.signal)
-      .then((result) => {
-        this.controllers.delete(controller);
-        if (!result.aborted) {
-          if (wasSlow(result)) {
-            this.slow.set(c.webhook_id, Date.now());
-            // It may now hold only a slow webhook's share: the rest goes back for others.
-            this.releaseBuffered(c.webhook_id, Math.max(0, this.holdFor(c.webhook_id) - (this.inFlightBy.get(c.webhook_id) ?? 0)));
-          } else {
-            this.slow.delete(c.webhook_id);
-          }
+    attempt(c, this.attemptOptions, controller.signal).then((result) => {
+      this.controllers.delete(controller);
+      if (!result.aborted) {
+        if (wasSlow(result)) {
+          this.slow.set(c.webhook_id, Date.now());
+          // It may now hold only a slow webhook's share: the rest goes back for others.
+          this.releaseBuffered(c.webhook_id, Math.max(0, this.holdFor(c.webhook_id) - (this.inFlightBy.get(c.webhook_id) ?? 0)));
+        } else {
+          this.slow.delete(c.webhook_id);
         }
-        this.outcomes.push({ claim: c, result });
-        if (!result.aborted) deliveryAttempted(c.event_id);
-        this.inFlight--;
-        DeliveryWorker.bump(this.inFlightBy, c.webhook_id, -1);
-        if (this.inFlight === 0) for (const w of this.settledWaiters.splice(0)) w();
-        this.scheduleFlush();
-        if (this.stopping) return;
-        this.dispatch();
-        // Refill before this webhook's buffered rows run out: at half its hold, so a claim
-        // brings many rows and the other half still covers the claim's own time under load
-        // (at a quarter, a fast receiver emptied the buffer while a PostgreSQL claim ran). A
-        // claim under way brings rows already: asking again would only add an empty claim.
-        if (this.maybeMore && !this.pumping && (this.queues.get(c.webhook_id)?.length ?? 0) <= this.holdFor(c.webhook_id) / 2) this.schedulePump();
-      });
+      }
+      this.outcomes.push({ claim: c, result });
+      if (!result.aborted) deliveryAttempted(c.event_id);
+      this.inFlight--;
+      DeliveryWorker.bump(this.inFlightBy, c.webhook_id, -1);
+      if (this.inFlight === 0) for (const w of this.settledWaiters.splice(0)) w();
+      this.scheduleFlush();
+      if (this.stopping) return;
+      this.dispatch();
+      // Refill before this webhook's buffered rows run out: at half its hold, so a claim
+      // brings many rows and the other half still covers the claim's own time under load
+      // (at a quarter, a fast receiver emptied the buffer while a PostgreSQL claim ran). A
+      // claim under way brings rows already: asking again would only add an empty claim.
+      if (this.maybeMore && !this.pumping && (this.queues.get(c.webhook_id)?.length ?? 0) <= this.holdFor(c.webhook_id) / 2) this.schedulePump();
+    });
   }
 
   private scheduleFlush(): void {

@@ -39,7 +39,8 @@ export function attempt(c: Claimed, o: AttemptOptions, signal: AbortSignal): Pro
     }
   };
   const signing = open(current!);
-  if (signing === undefined) return Promise.resolve(failed("The webhook's signing secret could not be read (altered, or sealed under another secrets key); rotate it"));
+  if (signing === undefined)
+    return Promise.resolve(failed("The webhook's signing secret could not be read (altered, or sealed under another secrets key); rotate it"));
   const secrets = [signing, ...previous.map(open).filter((s) => s !== undefined)];
   const body = envelopeBody(c);
   const headers = {

@@ -92,7 +92,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await worker?.stop(1000);
-  for (const s of servers) s.closeAllConnections(), s.close();
+  for (const s of servers) (s.closeAllConnections(), s.close());
   for (const r of receivers) await r.close();
   await t?.close();
 });
@@ -191,7 +191,7 @@ describe('webhook operations over HTTP', () => {
     expect(failed.body.data[0].error_message).toBe('Receiver answered 500');
   });
 
-  it('G11: another project sees 404 for this project\'s webhook', async () => {
+  it("G11: another project sees 404 for this project's webhook", async () => {
     const base = await serve(true);
     const a = await project();
     const b = await project();

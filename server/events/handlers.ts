@@ -4,16 +4,7 @@ import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { Db } from '../store/db.js';
 import { validateDeliveryQuery, WebhookError, type WebhookPolicy } from './webhooks-logic.js';
-import {
-  createWebhook,
-  deleteWebhook,
-  getWebhook,
-  listDeliveries,
-  listWebhooks,
-  rotateWebhookSecret,
-  sendTestEvent,
-  updateWebhook,
-} from './webhooks-store.js';
+import { createWebhook, deleteWebhook, getWebhook, listDeliveries, listWebhooks, rotateWebhookSecret, sendTestEvent, updateWebhook } from './webhooks-store.js';
 
 export type WebhookOperation =
   | 'createWebhook'

@@ -39,7 +39,13 @@ async function receiver(drop: (connection: number, request: number) => boolean):
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, answered: () => answered, server };
 }
 
-const options = (agents: ReturnType<typeof createAgents>) => ({ timeoutMs: 5_000, maxResponseBytes: 1024, keepResponseBytes: 1024, allowPrivate: true, agents });
+const options = (agents: ReturnType<typeof createAgents>) => ({
+  timeoutMs: 5_000,
+  maxResponseBytes: 1024,
+  keepResponseBytes: 1024,
+  allowPrivate: true,
+  agents,
+});
 
 describe('postJson on kept-alive connections', () => {
   const servers: Server[] = [];

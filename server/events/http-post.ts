@@ -54,12 +54,7 @@ function describeError(err: unknown): string {
   }
 }
 
-export function postJson(
-  target: string | URL,
-  body: string,
-  headers: Record<string, string>,
-  options: PostOptions,
-): Promise<PostResult> {
+export function postJson(target: string | URL, body: string, headers: Record<string, string>, options: PostOptions): Promise<PostResult> {
   const started = performance.now();
   const done = (r: Omit<PostResult, 'durationMs' | 'aborted'> & { aborted?: boolean }): PostResult => ({
     aborted: false,
@@ -125,7 +120,10 @@ export function postJson(
         let read = 0;
         let truncated = false;
         const conclude = () => {
-          const text = Buffer.concat(chunks).subarray(0, options.keepResponseBytes).toString('utf8').replace(/\u0000/g, '');
+          const text = Buffer.concat(chunks)
+            .subarray(0, options.keepResponseBytes)
+            .toString('utf8')
+            .replace(/\u0000/g, '');
           const ok = status >= 200 && status < 300;
           let error: string | null = null;
           if (!ok) {

@@ -59,77 +59,82 @@ describe('kill -9 during delivery', () => {
   it.each([
     ['one event a transaction', 1],
     ['ten events a transaction (emitEvents)', 10],
-  ])('a new worker delivers every committed event (at least once): %s', async (_name, bulk) => {
-    // The database: PGlite in a DATA_DIR the child processes open in turn, or PostgreSQL.
-    let dbEnv: Record<string, string>;
-    let reopen: () => Promise<Db>;
-    let db: Db;
-    const pgUrl = process.env.DATABASE_URL;
-    let shared: TestDb | undefined;
-    if (pgUrl) {
-      shared = await openTestDb();
-      cleanups.push(() => shared!.close());
-      db = shared.db;
-      dbEnv = { DATABASE_URL: shared.databaseUrl! };
-      reopen = async () => shared!.db;
-    } else {
-      const dataDir = mkdtempSync(join(tmpdir(), 'events-kill-'));
-      cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-      seedPglite(dataDir);
-      db = await openDb({ dataDir });
-      await migrate(db);
-      dbEnv = { DATA_DIR: dataDir, DATABASE_URL: '' };
-      reopen = () => openDb({ dataDir });
-    }
+  ])(
+    'a new worker delivers every committed event (at least once): %s',
+    async (_name, bulk) => {
+      // The database: PGlite in a DATA_DIR the child processes open in turn, or PostgreSQL.
+      let dbEnv: Record<string, string>;
+      let reopen: () => Promise<Db>;
+      let db: Db;
+      const pgUrl = process.env.DATABASE_URL;
+      let shared: TestDb | undefined;
+      if (pgUrl) {
+        shared = await openTestDb();
+        cleanups.push(() => shared!.close());
+        db = shared.db;
+        dbEnv = { DATABASE_URL: shared.databaseUrl! };
+        reopen = async () => shared!.db;
+      } else {
+        const dataDir = mkdtempSync(join(tmpdir(), 'events-kill-'));
+        cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+        seedPglite(dataDir);
+        db = await openDb({ dataDir });
+        await migrate(db);
+        dbEnv = { DATA_DIR: dataDir, DATABASE_URL: '' };
+        reopen = () => openDb({ dataDir });
+      }
 
-    // A receiver that takes a little while, so deliveries are in flight at the kill.
-    const inFlight = new Set<string>();
-    const rcv = await startReceiver(async (req, _body, res) => {
-      const id = String(req.headers['webhook-id']);
-      inFlight.add(id);
-      await new Promise((r) => setTimeout(r, 40));
-      inFlight.delete(id);
-      res.end('ok');
-    });
-    cleanups.push(() => rcv.close());
+      // A receiver that takes a little while, so deliveries are in flight at the kill.
+      const inFlight = new Set<string>();
+      const rcv = await startReceiver(async (req, _body, res) => {
+        const id = String(req.headers['webhook-id']);
+        inFlight.add(id);
+        await new Promise((r) => setTimeout(r, 40));
+        inFlight.delete(id);
+        res.end('ok');
+      });
+      cleanups.push(() => rcv.close());
 
-    const project = await createProject(db);
-    await insertWebhook(db, project, rcv.url, ['session.completed']);
-    const before = 150;
-    for (let i = 0; i < before; i++) await emitEvent(db, project, 'session.completed', sampleEventData('session.completed'));
-    if (!pgUrl) await db.close(); // one process at a time opens a PGlite DATA_DIR
+      const project = await createProject(db);
+      await insertWebhook(db, project, rcv.url, ['session.completed']);
+      const before = 150;
+      for (let i = 0; i < before; i++) await emitEvent(db, project, 'session.completed', sampleEventData('session.completed'));
+      if (!pgUrl) await db.close(); // one process at a time opens a PGlite DATA_DIR
 
-    // First worker: delivers and emits more events; killed mid-way.
-    const emit = 150 * bulk ** 0.5; // more events when grouped, so the kill still comes before the last
-    const first = run({ ...dbEnv, PROJECT_ID: project, EMIT: String(Math.round(emit)), BULK: String(bulk), CONCURRENCY: '4' });
-    await waitFor(() => first.lines.includes('ready'), 60_000, 'the first worker');
-    await waitFor(() => rcv.received.length >= 60 && inFlight.size > 0, 60_000, 'deliveries in flight');
-    const committedBeforeKill = first.lines.filter((l) => l.startsWith('committed ')).length;
-    first.proc.kill('SIGKILL');
-    expect(await first.exited).toBeNull();
-    const receivedAtKill = new Set(rcv.received.map((r) => r.headers['webhook-id'])).size;
-    expect(committedBeforeKill).toBeGreaterThan(0); // it was emitting, too
-    expect(committedBeforeKill).toBeLessThan(emit);
+      // First worker: delivers and emits more events; killed mid-way.
+      const emit = 150 * bulk ** 0.5; // more events when grouped, so the kill still comes before the last
+      const first = run({ ...dbEnv, PROJECT_ID: project, EMIT: String(Math.round(emit)), BULK: String(bulk), CONCURRENCY: '4' });
+      await waitFor(() => first.lines.includes('ready'), 60_000, 'the first worker');
+      await waitFor(() => rcv.received.length >= 60 && inFlight.size > 0, 60_000, 'deliveries in flight');
+      const committedBeforeKill = first.lines.filter((l) => l.startsWith('committed ')).length;
+      first.proc.kill('SIGKILL');
+      expect(await first.exited).toBeNull();
+      const receivedAtKill = new Set(rcv.received.map((r) => r.headers['webhook-id'])).size;
+      expect(committedBeforeKill).toBeGreaterThan(0); // it was emitting, too
+      expect(committedBeforeKill).toBeLessThan(emit);
 
-    // Second worker: runs until nothing is pending, then exits.
-    const second = run({ ...dbEnv, PROJECT_ID: project, CONCURRENCY: '8', EXIT_WHEN_DONE: '1' });
-    expect(await second.exited).toBe(0);
-    expect(second.lines.some((l) => l.startsWith('done '))).toBe(true);
+      // Second worker: runs until nothing is pending, then exits.
+      const second = run({ ...dbEnv, PROJECT_ID: project, CONCURRENCY: '8', EXIT_WHEN_DONE: '1' });
+      expect(await second.exited).toBe(0);
+      expect(second.lines.some((l) => l.startsWith('done '))).toBe(true);
 
-    const check = pgUrl ? db : await reopen();
-    if (!pgUrl) cleanups.push(() => check.close());
-    const events = await check.query<{ id: string }>('SELECT id FROM events WHERE project_id = $1', [project]);
-    expect(events.length).toBeGreaterThanOrEqual(before + committedBeforeKill);
-    const received = new Set(rcv.received.map((r) => String(r.headers['webhook-id'])));
-    const missing = events.filter((e) => !received.has(e.id));
-    expect(missing).toEqual([]);
-    expect(receivedAtKill).toBeLessThan(events.length); // the kill did interrupt the work
-    const undelivered = await check.query(
-      `SELECT e.id FROM events e WHERE e.project_id = $1 AND NOT EXISTS
+      const check = pgUrl ? db : await reopen();
+      if (!pgUrl) cleanups.push(() => check.close());
+      const events = await check.query<{ id: string }>('SELECT id FROM events WHERE project_id = $1', [project]);
+      expect(events.length).toBeGreaterThanOrEqual(before + committedBeforeKill);
+      const received = new Set(rcv.received.map((r) => String(r.headers['webhook-id'])));
+      const missing = events.filter((e) => !received.has(e.id));
+      expect(missing).toEqual([]);
+      expect(receivedAtKill).toBeLessThan(events.length); // the kill did interrupt the work
+      const undelivered = await check.query(
+        `SELECT e.id FROM events e WHERE e.project_id = $1 AND NOT EXISTS
          (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.status = 'succeeded')`,
-      [project],
-    );
-    expect(undelivered).toEqual([]);
-    if (process.env.DEBUG_KILL) console.log({ committedBeforeKill, receivedAtKill, events: events.length, requests: rcv.received.length, unique: received.size });
-  }, 240_000);
+        [project],
+      );
+      expect(undelivered).toEqual([]);
+      if (process.env.DEBUG_KILL)
+        console.log({ committedBeforeKill, receivedAtKill, events: events.length, requests: rcv.received.length, unique: received.size });
+    },
+    240_000,
+  );
 });

@@ -35,7 +35,9 @@ describe('leases of a PGlite database, in memory', () => {
     expect(none).toEqual([]);
     expect(first).toMatchObject({ event_id: event.id, attempt: 1 });
     // Read, not written: the row itself carries no lease.
-    expect(await db.query('SELECT locked_by, locked_until FROM webhook_deliveries WHERE id = $1', [first.id])).toEqual([{ locked_by: null, locked_until: null }]);
+    expect(await db.query('SELECT locked_by, locked_until FROM webhook_deliveries WHERE id = $1', [first.id])).toEqual([
+      { locked_by: null, locked_until: null },
+    ]);
     expect(await claimDue(db, params('b', 300), leases)).toEqual([]);
     expect(await anyDue(db, leases)).toBe(false);
 

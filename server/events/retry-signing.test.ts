@@ -19,7 +19,7 @@ describe('retry schedule', () => {
     expect(nextRetryDelay(10, { random: () => 0.5 })).toBe(10 * 3_600_000);
     expect(nextRetryDelay(11)).toBeNull();
     expect(nextRetryDelay(0)).toBeNull();
-    expect(nextRetryDelay(2, { schedule: [10, 20] , random: () => 0.5 })).toBe(20);
+    expect(nextRetryDelay(2, { schedule: [10, 20], random: () => 0.5 })).toBe(20);
     expect(nextRetryDelay(3, { schedule: [10, 20] })).toBeNull();
   });
   it('honours Retry-After when longer, up to a day', () => {

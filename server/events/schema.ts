@@ -11,8 +11,7 @@ import type { EventType } from '../outbox/types.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export may arrive wrapped.
 type AddFormats = (ajv: Ajv2020) => unknown;
-const addFormats: AddFormats =
-  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
+const addFormats: AddFormats = (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
 
 export const OPENAPI_PATH = fileURLToPath(new URL('../../openapi.yaml', import.meta.url));
 
@@ -45,8 +44,7 @@ export function loadEventSchemas(path: string = OPENAPI_PATH): EventSchemas {
   const components = rewriteRefs((doc.components ?? {}) as Json);
   const webhooks = doc.webhooks ?? {};
   const cache = new Map<string, ValidateFunction>();
-  const schemaOf = (type: string): Json | undefined =>
-    webhooks[type]?.post?.requestBody?.content?.['application/json']?.schema as Json | undefined;
+  const schemaOf = (type: string): Json | undefined => webhooks[type]?.post?.requestBody?.content?.['application/json']?.schema as Json | undefined;
   return {
     documented: new Set(Object.keys(webhooks).filter((t) => schemaOf(t) !== undefined)),
     validator(type) {

@@ -136,9 +136,13 @@ export async function insertWebhook(
 ): Promise<{ id: string; secret: string }> {
   const id = `wh_${randomBytes(8).toString('hex')}`;
   const secret = opts.secret ?? `whsec_${randomBytes(32).toString('base64')}`;
-  await db.query(
-    `INSERT INTO webhooks (id, project_id, url, subscribed_events, enabled, secret) VALUES ($1, $2, $3, $4::text[], $5, $6)`,
-    [id, projectId, url, events, opts.enabled ?? true, secret],
-  );
+  await db.query(`INSERT INTO webhooks (id, project_id, url, subscribed_events, enabled, secret) VALUES ($1, $2, $3, $4::text[], $5, $6)`, [
+    id,
+    projectId,
+    url,
+    events,
+    opts.enabled ?? true,
+    secret,
+  ]);
   return { id, secret };
 }

@@ -10,13 +10,7 @@ export const MAX_DESCRIPTION_LENGTH = 1000;
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'dead'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-export type WebhookErrorCode =
-  | 'invalid_body'
-  | 'invalid_url'
-  | 'private_url'
-  | 'unknown_event_type'
-  | 'limit_reached'
-  | 'not_found';
+export type WebhookErrorCode = 'invalid_body' | 'invalid_url' | 'private_url' | 'unknown_event_type' | 'limit_reached' | 'not_found';
 
 export class WebhookError extends Error {
   constructor(
@@ -76,10 +70,7 @@ export function validateSubscribedEvents(value: unknown): EventType[] {
   const out: EventType[] = [];
   for (const v of value) {
     if (!isEventType(v)) {
-      throw bad(
-        `subscribed_events: unknown event type ${JSON.stringify(v)}; known types are ${EVENT_TYPES.join(', ')}`,
-        'unknown_event_type',
-      );
+      throw bad(`subscribed_events: unknown event type ${JSON.stringify(v)}; known types are ${EVENT_TYPES.join(', ')}`, 'unknown_event_type');
     }
     if (!out.includes(v)) out.push(v);
   }

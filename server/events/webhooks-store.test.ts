@@ -48,7 +48,13 @@ async function expectError(p: Promise<unknown>, status: number, code: string, me
 describe('create', () => {
   it('answers the webhook with a whsec_ secret the standardwebhooks library accepts', async () => {
     const project = await createProject(t.db);
-    const wh = await createWebhook(t.db, t.secrets, project, body({ description: 'prod', subscribed_events: ['task.failed', 'task.failed', 'batch.completed'] }), publicDns);
+    const wh = await createWebhook(
+      t.db,
+      t.secrets,
+      project,
+      body({ description: 'prod', subscribed_events: ['task.failed', 'task.failed', 'batch.completed'] }),
+      publicDns,
+    );
     expect(wh).toMatchObject({
       project_id: project,
       url: 'https://receiver.example.com/hooks',
@@ -73,7 +79,14 @@ describe('create', () => {
 
   it('refuses private, loopback and link-local targets unless the operator allows them', async () => {
     const project = await createProject(t.db);
-    for (const url of ['http://127.0.0.1:8080/', 'http://[::1]/', 'http://169.254.169.254/', 'http://10.0.0.5/', 'http://[fe80::1]/', 'http://[::ffff:192.168.0.1]/']) {
+    for (const url of [
+      'http://127.0.0.1:8080/',
+      'http://[::1]/',
+      'http://169.254.169.254/',
+      'http://10.0.0.5/',
+      'http://[fe80::1]/',
+      'http://[::ffff:192.168.0.1]/',
+    ]) {
       await expectError(createWebhook(t.db, t.secrets, project, body({ url }), publicDns), 400, 'private_url', /private networks/);
     }
     const rebinding: WebhookPolicy = { allowPrivate: false, resolve: async () => ['93.184.215.14', '192.168.1.10'] };
@@ -84,7 +97,12 @@ describe('create', () => {
 
   it('knows the event type names', async () => {
     const project = await createProject(t.db);
-    await expectError(createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['session.exploded'] }), publicDns), 400, 'unknown_event_type', /session\.exploded/);
+    await expectError(
+      createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['session.exploded'] }), publicDns),
+      400,
+      'unknown_event_type',
+      /session\.exploded/,
+    );
     await expectError(createWebhook(t.db, t.secrets, project, body({ subscribed_events: [] }), publicDns), 400, 'invalid_body');
     await expectError(createWebhook(t.db, t.secrets, project, body({ subscribed_events: 'task.failed' }), publicDns), 400, 'invalid_body');
     await expectError(createWebhook(t.db, t.secrets, project, body({ extra: 1 }), publicDns), 400, 'invalid_body');
@@ -188,11 +206,25 @@ describe('test event', () => {
     const wh = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['batch.completed'] }), publicDns);
     const other = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: [...EVENT_TYPES] }), publicDns);
     const r = await sendTestEvent(t.db, project, wh.id, 'intervention.requested');
-    expect(r).toEqual({ event_id: expect.stringMatching(/^evt_[A-Za-z0-9]+$/), event_type: 'intervention.requested', delivery_ids: [expect.stringMatching(/^dlv_[A-Za-z0-9]+$/)] });
+    expect(r).toEqual({
+      event_id: expect.stringMatching(/^evt_[A-Za-z0-9]+$/),
+      event_type: 'intervention.requested',
+      delivery_ids: [expect.stringMatching(/^dlv_[A-Za-z0-9]+$/)],
+    });
     expect(await getEvent(t.db, project, r!.event_id)).toMatchObject({ type: 'intervention.requested', project_id: project });
     const page = await listDeliveries(t.db, project, wh.id, validateDeliveryQuery({}));
     expect(page!.data).toEqual([
-      { id: r!.delivery_ids[0], event_id: r!.event_id, event_type: 'intervention.requested', attempt: 1, status: 'pending', response_status: null, error_message: null, scheduled_at: expect.any(String), completed_at: null },
+      {
+        id: r!.delivery_ids[0],
+        event_id: r!.event_id,
+        event_type: 'intervention.requested',
+        attempt: 1,
+        status: 'pending',
+        response_status: null,
+        error_message: null,
+        scheduled_at: expect.any(String),
+        completed_at: null,
+      },
     ]);
     expect(await t.db.query('SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1', [other.id])).toHaveLength(0);
     const [ev] = await t.db.query<{ test: boolean }>('SELECT test FROM events WHERE id = $1', [r!.event_id]);
@@ -208,7 +240,10 @@ describe('deliveries list', () => {
     const wh = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['batch.completed', 'batch.failed'] }), publicDns);
     for (let i = 0; i < 5; i++) await emitEvent(t.db, project, 'batch.completed', sampleEventData('batch.completed'));
     for (let i = 0; i < 3; i++) await emitEvent(t.db, project, 'batch.failed', sampleEventData('batch.failed'));
-    await t.db.query(`UPDATE webhook_deliveries SET status = 'succeeded', response_status = 200, completed_at = now() WHERE webhook_id = $1 AND event_type = 'batch.failed'`, [wh.id]);
+    await t.db.query(
+      `UPDATE webhook_deliveries SET status = 'succeeded', response_status = 200, completed_at = now() WHERE webhook_id = $1 AND event_type = 'batch.failed'`,
+      [wh.id],
+    );
 
     const all = await listDeliveries(t.db, project, wh.id, validateDeliveryQuery({}));
     expect(all!.pagination).toEqual({ page: 1, limit: 20, total: 8, total_pages: 1 });

@@ -154,9 +154,7 @@ export async function listWebhooks(
   projectId: string,
   query: PageQuery = { page: 1, limit: 20 },
 ): Promise<{ data: WebhookResource[]; pagination: Pagination }> {
-  const [{ total }] = await db.query<{ total: number }>('SELECT count(*)::int AS total FROM webhooks WHERE project_id = $1', [
-    projectId,
-  ]);
+  const [{ total }] = await db.query<{ total: number }>('SELECT count(*)::int AS total FROM webhooks WHERE project_id = $1', [projectId]);
   const rows = await db.query<WebhookRow>(
     `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE project_id = $1
       ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
@@ -167,21 +165,12 @@ export async function listWebhooks(
 
 /** GET /v1/webhooks/{id}; null → 404. */
 export async function getWebhook(db: Db, projectId: string, id: string): Promise<WebhookResource | null> {
-  const [row] = await db.query<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE project_id = $1 AND id = $2`, [
-    projectId,
-    id,
-  ]);
+  const [row] = await db.query<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE project_id = $1 AND id = $2`, [projectId, id]);
   return row ? toResource(row) : null;
 }
 
 /** PATCH /v1/webhooks/{id}; `{}` changes nothing (not even updated_at). null → 404. */
-export async function updateWebhook(
-  db: Db,
-  projectId: string,
-  id: string,
-  body: unknown,
-  policy: WebhookPolicy,
-): Promise<WebhookResource | null> {
+export async function updateWebhook(db: Db, projectId: string, id: string, body: unknown, policy: WebhookPolicy): Promise<WebhookResource | null> {
   const patch = await validatePatchWebhook(body, policy);
   const sets: string[] = [];
   const params: unknown[] = [projectId, id];
@@ -250,13 +239,7 @@ export interface TestEventResult {
  * signed, retried path as real events, and is sent even while the webhook is disabled.
  * Throws WebhookError 400 for an unknown type; null → 404.
  */
-export async function sendTestEvent(
-  db: Db,
-  projectId: string,
-  id: string,
-  eventType: unknown,
-  ctx: SampleContext = {},
-): Promise<TestEventResult | null> {
+export async function sendTestEvent(db: Db, projectId: string, id: string, eventType: unknown, ctx: SampleContext = {}): Promise<TestEventResult | null> {
   const type = validateEventType(eventType);
   const data = sampleEventData(type, ctx);
   const eventId = newEventId();
@@ -277,8 +260,7 @@ export async function sendTestEvent(
      RETURNING id`,
     [projectId, id, eventId, type, created, text, JSON.stringify(data)],
   );
-  const result: TestEventResult | null =
-    rows.length === 0 ? null : { event_id: eventId, event_type: type, delivery_ids: rows.map((r) => r.id) };
+  const result: TestEventResult | null = rows.length === 0 ? null : { event_id: eventId, event_type: type, delivery_ids: rows.map((r) => r.id) };
   if (result) deliveriesWritten();
   return result;
 }
@@ -288,12 +270,7 @@ export async function sendTestEvent(
  * attempt (a retried event shows attempt 1, 2, ...; the next scheduled one is `pending`).
  * Filters: status, event_type. null → 404.
  */
-export async function listDeliveries(
-  db: Db,
-  projectId: string,
-  webhookId: string,
-  query: DeliveryQuery,
-): Promise<DeliveryPage | null> {
+export async function listDeliveries(db: Db, projectId: string, webhookId: string, query: DeliveryQuery): Promise<DeliveryPage | null> {
   const [hook] = await db.query('SELECT id FROM webhooks WHERE project_id = $1 AND id = $2', [projectId, webhookId]);
   if (!hook) return null;
   const where = ['project_id = $1', 'webhook_id = $2'];
@@ -306,10 +283,7 @@ export async function listDeliveries(
     params.push(query.event_type);
     where.push(`event_type = $${params.length}`);
   }
-  const [{ total }] = await db.query<{ total: number }>(
-    `SELECT count(*)::int AS total FROM webhook_deliveries WHERE ${where.join(' AND ')}`,
-    params,
-  );
+  const [{ total }] = await db.query<{ total: number }>(`SELECT count(*)::int AS total FROM webhook_deliveries WHERE ${where.join(' AND ')}`, params);
   const rows = await db.query<DeliveryRow>(
     `SELECT id, event_id, event_type, attempt, status, response_status, error_message, scheduled_at, completed_at
        FROM webhook_deliveries WHERE ${where.join(' AND ')}
@@ -325,10 +299,10 @@ export async function listDeliveries(
 
 /** One stored event of the project, as its envelope; null when there is none. */
 export async function getEvent(db: Db, projectId: string, eventId: string): Promise<AnyEventEnvelope | null> {
-  const [row] = await db.query<EventRow>(
-    'SELECT id, type, created, project_id, text, data FROM events WHERE project_id = $1 AND id = $2',
-    [projectId, eventId],
-  );
+  const [row] = await db.query<EventRow>('SELECT id, type, created, project_id, text, data FROM events WHERE project_id = $1 AND id = $2', [
+    projectId,
+    eventId,
+  ]);
   return row ? toEnvelope(row) : null;
 }
 

@@ -47,7 +47,12 @@ describe.each(browserBackends)('POST /v1/tools/execute-code (%s)', (backend) => 
     // The same browser a client of cdp_url sees: the page the code left.
     const browser = await chromium.connectOverCDP(cdpUrl);
     try {
-      expect(browser.contexts()[0]!.pages().some((p) => p.url() === pages.url('/'))).toBe(true);
+      expect(
+        browser
+          .contexts()[0]!
+          .pages()
+          .some((p) => p.url() === pages.url('/')),
+      ).toBe(true);
     } finally {
       await browser.close();
     }

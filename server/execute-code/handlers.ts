@@ -33,7 +33,8 @@ export function executeCodeHandlers(d: { sandbox: Sandbox; sessions: Pick<Sessio
         ctx.log.error({ reason: d.sandbox.unavailableReason }, 'execute-code without a sandbox');
         return fail(500, 'Code execution is not available on this server');
       }
-      if (running.size >= EXECUTE_CODE_CONCURRENCY) return { ...fail(429, 'Too many code runs at once on this server; retry shortly'), headers: { 'Retry-After': '1' } };
+      if (running.size >= EXECUTE_CODE_CONCURRENCY)
+        return { ...fail(429, 'Too many code runs at once on this server; retry shortly'), headers: { 'Retry-After': '1' } };
       const cdpUrl = d.sessions.cdpUrlOf(s.id);
       if (!cdpUrl) return fail(409, 'Session is not running');
       d.sessions.touch(s.id, 'input');
@@ -74,7 +75,12 @@ export function executeCodeHandlers(d: { sandbox: Sandbox; sessions: Pick<Sessio
       const e = outcome.error;
       switch (e.type) {
         case 'automation_failure':
-          return fail(400, e.line ? `${/^syntax error: /.test(e.message) ? 'Syntax error' : 'Error'} at line ${e.line}: ${e.message.replace(/^syntax error: /, '')}` : e.message);
+          return fail(
+            400,
+            e.line
+              ? `${/^syntax error: /.test(e.message) ? 'Syntax error' : 'Error'} at line ${e.line}: ${e.message.replace(/^syntax error: /, '')}`
+              : e.message,
+          );
         case 'timeout':
           return fail(408, `Code execution exceeded ${EXECUTE_CODE_TIMEOUT_MS / 1000} seconds`);
         case 'cancelled':

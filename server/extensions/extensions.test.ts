@@ -22,7 +22,10 @@ function zipOf(entries: Record<string, string | Buffer>): Promise<Buffer> {
   zip.end();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    zip.outputStream
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
   });
 }
 
@@ -79,7 +82,13 @@ describe.each(browserBackends)('extensions on %s', (backend) => {
     expect(marker.body.data).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       name: 'marker',
-      manifest: { name: 'Test marker', version: '1.0.0', manifest_version: 3, description: 'Marks every page it runs in (extension tests).', permissions: ['storage'] },
+      manifest: {
+        name: 'Test marker',
+        version: '1.0.0',
+        manifest_version: 3,
+        description: 'Marks every page it runs in (extension tests).',
+        permissions: ['storage'],
+      },
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
@@ -98,7 +107,10 @@ describe.each(browserBackends)('extensions on %s', (backend) => {
       const s = await createSession(server, { browser: { headless: { active: headless }, extensions: ids }, session: { recording: { active: false } } });
       try {
         expect(await marks(s.cdp_url), `headless ${headless}`).toEqual({ marker: 'marked by the extension', worker: 'worker got /second' });
-        expect(await marks(s.cdp_url, true, true), `headless ${headless}, a new context`).toEqual({ marker: 'marked by the extension', worker: 'worker got /second' });
+        expect(await marks(s.cdp_url, true, true), `headless ${headless}, a new context`).toEqual({
+          marker: 'marked by the extension',
+          worker: 'worker got /second',
+        });
       } finally {
         await endSession(server, s.id);
       }
@@ -129,7 +141,10 @@ describe.each(browserBackends)('extensions on %s', (backend) => {
   it("keeps each project's extensions its own: another project's id is not found and starts no browser", async () => {
     const mine = await upload('marker', await zipOf(fixture('marker')));
     const other = await createProject(server.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
-    const asOther = { request: (p: string, init: RequestInit = {}) => fetch(server.url + p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }) };
+    const asOther = {
+      request: (p: string, init: RequestInit = {}) =>
+        fetch(server.url + p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }),
+    };
     expect((await asOther.request(`/v1/extensions/${mine.body.data.id}`)).status).toBe(404);
     expect((await asOther.request(`/v1/extensions/${mine.body.data.id}`, { method: 'DELETE' })).status).toBe(404);
     expect(await (await asOther.request('/v1/extensions')).json()).toEqual({ data: [] });

@@ -37,7 +37,7 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
     });
   });
 
-  it('keeps an idle connection a minute, not Node\'s 5 s, so a client sending on it is not cut off', async () => {
+  it("keeps an idle connection a minute, not Node's 5 s, so a client sending on it is not cut off", async () => {
     const res = await new Promise<IncomingMessage>((resolve, reject) => httpGet(`${server.url}/healthz`, resolve).on('error', reject));
     res.resume();
     expect(res.headers['keep-alive']).toBe('timeout=65');
@@ -63,13 +63,16 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
     expect(await status({ 'service-api-key': 'sk_wrong' })).toEqual([401, 'Invalid API key (read from the service-api-key header)']);
     // Both: service-api-key alone is read, whichever of them is right.
     expect(await status({ 'service-api-key': server.apiKey, 'anchor-api-key': 'sk_wrong' })).toEqual([200, undefined]);
-    expect(await status({ 'service-api-key': 'sk_wrong', 'anchor-api-key': server.apiKey })).toEqual([401, 'Invalid API key (read from the service-api-key header)']);
+    expect(await status({ 'service-api-key': 'sk_wrong', 'anchor-api-key': server.apiKey })).toEqual([
+      401,
+      'Invalid API key (read from the service-api-key header)',
+    ]);
     // An empty service-api-key is no key: the other header is read.
     expect(await status({ 'service-api-key': '', 'anchor-api-key': server.apiKey })).toEqual([200, undefined]);
     expect(await status({})).toEqual([401, 'Missing API key: send it in the service-api-key header (anchor-api-key is read too)']);
   });
 
-  it('uses the fetch tool\'s {error: string} shape for its 401', async () => {
+  it("uses the fetch tool's {error: string} shape for its 401", async () => {
     const res = await fetch(`${server.url}/v1/tools/fetch/webpage`, { method: 'POST' });
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: expect.any(String) });
@@ -119,9 +122,15 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
     const deep = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
     const cases: [Response, RegExp][] = [
       [await send('/v1/profiles/a%00b'), /^path\/name must not contain the NUL character/],
-      [await send("/v1/sessions?tags=a%00"), /^query\/tags\/0 must not contain the NUL character/],
-      [await send('/v1/webhooks', '{"url":"https://x.example/h","subscribed_events":["session.completed"],"description":"a\\u0000b"}'), /^body\/description must not contain the NUL/],
-      [await send('/v1/webhooks', '{"url":"https://x.example/h","subscribed_events":["session.completed"],"description":"\\ud800"}'), /^body\/description must be well-formed Unicode/],
+      [await send('/v1/sessions?tags=a%00'), /^query\/tags\/0 must not contain the NUL character/],
+      [
+        await send('/v1/webhooks', '{"url":"https://x.example/h","subscribed_events":["session.completed"],"description":"a\\u0000b"}'),
+        /^body\/description must not contain the NUL/,
+      ],
+      [
+        await send('/v1/webhooks', '{"url":"https://x.example/h","subscribed_events":["session.completed"],"description":"\\ud800"}'),
+        /^body\/description must be well-formed Unicode/,
+      ],
       [await send('/v1/batch-sessions', `{"count":1,"metadata":${deep(80)}}`), /^body\/metadata(\/a)+ is nested deeper than 64 levels/],
       [await send('/v1/batch-sessions', '{"count":1,"metadata":{"k\\u0000":1}}'), /^body\/metadata key "k\\u0000" must not contain the NUL/],
     ];

@@ -78,7 +78,7 @@ export function validatorsFor(route: Route): Validators {
     });
   };
   v = { params: objectOf('path'), query: objectOf('query'), queryNames: new Set(params.filter((p) => p.in === 'query').map((p) => p.name as string)) };
-  const content = op.requestBody ? deref(spec, op.requestBody).content ?? {} : {};
+  const content = op.requestBody ? (deref(spec, op.requestBody).content ?? {}) : {};
   const schema = content['application/json']?.schema ?? content['multipart/form-data']?.schema;
   if (schema) v.body = compileSchema(strict, schema);
   compiled.set(route.operationId, v);
@@ -88,7 +88,10 @@ const compiled = new Map<string, Validators>();
 let ajvs: { spec: JsonObject; strict: ReturnType<typeof createAjv>; coercing: ReturnType<typeof createAjv> } | undefined;
 
 class RequestError extends Error {
-  constructor(readonly status: 400 | 401 | 413 | 415, message: string) {
+  constructor(
+    readonly status: 400 | 401 | 413 | 415,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -149,7 +152,11 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     // A trace span for the request (a no-op unless tracing is on), continuing the caller's
     // trace when it sent a traceparent; what the request does runs inside it.
     const parent = propagation.extract(ROOT_CONTEXT, Object.fromEntries(c.req.raw.headers));
-    const span = tracer().startSpan(c.req.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': c.req.method, 'url.path': c.req.path, 'request.id': requestId } }, parent);
+    const span = tracer().startSpan(
+      c.req.method,
+      { kind: SpanKind.SERVER, attributes: { 'http.request.method': c.req.method, 'url.path': c.req.path, 'request.id': requestId } },
+      parent,
+    );
     try {
       await context.with(trace.setSpan(parent, span), next);
     } finally {

@@ -12,8 +12,7 @@ describe.each(backends)('request log on %s', (backend) => {
   });
   afterAll(() => server?.close());
 
-  const lines = (requestId: string) =>
-    logs.map((l) => JSON.parse(l)).filter((l) => l.requestId === requestId && l.msg === 'request');
+  const lines = (requestId: string) => logs.map((l) => JSON.parse(l)).filter((l) => l.requestId === requestId && l.msg === 'request');
 
   it('keeps a sane incoming id, logs one line with it, and echoes it', async () => {
     const res = await server.request('/v1/billing', { headers: { 'x-request-id': 'lb-7f3a:0042' } });

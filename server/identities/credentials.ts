@@ -38,7 +38,10 @@ export async function sealCredentials(secrets: Secrets, identityId: string, list
   for (const c of list) {
     if (sealed[c.type]) throw new CredentialError(`credentials: at most one credential of type ${c.type}`);
     if (c.type === 'username_password') {
-      sealed.username_password = { username: secrets.seal(c.username, context(identityId, 'username')), password: secrets.seal(c.password, context(identityId, 'password')) };
+      sealed.username_password = {
+        username: secrets.seal(c.username, context(identityId, 'username')),
+        password: secrets.seal(c.password, context(identityId, 'password')),
+      };
     } else if (c.type === 'authenticator') {
       const secret = c.secret.replace(/=+$/, '').toUpperCase();
       let code: string;

@@ -87,7 +87,8 @@ export function planLogin(app: ApplicationRow, flow: Pick<AuthFlowRow, 'login' |
   const loginUrl = login.login_url ?? app.url;
   return {
     loginUrl,
-    steps: login.kind === 'custom' ? [{ action: 'goto', url: loginUrl }, ...(login.steps ?? [])] : readyMade(login, loginUrl, methods.includes('authenticator')),
+    steps:
+      login.kind === 'custom' ? [{ action: 'goto', url: loginUrl }, ...(login.steps ?? [])] : readyMade(login, loginUrl, methods.includes('authenticator')),
     success: login.success,
     failure: login.failure,
     timeoutMs: (login.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS) * 1000,
@@ -100,7 +101,10 @@ function readyMade(login: AuthFlowLogin, loginUrl: string, withTotp: boolean): S
   const username = sel.username ?? DEFAULT_SELECTORS.username;
   const password = sel.password ?? DEFAULT_SELECTORS.password;
   const submit = sel.submit ?? DEFAULT_SELECTORS.submit;
-  const steps: Step[] = [{ action: 'goto', url: loginUrl }, { action: 'fill', selector: username, value: '{{username}}' }];
+  const steps: Step[] = [
+    { action: 'goto', url: loginUrl },
+    { action: 'fill', selector: username, value: '{{username}}' },
+  ];
   if (login.kind === 'two_pages') steps.push({ action: 'click', selector: sel.next ?? DEFAULT_SELECTORS.submit });
   steps.push({ action: 'fill', selector: password, value: '{{password}}' }, { action: 'click', selector: submit });
   if (withTotp) {

@@ -32,7 +32,10 @@ describe.each(backends)('identities API on %s', (backend) => {
 
   it('applications: create, get, list a page at a time, update, and their authentication flows', async () => {
     const made = await api('POST', '/v1/applications', { source: 'https://shop.example.com/login', description: 'The shop' });
-    expect(made).toMatchObject({ status: 201, body: { id: expect.any(String), name: 'shop.example.com', url: 'https://shop.example.com/login', description: 'The shop' } });
+    expect(made).toMatchObject({
+      status: 201,
+      body: { id: expect.any(String), name: 'shop.example.com', url: 'https://shop.example.com/login', description: 'The shop' },
+    });
     const id = made.body.id;
     for (const n of [1, 2]) await api('POST', '/v1/applications', { source: `https://app${n}.example.org/signin`, name: `App ${n}` });
 
@@ -62,7 +65,14 @@ describe.each(backends)('identities API on %s', (backend) => {
     const flow = await api('POST', `/v1/applications/${id}/auth-flows`, { name: 'Password', methods: ['username_password'], is_recommended: true });
     expect(flow).toMatchObject({
       status: 201,
-      body: { name: 'Password', description: null, is_recommended: true, methods: ['username_password'], custom_fields: [], login: { kind: 'one_page', login_url: null, timeout_seconds: 30 } },
+      body: {
+        name: 'Password',
+        description: null,
+        is_recommended: true,
+        methods: ['username_password'],
+        custom_fields: [],
+        login: { kind: 'one_page', login_url: null, timeout_seconds: 30 },
+      },
     });
     const custom = await api('POST', `/v1/applications/${id}/auth-flows`, {
       name: 'Custom',
@@ -97,12 +107,18 @@ describe.each(backends)('identities API on %s', (backend) => {
 
     const refusals: [unknown, RegExp][] = [
       [{ name: 'x', methods: ['username_password'], login: { kind: 'custom' } }, /at least one step/],
-      [{ name: 'x', methods: ['username_password'], login: { kind: 'one_page', steps: [{ action: 'click', selector: 'a' }] } }, /only a custom login has steps/],
+      [
+        { name: 'x', methods: ['username_password'], login: { kind: 'one_page', steps: [{ action: 'click', selector: 'a' }] } },
+        /only a custom login has steps/,
+      ],
       [{ name: 'x', methods: ['authenticator'], login: { kind: 'one_page' } }, /methods must include username_password/],
       [{ name: 'x', methods: ['username_password'], login: { login_url: 'https://evil.example.net/login' } }, /evil\.example\.net is neither/],
       [{ name: 'x', methods: ['username_password'], login: { kind: 'custom', steps: [{ action: 'fill', selector: '#a' }] } }, /fill needs value/],
       [{ name: 'x', methods: ['username_password'], login: { kind: 'custom', steps: [{ action: 'totp', selector: '#a' }] } }, /needs the authenticator method/],
-      [{ name: 'x', methods: ['custom'], login: { kind: 'custom', steps: [{ action: 'fill', selector: '#a', value: '{{custom.nope}}' }] } }, /not one of the flow's custom_fields/],
+      [
+        { name: 'x', methods: ['custom'], login: { kind: 'custom', steps: [{ action: 'fill', selector: '#a', value: '{{custom.nope}}' }] } },
+        /not one of the flow's custom_fields/,
+      ],
       [{ name: 'x', methods: ['username_password'], login: { kind: 'custom', steps: [{ action: 'dance' }] } }, /./],
     ];
     for (const [body, message] of refusals) {
@@ -126,12 +142,18 @@ describe.each(backends)('identities API on %s', (backend) => {
       ],
       metadata: { team: 'purchasing', level: 2 },
     });
-    expect(created).toMatchObject({ status: 201, body: { id: expect.any(String), name: 'Buyer', status: 'pending', metadata: { team: 'purchasing', level: 2 } } });
+    expect(created).toMatchObject({
+      status: 201,
+      body: { id: expect.any(String), name: 'Buyer', status: 'pending', metadata: { team: 'purchasing', level: 2 } },
+    });
     const id = created.body.id;
     const appId = created.body.application_id;
     // The application of that origin was made, named as asked; a second identity of the origin joins it.
     expect((await api('GET', `/v1/applications/${appId}`)).body).toMatchObject({ name: 'CRM', url: 'https://crm.example.com/login', identity_count: 1 });
-    const second = await api('POST', '/v1/identities', { source: 'https://crm.example.com/other', credentials: [{ type: 'username_password', username: 'u2', password: PASSWORD }] });
+    const second = await api('POST', '/v1/identities', {
+      source: 'https://crm.example.com/other',
+      credentials: [{ type: 'username_password', username: 'u2', password: PASSWORD }],
+    });
     expect(second.body).toMatchObject({ name: 'Unnamed Identity', application_id: appId });
 
     expect((await api('GET', `/v1/identities/${id}`)).body).toEqual({
@@ -171,7 +193,13 @@ describe.each(backends)('identities API on %s', (backend) => {
 
     // Refusals: two credentials of a type, a seed that is not base32, a code that does not match.
     const bad: [unknown, RegExp][] = [
-      [[{ type: 'username_password', username: 'a', password: 'b' }, { type: 'username_password', username: 'c', password: 'd' }], /at most one credential of type username_password/],
+      [
+        [
+          { type: 'username_password', username: 'a', password: 'b' },
+          { type: 'username_password', username: 'c', password: 'd' },
+        ],
+        /at most one credential of type username_password/,
+      ],
       [[{ type: 'authenticator', secret: 'not base32!' }], /./],
       [[{ type: 'authenticator', secret: SEED, otp: '000000' }], /does not match/],
     ];
@@ -181,13 +209,18 @@ describe.each(backends)('identities API on %s', (backend) => {
       expect(r.body.error.message).toMatch(message);
     }
 
-    const renamed = await api('PUT', `/v1/identities/${id}`, { name: 'Chief buyer', credentials: [{ type: 'username_password', username: 'chief', password: PASSWORD }] });
+    const renamed = await api('PUT', `/v1/identities/${id}`, {
+      name: 'Chief buyer',
+      credentials: [{ type: 'username_password', username: 'chief', password: PASSWORD }],
+    });
     expect(renamed.body).toEqual({ id, name: 'Chief buyer', metadata: { team: 'purchasing', level: 2 }, updated_at: expect.any(String) });
     expect((await api('GET', `/v1/identities/${id}/credentials`)).body.credentials).toEqual([{ type: 'username_password', fields: ['username', 'password'] }]);
 
     // Another project sees none of it.
     const other = await createProject(server.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
-    const asOther: Requester = { request: (p, init = {}) => server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }) };
+    const asOther: Requester = {
+      request: (p, init = {}) => server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }),
+    };
     for (const [method, path] of [
       ['GET', `/v1/identities/${id}`],
       ['GET', `/v1/identities/${id}/credentials`],
@@ -202,7 +235,10 @@ describe.each(backends)('identities API on %s', (backend) => {
     expect((await call(asOther, 'GET', '/v1/identities')).body).toEqual({ total: 0, identities: [] });
 
     // The application is kept while identities use it.
-    expect(await api('DELETE', `/v1/applications/${appId}`)).toMatchObject({ status: 409, body: { error: { code: 409, message: 'Application has 2 identities; delete them first' } } });
+    expect(await api('DELETE', `/v1/applications/${appId}`)).toMatchObject({
+      status: 409,
+      body: { error: { code: 409, message: 'Application has 2 identities; delete them first' } },
+    });
     expect((await api('DELETE', `/v1/identities/${id}`)).body).toEqual({ message: 'Identity deleted successfully' });
     expect((await api('GET', `/v1/identities/${id}`)).status).toBe(404);
     expect((await api('DELETE', `/v1/identities/${second.body.id}`)).status).toBe(200);

@@ -82,7 +82,14 @@ export function identityHandlers(d: IdentityHandlerDeps): Pick<AppHandlers, Iden
       }
       return {
         status: 201,
-        body: { id: row.id, name: row.name, status: row.status, metadata: row.metadata, application_id: row.application_id, created_at: row.created_at.toISOString() },
+        body: {
+          id: row.id,
+          name: row.name,
+          status: row.status,
+          metadata: row.metadata,
+          application_id: row.application_id,
+          created_at: row.created_at.toISOString(),
+        },
       };
     },
 

@@ -93,7 +93,11 @@ describe.each(browserBackends)('sessions with identities on %s', (backend) => {
     // session's end saves the state into both identities' profiles.
     const local = bench.site.url.replace('127.0.0.1', 'localhost');
     const localApp = await api('POST', '/v1/applications', { source: `${local}/login/two-page` });
-    await api('POST', `/v1/applications/${localApp.body.id}/auth-flows`, { name: 'Two pages', methods: ['username_password', 'authenticator'], login: { kind: 'two_pages' } });
+    await api('POST', `/v1/applications/${localApp.body.id}/auth-flows`, {
+      name: 'Two pages',
+      methods: ['username_password', 'authenticator'],
+      login: { kind: 'two_pages' },
+    });
     const bobThere = await api('POST', '/v1/identities', {
       source: `${local}/login/two-page`,
       credentials: [
@@ -103,7 +107,10 @@ describe.each(browserBackends)('sessions with identities on %s', (backend) => {
     });
     // Its own application (an identity otherwise joins the oldest one of its origin).
     await api('POST', '/v1/applications', { source: `${bench.site.url}/login/one-page` });
-    const aliceHere = await api('POST', '/v1/identities', { source: `${bench.site.url}/login/one-page`, credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }] });
+    const aliceHere = await api('POST', '/v1/identities', {
+      source: `${bench.site.url}/login/one-page`,
+      credentials: [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }],
+    });
     const both = await createSession(bench.server, { ...HEADLESS, identities: [{ id: aliceHere.body.id }, { id: bobThere.body.id }] });
     expect((await progressOf(both.id)).map((p: any) => p.status)).toEqual(['authenticated', 'authenticated']);
     expect(await signedInAs(bench.site, both)).toBe('alice');

@@ -33,7 +33,8 @@ export async function runLogin(page: Page, plan: LoginPlan, creds: PlainCredenti
   page.setDefaultTimeout(plan.timeoutMs);
   const finished = () =>
     until(page, plan.timeoutMs, 'the success condition', async () => {
-      if (await refused(page, plan.failure)) throw new LoginFailure('invalid_credentials', `The site refused the credentials (${await refusalText(page, plan.failure)})`);
+      if (await refused(page, plan.failure))
+        throw new LoginFailure('invalid_credentials', `The site refused the credentials (${await refusalText(page, plan.failure)})`);
       return met(page, plan, plan.success);
     });
   try {
@@ -44,9 +45,18 @@ export async function runLogin(page: Page, plan: LoginPlan, creds: PlainCredenti
     if (err instanceof LoginFailure) return { ok: false, failureType: err.failureType, message: err.message };
     // A step that timed out may have done so because the site refused the credentials.
     if (await refused(page, plan.failure).catch(() => false)) {
-      return { ok: false, failureType: 'invalid_credentials', message: `The site refused the credentials (${await refusalText(page, plan.failure).catch(() => '')})` };
+      return {
+        ok: false,
+        failureType: 'invalid_credentials',
+        message: `The site refused the credentials (${await refusalText(page, plan.failure).catch(() => '')})`,
+      };
     }
-    if (await page.locator(CAPTCHA).count().catch(() => 0)) {
+    if (
+      await page
+        .locator(CAPTCHA)
+        .count()
+        .catch(() => 0)
+    ) {
       // A person takes over the page, solves it and signs in; then the flow's success condition decides.
       try {
         await ask('The login shows a captcha: take over the page, complete the sign-in, then press Done', 'takeover');
@@ -109,14 +119,17 @@ async function perform(page: Page, step: Step, plan: LoginPlan, creds: PlainCred
         try {
           code = (await ask('The login asks for a one-time code and the identity has no authenticator secret: enter the code', 'otp')).trim();
         } catch (err) {
-          throw new LoginFailure('automation_failure', `The login asks for a one-time code and the identity has no authenticator secret: it needs a human: ${firstLine(err)}`);
+          throw new LoginFailure(
+            'automation_failure',
+            `The login asks for a one-time code and the identity has no authenticator secret: it needs a human: ${firstLine(err)}`,
+          );
         }
       }
       await input.fill(code);
       return;
     }
     case 'choose_account': {
-      if (!creds.username) throw new LoginFailure('automation_failure', 'choose_account needs the identity\'s user name (a username_password credential)');
+      if (!creds.username) throw new LoginFailure('automation_failure', "choose_account needs the identity's user name (a username_password credential)");
       const scope = step.selector ? page.locator(step.selector) : page.locator('body');
       await scope.getByText(creds.username, { exact: false }).filter({ visible: true }).first().click();
       return;
@@ -141,7 +154,10 @@ function fillValue(template: string, creds: PlainCredentials): { text: string; s
 function assertAllowedHost(page: Page, plan: LoginPlan): void {
   const host = new URL(page.url()).hostname.toLowerCase();
   if (!plan.allowedHosts.has(host)) {
-    throw new LoginFailure('automation_failure', `The login went to ${host}, where this application's credentials may not be entered (add it to allowed_domains if it is the application's)`);
+    throw new LoginFailure(
+      'automation_failure',
+      `The login went to ${host}, where this application's credentials may not be entered (add it to allowed_domains if it is the application's)`,
+    );
   }
 }
 
@@ -174,11 +190,14 @@ async function refusalText(page: Page, failure: Condition | undefined): Promise<
   if (failure?.text) return `the page says "${failure.text}"`;
   // The line that says so, as the site words it (sign-in.ts takes out what was typed).
   const line = (await bodyText(page)).split('\n').find((l) => DEFAULT_REFUSAL.test(l));
-  return line ? `the page says "${line.trim().slice(0, 200)}"` : 'the flow\'s failure condition holds';
+  return line ? `the page says "${line.trim().slice(0, 200)}"` : "the flow's failure condition holds";
 }
 
 async function bodyText(page: Page): Promise<string> {
-  return page.locator('body').innerText({ timeout: 1_000 }).catch(() => '');
+  return page
+    .locator('body')
+    .innerText({ timeout: 1_000 })
+    .catch(() => '');
 }
 
 /** Polls `check` until it answers true (resolves true) or the time is up (throws). */

@@ -117,7 +117,9 @@ export class IdentitySignIn implements SessionHooks {
     const rows = await this.rowsInOrder(s.projectId, s.options.identities.ids);
     // Deleted since the session's check: nothing to sign in with.
     const progress: store.SessionIdentityProgress[] = s.options.identities.ids.map((id) =>
-      rows.some((r) => r.id === id) ? { id, status: 'authenticating' } : { id, status: 'failed', failure_type: 'automation_failure', error_message: 'The identity was deleted' },
+      rows.some((r) => r.id === id)
+        ? { id, status: 'authenticating' }
+        : { id, status: 'failed', failure_type: 'automation_failure', error_message: 'The identity was deleted' },
     );
     await store.setSessionProgress(this.d.db, s.id, progress);
     return { rows, progress };
@@ -152,7 +154,12 @@ export class IdentitySignIn implements SessionHooks {
         const executionId = randomUUID();
         const outcome = await this.login(s, page, plan, row);
         await this.record(s, row, executionId, outcome);
-        await mark(row.id, outcome.ok ? { status: 'authenticated', execution_id: executionId } : { status: 'failed', execution_id: executionId, failure_type: outcome.failureType, error_message: outcome.message });
+        await mark(
+          row.id,
+          outcome.ok
+            ? { status: 'authenticated', execution_id: executionId }
+            : { status: 'failed', execution_id: executionId, failure_type: outcome.failureType, error_message: outcome.message },
+        );
         moved = true;
       }
       // The page the session was asked to open, now signed in; without one, the page the
@@ -186,7 +193,7 @@ export class IdentitySignIn implements SessionHooks {
     try {
       creds = openCredentials(this.d.secrets, row.id, row.credentials);
     } catch {
-      return { ok: false, failureType: 'automation_failure', message: 'The identity\'s credentials could not be opened (sealed under another key?)' };
+      return { ok: false, failureType: 'automation_failure', message: "The identity's credentials could not be opened (sealed under another key?)" };
     }
     // A person gets the flow's own time while the session's answer waits, ten minutes once it
     // has been answered (the login runs in the background).

@@ -77,10 +77,13 @@ export async function insertApplication(
   db: Db,
   a: { id: string; projectId: string; name: string; url: string; description?: string | null },
 ): Promise<ApplicationRow> {
-  const [row] = await db.query<ApplicationRow>(
-    'INSERT INTO applications (id, project_id, name, url, description) VALUES ($1, $2, $3, $4, $5) RETURNING *',
-    [a.id, a.projectId, a.name, a.url, a.description ?? null],
-  );
+  const [row] = await db.query<ApplicationRow>('INSERT INTO applications (id, project_id, name, url, description) VALUES ($1, $2, $3, $4, $5) RETURNING *', [
+    a.id,
+    a.projectId,
+    a.name,
+    a.url,
+    a.description ?? null,
+  ]);
   return row!;
 }
 
@@ -89,14 +92,19 @@ export async function getApplication(db: Db, projectId: string, id: string): Pro
   return row;
 }
 
-export async function listApplications(db: Db, projectId: string, search: string | undefined, page?: Page): Promise<{ total: number; items: ApplicationSummary[] }> {
+export async function listApplications(
+  db: Db,
+  projectId: string,
+  search: string | undefined,
+  page?: Page,
+): Promise<{ total: number; items: ApplicationSummary[] }> {
   const where = `WHERE a.project_id = $1${search ? ` AND a.name ILIKE $2` : ''}`;
   const params: unknown[] = search ? [projectId, like(search)] : [projectId];
   const [count] = await db.query<{ n: number }>(`SELECT count(*) AS n FROM applications a ${where}`, params);
-  const items = await db.query<ApplicationSummary>(
-    `${SUMMARY} ${where} ORDER BY a.created_at DESC, a.id${pageClause(page, params.length + 1)}`,
-    [...params, ...pageParams(page)],
-  );
+  const items = await db.query<ApplicationSummary>(`${SUMMARY} ${where} ORDER BY a.created_at DESC, a.id${pageClause(page, params.length + 1)}`, [
+    ...params,
+    ...pageParams(page),
+  ]);
   return { total: Number(count?.n ?? 0), items };
 }
 
@@ -149,16 +157,23 @@ export async function deleteApplication(db: Db, projectId: string, id: string): 
 
 // ---- authentication flows
 
-export async function insertAuthFlow(
-  db: Db,
-  f: Omit<AuthFlowRow, 'created_at' | 'updated_at'>,
-): Promise<AuthFlowRow> {
+export async function insertAuthFlow(db: Db, f: Omit<AuthFlowRow, 'created_at' | 'updated_at'>): Promise<AuthFlowRow> {
   return db.transaction(async (tx) => {
     if (f.is_recommended) await tx.query('UPDATE auth_flows SET is_recommended = false WHERE application_id = $1', [f.application_id]);
     const [row] = await tx.query<AuthFlowRow>(
       `INSERT INTO auth_flows (id, project_id, application_id, name, description, is_recommended, methods, custom_fields, login)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
-      [f.id, f.project_id, f.application_id, f.name, f.description, f.is_recommended, JSON.stringify(f.methods), JSON.stringify(f.custom_fields), JSON.stringify(f.login)],
+      [
+        f.id,
+        f.project_id,
+        f.application_id,
+        f.name,
+        f.description,
+        f.is_recommended,
+        JSON.stringify(f.methods),
+        JSON.stringify(f.custom_fields),
+        JSON.stringify(f.login),
+      ],
     );
     await tx.query('UPDATE applications SET updated_at = now() WHERE id = $1', [f.application_id]);
     return row!;
@@ -170,7 +185,11 @@ export async function listAuthFlows(db: Db, projectId: string, applicationId: st
 }
 
 export async function getAuthFlow(db: Db, projectId: string, applicationId: string, id: string): Promise<AuthFlowRow | undefined> {
-  const [row] = await db.query<AuthFlowRow>('SELECT * FROM auth_flows WHERE project_id = $1 AND application_id = $2 AND id = $3', [projectId, applicationId, id]);
+  const [row] = await db.query<AuthFlowRow>('SELECT * FROM auth_flows WHERE project_id = $1 AND application_id = $2 AND id = $3', [
+    projectId,
+    applicationId,
+    id,
+  ]);
   return row;
 }
 
@@ -236,10 +255,10 @@ export async function listIdentities(db: Db, projectId: string, f: IdentityFilte
   if (f.metadata && Object.keys(f.metadata).length) add((n) => `metadata @> $${n}::jsonb`, JSON.stringify(f.metadata));
   const clause = where.join(' AND ');
   const [count] = await db.query<{ n: number }>(`SELECT count(*) AS n FROM identities WHERE ${clause}`, params);
-  const items = await db.query<IdentityRow>(
-    `SELECT * FROM identities WHERE ${clause} ORDER BY created_at DESC, id${pageClause(page, params.length + 1)}`,
-    [...params, ...pageParams(page)],
-  );
+  const items = await db.query<IdentityRow>(`SELECT * FROM identities WHERE ${clause} ORDER BY created_at DESC, id${pageClause(page, params.length + 1)}`, [
+    ...params,
+    ...pageParams(page),
+  ]);
   return { total: Number(count?.n ?? 0), items };
 }
 
@@ -260,7 +279,13 @@ export async function updateIdentity(
        failure_message = CASE WHEN $5::jsonb IS NULL THEN failure_message ELSE NULL END,
        updated_at = now()
      WHERE project_id = $1 AND id = $2 RETURNING *`,
-    [projectId, id, change.name ?? null, change.metadata ? JSON.stringify(change.metadata) : null, change.credentials ? JSON.stringify(change.credentials) : null],
+    [
+      projectId,
+      id,
+      change.name ?? null,
+      change.metadata ? JSON.stringify(change.metadata) : null,
+      change.credentials ? JSON.stringify(change.credentials) : null,
+    ],
   );
   return row;
 }
@@ -271,12 +296,18 @@ export async function deleteIdentity(db: Db, projectId: string, id: string): Pro
 }
 
 /** The outcome of a login; false when the identity was deleted meanwhile. */
-export async function setOutcome(db: Db, id: string, outcome: { status: 'active' } | { status: 'failed'; failureType: FailureType; message: string }): Promise<boolean> {
+export async function setOutcome(
+  db: Db,
+  id: string,
+  outcome: { status: 'active' } | { status: 'failed'; failureType: FailureType; message: string },
+): Promise<boolean> {
   const failed = outcome.status === 'failed';
-  const rows = await db.query(
-    `UPDATE identities SET status = $2, failure_type = $3, failure_message = $4, updated_at = now() WHERE id = $1 RETURNING id`,
-    [id, outcome.status, failed ? outcome.failureType : null, failed ? outcome.message : null],
-  );
+  const rows = await db.query(`UPDATE identities SET status = $2, failure_type = $3, failure_message = $4, updated_at = now() WHERE id = $1 RETURNING id`, [
+    id,
+    outcome.status,
+    failed ? outcome.failureType : null,
+    failed ? outcome.message : null,
+  ]);
   return rows.length > 0;
 }
 
@@ -296,8 +327,11 @@ export async function failInterrupted(db: Db): Promise<number> {
       WHERE identities IS NOT NULL AND status IN ('completed', 'failed') AND identities::text LIKE '%"authenticating"%'`,
   );
   for (const row of rows) {
-    const progress = row.identities.map((p): SessionIdentityProgress =>
-      p.status === 'authenticating' ? { ...p, status: 'failed', failure_type: 'automation_failure', error_message: 'The server stopped before the login finished' } : p,
+    const progress = row.identities.map(
+      (p): SessionIdentityProgress =>
+        p.status === 'authenticating'
+          ? { ...p, status: 'failed', failure_type: 'automation_failure', error_message: 'The server stopped before the login finished' }
+          : p,
     );
     await setSessionProgress(db, row.id, progress);
   }

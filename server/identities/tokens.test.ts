@@ -29,7 +29,12 @@ describe.each(backends)('identity tokens on %s', (backend) => {
 
   it('links an account through the connect page once, and lands on the callback with the new pending identity', async () => {
     const made = await call(server, 'POST', `/v1/applications/${appId}/tokens`, { callbackUrl: CALLBACK });
-    expect(made).toMatchObject({ status: 201, body: { data: { token: expect.stringMatching(/^idt_[A-Za-z0-9_-]{32}$/), expires_at: expect.any(String), token_hash: expect.stringMatching(/^[0-9a-f]{64}$/) } } });
+    expect(made).toMatchObject({
+      status: 201,
+      body: {
+        data: { token: expect.stringMatching(/^idt_[A-Za-z0-9_-]{32}$/), expires_at: expect.any(String), token_hash: expect.stringMatching(/^[0-9a-f]{64}$/) },
+      },
+    });
     const { token, token_hash, expires_at } = made.body.data;
     expect(new Date(expires_at).getTime() - Date.now()).toBeGreaterThan(14 * 60_000);
 
@@ -59,7 +64,13 @@ describe.each(backends)('identity tokens on %s', (backend) => {
     const identityId = back.searchParams.get('identity_id')!;
 
     const identity = await call(server, 'GET', `/v1/identities/${identityId}`);
-    expect(identity.body).toMatchObject({ id: identityId, name: 'alice@example.com', status: 'pending', application_id: appId, source: 'https://shop.example.com/login' });
+    expect(identity.body).toMatchObject({
+      id: identityId,
+      name: 'alice@example.com',
+      status: 'pending',
+      application_id: appId,
+      source: 'https://shop.example.com/login',
+    });
     const credentials = await call(server, 'GET', `/v1/identities/${identityId}/credentials`);
     expect(credentials.text).not.toContain(PASSWORD);
     expect(JSON.stringify(await server.db.query('SELECT credentials FROM identities WHERE id = $1', [identityId]))).not.toContain(PASSWORD);
@@ -67,16 +78,23 @@ describe.each(backends)('identity tokens on %s', (backend) => {
 
     // Used up: the page and the form are gone.
     expect((await fetch(`${server.url}/connect/${token}`)).status).toBe(410);
-    const again = await fetch(`${server.url}/connect/${token}`, { method: 'POST', body: new URLSearchParams({ username: 'x', password: 'y' }), redirect: 'manual' });
+    const again = await fetch(`${server.url}/connect/${token}`, {
+      method: 'POST',
+      body: new URLSearchParams({ username: 'x', password: 'y' }),
+      redirect: 'manual',
+    });
     expect(again.status).toBe(410);
     await page.close();
   });
 
-  it('refuses an http callback and an unknown or another project\'s application; an expired token opens nothing', async () => {
+  it("refuses an http callback and an unknown or another project's application; an expired token opens nothing", async () => {
     expect((await call(server, 'POST', `/v1/applications/${appId}/tokens`, { callbackUrl: 'http://app.example.com/cb' })).status).toBe(400);
     expect((await call(server, 'POST', `/v1/applications/${randomUUID()}/tokens`, { callbackUrl: CALLBACK })).status).toBe(404);
     const other = await createProject(server.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
-    const asOther = { request: (p: string, init: RequestInit = {}) => server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }) };
+    const asOther = {
+      request: (p: string, init: RequestInit = {}) =>
+        server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }),
+    };
     expect((await call(asOther, 'POST', `/v1/applications/${appId}/tokens`, { callbackUrl: CALLBACK })).status).toBe(404);
 
     const { token } = (await call(server, 'POST', `/v1/applications/${appId}/tokens`, { callbackUrl: CALLBACK })).body.data;

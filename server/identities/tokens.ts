@@ -37,10 +37,13 @@ export function tokenHandlers(d: { db: Db }): Pick<AppHandlers, TokenOperation> 
       if (!app) return fail(404, 'Application not found');
       const token = `idt_${randomBytes(24).toString('base64url')}`;
       const expires = new Date(Date.now() + TOKEN_TTL_MS);
-      await d.db.query(
-        'INSERT INTO identity_tokens (token_hash, project_id, application_id, callback_url, expires_at) VALUES ($1, $2, $3, $4, $5)',
-        [hashOf(token), ctx.projectId, app.id, req.body.callbackUrl, expires],
-      );
+      await d.db.query('INSERT INTO identity_tokens (token_hash, project_id, application_id, callback_url, expires_at) VALUES ($1, $2, $3, $4, $5)', [
+        hashOf(token),
+        ctx.projectId,
+        app.id,
+        req.body.callbackUrl,
+        expires,
+      ]);
       return { status: 201, body: { data: { token, expires_at: expires.toISOString(), token_hash: hashOf(token) } } };
     },
   };
@@ -120,22 +123,63 @@ export function connectRoutes(app: Hono, d: { db: Db; secrets: Secrets }): void 
 
 function page(title: string, body: unknown) {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title}</title>
-<style>body{font:15px/1.45 system-ui,sans-serif;max-width:26em;margin:10vh auto;padding:0 1em;color:#222}label{display:block;margin:.8em 0 .2em}input{width:100%;box-sizing:border-box;padding:.45em;font:inherit}button{margin-top:1.2em;padding:.5em 1.4em;font:inherit}.error{color:#a00}.note{color:#666;font-size:13px}</style>
-</head><body><h1>${title}</h1>${body}</body></html>`;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title}</title>
+        <style>
+          body {
+            font:
+              15px/1.45 system-ui,
+              sans-serif;
+            max-width: 26em;
+            margin: 10vh auto;
+            padding: 0 1em;
+            color: #222;
+          }
+          label {
+            display: block;
+            margin: 0.8em 0 0.2em;
+          }
+          input {
+            width: 100%;
+            box-sizing: border-box;
+            padding: 0.45em;
+            font: inherit;
+          }
+          button {
+            margin-top: 1.2em;
+            padding: 0.5em 1.4em;
+            font: inherit;
+          }
+          .error {
+            color: #a00;
+          }
+          .note {
+            color: #666;
+            font-size: 13px;
+          }
+        </style>
+      </head>
+      <body>
+        <h1>${title}</h1>
+        ${body}
+      </body>
+    </html>`;
 }
 
 function form(applicationName: string, host: string, error?: string, username = '') {
   return page(
     `Link your ${applicationName} account`,
     html`<p>Sign-in details for <strong>${host}</strong>. They are stored encrypted and used only to sign in there for you.</p>
-${error ? html`<p class="error" role="alert">${error}</p>` : ''}
-<form method="post">
-<label for="username">User name or e-mail</label><input id="username" name="username" autocomplete="username" required value="${username}">
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
-<label for="totp_secret">Authenticator secret (optional)</label><input id="totp_secret" name="totp_secret" autocomplete="off" spellcheck="false">
-<p class="note">Only if the account asks for a code from an authenticator app: the setup key it showed you.</p>
-<button type="submit">Link account</button>
-</form>`,
+      ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+      <form method="post">
+        <label for="username">User name or e-mail</label><input id="username" name="username" autocomplete="username" required value="${username}" />
+        <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required />
+        <label for="totp_secret">Authenticator secret (optional)</label><input id="totp_secret" name="totp_secret" autocomplete="off" spellcheck="false" />
+        <p class="note">Only if the account asks for a code from an authenticator app: the setup key it showed you.</p>
+        <button type="submit">Link account</button>
+      </form>`,
   );
 }

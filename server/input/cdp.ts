@@ -274,7 +274,11 @@ export class CdpInput implements InputBackend {
       } finally {
         off();
       }
-      await cdp.send('Browser.grantPermissions', { permissions: ['clipboardReadWrite', 'clipboardSanitizedWrite'], origin: CLIPBOARD_ORIGIN, browserContextId });
+      await cdp.send('Browser.grantPermissions', {
+        permissions: ['clipboardReadWrite', 'clipboardSanitizedWrite'],
+        origin: CLIPBOARD_ORIGIN,
+        browserContextId,
+      });
       // The clipboard API wants a focused document; a background page is focused this way.
       await cdp.send('Emulation.setFocusEmulationEnabled', { enabled: true }, sessionId);
       const evaluate = async (expression: string): Promise<unknown> => {

@@ -176,69 +176,120 @@ export function inputHandlers(d: InputDeps): InputHandlers {
     notEmpty(text);
     const ms = [...text].length * delay;
     if (ms > MAX_TYPING_PAUSES_MS) {
-      throw new Refused(400, `typing ${[...text].length} characters with a delay of ${delay} ms would pause ${Math.round(ms / 1000)} s; at most ${MAX_TYPING_PAUSES_MS / 1000} s: type it in parts, or paste it`);
+      throw new Refused(
+        400,
+        `typing ${[...text].length} characters with a delay of ${delay} ms would pause ${Math.round(ms / 1000)} s; at most ${MAX_TYPING_PAUSES_MS / 1000} s: type it in parts, or paste it`,
+      );
     }
   };
 
   return {
     mouseClick: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
-        await backend.click(req.body.x, req.body.y, button(req.body.button), 1);
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        (s) => onScreen(s, req.body),
+        async (_s, { backend }) => {
+          await backend.click(req.body.x, req.body.y, button(req.body.button), 1);
+          return ok;
+        },
+      ),
 
     mouseDoubleClick: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
-        await backend.click(req.body.x, req.body.y, button(req.body.button), 2);
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        (s) => onScreen(s, req.body),
+        async (_s, { backend }) => {
+          await backend.click(req.body.x, req.body.y, button(req.body.button), 2);
+          return ok;
+        },
+      ),
 
     mouseDown: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
-        await backend.down(req.body.x, req.body.y, button(req.body.button));
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        (s) => onScreen(s, req.body),
+        async (_s, { backend }) => {
+          await backend.down(req.body.x, req.body.y, button(req.body.button));
+          return ok;
+        },
+      ),
 
     mouseUp: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
-        await backend.up(req.body.x, req.body.y, button(req.body.button));
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        (s) => onScreen(s, req.body),
+        async (_s, { backend }) => {
+          await backend.up(req.body.x, req.body.y, button(req.body.button));
+          return ok;
+        },
+      ),
 
     mouseMove: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
-        await backend.move(req.body.x, req.body.y);
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        (s) => onScreen(s, req.body),
+        async (_s, { backend }) => {
+          await backend.move(req.body.x, req.body.y);
+          return ok;
+        },
+      ),
 
     dragAndDrop: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, { x: req.body.startX, y: req.body.startY, name: 'start ' }, { x: req.body.endX, y: req.body.endY, name: 'end ' }), async (_s, { backend }) => {
-        const b = req.body;
-        await backend.drag({ x: b.startX, y: b.startY }, { x: b.endX, y: b.endY }, button(b.button));
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        (s) => onScreen(s, { x: req.body.startX, y: req.body.startY, name: 'start ' }, { x: req.body.endX, y: req.body.endY, name: 'end ' }),
+        async (_s, { backend }) => {
+          const b = req.body;
+          await backend.drag({ x: b.startX, y: b.startY }, { x: b.endX, y: b.endY }, button(b.button));
+          return ok;
+        },
+      ),
 
     scroll: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, (s) => onScreen(s, req.body), async (_s, { backend }) => {
-        const b = req.body;
-        await backend.scroll(b.x, b.y, b.deltaX ?? 0, b.deltaY, b.steps ?? 1);
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        (s) => onScreen(s, req.body),
+        async (_s, { backend }) => {
+          const b = req.body;
+          await backend.scroll(b.x, b.y, b.deltaX ?? 0, b.deltaY, b.steps ?? 1);
+          return ok;
+        },
+      ),
 
     keyboardType: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, () => typingTime(req.body.text, req.body.delay ?? 0), async (_s, { backend }) => {
-        await backend.type(req.body.text, req.body.delay ?? 0);
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        () => typingTime(req.body.text, req.body.delay ?? 0),
+        async (_s, { backend }) => {
+          await backend.type(req.body.text, req.body.delay ?? 0);
+          return ok;
+        },
+      ),
 
     keyboardShortcut: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, () => keysOf(req.body.keys), async (_s, { backend }) => {
-        await backend.shortcut(keysOf(req.body.keys), req.body.holdTime ?? 0);
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        () => keysOf(req.body.keys),
+        async (_s, { backend }) => {
+          await backend.shortcut(keysOf(req.body.keys), req.body.holdTime ?? 0);
+          return ok;
+        },
+      ),
 
     getClipboard: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, undefined, async (_s, { backend }) => ({ status: 200 as const, body: { data: { text: await backend.getClipboard() } } })),
+      perform(ctx.projectId, req.params.sessionId, undefined, async (_s, { backend }) => ({
+        status: 200 as const,
+        body: { data: { text: await backend.getClipboard() } },
+      })),
 
     setClipboard: (req, ctx) =>
       perform(ctx.projectId, req.params.sessionId, undefined, async (_s, { backend }) => {
@@ -247,29 +298,42 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       }),
 
     copySelection: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, undefined, async (_s, { backend }) => ({ status: 200 as const, body: { data: { text: await backend.copy() } } })),
+      perform(ctx.projectId, req.params.sessionId, undefined, async (_s, { backend }) => ({
+        status: 200 as const,
+        body: { data: { text: await backend.copy() } },
+      })),
 
     pasteText: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, () => notEmpty(req.body.text), async (_s, { backend }) => {
-        await backend.paste(req.body.text);
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        () => notEmpty(req.body.text),
+        async (_s, { backend }) => {
+          await backend.paste(req.body.text);
+          return ok;
+        },
+      ),
 
     gotoUrl: (req, ctx) =>
-      perform(ctx.projectId, req.params.sessionId, () => publicUrl(req.body.url), async (s, { pages }) => {
-        const page = await activePage(s.cdp, pages);
-        if (!page) throw new NoPageError();
-        try {
-          await navigate(s.cdp, page.targetId, req.body.url, NAVIGATION_TIMEOUT_MS);
-        } catch (err) {
-          const message = (err as Error).message;
-          if (/^navigation failed: /.test(message)) throw new Refused(400, `Navigation failed: ${message.slice('navigation failed: '.length)}`);
-          // Committed, still loading after the time limit: the page is there, its load is not.
-          if (/timed out/.test(message)) return { status: 200 as const, body: { data: { status: 'loading' } } };
-          throw err;
-        }
-        return ok;
-      }),
+      perform(
+        ctx.projectId,
+        req.params.sessionId,
+        () => publicUrl(req.body.url),
+        async (s, { pages }) => {
+          const page = await activePage(s.cdp, pages);
+          if (!page) throw new NoPageError();
+          try {
+            await navigate(s.cdp, page.targetId, req.body.url, NAVIGATION_TIMEOUT_MS);
+          } catch (err) {
+            const message = (err as Error).message;
+            if (/^navigation failed: /.test(message)) throw new Refused(400, `Navigation failed: ${message.slice('navigation failed: '.length)}`);
+            // Committed, still loading after the time limit: the page is there, its load is not.
+            if (/timed out/.test(message)) return { status: 200 as const, body: { data: { status: 'loading' } } };
+            throw err;
+          }
+          return ok;
+        },
+      ),
 
     takeSessionScreenshot: (req, ctx) =>
       perform(ctx.projectId, req.params.sessionId, undefined, async (s, { pages }) => {

@@ -69,10 +69,26 @@ export class X11Input implements InputBackend {
     // button down, and drop targets need dragover events before the release.
     const steps = path(from, to, 12).flatMap((p) => ['mousemove', String(p.x), String(p.y), 'sleep', '0.02']);
     await this.xdotool([
-      'mousemove', String(from.x), String(from.y), 'mousedown', BUTTON[button], 'sleep', '0.05',
+      'mousemove',
+      String(from.x),
+      String(from.y),
+      'mousedown',
+      BUTTON[button],
+      'sleep',
+      '0.05',
       ...steps,
-      'mousemove', String(to.x), String(to.y), 'sleep', '0.05', 'mousemove', String(to.x), String(to.y), 'sleep', '0.05',
-      'mouseup', BUTTON[button],
+      'mousemove',
+      String(to.x),
+      String(to.y),
+      'sleep',
+      '0.05',
+      'mousemove',
+      String(to.x),
+      String(to.y),
+      'sleep',
+      '0.05',
+      'mouseup',
+      BUTTON[button],
     ]);
   }
 

@@ -86,7 +86,8 @@ export function interventions(d: AskerDeps): Interventions {
         const row = await store.stateOf(d.db, id);
         if (row?.status === 'resolved') return d.secrets.open(row.answer ?? '', answerContext(id));
         if (!row || row.status === 'cancelled') throw new InterventionError('cancelled', 'The request for a person was cancelled: the session ended');
-        if (row.status === 'expired') throw new InterventionError('expired', `No one answered the request for a person within ${Math.round(timeoutMs / 1000)} s`);
+        if (row.status === 'expired')
+          throw new InterventionError('expired', `No one answered the request for a person within ${Math.round(timeoutMs / 1000)} s`);
         if (q.signal?.aborted || Date.now() >= deadline) {
           const reason = q.signal?.aborted ? 'cancelled' : 'expired';
           // Answered just now: the answer wins.
@@ -94,7 +95,9 @@ export function interventions(d: AskerDeps): Interventions {
             d.log.info({ sessionId: session.id, requestId: id, reason }, 'intervention ended unanswered');
             throw new InterventionError(
               reason,
-              reason === 'expired' ? `No one answered the request for a person within ${Math.round(timeoutMs / 1000)} s` : 'The request for a person was withdrawn',
+              reason === 'expired'
+                ? `No one answered the request for a person within ${Math.round(timeoutMs / 1000)} s`
+                : 'The request for a person was withdrawn',
             );
           }
           continue;

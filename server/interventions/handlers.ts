@@ -28,7 +28,13 @@ export function answerProblem(inputType: store.InputType, response: string): str
  * sealed into its row, `intervention.resolved` (without the answer) in the same
  * transaction. False when the session has no pending request with that id.
  */
-export async function answer(d: AnswerDeps, projectId: string, sessionId: string, requestId: string, response: string): Promise<{ ok: true } | { ok: false; status: 400 | 404; message: string }> {
+export async function answer(
+  d: AnswerDeps,
+  projectId: string,
+  sessionId: string,
+  requestId: string,
+  response: string,
+): Promise<{ ok: true } | { ok: false; status: 400 | 404; message: string }> {
   const pending = (await store.pendingOf(d.db, projectId, sessionId)).find((r) => r.id === requestId);
   if (!pending) return { ok: false, status: 404, message: 'No pending request with this id' };
   const problem = answerProblem(pending.input_type, response);
@@ -53,7 +59,13 @@ export function interventionHandlers(d: AnswerDeps & { sessions: Pick<SessionMan
       const s = await running(ctx.projectId, req.params.session_id);
       if ('body' in s) return s;
       const rows = await store.pendingOf(d.db, ctx.projectId, s.id);
-      const requests = rows.map((r) => ({ request_id: r.id, message: r.message, input_type: r.input_type, live_view_url: r.live_view_url, created_at: r.created_at.toISOString() }));
+      const requests = rows.map((r) => ({
+        request_id: r.id,
+        message: r.message,
+        input_type: r.input_type,
+        live_view_url: r.live_view_url,
+        created_at: r.created_at.toISOString(),
+      }));
       return { status: 200, body: { data: { requests } } };
     },
 

@@ -29,7 +29,10 @@ describe.each(browserBackends)('interventions on %s', (backend) => {
   });
 
   const call = async (who: Requester, method: string, path: string, body?: unknown) => {
-    const res = await who.request(path, { method, ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
+    const res = await who.request(path, {
+      method,
+      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    });
     return { status: res.status, body: (await res.json()) as any };
   };
   const pending = async (id: string) => (await call(server, 'GET', `/v1/sessions/${id}/agent/requested-human-intervention`)).body.data.requests as any[];
@@ -51,7 +54,10 @@ describe.each(browserBackends)('interventions on %s', (backend) => {
         created_at: expect.any(String),
       });
       // The answer must fit the request; an unknown request is 404.
-      expect(await respond(s.id, r.request_id, 'maybe')).toEqual({ status: 400, body: { error: { code: 400, message: 'A confirm request is answered `yes` or `no`' } } });
+      expect(await respond(s.id, r.request_id, 'maybe')).toEqual({
+        status: 400,
+        body: { error: { code: 400, message: 'A confirm request is answered `yes` or `no`' } },
+      });
       expect((await respond(s.id, randomUUID(), 'yes')).status).toBe(404);
       expect(await respond(s.id, r.request_id, 'yes')).toEqual({ status: 200, body: { data: { status: 'resolved' } } });
       expect(await answered).toBe('yes');
@@ -63,7 +69,16 @@ describe.each(browserBackends)('interventions on %s', (backend) => {
       expect(row!.answer).toMatch(/^v1:/);
       const events = await sessionEvents(server.db, s.id, EVENTS);
       expect(events.map((e) => [e.type, e.data])).toEqual([
-        ['intervention.requested', { session_id: s.id, request_id: r.request_id, message: 'Confirm the purchase of 2 items for 59.90 EUR', input_type: 'confirm', live_view_url: r.live_view_url }],
+        [
+          'intervention.requested',
+          {
+            session_id: s.id,
+            request_id: r.request_id,
+            message: 'Confirm the purchase of 2 items for 59.90 EUR',
+            input_type: 'confirm',
+            live_view_url: r.live_view_url,
+          },
+        ],
         ['intervention.resolved', { session_id: s.id, request_id: r.request_id }],
       ]);
     } finally {
@@ -96,7 +111,8 @@ describe.each(browserBackends)('interventions on %s', (backend) => {
       // The view-only page's own POST is refused by the server, not just hidden by the page.
       const refused = await watching.evaluate(async () => {
         const cfg = JSON.parse(document.getElementById('config')!.textContent!);
-        return (await fetch(cfg.interventions, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"request_id":"x","response":"y"}' })).status;
+        return (await fetch(cfg.interventions, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"request_id":"x","response":"y"}' }))
+          .status;
       });
       expect(refused).toBe(403);
       // A takeover link of another session's token does not open this one.
@@ -152,7 +168,7 @@ describe.each(browserBackends)('interventions on %s', (backend) => {
     expect(row!.n).toBe(0);
   });
 
-  it('pauses and resumes the agent; answers 404 for an unknown, another project\'s or a deleted session and 400 once it has ended', async () => {
+  it("pauses and resumes the agent; answers 404 for an unknown, another project's or a deleted session and 400 once it has ended", async () => {
     const s = await createSession(server, HEADLESS);
     expect(await call(server, 'POST', `/v1/sessions/${s.id}/agent/pause`)).toEqual({ status: 200, body: { data: { status: 'paused' } } });
     let resumed = false;
@@ -165,7 +181,9 @@ describe.each(browserBackends)('interventions on %s', (backend) => {
     expect(resumed).toBe(true);
 
     const other = await createProject(server.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
-    const asOther: Requester = { request: (p, init = {}) => server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }) };
+    const asOther: Requester = {
+      request: (p, init = {}) => server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }),
+    };
     for (const path of ['agent/requested-human-intervention', 'agent/pause', 'agent/resume']) {
       const method = path.endsWith('intervention') ? 'GET' : 'POST';
       expect((await call(asOther, method, `/v1/sessions/${s.id}/${path}`)).status).toBe(404);
@@ -178,7 +196,10 @@ describe.each(browserBackends)('interventions on %s', (backend) => {
     await (await client.newBrowserCDPSession()).send('Browser.close').catch(() => {});
     await client.close().catch(() => {});
     await eventually(async () => (await call(server, 'GET', `/v1/sessions/${s.id}`)).body.data?.status !== 'running', 15_000, 'the session to end');
-    expect(await call(server, 'GET', `/v1/sessions/${s.id}/agent/requested-human-intervention`)).toEqual({ status: 400, body: { error: { code: 400, message: 'Session is not running' } } });
+    expect(await call(server, 'GET', `/v1/sessions/${s.id}/agent/requested-human-intervention`)).toEqual({
+      status: 400,
+      body: { error: { code: 400, message: 'Session is not running' } },
+    });
     expect((await call(server, 'POST', `/v1/sessions/${s.id}/agent/pause`)).status).toBe(400);
     await endSession(server, s.id);
     expect((await call(server, 'POST', `/v1/sessions/${s.id}/agent/pause`)).status).toBe(404);

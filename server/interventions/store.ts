@@ -17,10 +17,15 @@ export async function insertRequest(
   db: Db,
   r: { id: string; projectId: string; sessionId: string; message: string; inputType: InputType; liveViewUrl: string; expiresAt: Date },
 ): Promise<void> {
-  await db.query(
-    `INSERT INTO interventions (id, project_id, session_id, message, input_type, live_view_url, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [r.id, r.projectId, r.sessionId, r.message, r.inputType, r.liveViewUrl, r.expiresAt],
-  );
+  await db.query(`INSERT INTO interventions (id, project_id, session_id, message, input_type, live_view_url, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+    r.id,
+    r.projectId,
+    r.sessionId,
+    r.message,
+    r.inputType,
+    r.liveViewUrl,
+    r.expiresAt,
+  ]);
 }
 
 /** A session's pending requests, oldest first. */

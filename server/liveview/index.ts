@@ -10,7 +10,11 @@ import { Screencasts } from './screencast.js';
 export { LiveView, type LiveViewOptions, type TicketGrant } from './live-view.js';
 export { Screencasts, ScreencastHub, type Frame, type FrameMeta, type Tab } from './screencast.js';
 
-export function liveView(d: { config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<never, { screencasts: Screencasts; liveViews: LiveView }> {
+export function liveView(d: {
+  config: ServiceConfig;
+  log: Logger;
+  sessions: SessionManager;
+}): Capability<never, { screencasts: Screencasts; liveViews: LiveView }> {
   const screencasts = new Screencasts({ quality: d.config.screencastQuality, log: d.log });
   const view = new LiveView({ sessions: d.sessions, screencasts, log: d.log, maxViewers: d.config.liveViewMaxViewers });
   return {

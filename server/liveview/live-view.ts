@@ -245,7 +245,10 @@ export class LiveView implements SessionHooks {
     ws.send(JSON.stringify({ type: 'hello', sessionId: s.id, readOnly }));
     v.offTabs = hub.onTabs((tabs) => this.sendTabs(v, tabs));
     v.unsubscribe = hub.subscribe((frame) => this.sendFrame(v, frame), { replay: true });
-    hub.tabs().then((tabs) => this.sendTabs(v, tabs), () => {});
+    hub.tabs().then(
+      (tabs) => this.sendTabs(v, tabs),
+      () => {},
+    );
 
     v.timers.push(
       setInterval(() => this.o.sessions.touch(s.id, 'liveview'), ACTIVITY_MS),
@@ -302,7 +305,14 @@ export class LiveView implements SessionHooks {
     let wire = this.packed.get(frame);
     if (!wire) {
       const header = Buffer.from(
-        JSON.stringify({ seq: frame.seq, w: frame.meta.width, h: frame.meta.height, ts: Math.round(frame.meta.timestamp), sent: Date.now(), target: frame.meta.targetId }),
+        JSON.stringify({
+          seq: frame.seq,
+          w: frame.meta.width,
+          h: frame.meta.height,
+          ts: Math.round(frame.meta.timestamp),
+          sent: Date.now(),
+          target: frame.meta.targetId,
+        }),
       );
       const len = Buffer.alloc(4);
       len.writeUInt32BE(header.length);
@@ -330,7 +340,7 @@ export class LiveView implements SessionHooks {
           y,
           button,
           buttons: int(m.bs, 0, 31) ?? 0,
-          clickCount: kind === 'mouseMoved' ? 0 : int(m.c, 1, 3) ?? 1,
+          clickCount: kind === 'mouseMoved' ? 0 : (int(m.c, 1, 3) ?? 1),
           modifiers: mods,
         });
         return;

@@ -125,7 +125,10 @@ describe('the live view through the server, in a second browser', () => {
       await until(async () => expect(isColour(await centreColour(viewer), 'white')).toBe(true));
       await probe.events();
       const canvas = (await viewer.locator('#screen').boundingBox())!;
-      const toViewer = (p: { x: number; y: number }) => ({ x: canvas.x + ((p.x + 0.5) * canvas.width) / VIEWPORT.width, y: canvas.y + ((p.y + 0.5) * canvas.height) / VIEWPORT.height });
+      const toViewer = (p: { x: number; y: number }) => ({
+        x: canvas.x + ((p.x + 0.5) * canvas.width) / VIEWPORT.width,
+        y: canvas.y + ((p.y + 0.5) * canvas.height) / VIEWPORT.height,
+      });
       const target = { x: BOX.button.x + 30, y: BOX.button.y + 15 };
       const at = toViewer(target);
       await viewer.mouse.click(at.x, at.y);
@@ -284,7 +287,16 @@ describe('the screencast and its viewers, on their own', () => {
   beforeAll(async () => {
     fixtures = await startFixtureServer();
     browser = await launchBrowser(
-      { headless: true, viewport: { width: 640, height: 480 }, fullscreen: false, disableWebSecurity: false, popupBlocker: true, pdfViewer: true, adblock: false, extraStealth: false },
+      {
+        headless: true,
+        viewport: { width: 640, height: 480 },
+        fullscreen: false,
+        disableWebSecurity: false,
+        popupBlocker: true,
+        pdfViewer: true,
+        adblock: false,
+        extraStealth: false,
+      },
       { chromiumPath, rootDir: join(tmpdir(), `cb-liveview-test-${randomBytes(4).toString('hex')}`), log },
     );
     cdp = await CdpClient.connect(browser.wsEndpoint);

@@ -143,7 +143,12 @@ export class ScreencastHub {
       const { content } = this.session.browser.geometry;
       const shot = await this.pages.send<{ data: string }>(page.targetId, 'Page.captureScreenshot', { format: 'jpeg', quality: this.o.quality }, timeoutMs);
       const now = Date.now();
-      return { seq: ++this.seq, data: Buffer.from(shot.data, 'base64'), meta: { width: content.width, height: content.height, timestamp: now, targetId: page.targetId }, receivedAt: now };
+      return {
+        seq: ++this.seq,
+        data: Buffer.from(shot.data, 'base64'),
+        meta: { width: content.width, height: content.height, timestamp: now, targetId: page.targetId },
+        receivedAt: now,
+      };
     };
     try {
       return await Promise.race([take().catch(() => undefined), late]);

@@ -35,7 +35,10 @@ function blocks(m: Message): Block[] {
     case 'user':
       return m.content.map(content);
     case 'assistant':
-      return [...(m.text ? [{ type: 'text', text: m.text }] : []), ...m.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.arguments }))];
+      return [
+        ...(m.text ? [{ type: 'text', text: m.text }] : []),
+        ...m.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.arguments })),
+      ];
     case 'tool':
       return [{ type: 'tool_result', tool_use_id: m.callId, content: m.text }];
   }
@@ -48,7 +51,10 @@ function content(c: Content): Block {
 export function readAnthropicReply(body: unknown): ChatReply {
   const b = body as { content?: Block[]; usage?: { input_tokens?: number; output_tokens?: number } };
   if (!Array.isArray(b?.content)) throw new LlmError('The model answered no content');
-  const text = b.content.filter((x) => x.type === 'text').map((x) => String(x.text ?? '')).join('\n');
+  const text = b.content
+    .filter((x) => x.type === 'text')
+    .map((x) => String(x.text ?? ''))
+    .join('\n');
   const toolCalls = b.content
     .filter((x) => x.type === 'tool_use')
     .map((x) => ({ id: String(x.id), name: String(x.name), arguments: (x.input && typeof x.input === 'object' ? x.input : {}) as Record<string, unknown> }));

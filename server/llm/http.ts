@@ -11,7 +11,9 @@ export async function postJson(url: string, headers: Record<string, string>, bod
   } catch (err) {
     if (timeout.aborted) throw new LlmError(`The model did not answer within ${timeoutMs / 1000} s`);
     if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new LlmError('The model call was cancelled');
-    throw new LlmError(`The model's server could not be reached (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message})`);
+    throw new LlmError(
+      `The model's server could not be reached (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message})`,
+    );
   }
   const text = await res.text().catch(() => '');
   if (!res.ok) throw new LlmError(`The model's server answered ${res.status}: ${errorMessage(text)}`, res.status);

@@ -23,7 +23,9 @@ describe('LLM configuration', () => {
       model: 'gpt-4o',
       images: true,
     });
-    expect(loadConfig({ LLM_PROVIDER: 'anthropic', LLM_MODEL: 'claude', LLM_API_KEY: 'k', LLM_IMAGES: 'false', LLM_BASE_URL: 'http://gw.local/anthropic/' }).llm).toEqual({
+    expect(
+      loadConfig({ LLM_PROVIDER: 'anthropic', LLM_MODEL: 'claude', LLM_API_KEY: 'k', LLM_IMAGES: 'false', LLM_BASE_URL: 'http://gw.local/anthropic/' }).llm,
+    ).toEqual({
       provider: 'anthropic',
       baseUrl: 'http://gw.local/anthropic',
       apiKey: 'k',
@@ -42,6 +44,8 @@ describe('LLM configuration', () => {
     expect(bad).toContain('LLM_BASE_URL must be an http:// or https:// URL');
     expect(bad).not.toContain('s3cret');
     expect(bad).not.toContain('sk-zzz');
-    expect(problems({ LLM_TIMEOUT_SECONDS: '0', WEB_TASK_TIMEOUT_SECONDS: '99999', PRICE_PER_AGENT_STEP: '-1' })).toMatch(/LLM_TIMEOUT_SECONDS[\s\S]*WEB_TASK_TIMEOUT_SECONDS[\s\S]*PRICE_PER_AGENT_STEP/);
+    expect(problems({ LLM_TIMEOUT_SECONDS: '0', WEB_TASK_TIMEOUT_SECONDS: '99999', PRICE_PER_AGENT_STEP: '-1' })).toMatch(
+      /LLM_TIMEOUT_SECONDS[\s\S]*WEB_TASK_TIMEOUT_SECONDS[\s\S]*PRICE_PER_AGENT_STEP/,
+    );
   });
 });

@@ -12,7 +12,13 @@ const request = (): ChatRequest => ({
   system: 'You drive a browser.',
   tools: [{ name: 'click', description: 'Click an element', parameters: { type: 'object', properties: { ref: { type: 'string' } }, required: ['ref'] } }],
   messages: [
-    { role: 'user', content: [{ type: 'text', text: 'Task: buy it' }, { type: 'image', mediaType: 'image/png', data: PNG }] },
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Task: buy it' },
+        { type: 'image', mediaType: 'image/png', data: PNG },
+      ],
+    },
     { role: 'assistant', text: 'Clicking.', toolCalls: [{ id: 'call_a', name: 'click', arguments: { ref: 'e3' } }] },
     { role: 'tool', callId: 'call_a', name: 'click', text: 'Clicked.' },
     { role: 'user', content: [{ type: 'text', text: 'Page snapshot: …' }] },
@@ -38,10 +44,18 @@ describe('language model adapter', () => {
     expect(sent.path).toBe('/v1/chat/completions');
     expect(sent.headers.authorization).toBe(`Bearer ${KEY}`);
     expect(sent.body.model).toBe('gpt-test');
-    expect(sent.body.tools).toEqual([{ type: 'function', function: { name: 'click', description: 'Click an element', parameters: request().tools[0].parameters } }]);
+    expect(sent.body.tools).toEqual([
+      { type: 'function', function: { name: 'click', description: 'Click an element', parameters: request().tools[0].parameters } },
+    ]);
     expect(sent.body.messages).toEqual([
       { role: 'system', content: 'You drive a browser.' },
-      { role: 'user', content: [{ type: 'text', text: 'Task: buy it' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Task: buy it' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
+        ],
+      },
       { role: 'assistant', content: 'Clicking.', tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'click', arguments: '{"ref":"e3"}' } }] },
       { role: 'tool', tool_call_id: 'call_a', content: 'Clicked.' },
       { role: 'user', content: [{ type: 'text', text: 'Page snapshot: …' }] },
@@ -50,7 +64,10 @@ describe('language model adapter', () => {
 
   it('Anthropic Messages: input_schema tools, base64 image blocks, tool_result merged into the next user turn, x-api-key', async () => {
     model.script([{ toolCalls: [{ name: 'click', arguments: { ref: 'e4' } }] }]);
-    const llm = languageModel({ provider: 'anthropic', baseUrl: model.baseUrl('anthropic'), apiKey: KEY, model: 'claude-test', images: true }, { timeoutMs: 5000 });
+    const llm = languageModel(
+      { provider: 'anthropic', baseUrl: model.baseUrl('anthropic'), apiKey: KEY, model: 'claude-test', images: true },
+      { timeoutMs: 5000 },
+    );
     const reply = await llm.chat(request());
     expect(reply.text).toBe('');
     expect(reply.toolCalls).toEqual([{ id: expect.any(String), name: 'click', arguments: { ref: 'e4' } }]);
@@ -62,9 +79,27 @@ describe('language model adapter', () => {
     expect(sent.body).toMatchObject({ model: 'claude-test', system: 'You drive a browser.', max_tokens: 4096 });
     expect(sent.body.tools).toEqual([{ name: 'click', description: 'Click an element', input_schema: request().tools[0].parameters }]);
     expect(sent.body.messages).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'Task: buy it' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'Clicking.' }, { type: 'tool_use', id: 'call_a', name: 'click', input: { ref: 'e3' } }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_a', content: 'Clicked.' }, { type: 'text', text: 'Page snapshot: …' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Task: buy it' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Clicking.' },
+          { type: 'tool_use', id: 'call_a', name: 'click', input: { ref: 'e3' } },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'call_a', content: 'Clicked.' },
+          { type: 'text', text: 'Page snapshot: …' },
+        ],
+      },
     ]);
   });
 
@@ -75,15 +110,31 @@ describe('language model adapter', () => {
       { role: 'user', content: [{ type: 'text', text: 'Call a tool.' }] },
     ];
     model.script([{ text: 'ok' }, { text: 'ok' }]);
-    await languageModel({ provider: 'openai', baseUrl: model.baseUrl('openai'), apiKey: KEY, model: 'm', images: false }, { timeoutMs: 5000 }).chat({ ...request(), messages });
+    await languageModel({ provider: 'openai', baseUrl: model.baseUrl('openai'), apiKey: KEY, model: 'm', images: false }, { timeoutMs: 5000 }).chat({
+      ...request(),
+      messages,
+    });
     expect(model.received.at(-1)!.body.messages[2]).toEqual({ role: 'assistant', content: '' });
-    await languageModel({ provider: 'anthropic', baseUrl: model.baseUrl('anthropic'), apiKey: KEY, model: 'm', images: false }, { timeoutMs: 5000 }).chat({ ...request(), messages });
-    expect(model.received.at(-1)!.body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Task' }, { type: 'text', text: 'Call a tool.' }] }]);
+    await languageModel({ provider: 'anthropic', baseUrl: model.baseUrl('anthropic'), apiKey: KEY, model: 'm', images: false }, { timeoutMs: 5000 }).chat({
+      ...request(),
+      messages,
+    });
+    expect(model.received.at(-1)!.body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Task' },
+          { type: 'text', text: 'Call a tool.' },
+        ],
+      },
+    ]);
   });
 
   it('no key configured: no authorization header (a local Ollama)', async () => {
     model.script([{ text: 'done' }]);
-    await languageModel({ provider: 'openai', baseUrl: model.baseUrl('openai'), apiKey: undefined, model: 'llama', images: false }, { timeoutMs: 5000 }).chat(request());
+    await languageModel({ provider: 'openai', baseUrl: model.baseUrl('openai'), apiKey: undefined, model: 'llama', images: false }, { timeoutMs: 5000 }).chat(
+      request(),
+    );
     expect(model.received.at(-1)!.headers.authorization).toBeUndefined();
   });
 

@@ -32,7 +32,11 @@ function wireMessage(m: Message): Record<string, unknown> {
         // Content may be null beside tool calls only.
         content: m.text || (m.toolCalls.length ? null : ''),
         ...(m.toolCalls.length
-          ? { tool_calls: m.toolCalls.map((c): WireToolCall => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) }
+          ? {
+              tool_calls: m.toolCalls.map(
+                (c): WireToolCall => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }),
+              ),
+            }
           : {}),
       };
     case 'tool':

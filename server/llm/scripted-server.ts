@@ -70,7 +70,8 @@ export async function startScriptedModel(steps: ScriptStep[] = []): Promise<Scri
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
       answerMs.push(performance.now() - started);
     };
-    if (reply.status) return send(reply.status, { error: { message: step === undefined ? 'the script has no more replies' : `scripted error ${reply.status}` } });
+    if (reply.status)
+      return send(reply.status, { error: { message: step === undefined ? 'the script has no more replies' : `scripted error ${reply.status}` } });
     const id = () => `call_${++calls}`;
     if (path.endsWith('/chat/completions')) {
       send(200, {
@@ -85,7 +86,13 @@ export async function startScriptedModel(steps: ScriptStep[] = []): Promise<Scri
               role: 'assistant',
               content: reply.text ?? null,
               ...(reply.toolCalls?.length
-                ? { tool_calls: reply.toolCalls.map((c) => ({ id: id(), type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) }
+                ? {
+                    tool_calls: reply.toolCalls.map((c) => ({
+                      id: id(),
+                      type: 'function',
+                      function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                    })),
+                  }
                 : {}),
             },
           },

@@ -16,8 +16,7 @@ export interface EndpointOptions extends Omit<McpSessionDeps, 'log'> {
 }
 
 /** JSON-RPC errors answered before a session's transport is reached. */
-const rpcError = (c: Context, status: 400 | 404, code: number, message: string) =>
-  c.json({ jsonrpc: '2.0', error: { code, message }, id: null }, status);
+const rpcError = (c: Context, status: 400 | 404, code: number, message: string) => c.json({ jsonrpc: '2.0', error: { code, message }, id: null }, status);
 
 export class McpEndpoint {
   private readonly open = new Map<string, McpSession>();
@@ -33,7 +32,9 @@ export class McpEndpoint {
 
   routes(app: Hono): void {
     app.on(['POST', 'GET', 'DELETE'], '/mcp', (c) => this.handle(c));
-    app.all('/mcp', (c) => c.json({ error: { code: 405, message: `Method ${c.req.method} is not allowed here; allowed: POST, GET, DELETE` } }, 405, { Allow: 'POST, GET, DELETE' }));
+    app.all('/mcp', (c) =>
+      c.json({ error: { code: 405, message: `Method ${c.req.method} is not allowed here; allowed: POST, GET, DELETE` } }, 405, { Allow: 'POST, GET, DELETE' }),
+    );
   }
 
   get size(): number {

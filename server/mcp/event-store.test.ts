@@ -20,7 +20,13 @@ describe('BoundedEventStore', () => {
     await store.storeEvent('b', note(2));
     const a3 = await store.storeEvent('a', note(3));
     expect(await store.getStreamIdForEventId(a1)).toBe('a');
-    expect(await replay(store, primed)).toEqual({ stream: 'a', got: [[a1, note(1)], [a3, note(3)]] });
+    expect(await replay(store, primed)).toEqual({
+      stream: 'a',
+      got: [
+        [a1, note(1)],
+        [a3, note(3)],
+      ],
+    });
     expect((await replay(store, a1)).got).toEqual([[a3, note(3)]]);
     expect((await replay(store, a3)).got).toEqual([]);
     expect(await store.getStreamIdForEventId('nonsense')).toBeUndefined();

@@ -12,7 +12,14 @@ import type { ToolHandlers } from '../tools/index.js';
 import { Drivers } from './driver.js';
 import { McpEndpoint } from './endpoint.js';
 
-export function mcp(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; toolHandlers: ToolHandlers; recordingHandlers: RecordingHandlers }): Capability {
+export function mcp(d: {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  sessions: SessionManager;
+  toolHandlers: ToolHandlers;
+  recordingHandlers: RecordingHandlers;
+}): Capability {
   const drivers = new Drivers();
   const endpoint = new McpEndpoint({
     sessions: d.sessions,

@@ -122,7 +122,8 @@ export class McpSession {
         const s = await this.running(id);
         return d.sessions.liveViewUrl(s.id, s.liveViewToken);
       },
-      recordings: async (id) => d.recordingHandlers.listSessionRecordings({ params: { session_id: id }, query: {}, body: undefined, headers: new Headers() }, context()),
+      recordings: async (id) =>
+        d.recordingHandlers.listSessionRecordings({ params: { session_id: id }, query: {}, body: undefined, headers: new Headers() }, context()),
     });
   }
 
@@ -198,7 +199,9 @@ export class McpSession {
       s = live;
     } else {
       // Concurrent first calls share one start.
-      this.autoStart ??= this.start({}).then((r) => r.id).finally(() => (this.autoStart = undefined));
+      this.autoStart ??= this.start({})
+        .then((r) => r.id)
+        .finally(() => (this.autoStart = undefined));
       s = await this.running(await this.autoStart);
     }
     this.d.sessions.touch(s.id, kind);
@@ -210,7 +213,9 @@ export class McpSession {
     return (this.closing ??= (async () => {
       await Promise.all(
         [...this.started].map((id) =>
-          this.d.sessions.end(id, 'completed', reason).catch((err: unknown) => this.d.log.error({ err, sessionId: id }, 'could not end an MCP session\'s browser session')),
+          this.d.sessions
+            .end(id, 'completed', reason)
+            .catch((err: unknown) => this.d.log.error({ err, sessionId: id }, "could not end an MCP session's browser session")),
         ),
       );
       await this.server.close().catch(() => {});

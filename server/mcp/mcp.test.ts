@@ -14,11 +14,33 @@ import { refOf, startedId, textOf } from './test-support.js';
 
 /** The hosted vendor's tool names this server serves (a user switching keeps their prompts). */
 const VENDOR_TOOLS = [
-  'anchor_navigate', 'anchor_navigate_back', 'anchor_navigate_forward', 'anchor_snapshot', 'anchor_take_screenshot', 'anchor_click',
-  'anchor_hover', 'anchor_drag', 'anchor_select_option', 'browser_type', 'anchor_press_key', 'browser_evaluate', 'anchor_wait_for',
-  'anchor_handle_dialog', 'anchor_file_upload', 'anchor_console_messages', 'anchor_network_requests', 'anchor_resize', 'anchor_close',
-  'anchor_tab_list', 'anchor_tab_new', 'anchor_tab_select', 'anchor_tab_close', 'anchor_pdf_save', 'browser_mouse_click_xy',
-  'browser_mouse_drag_xy', 'browser_mouse_move_xy',
+  'anchor_navigate',
+  'anchor_navigate_back',
+  'anchor_navigate_forward',
+  'anchor_snapshot',
+  'anchor_take_screenshot',
+  'anchor_click',
+  'anchor_hover',
+  'anchor_drag',
+  'anchor_select_option',
+  'browser_type',
+  'anchor_press_key',
+  'browser_evaluate',
+  'anchor_wait_for',
+  'anchor_handle_dialog',
+  'anchor_file_upload',
+  'anchor_console_messages',
+  'anchor_network_requests',
+  'anchor_resize',
+  'anchor_close',
+  'anchor_tab_list',
+  'anchor_tab_new',
+  'anchor_tab_select',
+  'anchor_tab_close',
+  'anchor_pdf_save',
+  'browser_mouse_click_xy',
+  'browser_mouse_drag_xy',
+  'browser_mouse_move_xy',
 ];
 const IDLE_SECONDS = 3;
 const HEADLESS = { headless: true, recording: false };
@@ -49,19 +71,26 @@ describe.each(browserBackends)('MCP server on %s', (backend) => {
     clients.push(client);
     return { client, transport };
   };
-  const call = (client: Client, name: string, args: Record<string, unknown> = {}) =>
-    client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+  const call = (client: Client, name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
   const started = (r: CallToolResult) => startedId(textOf(r));
 
   it('refuses a request without a key, or with a wrong one, with 401 and WWW-Authenticate', async () => {
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    };
     const post = (headers: Record<string, string>) =>
       fetch(`${server.url}/mcp`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
         body: JSON.stringify(init),
       });
-    for (const headers of [{}, { 'service-api-key': 'sk_wrong' }, { 'anchor-api-key': 'sk_wrong' }, { authorization: 'Bearer sk_wrong' }] as Record<string, string>[]) {
+    for (const headers of [{}, { 'service-api-key': 'sk_wrong' }, { 'anchor-api-key': 'sk_wrong' }, { authorization: 'Bearer sk_wrong' }] as Record<
+      string,
+      string
+    >[]) {
       const res = await post(headers);
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer /);
@@ -82,7 +111,16 @@ describe.each(browserBackends)('MCP server on %s', (backend) => {
     const { client } = await connect();
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
-    for (const name of [...VENDOR_TOOLS, 'session_start', 'session_list', 'session_end', 'session_live_view', 'web_fetch', 'screenshot_webpage', 'pdf_webpage']) {
+    for (const name of [
+      ...VENDOR_TOOLS,
+      'session_start',
+      'session_list',
+      'session_end',
+      'session_live_view',
+      'web_fetch',
+      'screenshot_webpage',
+      'pdf_webpage',
+    ]) {
       expect(names).toContain(name);
     }
     for (const t of tools) {
@@ -151,7 +189,12 @@ describe.each(browserBackends)('MCP server on %s', (backend) => {
     // The first client's MCP session, addressed with the other key, is not found.
     const res = await fetch(`${server.url}/mcp`, {
       method: 'POST',
-      headers: { 'service-api-key': other.key, 'mcp-session-id': transport.sessionId!, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        'service-api-key': other.key,
+        'mcp-session-id': transport.sessionId!,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }),
     });
     expect(res.status).toBe(404);
@@ -169,14 +212,18 @@ describe.each(browserBackends)('MCP server on %s', (backend) => {
     expect((await call(client, 'anchor_navigate', { url: pages.url('/') })).isError).toBeFalsy();
     // The client goes away without a DELETE.
     await client.close();
-    await eventually(async () => (await sessionRow(server.db, id))?.status === 'completed', (IDLE_SECONDS + 10) * 1000, 'the idle MCP session to end its browser');
+    await eventually(
+      async () => (await sessionRow(server.db, id))?.status === 'completed',
+      (IDLE_SECONDS + 10) * 1000,
+      'the idle MCP session to end its browser',
+    );
     expect((await sessionRow(server.db, id))?.end_reason).toBe('idle_timeout');
     await eventually(() => gone(root).processes.length === 0 && !gone(root).directory, 10_000, 'the browser gone');
   });
 
   it('starts a browser session on first use when none was started', async () => {
     const { client, transport } = await connect();
-    const before = (await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions')) [0].n;
+    const before = (await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions'))[0].n;
     const r = await call(client, 'anchor_tab_list');
     expect(r.isError).toBeFalsy();
     expect(textOf(r)).toContain('Tabs:');

@@ -108,7 +108,6 @@ describe.each(browserBackends)('MCP resources, progress and resumable streams on
     expect(messages).toContain(`Response received from ${pages.url('/slow')}; loading the page`);
     // Progress grows with each notification.
     expect(loading.map((p) => p.progress)).toEqual(loading.map((_, i) => i + 1));
-
   });
 
   it('resumes a broken tool-call stream with Last-Event-ID, the answer included', async () => {

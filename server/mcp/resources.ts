@@ -36,14 +36,24 @@ export function registerResources(server: McpServer, scope: ResourceScope): void
     }
   };
   const idOf = (variables: Record<string, string | string[]>) => String(variables.session_id);
-  const listed = (what: Parameters<typeof resourceUri>[1], name: (id: string) => string, mimeType: string, ids: (s: ReturnType<ResourceScope['sessions']>) => string[]) =>
+  const listed = (
+    what: Parameters<typeof resourceUri>[1],
+    name: (id: string) => string,
+    mimeType: string,
+    ids: (s: ReturnType<ResourceScope['sessions']>) => string[],
+  ) =>
     new ResourceTemplate(resourceUri('{session_id}', what), {
       list: () => ({ resources: ids(scope.sessions()).map((id): Resource => ({ uri: resourceUri(id, what), name: name(id), mimeType })) }),
     });
 
   server.registerResource(
     'page-snapshot',
-    listed('snapshot', (id) => `Page snapshot of browser session ${id}`, 'text/markdown', (s) => s.running),
+    listed(
+      'snapshot',
+      (id) => `Page snapshot of browser session ${id}`,
+      'text/markdown',
+      (s) => s.running,
+    ),
     {
       title: 'Page snapshot',
       description: "The current tab's accessibility snapshot (as anchor_snapshot answers it), with element refs the element tools take",
@@ -56,7 +66,12 @@ export function registerResources(server: McpServer, scope: ResourceScope): void
   );
   server.registerResource(
     'page-screenshot',
-    listed('screenshot', (id) => `Screenshot of browser session ${id}`, 'image/png', (s) => s.running),
+    listed(
+      'screenshot',
+      (id) => `Screenshot of browser session ${id}`,
+      'image/png',
+      (s) => s.running,
+    ),
     { title: 'Page screenshot', description: "The current tab's viewport as a PNG image", mimeType: 'image/png' },
     async (uri, variables): Promise<ReadResourceResult> => {
       const { driver } = await opened(uri, idOf(variables), 'screenshot');
@@ -66,7 +81,12 @@ export function registerResources(server: McpServer, scope: ResourceScope): void
   );
   server.registerResource(
     'live-view',
-    listed('live-view', (id) => `Live view of browser session ${id}`, 'text/uri-list', (s) => s.running),
+    listed(
+      'live-view',
+      (id) => `Live view of browser session ${id}`,
+      'text/uri-list',
+      (s) => s.running,
+    ),
     { title: 'Live view URL', description: 'A URL a person opens to watch the browser or take over', mimeType: 'text/uri-list' },
     async (uri, variables): Promise<ReadResourceResult> => {
       const id = idOf(variables);
@@ -76,7 +96,12 @@ export function registerResources(server: McpServer, scope: ResourceScope): void
   );
   server.registerResource(
     'recording',
-    listed('recording', (id) => `Recording of browser session ${id}`, 'application/json', (s) => [...s.running, ...s.ended]),
+    listed(
+      'recording',
+      (id) => `Recording of browser session ${id}`,
+      'application/json',
+      (s) => [...s.running, ...s.ended],
+    ),
     {
       title: 'Session recording',
       description: "The session's video recordings with their download links (file_link); encoded when the session ends, so a running session has none yet",

@@ -23,7 +23,8 @@ export function registerServiceTools(server: McpServer, handlers: ToolHandlers, 
   server.registerTool(
     'web_fetch',
     {
-      description: "Fetch a web page in the service's own browsers (JavaScript run, bot challenges passed) and answer its content as Markdown or HTML; no browser session needed",
+      description:
+        "Fetch a web page in the service's own browsers (JavaScript run, bot challenges passed) and answer its content as Markdown or HTML; no browser session needed",
       inputSchema: {
         url,
         format: z.enum(['markdown', 'html']).optional().describe('Default markdown'),
@@ -59,7 +60,10 @@ export function registerServiceTools(server: McpServer, handlers: ToolHandlers, 
       run(async () => {
         const res = await withProgress(extra, (progress) => {
           progress(`Loading ${a.url} in the service's browser`);
-          return handlers.takeScreenshot({ params: {}, query: {}, body: { url: a.url, width: a.width, height: a.height, full_page: a.full_page }, headers }, context());
+          return handlers.takeScreenshot(
+            { params: {}, query: {}, body: { url: a.url, width: a.width, height: a.height, full_page: a.full_page }, headers },
+            context(),
+          );
         });
         if (res.status !== 200) return refused(res);
         return { content: [{ type: 'image', data: Buffer.from(res.body as Uint8Array).toString('base64'), mimeType: 'image/png' }] };

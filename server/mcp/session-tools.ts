@@ -37,7 +37,10 @@ export function registerSessionTools(server: McpServer, scope: SessionScope): vo
           .union([
             z.object({
               type: z.literal('service_proxy'),
-              country_code: z.string().regex(/^[a-z]{2}$/).optional(),
+              country_code: z
+                .string()
+                .regex(/^[a-z]{2}$/)
+                .optional(),
               region: z.string().min(1).max(100).optional(),
               city: z.string().min(1).max(100).optional(),
             }),
@@ -63,7 +66,12 @@ export function registerSessionTools(server: McpServer, scope: SessionScope): vo
             ...(a.recording !== undefined ? { recording: { active: a.recording } } : {}),
             ...(a.proxy ? { proxy: { active: true, ...a.proxy } } : {}),
             ...(a.max_duration !== undefined || a.idle_timeout !== undefined
-              ? { timeout: { ...(a.max_duration !== undefined ? { max_duration: a.max_duration } : {}), ...(a.idle_timeout !== undefined ? { idle_timeout: a.idle_timeout } : {}) } }
+              ? {
+                  timeout: {
+                    ...(a.max_duration !== undefined ? { max_duration: a.max_duration } : {}),
+                    ...(a.idle_timeout !== undefined ? { idle_timeout: a.idle_timeout } : {}),
+                  },
+                }
               : {}),
           },
           browser: {
@@ -88,14 +96,20 @@ export function registerSessionTools(server: McpServer, scope: SessionScope): vo
         if (list.length === 0) return text('No browser session is running.');
         return text(
           list
-            .map((s) => `${s.id}${s.current ? ' (current)' : ''}${s.startedHere ? ' (started by this MCP session)' : ''} since ${new Date(s.createdAt).toISOString()}`)
+            .map(
+              (s) =>
+                `${s.id}${s.current ? ' (current)' : ''}${s.startedHere ? ' (started by this MCP session)' : ''} since ${new Date(s.createdAt).toISOString()}`,
+            )
             .join('\n'),
         );
       }),
   );
   server.registerTool(
     'session_end',
-    { description: 'End a browser session of the project (its browser closes; recordings and profiles are saved)', inputSchema: { session_id: z.string().min(1) } },
+    {
+      description: 'End a browser session of the project (its browser closes; recordings and profiles are saved)',
+      inputSchema: { session_id: z.string().min(1) },
+    },
     (a) => run(async () => text(await scope.end(a.session_id))),
   );
   server.registerTool(

@@ -35,7 +35,8 @@ describe.each(backends)('MCP page tools on %s', (backend) => {
     await mcp.ok('anchor_wait_for', { text: 'ping:pong' });
     return mcp.ok('anchor_snapshot');
   };
-  const effects = async (): Promise<string[]> => JSON.parse(/Result:\n([\s\S]*)$/.exec(await mcp.ok('browser_evaluate', { function: '() => window.effects' }))![1]);
+  const effects = async (): Promise<string[]> =>
+    JSON.parse(/Result:\n([\s\S]*)$/.exec(await mcp.ok('browser_evaluate', { function: '() => window.effects' }))![1]);
 
   it('drags an element onto another, by refs', async () => {
     const snap = await widgets();
@@ -57,7 +58,7 @@ describe.each(backends)('MCP page tools on %s', (backend) => {
     expect(await effects()).toContain('hovered');
   });
 
-  it("uploads files to a file input, the page reading their content", async () => {
+  it('uploads files to a file input, the page reading their content', async () => {
     const snap = await widgets();
     const input = refOf(snap, /button "Attachment"|"Attachment"/);
     const files = [

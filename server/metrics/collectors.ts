@@ -86,7 +86,7 @@ export function addCollectors(m: Metrics, s: Sources): void {
     const deliveries = s.deliveries;
     new Counter({
       name: `${PREFIX}webhook_deliveries_total`,
-      help: "Webhook delivery attempts this node recorded since it started, by outcome: succeeded, failed (another attempt is scheduled), dead (the last attempt failed).",
+      help: 'Webhook delivery attempts this node recorded since it started, by outcome: succeeded, failed (another attempt is scheduled), dead (the last attempt failed).',
       labelNames: ['outcome'],
       registers,
       collect() {
@@ -111,9 +111,7 @@ export function addCollectors(m: Metrics, s: Sources): void {
     help: 'Webhook delivery attempts due now and not yet sent, over every node (the backlog).',
     registers,
     async collect() {
-      const [{ n }] = await s.db.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending' AND scheduled_at <= now()`,
-      );
+      const [{ n }] = await s.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'pending' AND scheduled_at <= now()`);
       this.set(n);
     },
   });

@@ -63,7 +63,12 @@ describe.each(backends)('metrics on %s', (backend) => {
     // Every series names the node.
     const node = /node="([^"]+)"/.exec(before.text)![1];
     expect(node).toContain(':');
-    expect(before.text.split('\n').filter((l) => l && !l.startsWith('#')).every((l) => l.includes(`node="${node}"`))).toBe(true);
+    expect(
+      before.text
+        .split('\n')
+        .filter((l) => l && !l.startsWith('#'))
+        .every((l) => l.includes(`node="${node}"`)),
+    ).toBe(true);
     if (backend === 'postgres') expect(value(before.series, 'cloud_browser_db_pool_connections', { state: 'max' })).toBe(10);
     else expect(before.text).not.toContain('cloud_browser_db_pool_connections');
 

@@ -44,7 +44,7 @@ describe.each(backends)('traces on %s', (backend) => {
   });
   afterAll(() => new Promise<void>((r) => collector.close(() => r())));
 
-  it('continues the caller\'s trace through the session\'s creation, its browser and its queries', async () => {
+  it("continues the caller's trace through the session's creation, its browser and its queries", async () => {
     let t: TestServer | undefined = await startTestServer({ backend, env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint } });
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const callerSpan = '00f067aa0ba902b7';

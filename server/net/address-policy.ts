@@ -197,10 +197,7 @@ const defaultResolve = (hostname: string): Promise<string[]> =>
  * every address. Returns the parsed URL and the addresses checked (empty when allowed
  * without looking). Throws UrlPolicyError.
  */
-export async function assertPublicUrl(
-  input: string | URL,
-  options: UrlPolicyOptions,
-): Promise<{ url: URL; addresses: string[] }> {
+export async function assertPublicUrl(input: string | URL, options: UrlPolicyOptions): Promise<{ url: URL; addresses: string[] }> {
   let url: URL;
   try {
     url = typeof input === 'string' ? new URL(input) : new URL(input.href);
@@ -229,10 +226,7 @@ export async function assertPublicUrl(
   for (const address of addresses) {
     const why = blockedRange(address);
     if (why !== null) {
-      throw new UrlPolicyError(
-        'private_address',
-        `host ${host} resolves to ${address}, a ${why} address; requests to private networks are not allowed`,
-      );
+      throw new UrlPolicyError('private_address', `host ${host} resolves to ${address}, a ${why} address; requests to private networks are not allowed`);
     }
   }
   return { url, addresses };

@@ -126,7 +126,11 @@ describe('service proxy pool: matching', () => {
 
 describe('service proxy pool: health', () => {
   it('rests a proxy whose connect fails and gives the next match; it is not tried again while it rests', async () => {
-    const { pool: p, entries, lines } = pool([
+    const {
+      pool: p,
+      entries,
+      lines,
+    } = pool([
       { url: `http://user:hunter2@127.0.0.1:${gone}`, country_code: 'us' },
       { url: `http://127.0.0.1:${us1}`, country_code: 'us' },
     ]);

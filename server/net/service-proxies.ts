@@ -82,10 +82,7 @@ export class ServiceProxyPool {
   private picks = 0;
 
   /** entries undefined: the operator configured no pool. */
-  constructor(
-    entries: readonly ServiceProxyEntry[] | undefined,
-    o: ServiceProxyPoolOptions,
-  ) {
+  constructor(entries: readonly ServiceProxyEntry[] | undefined, o: ServiceProxyPoolOptions) {
     this.entries = entries ?? [];
     this.configured = entries !== undefined;
     this.restMs = o.restMs ?? REST_MS;
@@ -125,9 +122,7 @@ export class ServiceProxyPool {
       .filter((c) => matches(c.entry, criteria))
       .sort(
         (a, b) =>
-          Number(b.entry.id === options.prefer) - Number(a.entry.id === options.prefer) ||
-          a.health.lastPicked - b.health.lastPicked ||
-          a.index - b.index,
+          Number(b.entry.id === options.prefer) - Number(a.entry.id === options.prefer) || a.health.lastPicked - b.health.lastPicked || a.index - b.index,
       );
     for (const c of candidates) {
       if (c.health.restUntil > Date.now()) continue;

@@ -67,15 +67,12 @@ function closeServer(server: net.Server | undefined): Promise<void> {
 function proxiedGet(proxy: TrafficProxy, url: string): Promise<{ status: number; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port: proxy.port, method: 'GET', path: url, headers: { host: u.host }, agent: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-        res.on('error', reject);
-      },
-    );
+    const req = http.request({ host: '127.0.0.1', port: proxy.port, method: 'GET', path: url, headers: { host: u.host }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
     req.on('error', reject);
     req.end();
   });
@@ -245,7 +242,23 @@ describe('traffic proxy: direct', () => {
     try {
       execFileSync(
         'openssl',
-        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'],
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'rsa:2048',
+          '-nodes',
+          '-keyout',
+          join(dir, 'key.pem'),
+          '-out',
+          join(dir, 'cert.pem'),
+          '-days',
+          '1',
+          '-subj',
+          '/CN=localhost',
+          '-addext',
+          'subjectAltName=DNS:localhost',
+        ],
         { stdio: 'ignore' },
       );
       const key = readFileSync(join(dir, 'key.pem'));
@@ -577,14 +590,17 @@ describe('traffic proxy: SOCKS5 upstream', () => {
     expect(t.body).toMatch(/upstream proxy 127\.0\.0\.1 is a private address/);
 
     socks.connections.length = 0;
-    const pinned = await start({ allowPrivateNetworks: false, upstream: { server: `socks5://proxy.pinned.test:${socks.port}`, username: USER, password: PASS } });
+    const pinned = await start({
+      allowPrivateNetworks: false,
+      upstream: { server: `socks5://proxy.pinned.test:${socks.port}`, username: USER, password: PASS },
+    });
     const ok = await connectTunnel(pinned, `127.0.0.1:${echoPort}`);
     expect(ok.status).toBe(200);
     ok.socket.destroy();
     expect(socks.connections.map((c) => c.destination)).toEqual([`127.0.0.1:${echoPort}`]);
   });
 
-  it('an operator\'s upstream (the service proxy pool) is not held to the private-network policy', async () => {
+  it("an operator's upstream (the service proxy pool) is not held to the private-network policy", async () => {
     socks.connections.length = 0;
     const proxy = await start({
       allowPrivateNetworks: false,
@@ -606,7 +622,7 @@ describe('traffic proxy: upstream connect failures', () => {
     return port;
   }
 
-  it('tells the upstream\'s owner when an HTTP or SOCKS5 upstream refuses the connection', async () => {
+  it("tells the upstream's owner when an HTTP or SOCKS5 upstream refuses the connection", async () => {
     for (const scheme of ['http', 'socks5']) {
       const failures: string[] = [];
       const proxy = await start({
@@ -625,7 +641,10 @@ describe('traffic proxy: upstream connect failures', () => {
     const failures: number[] = [];
     const socks = await startSocks5Server();
     try {
-      const proxy = await start({ allowPrivateNetworks: true, upstream: { server: `socks5://127.0.0.1:${socks.port}`, onConnectFailure: () => failures.push(1) } });
+      const proxy = await start({
+        allowPrivateNetworks: true,
+        upstream: { server: `socks5://127.0.0.1:${socks.port}`, onConnectFailure: () => failures.push(1) },
+      });
       const t = await connectTunnel(proxy, `127.0.0.1:${echoPort}`);
       expect(t.status).toBe(200);
       t.socket.end();
@@ -666,7 +685,15 @@ async function launchChromium(proxy: TrafficProxy) {
   const browser = await chromium.launchPersistentContext(userDataDir, {
     executablePath: '/usr/bin/chromium',
     headless: true,
-    args: ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
+    args: [
+      '--headless=new',
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+      '--disable-quic',
+    ],
     proxy: { server: proxy.url, bypass: '<-loopback>' },
   });
   return {

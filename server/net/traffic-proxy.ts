@@ -179,7 +179,10 @@ export function pinnedLookup(addresses: readonly string[]): LookupFunction {
         err.code = 'ENOTFOUND';
         cb(err, opts.all ? [] : '', undefined);
       } else if (opts.all) {
-        cb(null, matches.map((a) => ({ ...a })));
+        cb(
+          null,
+          matches.map((a) => ({ ...a })),
+        );
       } else {
         cb(null, matches[0].address, matches[0].family);
       }
@@ -335,10 +338,7 @@ export async function startTrafficProxy(options: TrafficProxyOptions): Promise<T
       log.info({ host, refused: what }, 'traffic proxy refused a private address (private networks are not allowed)');
     }
     const subject = what === 'upstream' ? `the upstream proxy ${host}` : `the destination ${host}`;
-    throw new RequestError(
-      `Forbidden: ${subject} is a private address and the operator of this service has not allowed private networks.\n${detail}\n`,
-      403,
-    );
+    throw new RequestError(`Forbidden: ${subject} is a private address and the operator of this service has not allowed private networks.\n${detail}\n`, 403);
   };
 
   /** Resolves and checks `host`; returns the checked addresses. Throws RequestError. */

@@ -93,10 +93,7 @@ describe('emitEvents', () => {
     expect(out.map((o) => o.deliveries)).toEqual([1, 2, 1, 0, 1]);
     expect(new Set(out.map((o) => o.id)).size).toBe(5);
     // Each event row is what emitEvent writes for it alone.
-    const rows = await t.db.query<EventRow>(
-      'SELECT id, type, created, project_id, text, data FROM events WHERE id = ANY ($1::text[])',
-      [out.map((o) => o.id)],
-    );
+    const rows = await t.db.query<EventRow>('SELECT id, type, created, project_id, text, data FROM events WHERE id = ANY ($1::text[])', [out.map((o) => o.id)]);
     const byId = new Map(rows.map((r) => [r.id, toEnvelope(r)]));
     events.forEach((e, i) =>
       expect(byId.get(out[i].id)).toEqual({

@@ -41,12 +41,7 @@ export interface EventToEmit<T extends EventType = EventType> {
 /** An event of any type, its data checked against its type. */
 export type AnyEventToEmit = { [T in EventType]: EventToEmit<T> }[EventType];
 
-export async function emitEvent<T extends EventType>(
-  tx: Db,
-  projectId: string,
-  type: T,
-  data: EventDataMap[T],
-): Promise<EmittedEvent> {
+export async function emitEvent<T extends EventType>(tx: Db, projectId: string, type: T, data: EventDataMap[T]): Promise<EmittedEvent> {
   const [out] = await emitEvents(tx, [{ projectId, type, data } as AnyEventToEmit]);
   return out;
 }

@@ -40,8 +40,7 @@ export function oneLine(s: string): string {
 type Summarizers = { [T in EventType]: (d: EventDataMap[T]) => string };
 
 const summarizers: Summarizers = {
-  'task.completed': (d) =>
-    `Task ${d.task_id} completed in ${seconds(d.duration_ms)} (execution ${d.execution_id}${cost(d.cost)})`,
+  'task.completed': (d) => `Task ${d.task_id} completed in ${seconds(d.duration_ms)} (execution ${d.execution_id}${cost(d.cost)})`,
   'task.failed': (d) =>
     `Task ${d.task_id} failed after ${seconds(d.duration_ms)}: ${d.error?.type ?? 'error'}${d.error?.message ? ` - ${d.error.message}` : ''}`,
   'task.cancelled': (d) => `Task ${d.task_id} was cancelled after ${seconds(d.duration_ms)} (execution ${d.execution_id})`,
@@ -50,14 +49,11 @@ const summarizers: Summarizers = {
   'session.completed': (d) =>
     `Session ${d.session_id} completed after ${seconds(d.duration_ms)}: ${d.steps} steps, ${bytes(d.network_bytes_total)} transferred`,
   'session.failed': (d) => `Session ${d.session_id} failed after ${seconds(d.duration_ms)}: ${d.reason}`,
-  'session.recording.ready': (d) =>
-    `Recording of session ${d.session_id} is ready (${seconds(d.duration_ms)}, ${bytes(d.size_bytes)})`,
+  'session.recording.ready': (d) => `Recording of session ${d.session_id} is ready (${seconds(d.duration_ms)}, ${bytes(d.size_bytes)})`,
   'intervention.requested': (d) => `Session ${d.session_id} needs a human: ${d.message} - take over at ${d.live_view_url}`,
   'intervention.resolved': (d) => `Intervention ${d.request_id} in session ${d.session_id} was resolved`,
-  'batch.completed': (d) =>
-    `Batch ${d.batch_id} completed: ${d.completed_requests} of ${d.total_requests} sessions succeeded, ${d.failed_requests} failed`,
-  'batch.failed': (d) =>
-    `Batch ${d.batch_id} failed: ${d.failed_requests} of ${d.total_requests} sessions failed`,
+  'batch.completed': (d) => `Batch ${d.batch_id} completed: ${d.completed_requests} of ${d.total_requests} sessions succeeded, ${d.failed_requests} failed`,
+  'batch.failed': (d) => `Batch ${d.batch_id} failed: ${d.failed_requests} of ${d.total_requests} sessions failed`,
   'identity.authenticated': (d) => `Identity ${d.identity_id} authenticated for application ${d.application_id}`,
   'identity.authentication_failed': (d) =>
     `Identity ${d.identity_id} failed to authenticate for application ${d.application_id}: ${d.failure_type}${d.error_message ? ` - ${d.error_message}` : ''}`,

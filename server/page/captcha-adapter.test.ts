@@ -19,7 +19,8 @@ beforeAll(async () => {
     received.push({ path: req.url ?? '', body });
     res.setHeader('content-type', 'application/json');
     if (req.url === '/broken/createTask') return res.writeHead(500).end('oops');
-    if (body.clientKey !== KEY) return res.end(JSON.stringify({ errorId: 1, errorCode: 'ERROR_KEY_DOES_NOT_EXIST', errorDescription: 'Account authorization key not found' }));
+    if (body.clientKey !== KEY)
+      return res.end(JSON.stringify({ errorId: 1, errorCode: 'ERROR_KEY_DOES_NOT_EXIST', errorDescription: 'Account authorization key not found' }));
     if (req.url === '/createTask') {
       if (body.task.websiteKey === 'unsolvable') return res.end(JSON.stringify({ errorId: 0, taskId: 2 }));
       if (body.task.websiteKey === 'slow') return res.end(JSON.stringify({ errorId: 0, taskId: 3 }));
@@ -28,7 +29,8 @@ beforeAll(async () => {
     if (req.url === '/getTaskResult') {
       const n = (polls.get(body.taskId) ?? 0) + 1;
       polls.set(body.taskId, n);
-      if (body.taskId === 2) return res.end(JSON.stringify({ errorId: 12, errorCode: 'ERROR_CAPTCHA_UNSOLVABLE', errorDescription: 'Captcha could not be solved' }));
+      if (body.taskId === 2)
+        return res.end(JSON.stringify({ errorId: 12, errorCode: 'ERROR_CAPTCHA_UNSOLVABLE', errorDescription: 'Captcha could not be solved' }));
       if (n < 3 || body.taskId === 3) return res.end(JSON.stringify({ errorId: 0, status: 'processing' }));
       return res.end(JSON.stringify({ errorId: 0, status: 'ready', solution: body.taskId === 1 ? { gRecaptchaResponse: 'TOKEN-1' } : { token: 'X' } }));
     }
@@ -44,7 +46,10 @@ describe('CaptchaServiceClient', () => {
   it('creates a task, polls until ready and answers the token', async () => {
     received.length = 0;
     const client = new CaptchaServiceClient({ url: `${base}/`, clientKey: KEY, pollIntervalMs: 20 });
-    const token = await client.solve({ kind: 'recaptcha_v2', websiteURL: 'https://example.org/login', websiteKey: 'site-key' }, { deadline: Date.now() + 5000 });
+    const token = await client.solve(
+      { kind: 'recaptcha_v2', websiteURL: 'https://example.org/login', websiteKey: 'site-key' },
+      { deadline: Date.now() + 5000 },
+    );
     expect(token).toBe('TOKEN-1');
     expect(received[0]).toEqual({
       path: '/createTask',
@@ -69,13 +74,19 @@ describe('CaptchaServiceClient', () => {
     expect(err.message).toContain('ERROR_KEY_DOES_NOT_EXIST');
     expect(err.message).not.toContain('wrong-key-123456');
     const unsolvable = new CaptchaServiceClient({ url: base, clientKey: KEY, pollIntervalMs: 20 });
-    await expect(unsolvable.solve({ kind: 'turnstile', websiteURL: 'https://x.org', websiteKey: 'unsolvable' }, { deadline: Date.now() + 5000 })).rejects.toThrow(/ERROR_CAPTCHA_UNSOLVABLE/);
+    await expect(
+      unsolvable.solve({ kind: 'turnstile', websiteURL: 'https://x.org', websiteKey: 'unsolvable' }, { deadline: Date.now() + 5000 }),
+    ).rejects.toThrow(/ERROR_CAPTCHA_UNSOLVABLE/);
     const broken = new CaptchaServiceClient({ url: `${base}/broken`, clientKey: KEY });
-    await expect(broken.solve({ kind: 'turnstile', websiteURL: 'https://x.org', websiteKey: 'k' }, { deadline: Date.now() + 5000 })).rejects.toThrow(/HTTP 500/);
+    await expect(broken.solve({ kind: 'turnstile', websiteURL: 'https://x.org', websiteKey: 'k' }, { deadline: Date.now() + 5000 })).rejects.toThrow(
+      /HTTP 500/,
+    );
   });
 
   it('gives up at the deadline', async () => {
     const client = new CaptchaServiceClient({ url: base, clientKey: KEY, pollIntervalMs: 1000 });
-    await expect(client.solve({ kind: 'recaptcha_v2', websiteURL: 'https://x.org', websiteKey: 'slow' }, { deadline: Date.now() + 2500 })).rejects.toThrow(/in time/);
+    await expect(client.solve({ kind: 'recaptcha_v2', websiteURL: 'https://x.org', websiteKey: 'slow' }, { deadline: Date.now() + 2500 })).rejects.toThrow(
+      /in time/,
+    );
   });
 });

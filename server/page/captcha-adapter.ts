@@ -88,7 +88,9 @@ export class CaptchaServiceClient implements CaptchaSolver {
       throw new CaptchaServiceError(`captcha service ${method} answered something other than JSON`);
     }
     if (json.errorId && json.errorId !== 0) {
-      throw new CaptchaServiceError(`captcha service ${method} error ${json.errorCode ?? json.errorId}${json.errorDescription ? `: ${json.errorDescription}` : ''}`);
+      throw new CaptchaServiceError(
+        `captcha service ${method} error ${json.errorCode ?? json.errorId}${json.errorDescription ? `: ${json.errorDescription}` : ''}`,
+      );
     }
     return json;
   }

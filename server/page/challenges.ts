@@ -68,13 +68,21 @@ function detectInPage(statusHint: number): DetectedChallenge | null {
   if (iframeSrc(/mcaptcha/i) || has('#mcaptcha__token')) return { vendor: 'mCaptcha', kind: 'pow' };
 
   const vendorOf = (): string | null => {
-    if (/^(just a moment|attention required! \| cloudflare|one more step)/i.test(title) || has('#challenge-form') || has('#cf-challenge-running') || has('#challenge-running') || scriptSrc(/\/cdn-cgi\/challenge-platform\//) || /window\._cf_chl_opt/.test(html)) return 'Cloudflare';
-    if (/ddos-guard/i.test(title) || /ddos-guard/i.test(html.slice(0, 20_000)) && /check/i.test(text)) return 'DDoS-Guard';
+    if (
+      /^(just a moment|attention required! \| cloudflare|one more step)/i.test(title) ||
+      has('#challenge-form') ||
+      has('#cf-challenge-running') ||
+      has('#challenge-running') ||
+      scriptSrc(/\/cdn-cgi\/challenge-platform\//) ||
+      /window\._cf_chl_opt/.test(html)
+    )
+      return 'Cloudflare';
+    if (/ddos-guard/i.test(title) || (/ddos-guard/i.test(html.slice(0, 20_000)) && /check/i.test(text))) return 'DDoS-Guard';
     if (/sucuri_cloudproxy_js|sucuri\.net\/privacy-policy/i.test(html) && text.length < 2000) return 'Sucuri';
     if (/_Incapsula_Resource|Incapsula incident ID/i.test(html) && text.length < 2000) return 'Imperva';
-    if (has('#sec-if-cpt-container') || has('#sec-cpt-if') || /bm-verify|_sec\/verify/i.test(html) && text.length < 2000) return 'Akamai';
+    if (has('#sec-if-cpt-container') || has('#sec-cpt-if') || (/bm-verify|_sec\/verify/i.test(html) && text.length < 2000)) return 'Akamai';
     if (iframeSrc(/captcha-delivery\.com/) || scriptSrc(/captcha-delivery\.com|ct\.captcha-delivery/) || /var dd=\{/.test(html)) return 'DataDome';
-    if (has('#px-captcha') || /_pxAppId|px-captcha/i.test(html) && text.length < 2000) return 'PerimeterX';
+    if (has('#px-captcha') || (/_pxAppId|px-captcha/i.test(html) && text.length < 2000)) return 'PerimeterX';
     if (/AwsWafIntegration|awsWafCookieDomainList|gokuProps/.test(html)) return 'AWS WAF';
     if (/KPSDK/.test(html) && text.length < 2000) return 'Kasada';
     if (/^vercel security checkpoint/i.test(title)) return 'Vercel';
@@ -82,7 +90,9 @@ function detectInPage(statusHint: number): DetectedChallenge | null {
     if (
       text.length < 3000 &&
       (/^(please wait|checking your browser|one moment,? please|verifying (that )?you are (a )?human|security check|bot check|ddos protection)/i.test(title) ||
-        /checking (if the site connection is secure|your browser before accessing)|verify(ing)? you are (a )?human|enable javascript and cookies to continue/i.test(text))
+        /checking (if the site connection is secure|your browser before accessing)|verify(ing)? you are (a )?human|enable javascript and cookies to continue/i.test(
+          text,
+        ))
     ) {
       return 'Generic';
     }
@@ -115,7 +125,12 @@ function detectInPage(statusHint: number): DetectedChallenge | null {
   const hc = widget('.h-captcha[data-sitekey]');
   const rc = widget('.g-recaptcha[data-sitekey]');
   if (ts) {
-    captcha = { kind: 'turnstile', sitekey: ts.sitekey, action: ts.el.getAttribute('data-action') || undefined, data: ts.el.getAttribute('data-cdata') || undefined };
+    captcha = {
+      kind: 'turnstile',
+      sitekey: ts.sitekey,
+      action: ts.el.getAttribute('data-action') || undefined,
+      data: ts.el.getAttribute('data-cdata') || undefined,
+    };
   } else if (hc) {
     captcha = { kind: 'hcaptcha', sitekey: hc.sitekey };
   } else if (rc) {

@@ -255,14 +255,15 @@ function dismissBannerInPage(): string | null {
     return cs.visibility !== 'hidden' && cs.display !== 'none' && Number(cs.opacity) > 0.05;
   };
   const label = (el: Element) =>
-    ((el as HTMLElement).innerText || (el as HTMLInputElement).value || el.getAttribute('aria-label') || '')
-      .replace(/\s+/g, ' ')
-      .trim()
-      .replace(/[.!]$/, '');
+    ((el as HTMLElement).innerText || (el as HTMLInputElement).value || el.getAttribute('aria-label') || '').replace(/\s+/g, ' ').trim().replace(/[.!]$/, '');
 
   // Containers: dialogs, fixed or sticky layers, and anything named like a banner.
   const candidates = new Set<Element>();
-  for (const el of Array.from(document.querySelectorAll('[role="dialog"], [role="alertdialog"], [aria-modal="true"], dialog, [id*="cookie" i], [class*="cookie" i], [id*="consent" i], [class*="consent" i], [id*="gdpr" i], [class*="gdpr" i], [class*="banner" i]'))) {
+  for (const el of Array.from(
+    document.querySelectorAll(
+      '[role="dialog"], [role="alertdialog"], [aria-modal="true"], dialog, [id*="cookie" i], [class*="cookie" i], [id*="consent" i], [class*="consent" i], [id*="gdpr" i], [class*="gdpr" i], [class*="banner" i]',
+    ),
+  )) {
     candidates.add(el);
   }
   for (const el of Array.from(document.body ? document.body.querySelectorAll('div, section, aside, footer, form') : [])) {

@@ -48,7 +48,12 @@ describe('readyThenProbe', () => {
 
   it('answers the probes once the script-rendered content is in place', async () => {
     const look = await onPage('/site/script-rendered.html', (page, tracker) =>
-      readyThenProbe<{ rendered: string | null; title: string }>(page, tracker, { deadline: Date.now() + 30_000 }, inPageAll({ rendered: inPage(renderedText), title: inPage(title) })),
+      readyThenProbe<{ rendered: string | null; title: string }>(
+        page,
+        tracker,
+        { deadline: Date.now() + 30_000 },
+        inPageAll({ rendered: inPage(renderedText), title: inPage(title) }),
+      ),
     );
     expect(look).toEqual({ rendered: 'Rendered by script: fixture #42', title: 'Script-rendered fixture' });
   });
@@ -57,7 +62,9 @@ describe('readyThenProbe', () => {
     const throwing = () => {
       throw new Error('probe failed');
     };
-    const look = await onPage('/site/script-rendered.html', (page, tracker) => readyThenProbe(page, tracker, { deadline: Date.now() + 30_000 }, inPage(throwing)));
+    const look = await onPage('/site/script-rendered.html', (page, tracker) =>
+      readyThenProbe(page, tracker, { deadline: Date.now() + 30_000 }, inPage(throwing)),
+    );
     expect(look).toBeUndefined();
   });
 

@@ -131,7 +131,9 @@ const domQuietInPage = (quietMs: number, maxMs: number) =>
 /** Whether an error means the page navigated (or closed) under an evaluation. */
 export function isNavigationError(err: unknown): boolean {
   const m = String((err as Error)?.message ?? err);
-  return /Execution context was destroyed|Cannot find context|navigat|Target (page, context or browser )?(has been )?closed|frame was detached|Frame has been detached/i.test(m);
+  return /Execution context was destroyed|Cannot find context|navigat|Target (page, context or browser )?(has been )?closed|frame was detached|Frame has been detached/i.test(
+    m,
+  );
 }
 
 /**
@@ -165,7 +167,11 @@ async function settle(page: Page, tracker: NetworkTracker, options: ReadinessOpt
     let dom: { quiet: boolean; value?: unknown };
     try {
       const [answer] = await Promise.all([
-        page.evaluate(probe ? `(async () => { const quiet = await ${domQuiet}; return { quiet, value: quiet ? await (async () => { try { return await ${probe}; } catch { return undefined; } })() : undefined }; })()` : domQuiet),
+        page.evaluate(
+          probe
+            ? `(async () => { const quiet = await ${domQuiet}; return { quiet, value: quiet ? await (async () => { try { return await ${probe}; } catch { return undefined; } })() : undefined }; })()`
+            : domQuiet,
+        ),
         tracker.waitQuiet(quietMs, settleUntil),
       ]);
       dom = probe ? (answer as typeof dom) : { quiet: answer as boolean };

@@ -30,7 +30,13 @@ export function resource(row: store.ProfileRow): components['schemas']['Profile'
   };
 }
 
-export function profileHandlers(d: { db: Db; storage: BlobStorage; sessions: SessionManager; unpacked: UnpackedProfiles; hasServiceProxies: boolean }): Pick<AppHandlers, ProfileOperation> {
+export function profileHandlers(d: {
+  db: Db;
+  storage: BlobStorage;
+  sessions: SessionManager;
+  unpacked: UnpackedProfiles;
+  hasServiceProxies: boolean;
+}): Pick<AppHandlers, ProfileOperation> {
   return {
     async createProfile(req, ctx) {
       const body = req.body;

@@ -31,10 +31,14 @@ describe.each(browserBackends)('profiles on %s', (backend) => {
 
   // A minute of waiting for the time-out (idle).
   it('a session that ends by idle time-out saves its profile', { timeout: 120_000 }, async () => {
-    const saved = await eventually(async () => {
-      const p = await profile(server, 'by-idle');
-      return p.status !== 'pending' ? p : undefined;
-    }, 90_000, 'the idle session to end and its profile to be saved');
+    const saved = await eventually(
+      async () => {
+        const p = await profile(server, 'by-idle');
+        return p.status !== 'pending' ? p : undefined;
+      },
+      90_000,
+      'the idle session to end and its profile to be saved',
+    );
     expect(saved).toMatchObject({ status: 'ready' });
     const s = await createSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'by-idle' } } });
     expect(await stateOf(pages, s.cdp_url)).toMatchObject(SIGNED_IN);

@@ -40,9 +40,7 @@ export class ProfileKeeper implements SessionHooks {
   /** What `ending` left for `ended`, by session id. */
   private readonly staged = new Map<string, Staged>();
 
-  constructor(
-    private readonly d: { db: Db; log: Logger; storage: BlobStorage; unpacked: UnpackedProfiles; browsersDir: string; nodeId: string },
-  ) {}
+  constructor(private readonly d: { db: Db; log: Logger; storage: BlobStorage; unpacked: UnpackedProfiles; browsersDir: string; nodeId: string }) {}
 
   /** A killed predecessor's staged folders go, and the profiles they were for fail. */
   async start(): Promise<void> {
@@ -51,7 +49,7 @@ export class ProfileKeeper implements SessionHooks {
     for (const name of entries.filter((n) => n.startsWith(STAGED_PREFIX))) {
       await rm(join(this.d.browsersDir, name), { recursive: true, force: true });
     }
-    const failed = await store.failOrphans(this.d.db, this.d.nodeId, 'The server stopped before the session\'s state was saved');
+    const failed = await store.failOrphans(this.d.db, this.d.nodeId, "The server stopped before the session's state was saved");
     if (failed > 0) this.d.log.warn({ profiles: failed }, 'profiles left pending by a previous run failed');
   }
 

@@ -31,65 +31,77 @@ describe.each(browserBackends)('profiles on %s', (backend) => {
     await server?.close();
   });
 
-  it('a profile made from a signed-in session keeps the sign-in (session cookie, persistent cookie, local storage, IndexedDB) for the next session', { timeout: 180_000 }, async () => {
-    // Headful (the default), the next one headless: the state does not depend on the mode.
-    const first = await createSession(server, { session: { recording: { active: false } } });
-    await signIn(pages, first.cdp_url);
-    const made = await makeProfile(server, 'shop', first.id, { description: 'Signed in as the test buyer.' });
-    expect(made).toEqual({ status: 200, body: { data: { status: 'pending' } } });
-    expect(await profile(server, 'shop')).toEqual({
-      name: 'shop',
-      description: 'Signed in as the test buyer.',
-      status: 'pending',
-      source: 'session',
-      session_id: first.id,
-      dedicated_sticky_ip: false,
-      size_bytes: null,
-      failure_reason: null,
-      created_at: expect.any(String),
-      updated_at: expect.any(String),
-    });
-    // Refusals: the name taken, a session unknown or of another project, a pending profile.
-    expect(await makeProfile(server, 'shop', first.id)).toEqual({ status: 409, body: { error: { code: 409, message: 'A profile named shop already exists' } } });
-    expect((await makeProfile(server, 'other', randomUUID())).body.error.message).toBe('Session not found');
-    // A sticky IP needs the operator's service proxy pool, which this server has not.
-    expect((await makeProfile(server, 'sticky', first.id, { dedicated_sticky_ip: true })).body.error.message).toMatch(/^dedicated_sticky_ip: this server has no service proxy pool/);
-    const other = await createProject(server.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
-    const asOther: Requester = { request: (p, init = {}) => server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }) };
-    expect((await makeProfile(asOther, 'theirs', first.id)).body.error.message).toBe('Session not found');
-    expect((await call(asOther, 'GET', '/v1/profiles/shop')).status).toBe(404);
-    expect((await call(asOther, 'DELETE', '/v1/profiles/shop')).status).toBe(404);
-    const early = await postSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'shop' } } });
-    expect(early.status).toBe(400);
-    expect(early.body.error.message).toMatch(/Profile shop is pending/);
-    expect((await postSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'nobody' } } })).body.error.message).toBe('Unknown profile: nobody');
+  it(
+    'a profile made from a signed-in session keeps the sign-in (session cookie, persistent cookie, local storage, IndexedDB) for the next session',
+    { timeout: 180_000 },
+    async () => {
+      // Headful (the default), the next one headless: the state does not depend on the mode.
+      const first = await createSession(server, { session: { recording: { active: false } } });
+      await signIn(pages, first.cdp_url);
+      const made = await makeProfile(server, 'shop', first.id, { description: 'Signed in as the test buyer.' });
+      expect(made).toEqual({ status: 200, body: { data: { status: 'pending' } } });
+      expect(await profile(server, 'shop')).toEqual({
+        name: 'shop',
+        description: 'Signed in as the test buyer.',
+        status: 'pending',
+        source: 'session',
+        session_id: first.id,
+        dedicated_sticky_ip: false,
+        size_bytes: null,
+        failure_reason: null,
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      });
+      // Refusals: the name taken, a session unknown or of another project, a pending profile.
+      expect(await makeProfile(server, 'shop', first.id)).toEqual({
+        status: 409,
+        body: { error: { code: 409, message: 'A profile named shop already exists' } },
+      });
+      expect((await makeProfile(server, 'other', randomUUID())).body.error.message).toBe('Session not found');
+      // A sticky IP needs the operator's service proxy pool, which this server has not.
+      expect((await makeProfile(server, 'sticky', first.id, { dedicated_sticky_ip: true })).body.error.message).toMatch(
+        /^dedicated_sticky_ip: this server has no service proxy pool/,
+      );
+      const other = await createProject(server.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
+      const asOther: Requester = {
+        request: (p, init = {}) => server.request(p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': other.key } }),
+      };
+      expect((await makeProfile(asOther, 'theirs', first.id)).body.error.message).toBe('Session not found');
+      expect((await call(asOther, 'GET', '/v1/profiles/shop')).status).toBe(404);
+      expect((await call(asOther, 'DELETE', '/v1/profiles/shop')).status).toBe(404);
+      const early = await postSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'shop' } } });
+      expect(early.status).toBe(400);
+      expect(early.body.error.message).toMatch(/Profile shop is pending/);
+      expect((await postSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'nobody' } } })).body.error.message).toBe(
+        'Unknown profile: nobody',
+      );
 
-    expect((await endSession(server, first.id)).status).toBe(200);
-    // Ended through DELETE, a session is gone from the API.
-    expect((await makeProfile(server, 'late', first.id)).body.error.message).toBe('Session not found');
-    const ready = await settled(server, 'shop');
-    expect(ready).toMatchObject({ status: 'ready', failure_reason: null });
-    expect(ready.size_bytes).toBeGreaterThan(1000);
-    // Nothing staged is left beside the roots once saved.
-    expect(readdirSync(browsersDirFor(server.dataDir)).filter((n) => n.startsWith('.profile-save-'))).toEqual([]);
+      expect((await endSession(server, first.id)).status).toBe(200);
+      // Ended through DELETE, a session is gone from the API.
+      expect((await makeProfile(server, 'late', first.id)).body.error.message).toBe('Session not found');
+      const ready = await settled(server, 'shop');
+      expect(ready).toMatchObject({ status: 'ready', failure_reason: null });
+      expect(ready.size_bytes).toBeGreaterThan(1000);
+      // Nothing staged is left beside the roots once saved.
+      expect(readdirSync(browsersDirFor(server.dataDir)).filter((n) => n.startsWith('.profile-save-'))).toEqual([]);
 
-    const second = await createSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'shop' } } });
-    // Signed in, only the one tab (a profile restores state, not the tabs it was saved with),
-    // and the viewport asked for (the default).
-    expect(await stateOf(pages, second.cdp_url)).toEqual({ ...SIGNED_IN, extra: null, tabs: 1, viewport: [1440, 900] });
+      const second = await createSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'shop' } } });
+      // Signed in, only the one tab (a profile restores state, not the tabs it was saved with),
+      // and the viewport asked for (the default).
+      expect(await stateOf(pages, second.cdp_url)).toEqual({ ...SIGNED_IN, extra: null, tabs: 1, viewport: [1440, 900] });
 
-    // The node unpacked that version once, for the sessions to copy.
-    const cache = join(server.dataDir, 'profile-cache');
-    expect(readdirSync(cache)).toHaveLength(1);
+      // The node unpacked that version once, for the sessions to copy.
+      const cache = join(server.dataDir, 'profile-cache');
+      expect(readdirSync(cache)).toHaveLength(1);
 
-    // Deleted while a session uses it: the session keeps its copy; the node's unpacked one goes.
-    expect(await call(server, 'DELETE', '/v1/profiles/shop')).toEqual({ status: 200, body: { data: { status: 'deleted' } } });
-    await eventually(() => readdirSync(cache).length === 0, 5_000, 'the unpacked copy to go');
-    expect((await call(server, 'GET', '/v1/profiles/shop')).status).toBe(404);
-    expect(await stateOf(pages, second.cdp_url)).toMatchObject(SIGNED_IN);
-    await endSession(server, second.id);
-
-  });
+      // Deleted while a session uses it: the session keeps its copy; the node's unpacked one goes.
+      expect(await call(server, 'DELETE', '/v1/profiles/shop')).toEqual({ status: 200, body: { data: { status: 'deleted' } } });
+      await eventually(() => readdirSync(cache).length === 0, 5_000, 'the unpacked copy to go');
+      expect((await call(server, 'GET', '/v1/profiles/shop')).status).toBe(404);
+      expect(await stateOf(pages, second.cdp_url)).toMatchObject(SIGNED_IN);
+      await endSession(server, second.id);
+    },
+  );
 
   it('lists a page at a time, newest first, with the count of all', async () => {
     const s = await createSession(server, HEADLESS);

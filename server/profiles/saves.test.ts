@@ -28,7 +28,7 @@ describe.each(browserBackends)('profiles on %s', (backend) => {
     await server?.close();
   });
 
-  it('persist writes the session\'s state back (the later end wins), and with a new name makes the profile', async () => {
+  it("persist writes the session's state back (the later end wins), and with a new name makes the profile", async () => {
     const maker = await createSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'kept', persist: true } } });
     // Made at once, pending until the session ends.
     expect((await profile(server, 'kept')).status).toBe('pending');
@@ -39,7 +39,10 @@ describe.each(browserBackends)('profiles on %s', (backend) => {
     const withProfile = { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'kept', persist: true } } };
     const a = await createSession(server, withProfile);
     const b = await createSession(server, withProfile);
-    for (const [s, v] of [[a, 'from-a'], [b, 'from-b']] as const) {
+    for (const [s, v] of [
+      [a, 'from-a'],
+      [b, 'from-b'],
+    ] as const) {
       const browser = await chromium.connectOverCDP(s.cdp_url);
       const page = browser.contexts()[0]!.pages()[0]!;
       await page.goto(pages.url('/account'));
@@ -76,7 +79,9 @@ describe.each(browserBackends)('profiles on %s', (backend) => {
     const failed = await settled(server, 'crashed');
     expect(failed).toMatchObject({ status: 'failed', size_bytes: null });
     expect(failed.failure_reason).toMatch(/browser was killed \(SIGKILL\)/);
-    expect((await postSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'crashed' } } })).body.error.message).toMatch(/Profile crashed failed/);
+    expect((await postSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'crashed' } } })).body.error.message).toMatch(
+      /Profile crashed failed/,
+    );
     // Every session of this file has ended: no browser process, root or staged folder is left.
     const browsersDir = browsersDirFor(server.dataDir);
     await eventually(() => processesUnder(browsersDir).length === 0, 10_000, 'no browser process left');

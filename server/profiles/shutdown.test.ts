@@ -18,7 +18,7 @@ afterAll(async () => {
   await pages?.close();
 });
 
-describe('profiles across the server\'s stop', () => {
+describe("profiles across the server's stop", () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cb-test-profiles-'));
   const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;
   const children: ChildServer[] = [];
@@ -32,29 +32,33 @@ describe('profiles across the server\'s stop', () => {
     return c;
   };
 
-  it('a graceful stop saves the profile of a running session; a kill -9 leaves it failed at the next start, with nothing staged left', { timeout: 120_000 }, async () => {
-    const first = await start();
-    const s = await createSession(first, HEADLESS);
-    await signIn(pages, s.cdp_url);
-    expect((await makeProfile(first, 'at-shutdown', s.id)).status).toBe(200);
-    first.child.kill('SIGTERM');
-    expect((await first.exited).code).toBe(0);
+  it(
+    'a graceful stop saves the profile of a running session; a kill -9 leaves it failed at the next start, with nothing staged left',
+    { timeout: 120_000 },
+    async () => {
+      const first = await start();
+      const s = await createSession(first, HEADLESS);
+      await signIn(pages, s.cdp_url);
+      expect((await makeProfile(first, 'at-shutdown', s.id)).status).toBe(200);
+      first.child.kill('SIGTERM');
+      expect((await first.exited).code).toBe(0);
 
-    const second = await start();
-    expect(await profile(second, 'at-shutdown')).toMatchObject({ status: 'ready' });
-    const resumed = await createSession(second, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'at-shutdown' } } });
-    expect(await stateOf(pages, resumed.cdp_url)).toMatchObject(SIGNED_IN);
-    expect((await makeProfile(second, 'at-kill', resumed.id)).status).toBe(200);
-    second.child.kill('SIGKILL');
-    await second.exited;
+      const second = await start();
+      expect(await profile(second, 'at-shutdown')).toMatchObject({ status: 'ready' });
+      const resumed = await createSession(second, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'at-shutdown' } } });
+      expect(await stateOf(pages, resumed.cdp_url)).toMatchObject(SIGNED_IN);
+      expect((await makeProfile(second, 'at-kill', resumed.id)).status).toBe(200);
+      second.child.kill('SIGKILL');
+      await second.exited;
 
-    const third = await start();
-    const failed = await profile(third, 'at-kill');
-    expect(failed).toMatchObject({ status: 'failed', failure_reason: 'The server stopped before the session\'s state was saved' });
-    // The profile it was loaded from is untouched.
-    expect(await profile(third, 'at-shutdown')).toMatchObject({ status: 'ready' });
-    third.child.kill('SIGTERM');
-    await third.exited;
-    expect(existsSync(browsersDirFor(dataDir))).toBe(false);
-  });
+      const third = await start();
+      const failed = await profile(third, 'at-kill');
+      expect(failed).toMatchObject({ status: 'failed', failure_reason: "The server stopped before the session's state was saved" });
+      // The profile it was loaded from is untouched.
+      expect(await profile(third, 'at-shutdown')).toMatchObject({ status: 'ready' });
+      third.child.kill('SIGTERM');
+      await third.exited;
+      expect(existsSync(browsersDirFor(dataDir))).toBe(false);
+    },
+  );
 });

@@ -69,7 +69,7 @@ export async function setStickyProxy(db: Db, id: string, proxyId: string): Promi
 
 /** The pending profiles made from a session: what its end must save. */
 export async function pendingFor(db: Db, sessionId: string): Promise<ProfileRow[]> {
-  return (await db.query<ProfileRow>(`SELECT * FROM profiles WHERE session_id = $1 AND status = 'pending'`, [sessionId]));
+  return await db.query<ProfileRow>(`SELECT * FROM profiles WHERE session_id = $1 AND status = 'pending'`, [sessionId]);
 }
 
 /**
@@ -81,10 +81,11 @@ export async function markSaved(db: Db, id: string, storageKey: string, sizeByte
   return db.transaction(async (tx) => {
     const [row] = await tx.query<{ storage_key: string | null }>('SELECT storage_key FROM profiles WHERE id = $1 FOR UPDATE', [id]);
     if (!row) return { found: false };
-    await tx.query(
-      `UPDATE profiles SET status = 'ready', storage_key = $2, size_bytes = $3, failure_reason = NULL, updated_at = now() WHERE id = $1`,
-      [id, storageKey, sizeBytes],
-    );
+    await tx.query(`UPDATE profiles SET status = 'ready', storage_key = $2, size_bytes = $3, failure_reason = NULL, updated_at = now() WHERE id = $1`, [
+      id,
+      storageKey,
+      sizeBytes,
+    ]);
     return { found: true, replaced: row.storage_key ?? undefined };
   });
 }

@@ -66,7 +66,11 @@ export const makeProfile = (server: Requester, name: string, sessionId: string, 
 export const profile = async (server: Requester, name: string) => (await call(server, 'GET', `/v1/profiles/${encodeURIComponent(name)}`)).body.data;
 
 export const settled = (server: Requester, name: string) =>
-  eventually(async () => {
-    const p = await profile(server, name);
-    return p && p.status !== 'pending' ? p : undefined;
-  }, 30_000, `profile ${name} to be saved`);
+  eventually(
+    async () => {
+      const p = await profile(server, name);
+      return p && p.status !== 'pending' ? p : undefined;
+    },
+    30_000,
+    `profile ${name} to be saved`,
+  );

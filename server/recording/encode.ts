@@ -101,14 +101,28 @@ export async function encode(o: EncodeOptions): Promise<void> {
   const vf = `scale=${width}:${height}:force_original_aspect_ratio=decrease,pad=${width}:${height}:(ow-iw)/2:(oh-ih)/2,setsar=1,format=yuv420p`;
   const codec = caps.encoder === 'libx264' ? ['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '28'] : ['-c:v', 'mpeg4', '-q:v', '5'];
   const args = [
-    '-hide_banner', '-loglevel', 'error', '-nostdin', '-y',
-    '-f', 'concat', '-safe', '0', '-i', list,
-    '-vf', vf,
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-nostdin',
+    '-y',
+    '-f',
+    'concat',
+    '-safe',
+    '0',
+    '-i',
+    list,
+    '-vf',
+    vf,
     ...(caps.fpsMode ? ['-fps_mode', 'vfr'] : ['-vsync', 'vfr']),
-    '-video_track_timescale', '1000',
+    '-video_track_timescale',
+    '1000',
     ...codec,
-    '-movflags', '+faststart',
-    '-f', 'mp4', o.out,
+    '-movflags',
+    '+faststart',
+    '-f',
+    'mp4',
+    o.out,
   ];
   await new Promise<void>((resolve, reject) => {
     const child = spawn(o.ffmpegPath, args, { stdio: ['ignore', 'ignore', 'pipe'], signal: o.signal });

@@ -79,7 +79,14 @@ export function recordingHandlers(d: RecordingDeps, links: RecordingLinks): Reco
       if (!facts) return fail(404, 'Session not found');
       const row = await store.findRecording(db, ctx.projectId, facts.id, 'primary');
       if (!row) {
-        return fail(404, !facts.recording ? OFF : facts.status === 'running' || facts.status === 'starting' ? 'The recording is encoded when the session ends' : 'The session has no recording');
+        return fail(
+          404,
+          !facts.recording
+            ? OFF
+            : facts.status === 'running' || facts.status === 'starting'
+              ? 'The recording is encoded when the session ends'
+              : 'The session has no recording',
+        );
       }
       const out = await readRanged(d.storage, row.storage_key, req.headers.get('range'));
       if (!out) return fail(404, 'The recording file is missing');
@@ -134,9 +141,11 @@ export function recordingLinkRoute(app: Hono, d: Pick<RecordingDeps, 'db' | 'sto
   app.get('/files/recordings/:file', async (c) => {
     const m = LINK_PATH.exec(c.req.param('file'));
     const id = m?.[1];
-    const plain = (status: 400 | 403 | 404 | 416, message: string, headers: Record<string, string> = {}) => c.json({ error: { code: status, message } }, status, headers);
+    const plain = (status: 400 | 403 | 404 | 416, message: string, headers: Record<string, string> = {}) =>
+      c.json({ error: { code: status, message } }, status, headers);
     if (!id) return plain(404, 'Not found');
-    if (!links.verify(id, c.req.query('expires'), c.req.query('signature'))) return plain(403, 'This link is not valid or has expired; list the recordings again for a fresh one');
+    if (!links.verify(id, c.req.query('expires'), c.req.query('signature')))
+      return plain(403, 'This link is not valid or has expired; list the recordings again for a fresh one');
     const row = await store.recordingById(d.db, id);
     if (!row) return plain(404, 'Recording not found');
     const out = await readRanged(d.storage, row.storage_key, c.req.header('range') ?? null);
@@ -144,7 +153,12 @@ export function recordingLinkRoute(app: Hono, d: Pick<RecordingDeps, 'db' | 'sto
     if (out.status === 416) return plain(416, 'Range not satisfiable', { 'Content-Range': `bytes */${out.size}` });
     return new Response(out.body, {
       status: out.status,
-      headers: { ...out.headers, 'content-type': 'video/mp4', 'content-disposition': `inline; filename="session-${row.session_id}.mp4"`, 'cache-control': 'private, no-store' },
+      headers: {
+        ...out.headers,
+        'content-type': 'video/mp4',
+        'content-disposition': `inline; filename="session-${row.session_id}.mp4"`,
+        'cache-control': 'private, no-store',
+      },
     });
   });
 }

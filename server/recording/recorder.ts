@@ -162,10 +162,13 @@ class Recording {
     // last state of a burst of changes is always in the video.
     this.pending = frame;
     if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.flushPending();
-      }, Math.max(0, this.lastT + this.minGap - t));
+      this.timer = setTimeout(
+        () => {
+          this.timer = undefined;
+          this.flushPending();
+        },
+        Math.max(0, this.lastT + this.minGap - t),
+      );
       this.timer.unref();
     }
   }
@@ -363,7 +366,10 @@ export class Recorder implements SessionHooks {
         await this.o.storage.delete(key);
         throw err;
       }
-      log.info({ recordingId: id, frames: timeline.frames.length, durationMs: timeline.endMs, sizeBytes: size, encodeMs: Math.round(performance.now() - started) }, 'recording stored');
+      log.info(
+        { recordingId: id, frames: timeline.frames.length, durationMs: timeline.endMs, sizeBytes: size, encodeMs: Math.round(performance.now() - started) },
+        'recording stored',
+      );
     } catch (err) {
       if (this.abort.signal.aborted) {
         log.warn('recording left for the next start to encode');

@@ -24,10 +24,26 @@ function run(file: string, args: string[]): Promise<string> {
 /** Decodes every frame of the file: duration (s), frames decoded, codec, size. */
 async function probe(file: string) {
   const out = JSON.parse(
-    await run('ffprobe', ['-v', 'error', '-count_frames', '-show_entries', 'format=duration,format_name:stream=codec_name,width,height,nb_read_frames', '-of', 'json', file]),
+    await run('ffprobe', [
+      '-v',
+      'error',
+      '-count_frames',
+      '-show_entries',
+      'format=duration,format_name:stream=codec_name,width,height,nb_read_frames',
+      '-of',
+      'json',
+      file,
+    ]),
   );
   const s = out.streams[0];
-  return { duration: Number(out.format.duration), frames: Number(s.nb_read_frames), codec: s.codec_name as string, width: s.width as number, height: s.height as number, format: out.format.format_name as string };
+  return {
+    duration: Number(out.format.duration),
+    frames: Number(s.nb_read_frames),
+    codec: s.codec_name as string,
+    width: s.width as number,
+    height: s.height as number,
+    format: out.format.format_name as string,
+  };
 }
 
 describe('recordings', () => {
@@ -272,8 +288,11 @@ describe('recordings', () => {
     expect(p.frames).toBeGreaterThanOrEqual(1);
     // It shows the page: green, not a blank frame.
     const pixel = await new Promise<Buffer>((resolve, reject) =>
-      execFile('ffmpeg', ['-v', 'error', '-i', file, '-frames:v', '1', '-vf', 'crop=2:2:400:300', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'], { encoding: 'buffer' }, (err, out) =>
-        err ? reject(err) : resolve(out),
+      execFile(
+        'ffmpeg',
+        ['-v', 'error', '-i', file, '-frames:v', '1', '-vf', 'crop=2:2:400:300', '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-'],
+        { encoding: 'buffer' },
+        (err, out) => (err ? reject(err) : resolve(out)),
       ),
     );
     const [r, g, b] = pixel; // the first of the 2x2 (yuv420p cannot be cropped to one pixel)
@@ -331,7 +350,11 @@ describe('recordings', () => {
       // The last frame gets a second: 900 + 1000 ms.
       expect(rows[0]!.duration_ms).toBe(1_900);
       const events = await eventsOf(second.db, id);
-      expect(events.find((e) => e.type === 'session.recording.ready')?.data).toMatchObject({ session_id: id, duration_ms: 1_900, size_bytes: rows[0]!.size_bytes });
+      expect(events.find((e) => e.type === 'session.recording.ready')?.data).toMatchObject({
+        session_id: id,
+        duration_ms: 1_900,
+        size_bytes: rows[0]!.size_bytes,
+      });
       const res = await fetch(`${second.url}/v1/sessions/${id}/recordings/primary/fetch`, { headers: { 'service-api-key': key } });
       expect(res.status).toBe(200);
       const file = join(work, 'recovered.mp4');

@@ -50,10 +50,10 @@ export async function insertRecording(db: Db, r: Omit<RecordingRow, 'created_at'
 }
 
 export async function listRecordings(db: Db, projectId: string, sessionId: string): Promise<RecordingRow[]> {
-  return db.query<RecordingRow>(
-    'SELECT * FROM recordings WHERE project_id = $1 AND session_id = $2 ORDER BY is_primary DESC, created_at, id',
-    [projectId, sessionId],
-  );
+  return db.query<RecordingRow>('SELECT * FROM recordings WHERE project_id = $1 AND session_id = $2 ORDER BY is_primary DESC, created_at, id', [
+    projectId,
+    sessionId,
+  ]);
 }
 
 /** A recording by id, or the primary one for `primary`. */
@@ -61,7 +61,11 @@ export async function findRecording(db: Db, projectId: string, sessionId: string
   const rows =
     recordingId === 'primary'
       ? await db.query<RecordingRow>('SELECT * FROM recordings WHERE project_id = $1 AND session_id = $2 AND is_primary', [projectId, sessionId])
-      : await db.query<RecordingRow>('SELECT * FROM recordings WHERE project_id = $1 AND session_id = $2 AND id = $3', [projectId, sessionId, recordingId.toLowerCase()]);
+      : await db.query<RecordingRow>('SELECT * FROM recordings WHERE project_id = $1 AND session_id = $2 AND id = $3', [
+          projectId,
+          sessionId,
+          recordingId.toLowerCase(),
+        ]);
   return rows[0];
 }
 

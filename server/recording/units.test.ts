@@ -24,19 +24,32 @@ describe('parseRange', () => {
     expect(parseRange('bytes=-0', size)).toEqual({ kind: 'unsatisfiable' });
   });
   it('ignores what is not one byte range', () => {
-    for (const h of [undefined, '', 'bytes=0-1,3-4', 'items=0-1', 'bytes=5-2', 'bytes=-', 'garbage']) expect(parseRange(h, size), String(h)).toEqual({ kind: 'whole' });
+    for (const h of [undefined, '', 'bytes=0-1,3-4', 'items=0-1', 'bytes=5-2', 'bytes=-', 'garbage'])
+      expect(parseRange(h, size), String(h)).toEqual({ kind: 'whole' });
   });
 });
 
 describe('concatList', () => {
   it('gives every frame the time until the next, the last until the end, and repeats the last', () => {
-    const tl = { frames: [{ file: 'a.jpg', t: 0, w: 801, h: 600 }, { file: "b'.jpg", t: 1500, w: 801, h: 600 }], endMs: 4000 };
+    const tl = {
+      frames: [
+        { file: 'a.jpg', t: 0, w: 801, h: 600 },
+        { file: "b'.jpg", t: 1500, w: 801, h: 600 },
+      ],
+      endMs: 4000,
+    };
     expect(concatList(tl, { concatOptions: true })).toBe(
       [
         'ffconcat version 1.0',
-        "file 'a.jpg'", 'option framerate 1000', 'duration 1.500',
-        "file 'b'\\''.jpg'", 'option framerate 1000', 'duration 2.500',
-        "file 'b'\\''.jpg'", 'option framerate 1000', 'duration 0.001',
+        "file 'a.jpg'",
+        'option framerate 1000',
+        'duration 1.500',
+        "file 'b'\\''.jpg'",
+        'option framerate 1000',
+        'duration 2.500',
+        "file 'b'\\''.jpg'",
+        'option framerate 1000',
+        'duration 0.001',
         '',
       ].join('\n'),
     );
@@ -48,7 +61,10 @@ describe('readTimeline', () => {
   it('takes the last end line, skips a line cut short, and gives a crashed recording a last second', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cb-timeline-'));
     try {
-      writeFileSync(join(dir, 'index.jsonl'), '{"file":"1.jpg","t":0,"w":10,"h":10}\n{"file":"2.jpg","t":500,"w":10,"h":10}\n{"end":900,"paused":100}\n{"end":1200,"paused":100}\n');
+      writeFileSync(
+        join(dir, 'index.jsonl'),
+        '{"file":"1.jpg","t":0,"w":10,"h":10}\n{"file":"2.jpg","t":500,"w":10,"h":10}\n{"end":900,"paused":100}\n{"end":1200,"paused":100}\n',
+      );
       const ended = await readTimeline(dir);
       expect(ended.timeline.frames.map((f) => f.file)).toEqual(['1.jpg', '2.jpg']);
       expect(ended).toMatchObject({ timeline: { endMs: 1200 }, pausedMs: 100 });

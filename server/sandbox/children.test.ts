@@ -65,7 +65,9 @@ describe('ctx.requestIntervention', () => {
       onIntervention: (_q, s) => {
         signal = s;
         // Like the interventions service: it gives up when told to.
-        return new Promise<string>((_resolve, reject) => s.addEventListener('abort', () => setTimeout(() => ((settled = true), reject(new Error('withdrawn'))), 200)));
+        return new Promise<string>((_resolve, reject) =>
+          s.addEventListener('abort', () => setTimeout(() => ((settled = true), reject(new Error('withdrawn'))), 200)),
+        );
       },
     });
     expect(outcome).toMatchObject({ ok: false, error: { type: 'timeout' } });
@@ -119,7 +121,10 @@ describe('directories of a server that is gone', () => {
 describe('warm children', () => {
   it('runs on a warm child and leaves nothing once closed', async () => {
     const lines: string[] = [];
-    const warm = createSandbox({ config: { ...server.config, sandboxWarm: 1 }, log: createLogger('debug', { write: (line: string) => void lines.push(line) }) });
+    const warm = createSandbox({
+      config: { ...server.config, sandboxWarm: 1 },
+      log: createLogger('debug', { write: (line: string) => void lines.push(line) }),
+    });
     try {
       const first = await warm.run({ kind: 'snippet', code: 'return 1;', cdpUrl, timeoutMs: 20_000 });
       expect(first).toMatchObject({ ok: true, value: 1 });

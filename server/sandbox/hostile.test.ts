@@ -121,7 +121,10 @@ export default async function run() {
 
   it('reaches no network but its session: not the loopback of the host, not its other addresses, not the relay for anything else', async () => {
     const port = (target.address() as AddressInfo).port;
-    const hostAddress = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal)?.address ?? '10.255.255.1';
+    const hostAddress =
+      Object.values(networkInterfaces())
+        .flat()
+        .find((i) => i && i.family === 'IPv4' && !i.internal)?.address ?? '10.255.255.1';
     const outcome = await run(`import { request } from 'node:http';
 export default async function run({ page }) {
   const attempt = async (url: string) => { try { const r = await fetch(url); return 'status ' + r.status; } catch (e: any) { return e.cause?.code ?? e.message; } };
@@ -139,7 +142,10 @@ export default async function run({ page }) {
     browser: await page.evaluate(() => 1 + 1),
   };
 }`);
-    expect(outcome).toMatchObject({ ok: true, value: { loopback: 'ECONNREFUSED', host: 'ENETUNREACH', outside: 'ENETUNREACH', relay: 'status 403', browser: 2 } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      value: { loopback: 'ECONNREFUSED', host: 'ENETUNREACH', outside: 'ENETUNREACH', relay: 'status 403', browser: 2 },
+    });
     expect((outcome as { value: { dns: string } }).value.dns).not.toMatch(/^status/);
     expect(hits).toBe(0);
   });

@@ -187,7 +187,8 @@ export function createSandbox(d: { config: ServiceConfig; log: Logger }): Sandbo
       },
       run(req) {
         if (used || !prepared.has(jailed)) throw new Error('a prepared sandbox serves one run');
-        if (req.cdpUrl !== cdpUrl || (req.memoryMb ?? DEFAULT_MEMORY_MB) !== DEFAULT_MEMORY_MB) throw new Error('a prepared sandbox runs only for its own endpoint, with the default memory');
+        if (req.cdpUrl !== cdpUrl || (req.memoryMb ?? DEFAULT_MEMORY_MB) !== DEFAULT_MEMORY_MB)
+          throw new Error('a prepared sandbox runs only for its own endpoint, with the default memory');
         used = true;
         prepared.delete(jailed);
         // Also where the run ends before it takes its sandbox (a syntax error, a cancel).
@@ -205,7 +206,10 @@ export function createSandbox(d: { config: ServiceConfig; log: Logger }): Sandbo
     settled,
     async close() {
       closed = true;
-      await Promise.all([...warm.splice(0).map((e) => (clearTimeout(e.idle), e.jailed.dispose())), ...[...prepared].map((j) => (prepared.delete(j), j.dispose()))]);
+      await Promise.all([
+        ...warm.splice(0).map((e) => (clearTimeout(e.idle), e.jailed.dispose())),
+        ...[...prepared].map((j) => (prepared.delete(j), j.dispose())),
+      ]);
       await settled();
     },
   };
@@ -224,7 +228,8 @@ async function runOnce(
   if (req.signal?.aborted) return end({ ok: false, error: { type: 'cancelled', message: 'the run was cancelled before it started' } });
   const memoryMb = req.memoryMb ?? DEFAULT_MEMORY_MB;
   const outputMaxBytes = req.outputMaxBytes ?? DEFAULT_OUTPUT_MAX_BYTES;
-  if (!Number.isInteger(memoryMb) || memoryMb < 64) return end({ ok: false, error: { type: 'system_error', message: 'memoryMb must be an integer of at least 64' } });
+  if (!Number.isInteger(memoryMb) || memoryMb < 64)
+    return end({ ok: false, error: { type: 'system_error', message: 'memoryMb must be an integer of at least 64' } });
 
   const code = await transpile(req.code, req.kind);
   if (!code.ok) return end({ ok: false, error: { type: 'automation_failure', message: `syntax error: ${code.message}`, line: code.line } });
@@ -234,10 +239,19 @@ async function runOnce(
     jailed = await d.take(memoryMb);
     jailed.hold(true);
     d.log.debug({ kind: req.kind, warm: jailed.spawnedAt < started }, 'sandbox: a child taken for a run');
-    const verdict = await supervise(jailed, req, code, outputMaxBytes, logs, artifacts, (ms) => {
-      sandboxMs = ms;
-      d.log.debug({ kind: req.kind, sandboxMs: ms }, 'sandbox: the code started');
-    }, started);
+    const verdict = await supervise(
+      jailed,
+      req,
+      code,
+      outputMaxBytes,
+      logs,
+      artifacts,
+      (ms) => {
+        sandboxMs = ms;
+        d.log.debug({ kind: req.kind, sandboxMs: ms }, 'sandbox: the code started');
+      },
+      started,
+    );
     return end(verdict);
   } catch (err) {
     d.log.error({ err }, 'sandbox run failed');
@@ -292,9 +306,9 @@ async function supervise(
       Promise.resolve()
         .then(() => handler(q, asking.signal))
         .then(
-        (value) => jailed.send({ t: 'answer', id, value: String(value) }),
-        (err: unknown) => refuse(err instanceof Error ? err.message : String(err)),
-      ),
+          (value) => jailed.send({ t: 'answer', id, value: String(value) }),
+          (err: unknown) => refuse(err instanceof Error ? err.message : String(err)),
+        ),
     );
   };
   const addLog = (level: SandboxLogLine['level'], message: string) => {
@@ -363,7 +377,8 @@ async function supervise(
       if (stream === 'stderr') stderrTail = (stderrTail + text).slice(-4000);
       addLog(stream === 'stderr' ? 'error' : 'info', text.replace(/\n$/, ''));
     },
-    garbled: () => stop({ ok: false, error: { type: 'automation_failure', message: "the code's output exceeded the limits or was not readable; the run was stopped" } }),
+    garbled: () =>
+      stop({ ok: false, error: { type: 'automation_failure', message: "the code's output exceeded the limits or was not readable; the run was stopped" } }),
   });
 
   const remaining = Math.max(1, req.timeoutMs - (Date.now() - started));

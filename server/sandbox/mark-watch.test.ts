@@ -7,7 +7,11 @@ const MARK = '\u0000end-abc\u0000';
 function feed(chunks: string[]): { out: string[]; seen: boolean } {
   const out: string[] = [];
   let seen = false;
-  const w = markWatch(MARK, (t) => out.push(t), () => (seen = true));
+  const w = markWatch(
+    MARK,
+    (t) => out.push(t),
+    () => (seen = true),
+  );
   for (const c of chunks) w.push(c);
   w.flush();
   return { out, seen };

@@ -75,7 +75,10 @@ export default async function run(ctx: { page: Page; input: { path: string }; lo
     expect(outcome).toMatchObject({ ok: true, value: 'done' });
     expect(outcome.logs.map((l) => [l.level, l.message])).toContainEqual(['error', 'to stderr']);
     // In chunks as the pipe gave them (two writes may arrive as one), all of it, in order.
-    const written = outcome.logs.filter((l) => l.level === 'info').map((l) => l.message).join('');
+    const written = outcome.logs
+      .filter((l) => l.level === 'info')
+      .map((l) => l.message)
+      .join('');
     expect(written.replace(/\n/g, '')).toBe(`to stdout${big}`);
   });
 
@@ -150,7 +153,10 @@ export default async function run(ctx: unknown): Promise<number> {
       ok: false,
       error: { type: 'automation_failure', message: 'the result must be JSON: the return value.f is a function' },
     });
-    expect(await run('export const x = 1;')).toMatchObject({ ok: false, error: { type: 'automation_failure', message: expect.stringContaining('export default') } });
+    expect(await run('export const x = 1;')).toMatchObject({
+      ok: false,
+      error: { type: 'automation_failure', message: expect.stringContaining('export default') },
+    });
   });
 
   it('stops a result or a log over the output cap', async () => {
@@ -158,7 +164,9 @@ export default async function run(ctx: unknown): Promise<number> {
       ok: false,
       error: { type: 'automation_failure', message: expect.stringContaining('over the limit of 1000') },
     });
-    const chatty = await run("export default async function run() { for (;;) { console.log('y'.repeat(100)); await new Promise((r) => setImmediate(r)); } }", { outputMaxBytes: 10_000 });
+    const chatty = await run("export default async function run() { for (;;) { console.log('y'.repeat(100)); await new Promise((r) => setImmediate(r)); } }", {
+      outputMaxBytes: 10_000,
+    });
     expect(chatty).toMatchObject({ ok: false, error: { type: 'automation_failure', message: 'the log exceeded 10000 bytes; the run was stopped' } });
     expect(chatty.logs.reduce((n, l) => n + l.message.length + 1, 0)).toBeLessThanOrEqual(10_000);
   });

@@ -67,4 +67,3 @@ interface OutcomeParts {
 export type SandboxOutcome =
   | ({ ok: true; value: unknown } & OutcomeParts)
   | ({ ok: false; error: { type: SandboxErrorType; message: string; line?: number; rootCause?: string } } & OutcomeParts);
-

@@ -38,7 +38,11 @@ export class CdpPage implements ChallengePage {
   /** Turns the Page domain on and reads where the page is; answers whether its document has loaded. */
   async init(): Promise<boolean> {
     await this.cdp.send('Page.enable', {}, this.sessionId);
-    const { frameTree } = await this.cdp.send<{ frameTree: { frame: { id: string; url: string; urlFragment?: string } } }>('Page.getFrameTree', {}, this.sessionId);
+    const { frameTree } = await this.cdp.send<{ frameTree: { frame: { id: string; url: string; urlFragment?: string } } }>(
+      'Page.getFrameTree',
+      {},
+      this.sessionId,
+    );
     this.mainFrameId = frameTree.frame.id;
     this.currentUrl = frameTree.frame.url + (frameTree.frame.urlFragment ?? '');
     // A page another client has just opened may still wait for that client to resume it.

@@ -124,7 +124,10 @@ describe.each(browserBackends)('the captcha solver in sessions on %s', (backend)
     const s = await createSession(server, options(true, { initial_url: `${fx.url}/challenge/pow` }));
     const browser = await chromium.connectOverCDP(s.cdp_url);
     try {
-      const page = browser.contexts()[0]!.pages().find((p) => p.url().includes('/challenge/pow'));
+      const page = browser
+        .contexts()[0]!
+        .pages()
+        .find((p) => p.url().includes('/challenge/pow'));
       expect(page).toBeDefined();
       expect(await realPage(page!)).toBe(POW_PASSED);
     } finally {

@@ -124,9 +124,19 @@ describe.each(browserBackends)('session files on %s', (backend) => {
     const link = (n: number) => `/v1/sessions/${s.id}/downloads/${items[n]!.id}`;
     const fetched = async (n: number) => {
       const res = await server.request(link(n));
-      return { status: res.status, type: res.headers.get('content-type'), disposition: res.headers.get('content-disposition'), bytes: Buffer.from(await res.arrayBuffer()) };
+      return {
+        status: res.status,
+        type: res.headers.get('content-type'),
+        disposition: res.headers.get('content-disposition'),
+        bytes: Buffer.from(await res.arrayBuffer()),
+      };
     };
-    expect(await fetched(0)).toEqual({ status: 200, type: 'text/plain; charset=utf-8', disposition: 'attachment; filename="notes-copy.txt"', bytes: Buffer.from(fixtureText) });
+    expect(await fetched(0)).toEqual({
+      status: 200,
+      type: 'text/plain; charset=utf-8',
+      disposition: 'attachment; filename="notes-copy.txt"',
+      bytes: Buffer.from(fixtureText),
+    });
     expect(await fetched(1)).toMatchObject({ status: 200, type: 'application/octet-stream', bytes: fixtureBinary });
     expect(await fetched(2)).toMatchObject({ status: 200, type: 'text/csv; charset=utf-8', bytes: Buffer.from(GENERATED_CSV) });
     expect((await fetched(3)).disposition).toBe('attachment; filename="data-archive (1).bin"');
@@ -134,9 +144,21 @@ describe.each(browserBackends)('session files on %s', (backend) => {
     // Resumed with a byte range: 206 with that part; outside the file 416; not a single range, the whole file.
     const ranged = async (range: string) => {
       const res = await server.request(link(4), { headers: { range } });
-      return { status: res.status, range: res.headers.get('content-range'), length: res.headers.get('content-length'), disposition: res.headers.get('content-disposition'), bytes: Buffer.from(await res.arrayBuffer()) };
+      return {
+        status: res.status,
+        range: res.headers.get('content-range'),
+        length: res.headers.get('content-length'),
+        disposition: res.headers.get('content-disposition'),
+        bytes: Buffer.from(await res.arrayBuffer()),
+      };
     };
-    expect(await ranged('bytes=99998-100001')).toEqual({ status: 206, range: 'bytes 99998-100001/200000', length: '4', disposition: 'attachment; filename="sized.bin"', bytes: Buffer.from('aabb') });
+    expect(await ranged('bytes=99998-100001')).toEqual({
+      status: 206,
+      range: 'bytes 99998-100001/200000',
+      length: '4',
+      disposition: 'attachment; filename="sized.bin"',
+      bytes: Buffer.from('aabb'),
+    });
     expect(await ranged('bytes=-3')).toMatchObject({ status: 206, range: 'bytes 199997-199999/200000', bytes: Buffer.from('bbb') });
     expect(await ranged('bytes=200000-')).toMatchObject({ status: 416, range: 'bytes */200000' });
     expect(await ranged('bytes=0-1,5-6')).toMatchObject({ status: 200, range: null, length: '200000' });
@@ -200,7 +222,9 @@ describe.each(browserBackends)('session files on %s', (backend) => {
       await browser.close();
     }
     await endSession(server, s.id);
-    expect((await list(s.id)).body.data.items.map((i) => [i.suggested_file_name, i.origin_url])).toEqual([['notes-copy.txt', site.url + '/site/files/downloads.html']]);
+    expect((await list(s.id)).body.data.items.map((i) => [i.suggested_file_name, i.origin_url])).toEqual([
+      ['notes-copy.txt', site.url + '/site/files/downloads.html'],
+    ]);
   });
 
   it("keeps the downloads of a Puppeteer client's own browser context that allows them (Chromium denies them in a context made over CDP otherwise)", async () => {
@@ -258,7 +282,15 @@ describe.each(browserBackends)('session files on %s', (backend) => {
     const up = await upload(s.id, 'greeting.txt', text);
     expect(up).toEqual({
       status: 200,
-      body: { data: { status: 'uploaded', message: `File uploaded to ${join(root.dir, 'uploads', 'greeting.txt')}`, path: join(root.dir, 'uploads', 'greeting.txt'), name: 'greeting.txt', size: Buffer.byteLength(text) } },
+      body: {
+        data: {
+          status: 'uploaded',
+          message: `File uploaded to ${join(root.dir, 'uploads', 'greeting.txt')}`,
+          path: join(root.dir, 'uploads', 'greeting.txt'),
+          name: 'greeting.txt',
+          size: Buffer.byteLength(text),
+        },
+      },
     });
     const path = up.body.data.path as string;
     expect(readFileSync(path, 'utf8')).toBe(text);

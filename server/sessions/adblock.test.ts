@@ -102,7 +102,12 @@ describe('ad-block', () => {
       await context.close();
       expect(fresh.requests).toEqual(expect.arrayContaining(DIRECT));
       // The page the extension's rules were turned off in is gone before the session is handed out.
-      expect(browser.contexts()[0]!.pages().map((p) => p.url())).toEqual(['about:blank']);
+      expect(
+        browser
+          .contexts()[0]!
+          .pages()
+          .map((p) => p.url()),
+      ).toEqual(['about:blank']);
     });
   });
 

@@ -20,7 +20,6 @@ import {
   type PageServer,
 } from './test-support.js';
 
-
 const withToken = (cdpUrl: string, token: string | null) => {
   const u = new URL(cdpUrl);
   if (token === null) u.searchParams.delete('token');
@@ -43,7 +42,7 @@ describe('CDP through cdp_url', () => {
     await pages?.close();
   });
 
-  it('a CDP client cannot open the server\'s own files: file: pages are refused, a file input takes only the session\'s uploads', async () => {
+  it("a CDP client cannot open the server's own files: file: pages are refused, a file input takes only the session's uploads", async () => {
     const { id, cdp_url } = await createSession(server, HEADLESS);
     const browser = await chromium.connectOverCDP(cdp_url);
     try {
@@ -59,7 +58,9 @@ describe('CDP through cdp_url', () => {
       const pageCdp = await browser.contexts()[0]!.newCDPSession(page);
       const { root } = await pageCdp.send('DOM.getDocument');
       const { nodeId } = await pageCdp.send('DOM.querySelector', { nodeId: root.nodeId, selector: '#f' });
-      await expect(pageCdp.send('DOM.setFileInputFiles', { nodeId, files: ['/etc/hostname'] })).rejects.toThrow(/is not a file of this session: upload it first/);
+      await expect(pageCdp.send('DOM.setFileInputFiles', { nodeId, files: ['/etc/hostname'] })).rejects.toThrow(
+        /is not a file of this session: upload it first/,
+      );
       // Playwright over cdp_url reads a path on its own machine and gives the page the bytes.
       await page.setInputFiles('#f', { name: 'a.txt', mimeType: 'text/plain', buffer: Buffer.from('bytes') });
       expect(await page.evaluate(() => (document.getElementById('f') as HTMLInputElement).files![0]!.name)).toBe('a.txt');
@@ -94,7 +95,12 @@ describe('CDP through cdp_url', () => {
       await viaHttp.close();
 
       const direct = await chromium.connectOverCDP(cdp_url);
-      expect(direct.contexts()[0]!.pages().map((p) => p.url())).toContain(pages.url('/'));
+      expect(
+        direct
+          .contexts()[0]!
+          .pages()
+          .map((p) => p.url()),
+      ).toContain(pages.url('/'));
       await direct.close();
       // Playwright's close() of a connected browser only disconnects.
       expect((await getSession(server, id)).body.data.status).toBe('running');
@@ -131,7 +137,10 @@ describe('CDP through cdp_url', () => {
       // Playwright leaves and comes back.
       await pw.close();
       pw = await chromium.connectOverCDP(cdp_url);
-      const again = pw.contexts()[0]!.pages().find((p) => p.url() === pages.url('/second'));
+      const again = pw
+        .contexts()[0]!
+        .pages()
+        .find((p) => p.url() === pages.url('/second'));
       expect(await again!.title()).toBe('set by playwright');
 
       // Three at once.
@@ -146,7 +155,7 @@ describe('CDP through cdp_url', () => {
     }
   });
 
-  it('refuses a wrong token, the API key and another session\'s token (401), unknown sessions (404); DELETE drops connected clients and revokes the token', async () => {
+  it("refuses a wrong token, the API key and another session's token (401), unknown sessions (404); DELETE drops connected clients and revokes the token", async () => {
     const one = await createSession(server, HEADLESS);
     const two = await createSession(server, HEADLESS);
     try {
@@ -182,10 +191,14 @@ describe('CDP through cdp_url', () => {
     const root = rootOf(browsersDir, id);
     const pp = await puppeteer.connect({ browserWSEndpoint: cdp_url });
     await pp.close();
-    const record = await eventually(async () => {
-      const r = await getSession(server, id);
-      return r.body.data.status !== 'running' ? r.body.data : undefined;
-    }, 10_000, 'the session to end');
+    const record = await eventually(
+      async () => {
+        const r = await getSession(server, id);
+        return r.body.data.status !== 'running' ? r.body.data : undefined;
+      },
+      10_000,
+      'the session to end',
+    );
     expect(record).toMatchObject({ status: 'completed', end_reason: 'browser_closed' });
     const events = await sessionEvents(server.db, id);
     expect(events.map((e) => [e.type, e.data.reason])).toEqual([['session.completed', 'browser_closed']]);
@@ -206,4 +219,3 @@ describe('CDP through cdp_url', () => {
     }
   });
 });
-

@@ -107,7 +107,7 @@ for (const store of ['PostgreSQL', 'Redis'] as const) {
       await expectRateLimited(await send(a, key, 'POST', '/v1/tools/fetch/webpage', { url }));
     });
 
-    it("credits hold across nodes: what either charged counts on both, and a cost limit reached through both refuses on either", async () => {
+    it('credits hold across nodes: what either charged counts on both, and a cost limit reached through both refuses on either', async () => {
       const { a, b, key } = nodes;
       // After the two tests above: two fetches, one on each node, and two short sessions.
       const billing = await Promise.all([a, b].map(async (n) => (await (await send(n, key, 'GET', '/v1/billing')).json()).data));
@@ -145,10 +145,9 @@ describe.skipIf(!onPostgres)("a project's concurrent-browser cap raced from two 
     expect(started).toHaveLength(2);
     expect(refused).toHaveLength(4);
     for (const r of refused) expect((await r.json()).error.message).toMatch(/project's concurrent browser limit is reached \(2\)/);
-    const [{ n }] = await a.db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM sessions WHERE project_id = $1 AND status IN ('starting', 'running')`,
-      [project.data.id],
-    );
+    const [{ n }] = await a.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM sessions WHERE project_id = $1 AND status IN ('starting', 'running')`, [
+      project.data.id,
+    ]);
     expect(n).toBe(2);
     for (const r of started) {
       const id = (await r.json()).data.id;

@@ -74,10 +74,14 @@ describe('DELETE while starting', () => {
     const browsersDir = browsersDirFor(server.config.dataDir);
     try {
       const creating = postSession(server, {}); // headful, cold: a second or two
-      const row = await eventually(async () => {
-        const [r] = await server.db.query<{ id: string; status: string }>(`SELECT id, status FROM sessions WHERE status = 'starting'`);
-        return r;
-      }, 10_000, 'the session row');
+      const row = await eventually(
+        async () => {
+          const [r] = await server.db.query<{ id: string; status: string }>(`SELECT id, status FROM sessions WHERE status = 'starting'`);
+          return r;
+        },
+        10_000,
+        'the session row',
+      );
       // Its browser is being launched: the root exists, Chromium may be starting.
       await eventually(() => roots(browsersDir).some((r) => r.owner.sessionId === row.id), 10_000, 'the launch to begin');
       const deleted = await endSession(server, row.id);

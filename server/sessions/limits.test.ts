@@ -45,7 +45,12 @@ describe('limits', () => {
       // Another key has its own allowance.
       const other = await createProject(server.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
       const otherKey = other.key!;
-      const c = await postSession({ request: (p, init = {}) => fetch(server.url + p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': otherKey } }) }, HEADLESS);
+      const c = await postSession(
+        {
+          request: (p, init = {}) => fetch(server.url + p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': otherKey } }),
+        },
+        HEADLESS,
+      );
       expect(c.status).toBe(200);
       await Promise.all([a.id, b.id].map((id) => endSession(server, id)));
       await fetch(`${server.url}/v1/sessions/${c.body.data.id}`, { method: 'DELETE', headers: { 'service-api-key': otherKey } });

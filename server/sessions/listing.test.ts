@@ -22,11 +22,29 @@ describe.each(backends)('sessions API on %s', (backend) => {
       const batchId = randomUUID();
       const old = randomUUID();
       const batched = randomUUID();
-      for (const [id, batch] of [[old, undefined], [batched, batchId]] as const) {
-        await store.insertSession(own.db, { id, projectId: project, nodeId: 'elsewhere', configuration: {}, tags: ['archived'], cdpToken: 't', liveViewToken: 'l', batchId: batch });
+      for (const [id, batch] of [
+        [old, undefined],
+        [batched, batchId],
+      ] as const) {
+        await store.insertSession(own.db, {
+          id,
+          projectId: project,
+          nodeId: 'elsewhere',
+          configuration: {},
+          tags: ['archived'],
+          cdpToken: 't',
+          liveViewToken: 'l',
+          batchId: batch,
+        });
       }
-      await own.db.query(`UPDATE sessions SET created_at = '2025-01-01T12:00:00Z', status = 'completed', ended_at = '2025-01-01T12:05:00Z', end_reason = 'api' WHERE id = $1`, [old]);
-      await own.db.query(`UPDATE sessions SET created_at = now() - interval '1 hour', status = 'failed', ended_at = now(), end_reason = 'launch_failed' WHERE id = $1`, [batched]);
+      await own.db.query(
+        `UPDATE sessions SET created_at = '2025-01-01T12:00:00Z', status = 'completed', ended_at = '2025-01-01T12:05:00Z', end_reason = 'api' WHERE id = $1`,
+        [old],
+      );
+      await own.db.query(
+        `UPDATE sessions SET created_at = now() - interval '1 hour', status = 'failed', ended_at = now(), end_reason = 'launch_failed' WHERE id = $1`,
+        [batched],
+      );
 
       const ids = async (query: string) => {
         const res = await own.request(`/v1/sessions${query}`);
@@ -66,7 +84,23 @@ describe.each(backends)('sessions API on %s', (backend) => {
       // Every item is a full record.
       const full = (await (await own.request('/v1/sessions?limit=1')).json()).data[0];
       expect(Object.keys(full).sort()).toEqual(
-        ['cdp_url', 'configuration', 'created_at', 'credits_used', 'duration', 'end_reason', 'ended_at', 'id', 'live_view_url', 'network_bytes_total', 'proxy_bytes', 'screenshots', 'status', 'steps', 'tags'].sort(),
+        [
+          'cdp_url',
+          'configuration',
+          'created_at',
+          'credits_used',
+          'duration',
+          'end_reason',
+          'ended_at',
+          'id',
+          'live_view_url',
+          'network_bytes_total',
+          'proxy_bytes',
+          'screenshots',
+          'status',
+          'steps',
+          'tags',
+        ].sort(),
       );
       await endSession(own, a.id);
       await endSession(own, b.id);
@@ -79,15 +113,32 @@ describe.each(backends)('sessions API on %s', (backend) => {
   it('GET /v1/sessions/all/status lists {session_id, status, tags, created_at} with the vendor filters; DELETE /v1/sessions/all ends every running session of the project and none of another', async () => {
     const own = await startTestServer({ backend });
     try {
-      const asOther = (key: string) => ({ request: (p: string, init: RequestInit = {}) => fetch(own.url + p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': key } }) });
+      const asOther = (key: string) => ({
+        request: (p: string, init: RequestInit = {}) =>
+          fetch(own.url + p, { ...init, headers: { ...(init.headers as Record<string, string>), 'service-api-key': key } }),
+      });
       const a = await createSession(own, headless({ tags: ['red'] }));
       const b = await createSession(own, headless({ tags: ['red', 'blue'] }));
       const project = (await sessionRow(own.db, a.id))!.project_id as string;
       // An ended session created with the options the other filters look at, as a row.
       const old = randomUUID();
-      const configuration = { session: { proxy: { active: true, type: 'custom' as const, server: 'http://p.example:8080' } }, browser: { extra_stealth: { active: true }, profile: { name: 'Shop Main' } } };
-      await store.insertSession(own.db, { id: old, projectId: project, nodeId: 'elsewhere', configuration, tags: ['green'], cdpToken: 't', liveViewToken: 'l' });
-      await own.db.query(`UPDATE sessions SET created_at = '2025-01-01T12:00:00Z', status = 'completed', ended_at = '2025-01-01T12:05:00Z', end_reason = 'api', domains = '["example.com", "shop.example"]' WHERE id = $1`, [old]);
+      const configuration = {
+        session: { proxy: { active: true, type: 'custom' as const, server: 'http://p.example:8080' } },
+        browser: { extra_stealth: { active: true }, profile: { name: 'Shop Main' } },
+      };
+      await store.insertSession(own.db, {
+        id: old,
+        projectId: project,
+        nodeId: 'elsewhere',
+        configuration,
+        tags: ['green'],
+        cdpToken: 't',
+        liveViewToken: 'l',
+      });
+      await own.db.query(
+        `UPDATE sessions SET created_at = '2025-01-01T12:00:00Z', status = 'completed', ended_at = '2025-01-01T12:05:00Z', end_reason = 'api', domains = '["example.com", "shop.example"]' WHERE id = $1`,
+        [old],
+      );
       const other = await createProject(own.db, { name: 'other', source: 'bootstrap', key: `sk_test_other_${randomUUID().replaceAll('-', '')}` });
       const c = await createSession(asOther(other.key), HEADLESS);
 
@@ -160,7 +211,14 @@ describe.each(backends)('sessions API on %s', (backend) => {
       expect(nonEmpty.map((p: { session_count: number }) => p.session_count)).toEqual([1, 2]);
       expect(nonEmpty[0].network_bytes_total).toBe(1000);
       expect(nonEmpty[0].session_hours).toBeCloseTo(0.5, 5);
-      expect(Object.keys(all.body.summary).sort()).toEqual(['credits_used', 'network_bytes_total', 'proxy_bytes', 'screenshots', 'session_count', 'session_hours']);
+      expect(Object.keys(all.body.summary).sort()).toEqual([
+        'credits_used',
+        'network_bytes_total',
+        'proxy_bytes',
+        'screenshots',
+        'session_count',
+        'session_hours',
+      ]);
       for (const p of all.body.data) expect(new Date(p.date).getUTCHours()).toBe(0);
 
       const from = new Date(Date.now() - 2 * 3_600_000).toISOString();
@@ -171,7 +229,12 @@ describe.each(backends)('sessions API on %s', (backend) => {
       const week = await get('?granularity=week&metrics=session_count');
       for (const p of week.body.data) expect(new Date(p.date).getUTCDay()).toBe(1); // Mondays
 
-      for (const bad of ['?metrics=bogus', '?granularity=year', `?from_date=${new Date().toISOString()}&to_date=${from}`, '?from_date=2000-01-01T00:00:00Z&granularity=hour']) {
+      for (const bad of [
+        '?metrics=bogus',
+        '?granularity=year',
+        `?from_date=${new Date().toISOString()}&to_date=${from}`,
+        '?from_date=2000-01-01T00:00:00Z&granularity=hour',
+      ]) {
         const res = await get(bad);
         expect(res.status, bad).toBe(400);
         expect(res.body.error.code).toBe(400);

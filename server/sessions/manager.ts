@@ -264,7 +264,17 @@ export class SessionManager {
     const lost = new Promise<void>((resolve) => (gone = resolve));
     const now = Date.now();
     const cdp = CdpClient.connect(sb.browser.wsEndpoint).catch(() => undefined);
-    const r: Reservation = { id, cdpToken: randomBytes(24).toString('base64url'), sb, cdp, lastActivity: now, steps: 0, screenshots: 0, closeRequested: false, gone };
+    const r: Reservation = {
+      id,
+      cdpToken: randomBytes(24).toString('base64url'),
+      sb,
+      cdp,
+      lastActivity: now,
+      steps: 0,
+      screenshots: 0,
+      closeRequested: false,
+      gone,
+    };
     this.reserved.set(id, r);
     void sb.exited.then(() => this.release(id));
     return { sessionId: id, cdpUrl: this.cdpUrl(id, r.cdpToken), lost, release: () => this.release(id) };
@@ -320,7 +330,10 @@ export class SessionManager {
   async failSessionsOf(node: LeftNode): Promise<number> {
     // Failed together: one transaction and one outbox statement per hundred, not per session.
     const left = await store.unfinishedOnNode(this.o.db, node.id, node.before);
-    const ended = await recordEnds(this.o, left.map((row) => ({ id: row.id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })));
+    const ended = await recordEnds(
+      this.o,
+      left.map((row) => ({ id: row.id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })),
+    );
     return ended.filter(Boolean).length;
   }
 
@@ -369,25 +382,33 @@ export class SessionManager {
 
   /** Creates a session, as one trace span (a no-op unless tracing is on). */
   create(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions = {}): Promise<CreateResult> {
-    return tracer().startActiveSpan('session.create', { attributes: { 'project.id': owner.projectId, ...(options.batchId ? { 'batch.id': options.batchId } : {}) } }, async (span) => {
-      try {
-        let result: CreateResult;
+    return tracer().startActiveSpan(
+      'session.create',
+      { attributes: { 'project.id': owner.projectId, ...(options.batchId ? { 'batch.id': options.batchId } : {}) } },
+      async (span) => {
         try {
-          result = await this.createUntraced(owner, body, options);
+          let result: CreateResult;
+          try {
+            result = await this.createUntraced(owner, body, options);
+          } finally {
+            // Not become the session (refused, failed, or not served by it): ended, never reused.
+            if (options.reserved !== undefined) await this.release(options.reserved);
+          }
+          if (result.ok) span.setAttribute('session.id', result.id);
+          else span.setAttributes({ 'session.refused': result.status, 'session.refusal': result.message });
+          return result;
         } finally {
-          // Not become the session (refused, failed, or not served by it): ended, never reused.
-          if (options.reserved !== undefined) await this.release(options.reserved);
+          span.end();
         }
-        if (result.ok) span.setAttribute('session.id', result.id);
-        else span.setAttributes({ 'session.refused': result.status, 'session.refusal': result.message });
-        return result;
-      } finally {
-        span.end();
-      }
-    });
+      },
+    );
   }
 
-  private async createUntraced(owner: { projectId: string; apiKeyId: string }, body: SessionCreateBody | undefined, options: CreateOptions): Promise<CreateResult> {
+  private async createUntraced(
+    owner: { projectId: string; apiKeyId: string },
+    body: SessionCreateBody | undefined,
+    options: CreateOptions,
+  ): Promise<CreateResult> {
     const { launch, session } = normalize(body);
     const refused = (await refusal(session, body, this.o)) ?? (await this.o.sessionHooks.check?.(owner.projectId, session));
     if (refused) return { ok: false, status: 400, message: refused };
@@ -490,7 +511,8 @@ export class SessionManager {
       // A browser that dies, or stops answering its own CDP socket, fails its session; one
       // that a client closed (Browser.close, as Puppeteer's browser.close() sends) ends it
       // cleanly.
-      const lost = () => (live.closeRequested ? this.endUnattended(id, 'completed', 'browser_closed') : this.endUnattended(id, 'failed', 'browser_unreachable'));
+      const lost = () =>
+        live.closeRequested ? this.endUnattended(id, 'completed', 'browser_closed') : this.endUnattended(id, 'failed', 'browser_unreachable');
       void sb.browser.exited.then(lost);
       void cdp.closed.then(lost);
       if (session.initialUrl) {
@@ -502,7 +524,13 @@ export class SessionManager {
       }
       await store.markRunning(this.o.db, id);
       await this.o.sessionHooks.started?.(live);
-      return { ok: true, id, cdpUrl: this.cdpUrl(id, cdpToken), liveViewUrl: this.liveViewUrl(id, liveViewToken), ...(reservation ? { onReserved: true } : {}) };
+      return {
+        ok: true,
+        id,
+        cdpUrl: this.cdpUrl(id, cdpToken),
+        liveViewUrl: this.liveViewUrl(id, liveViewToken),
+        ...(reservation ? { onReserved: true } : {}),
+      };
     } catch (err) {
       // The database went away during the start: the caller hears 503 at once (a batch item
       // goes back to its queue), and the session's end, if its row was written, is recorded
@@ -633,7 +661,13 @@ export class SessionManager {
    * Records a session's end (record-end.ts), retrying while the database is unavailable
    * until it commits; one record a session however often it is asked.
    */
-  private recordDurably(id: string, status: 'completed' | 'failed', reason: EndReason, usage: SessionUsage | undefined, deleted: boolean): Promise<store.SessionRow | undefined> {
+  private recordDurably(
+    id: string,
+    status: 'completed' | 'failed',
+    reason: EndReason,
+    usage: SessionUsage | undefined,
+    deleted: boolean,
+  ): Promise<store.SessionRow | undefined> {
     const pending = this.unrecorded.get(id);
     if (pending) return pending;
     const o = { log: this.o.log.child({ sessionId: id }), signal: this.giveUp.signal };

@@ -119,7 +119,10 @@ describe('session browsers', () => {
   });
 
   it("applies the vendor's options: pdf_viewer, disable_dialogs, force_popups_as_tabs; refuses those this server cannot honour, naming them", async () => {
-    const plain = await createSession(server, { browser: { headless: { active: true }, popup_blocker: { active: false } }, session: { recording: { active: false } } });
+    const plain = await createSession(server, {
+      browser: { headless: { active: true }, popup_blocker: { active: false } },
+      session: { recording: { active: false } },
+    });
     const custom = await createSession(server, {
       browser: {
         headless: { active: true },
@@ -163,7 +166,10 @@ describe('session browsers', () => {
         const { targetInfo } = await cdp.send('Target.getTargetInfo');
         return (await cdp.send('Browser.getWindowForTarget', { targetId: targetInfo.targetId })).windowId;
       };
-      for (const [page, separate] of [[plainPage, true], [customPage, false]] as const) {
+      for (const [page, separate] of [
+        [plainPage, true],
+        [customPage, false],
+      ] as const) {
         const [popup] = await Promise.all([page.context().waitForEvent('page'), page.goto(pages.url('/popup-window'))]);
         await popup.waitForLoadState();
         expect(await popup.title()).toBe('Second');
@@ -238,7 +244,12 @@ describe('warm pool', () => {
       expect(root.dir).toBe(pooled!.dir);
       expect(root.owner.pids).toEqual(pooled!.owner.pids);
       const browser = await chromium.connectOverCDP(fromPool.cdp_url);
-      expect(await browser.contexts()[0]!.pages()[0]!.evaluate(() => [innerWidth, innerHeight])).toEqual([1440, 900]);
+      expect(
+        await browser
+          .contexts()[0]!
+          .pages()[0]!
+          .evaluate(() => [innerWidth, innerHeight]),
+      ).toEqual([1440, 900]);
       await browser.close();
 
       // Refilled in the background with a new browser.

@@ -66,7 +66,9 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
  * (turnAdblockOff, ~80 ms), which is cheaper than a cold launch by about a second.
  */
 export function fitsWarmPool(launch: LaunchOptions, session: SessionOptions): boolean {
-  return sameLaunchOptions({ ...launch, adblock: DEFAULT_LAUNCH_OPTIONS.adblock }, DEFAULT_LAUNCH_OPTIONS) && session.extensionIds.length === 0 && !session.profile;
+  return (
+    sameLaunchOptions({ ...launch, adblock: DEFAULT_LAUNCH_OPTIONS.adblock }, DEFAULT_LAUNCH_OPTIONS) && session.extensionIds.length === 0 && !session.profile
+  );
 }
 
 /** The configuration as stored and answered: the body as given, minus secrets. */

@@ -54,7 +54,14 @@ describe('recordEnds', () => {
     );
     expect(n).toBe(150);
     // Again: nothing more is ended or emitted.
-    expect((await recordEnds({ db: t.db, config }, ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })))).every((r) => r === undefined)).toBe(true);
+    expect(
+      (
+        await recordEnds(
+          { db: t.db, config },
+          ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })),
+        )
+      ).every((r) => r === undefined),
+    ).toBe(true);
     const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
     expect(m).toBe(150);
   });
@@ -76,7 +83,10 @@ describe('recordEnds', () => {
     const stop = listen(id);
     const stopOther = listen(other);
     stopOther();
-    const [row] = await recordEnds({ db: t.db, config }, [{ id, status: 'completed', reason: 'api' }, { id: other, status: 'completed', reason: 'api' }]);
+    const [row] = await recordEnds({ db: t.db, config }, [
+      { id, status: 'completed', reason: 'api' },
+      { id: other, status: 'completed', reason: 'api' },
+    ]);
     // Again, through an EndRecorder: already ended, so not announced again.
     await new EndRecorder({ db: t.db, config }, () => false).record({ id, status: 'completed', reason: 'api' });
     stop();
@@ -106,8 +116,12 @@ describe('EndRecorder', () => {
     // A grouped end is announced like any other (a task run waits for its session's).
     const heard: string[] = [];
     const stop = onEndRecorded(ids[30]!, (row) => heard.push(String(row.credits_used)));
-    const rows = await Promise.all(ids.map((id, i) => recorder.record({ id, status: i % 2 ? 'completed' : 'failed', reason: i % 2 ? 'idle_timeout' : 'server_shutdown' })));
-    rows.forEach((r, i) => expect(r).toMatchObject({ id: ids[i], status: i % 2 ? 'completed' : 'failed', end_reason: i % 2 ? 'idle_timeout' : 'server_shutdown' }));
+    const rows = await Promise.all(
+      ids.map((id, i) => recorder.record({ id, status: i % 2 ? 'completed' : 'failed', reason: i % 2 ? 'idle_timeout' : 'server_shutdown' })),
+    );
+    rows.forEach((r, i) =>
+      expect(r).toMatchObject({ id: ids[i], status: i % 2 ? 'completed' : 'failed', end_reason: i % 2 ? 'idle_timeout' : 'server_shutdown' }),
+    );
     // The first alone (nothing waited for it), the other 59 in the next.
     expect(transactions()).toBe(2);
     stop();
@@ -115,7 +129,13 @@ describe('EndRecorder', () => {
     const [{ m }] = await t.db.query<{ m: number }>(`SELECT count(*)::int AS m FROM events WHERE project_id = $1`, [project]);
     expect(m).toBe(60);
     // Asked again: each once, so nothing more.
-    expect(await Promise.all(ids.slice(0, 5).map((id) => recorder.record({ id, status: 'failed', reason: 'api' })))).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect(await Promise.all(ids.slice(0, 5).map((id) => recorder.record({ id, status: 'failed', reason: 'api' })))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('an end that fails does not fail the others committed with it', async () => {

@@ -63,7 +63,10 @@ export class EndRecorder {
     while (this.waiting.length > 0) {
       const group = this.waiting.splice(0, ENDS_PER_TRANSACTION);
       try {
-        const rows = await recordEndsTogether(this.o, group.map((w) => w.end));
+        const rows = await recordEndsTogether(
+          this.o,
+          group.map((w) => w.end),
+        );
         group.forEach((w, i) => w.done(rows[i]));
       } catch (err) {
         if (group.length === 1 || this.isUnavailable(err)) {

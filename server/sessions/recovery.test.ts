@@ -12,18 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDb } from '../store/db.js';
 import { isRunning } from '../browser/procfs.js';
-import {
-  HEADLESS,
-  browsersDirFor,
-  createSession,
-  eventually,
-  getSession,
-  gone,
-  processesUnder,
-  roots,
-  rootOf,
-  sessionEvents,
-} from './test-support.js';
+import { HEADLESS, browsersDirFor, createSession, eventually, getSession, gone, processesUnder, roots, rootOf, sessionEvents } from './test-support.js';
 import { startChildServer } from '../testing/child-server.js';
 import { xSocket } from '../browser/test-support.js';
 
@@ -109,7 +98,12 @@ describe('recovery after kill -9', () => {
       for (const s of [headful, headless]) {
         const events = await sessionEvents(db, s.id);
         expect(events.map((e) => e.type)).toEqual(['session.failed']);
-        expect(events[0]!.data).toEqual({ session_id: s.id, duration_ms: expect.any(Number), reason: 'browser_pod_not_found', session_dashboard_url: expect.any(String) });
+        expect(events[0]!.data).toEqual({
+          session_id: s.id,
+          duration_ms: expect.any(Number),
+          reason: 'browser_pod_not_found',
+          session_dashboard_url: expect.any(String),
+        });
       }
       const events = await sessionEvents(db, third.id);
       expect(events.map((e) => [e.type, e.data.reason])).toEqual([['session.failed', 'server_shutdown']]);

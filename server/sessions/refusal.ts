@@ -11,7 +11,7 @@ import type { SessionCreateBody } from './options.js';
 /** The hosted vendor's options this server accepts turned off, and refuses turned on. */
 const UNAVAILABLE = {
   p2p_download: 'peer-to-peer download capture is not available on this server; downloads are kept with the session',
-  tracing: 'Playwright tracing of sessions is not available on this server; use the recording, or your CDP client\'s own tracing',
+  tracing: "Playwright tracing of sessions is not available on this server; use the recording, or your CDP client's own tracing",
   sensitive_data_mask: 'sensitive data masking is not available on this server',
   web_bot_auth: 'Web Bot Auth request signing is not available on this server',
 } as const;

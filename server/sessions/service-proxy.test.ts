@@ -139,7 +139,9 @@ describe.each(browserBackends)('service proxies on %s', (backend) => {
 
     // The dead US proxy was tried once, rested, and the session given the live one.
     const rested = () => logs.filter((l) => l.includes('resting it')).map((l) => JSON.parse(l));
-    expect(rested()).toEqual([expect.objectContaining({ serviceProxy: `http://127.0.0.1:${deadUs}`, id: ids.deadUs, failure: 'ECONNREFUSED', restSeconds: 60 })]);
+    expect(rested()).toEqual([
+      expect.objectContaining({ serviceProxy: `http://127.0.0.1:${deadUs}`, id: ids.deadUs, failure: 'ECONNREFUSED', restSeconds: 60 }),
+    ]);
     expect((await sessionRow(server.db, s1.id))?.service_proxy_id).toBe(ids.us);
     expect((await sessionRow(server.db, s2.id))?.service_proxy_id).toBe(ids.de);
 
@@ -191,7 +193,9 @@ describe.each(browserBackends)('service proxies on %s', (backend) => {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, created + 2_500 - Date.now())));
     const mark = `/?who=it-${s1.id}`;
     expect(await visit(s1.cdp_url, pages.url(mark))).not.toBe('Home');
-    await eventually(() => expect(logs.some((l) => l.includes('resting it') && l.includes(ids.itA) && l.includes('a session could not connect to it'))).toBe(true));
+    await eventually(() =>
+      expect(logs.some((l) => l.includes('resting it') && l.includes(ids.itA) && l.includes('a session could not connect to it'))).toBe(true),
+    );
     // Its traffic did not move to the other Italian proxy.
     expect(itB.seen.filter((u) => u.includes(mark))).toEqual([]);
 
@@ -221,7 +225,9 @@ describe.each(browserBackends)('service proxies on %s', (backend) => {
 
     const gb = await postSession(server, headless({ proxy: { active: true, country_code: 'gb' } }));
     expect(gb.status).toBe(503);
-    expect(gb.body.error.message).toMatch(/^No healthy service proxy for country_code=gb right now: its proxy in the pool failed its last connects; try again in \d+ s$/);
+    expect(gb.body.error.message).toMatch(
+      /^No healthy service proxy for country_code=gb right now: its proxy in the pool failed its last connects; try again in \d+ s$/,
+    );
     expect(Number(gb.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 

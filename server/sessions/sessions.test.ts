@@ -26,7 +26,6 @@ import {
   type PageServer,
 } from './test-support.js';
 
-
 const tagsOf = async (server: TestServer, id: string) => (await getSession(server, id)).body.data.tags;
 
 describe.each(backends)('sessions API on %s', (backend) => {
@@ -182,7 +181,11 @@ describe.each(backends)('sessions API on %s', (backend) => {
         expect(res.status).toBe(401);
         expect(await res.json()).toEqual({ error: { code: 401, message: expect.any(String) } });
       }
-      const unknown = await server.request(`/v1/sessions/${randomUUID()}/tags`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"tags":["x"]}' });
+      const unknown = await server.request(`/v1/sessions/${randomUUID()}/tags`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: '{"tags":["x"]}',
+      });
       expect(unknown.status).toBe(404);
       expect(await unknown.json()).toEqual({ error: { code: 404, message: expect.any(String) } });
       // None of the refused puts changed anything.
@@ -197,15 +200,24 @@ describe.each(backends)('sessions API on %s', (backend) => {
     const root = rootOf(browsersDir, id);
     const killedAt = Date.now();
     process.kill(root.owner.pids[0]!, 'SIGKILL');
-    const row = await eventually(async () => {
-      const r = await sessionRow(server.db, id);
-      return r?.status === 'failed' ? r : undefined;
-    }, 5_000, 'the session to fail');
+    const row = await eventually(
+      async () => {
+        const r = await sessionRow(server.db, id);
+        return r?.status === 'failed' ? r : undefined;
+      },
+      5_000,
+      'the session to fail',
+    );
     expect(Date.now() - killedAt).toBeLessThan(5_000);
     expect(row!.end_reason).toBe('browser_unreachable');
     const events = await sessionEvents(server.db, id);
     expect(events.map((e) => e.type)).toEqual(['session.failed']);
-    expect(events[0]!.data).toEqual({ session_id: id, duration_ms: expect.any(Number), reason: 'browser_unreachable', session_dashboard_url: expect.any(String) });
+    expect(events[0]!.data).toEqual({
+      session_id: id,
+      duration_ms: expect.any(Number),
+      reason: 'browser_unreachable',
+      session_dashboard_url: expect.any(String),
+    });
     await eventually(() => !gone(root).directory && gone(root).processes.length === 0, 5_000, 'the root to be removed');
     expect(await tryWebSocket(cdp_url)).toBe(404);
     // Still addressable (it was not deleted): reported failed.
@@ -223,7 +235,11 @@ describe.each(backends)('sessions API on %s', (backend) => {
     const [{ n: rowsBefore }] = await server.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions');
     const cases: [unknown, number, RegExp?][] = [
       [{ browser: { captcha_solver: { active: true } } }, 400, /captcha solver requires an active proxy/i],
-      [{ browser: { captcha_solver: { active: true } }, session: { proxy: { active: false, type: 'custom', server: 'http://127.0.0.1:9' } } }, 400, /requires an active proxy/i],
+      [
+        { browser: { captcha_solver: { active: true } }, session: { proxy: { active: false, type: 'custom', server: 'http://127.0.0.1:9' } } },
+        400,
+        /requires an active proxy/i,
+      ],
       [{ browser: { viewport: { width: 10, height: 600 } } }, 400],
       [{ browser: { viewport: { width: 'wide' } } }, 400],
       [{ browser: { headless: true } }, 400],

@@ -28,7 +28,7 @@ describe('browser.extra_stealth', () => {
     await pages?.close();
   });
 
-  it('hardens every page the session opens, the client\'s own contexts and frames included; off, the browser is as it is', async () => {
+  it("hardens every page the session opens, the client's own contexts and frames included; off, the browser is as it is", async () => {
     const plain = await createSession(server, headless({}));
     const hardened = await createSession(server, { ...headless({}), browser: { headless: { active: true }, extra_stealth: { active: true } } });
     const plainBrowser = await chromium.connectOverCDP(plain.cdp_url);

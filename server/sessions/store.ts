@@ -56,10 +56,9 @@ export async function insertSessionWithinCap(db: Db, s: NewSession): Promise<{ r
   return db.transaction(async (tx) => {
     const [project] = await tx.query<{ cap: number | null }>('SELECT max_concurrent_browsers AS cap FROM projects WHERE id = $1 FOR UPDATE', [s.projectId]);
     if (project?.cap != null) {
-      const [{ n }] = await tx.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM sessions WHERE project_id = $1 AND status IN ('starting', 'running')`,
-        [s.projectId],
-      );
+      const [{ n }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM sessions WHERE project_id = $1 AND status IN ('starting', 'running')`, [
+        s.projectId,
+      ]);
       if (n >= project.cap) return { cap: project.cap };
     }
     return { row: await insertSession(tx, s) };
@@ -70,7 +69,17 @@ export async function insertSession(db: Db, s: NewSession): Promise<SessionRow> 
   const [row] = await db.query<SessionRow>(
     `INSERT INTO sessions (id, project_id, status, node_id, configuration, tags, cdp_token, live_view_token, batch_id, service_proxy_id)
      VALUES ($1, $2, 'starting', $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
-    [s.id, s.projectId, s.nodeId, JSON.stringify(s.configuration), JSON.stringify(s.tags), s.cdpToken, s.liveViewToken, s.batchId ?? null, s.serviceProxyId ?? null],
+    [
+      s.id,
+      s.projectId,
+      s.nodeId,
+      JSON.stringify(s.configuration),
+      JSON.stringify(s.tags),
+      s.cdpToken,
+      s.liveViewToken,
+      s.batchId ?? null,
+      s.serviceProxyId ?? null,
+    ],
   );
   return row;
 }
@@ -81,10 +90,7 @@ export async function markRunning(db: Db, id: string): Promise<void> {
 
 /** A session the API can address: deleted sessions are gone from get, tags and delete. */
 export async function getSession(db: Db, projectId: string, id: string): Promise<SessionRow | undefined> {
-  const rows = await db.query<SessionRow>('SELECT * FROM sessions WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL', [
-    projectId,
-    id,
-  ]);
+  const rows = await db.query<SessionRow>('SELECT * FROM sessions WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL', [projectId, id]);
   return rows[0];
 }
 
@@ -126,10 +132,11 @@ export async function markDeleted(db: Db, projectId: string, id: string): Promis
 }
 
 export async function setTags(db: Db, projectId: string, id: string, tags: string[]): Promise<boolean> {
-  const rows = await db.query(
-    'UPDATE sessions SET tags = $3 WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id',
-    [projectId, id, JSON.stringify(tags)],
-  );
+  const rows = await db.query('UPDATE sessions SET tags = $3 WHERE project_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id', [
+    projectId,
+    id,
+    JSON.stringify(tags),
+  ]);
   return rows.length > 0;
 }
 
@@ -140,10 +147,10 @@ export async function unfinishedOfProject(db: Db, projectId: string): Promise<Se
 
 /** Sessions a node left running: after a restart of that node they have no browser. */
 export async function unfinishedOnNode(db: Db, nodeId: string, before?: Date): Promise<SessionRow[]> {
-  return db.query<SessionRow>(`SELECT * FROM sessions WHERE node_id = $1 AND status IN ('starting', 'running') AND ($2::timestamptz IS NULL OR created_at < $2)`, [
-    nodeId,
-    before ?? null,
-  ]);
+  return db.query<SessionRow>(
+    `SELECT * FROM sessions WHERE node_id = $1 AND status IN ('starting', 'running') AND ($2::timestamptz IS NULL OR created_at < $2)`,
+    [nodeId, before ?? null],
+  );
 }
 
 export interface ListFilter {

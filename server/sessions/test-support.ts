@@ -196,7 +196,10 @@ const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void>
     html(res, `<title>Dialogs</title><script>window.dialogResults = [alert('a') ?? 'alerted', confirm('c'), prompt('p', 'default')];</script>`),
   // Asks for a popup window (size and position), as a login popup does.
   '/popup-window': (_req, res) =>
-    html(res, `<title>Popup window</title><script>window.popupResult = window.open('/second', '_blank', 'popup,width=400,height=300,left=10,top=10') ? 'opened' : 'blocked';</script>`),
+    html(
+      res,
+      `<title>Popup window</title><script>window.popupResult = window.open('/second', '_blank', 'popup,width=400,height=300,left=10,top=10') ? 'opened' : 'blocked';</script>`,
+    ),
   // Signs in the way sites do, with the four kinds of state a profile must keep: a session
   // cookie (no expiry, HttpOnly), a persistent cookie, local storage and IndexedDB.
   // window.signedIn turns true once all four are written.
@@ -254,7 +257,10 @@ const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void>
   '/size': (_req, res) =>
     // Read when asked, not at load: a headful window under load can report outerHeight 0
     // until it is mapped.
-    html(res, '<title>Size</title><script>Object.defineProperty(window, "size", { get: () => ({ w: innerWidth, h: innerHeight, sw: screen.width, sh: screen.height, ow: outerWidth, oh: outerHeight }) });</script>'),
+    html(
+      res,
+      '<title>Size</title><script>Object.defineProperty(window, "size", { get: () => ({ w: innerWidth, h: innerHeight, sw: screen.width, sh: screen.height, ow: outerWidth, oh: outerHeight }) });</script>',
+    ),
 };
 
 /** One empty page. */

@@ -60,7 +60,10 @@ describe('timeouts', () => {
         // The connected client was dropped when its session ended.
         expect(await closed).toBe(1001);
 
-        for (const [s, reason] of [[idle, 'idle_timeout'], [busy, 'max_duration']] as const) {
+        for (const [s, reason] of [
+          [idle, 'idle_timeout'],
+          [busy, 'max_duration'],
+        ] as const) {
           const events = await sessionEvents(server.db, s.id);
           expect(events.map((e) => e.type)).toEqual(['session.completed']);
           expect(events[0]!.data).toMatchObject({ session_id: s.id, reason });

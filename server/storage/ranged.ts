@@ -44,7 +44,11 @@ export async function readRanged(storage: BlobStorage, key: string, rangeHeader:
     return {
       status: 206,
       body,
-      headers: { 'Accept-Ranges': 'bytes', 'Content-Length': String(range.end - range.start + 1), 'Content-Range': `bytes ${range.start}-${range.end}/${size}` },
+      headers: {
+        'Accept-Ranges': 'bytes',
+        'Content-Length': String(range.end - range.start + 1),
+        'Content-Range': `bytes ${range.start}-${range.end}/${size}`,
+      },
     };
   }
   return { status: 200, body, headers: { 'Accept-Ranges': 'bytes', 'Content-Length': String(size) } };

@@ -189,7 +189,9 @@ describe('S3 storage', () => {
 
   it('stops the start quickly when nothing listens at S3_ENDPOINT', async () => {
     const started = Date.now();
-    await expect(openBlobAreas(loadConfig({ ...s3.env(), S3_ENDPOINT: 'http://127.0.0.1:9' }))).rejects.toThrow(/STORAGE_URL: the bucket "cb-test" at http:\/\/127\.0\.0\.1:9 did not answer/);
+    await expect(openBlobAreas(loadConfig({ ...s3.env(), S3_ENDPOINT: 'http://127.0.0.1:9' }))).rejects.toThrow(
+      /STORAGE_URL: the bucket "cb-test" at http:\/\/127\.0\.0\.1:9 did not answer/,
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
@@ -210,8 +212,15 @@ describe('STORAGE_URL configuration', () => {
       forcePathStyle: true,
       credentials: undefined,
     });
-    expect(loadConfig({ STORAGE_URL: 's3://my-bucket', S3_REGION: 'eu-west-3' }).storage).toMatchObject({ prefix: '', endpoint: undefined, region: 'eu-west-3', forcePathStyle: false });
-    expect(loadConfig({ STORAGE_URL: 's3://my-bucket', S3_ENDPOINT: 'https://r2.example', S3_FORCE_PATH_STYLE: 'false' }).storage).toMatchObject({ forcePathStyle: false });
+    expect(loadConfig({ STORAGE_URL: 's3://my-bucket', S3_REGION: 'eu-west-3' }).storage).toMatchObject({
+      prefix: '',
+      endpoint: undefined,
+      region: 'eu-west-3',
+      forcePathStyle: false,
+    });
+    expect(loadConfig({ STORAGE_URL: 's3://my-bucket', S3_ENDPOINT: 'https://r2.example', S3_FORCE_PATH_STYLE: 'false' }).storage).toMatchObject({
+      forcePathStyle: false,
+    });
   });
 
   it('names each bad variable, never echoing a secret', () => {

@@ -5,7 +5,15 @@
 import { createReadStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
 import type { StorageConfig } from '../config/config.js';
 import type { BlobStorage, ByteRange } from './blobs.js';
 
@@ -29,7 +37,11 @@ export function s3Client(c: S3StorageConfig): S3Client {
     // connect timeout; no socket timeout, as a read may wait on a slow client's download.
     // A read holds its socket until its client has it all: more sockets than the SDK's 50,
     // so that slow viewers of recordings do not hold up the storing of new files.
-    requestHandler: { connectionTimeout: 5_000, httpAgent: { keepAlive: true, maxSockets: S3_MAX_SOCKETS }, httpsAgent: { keepAlive: true, maxSockets: S3_MAX_SOCKETS } },
+    requestHandler: {
+      connectionTimeout: 5_000,
+      httpAgent: { keepAlive: true, maxSockets: S3_MAX_SOCKETS },
+      httpsAgent: { keepAlive: true, maxSockets: S3_MAX_SOCKETS },
+    },
   });
 }
 
@@ -39,8 +51,15 @@ export async function checkBucket(client: S3Client, c: S3StorageConfig): Promise
     await client.send(new HeadBucketCommand({ Bucket: c.bucket }));
   } catch (err) {
     const status = (err as S3ServiceException).$metadata?.httpStatusCode;
-    const why = status === 404 ? 'no such bucket' : status === 403 ? 'access denied (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)' : (err as Error).name || (err as Error).message;
-    throw new Error(`STORAGE_URL: the bucket ${JSON.stringify(c.bucket)} at ${c.endpoint ?? `AWS S3 (${c.region})`} did not answer: ${why}${status ? ` (HTTP ${status})` : ''}`);
+    const why =
+      status === 404
+        ? 'no such bucket'
+        : status === 403
+          ? 'access denied (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)'
+          : (err as Error).name || (err as Error).message;
+    throw new Error(
+      `STORAGE_URL: the bucket ${JSON.stringify(c.bucket)} at ${c.endpoint ?? `AWS S3 (${c.region})`} did not answer: ${why}${status ? ` (HTTP ${status})` : ''}`,
+    );
   }
 }
 

@@ -38,7 +38,10 @@ function markerZip(): Promise<Buffer> {
   zip.end();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    zip.outputStream.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks))).on('error', reject);
+    zip.outputStream
+      .on('data', (c: Buffer) => chunks.push(c))
+      .on('end', () => resolve(Buffer.concat(chunks)))
+      .on('error', reject);
   });
 }
 
@@ -94,7 +97,10 @@ describe('the server on S3 storage', () => {
     receiver = await startReceiver();
     site = await startFixtureServer();
     // On PostgreSQL when there is one, so that the second server can share its schema.
-    server = await startTestServer({ backend: process.env.DATABASE_URL ? 'postgres' : 'pglite', env: { ...s3.env(PREFIX), SECRETS_KEY, ADMIN_TOKEN, RECORDING_FPS: '5' } });
+    server = await startTestServer({
+      backend: process.env.DATABASE_URL ? 'postgres' : 'pglite',
+      env: { ...s3.env(PREFIX), SECRETS_KEY, ADMIN_TOKEN, RECORDING_FPS: '5' },
+    });
   }, 60_000);
   afterAll(async () => {
     await server?.close();
@@ -104,69 +110,81 @@ describe('the server on S3 storage', () => {
     await s3?.stop();
   });
 
-  it('stores a recording and a download in the bucket, and serves them whole and ranged (the recording through its signed link)', { timeout: 120_000 }, async () => {
-    const s = await createSession(server, { browser: HEADLESS, session: { initial_url: pages.url('/second') } });
-    await server.request(`/v1/sessions/${s.id}/goto`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ url: `${site.url}/files/sized.bin?bytes=1000` }),
-    });
-    // Kept once its one PutObject is answered. This wait ran out under load (at 15 s, then at
-    // 30 s) when that put met a kept-alive socket the bucket had just closed: the SDK does not
-    // retry a streamed body, and the file waited for the session's end. S3BlobStorage.put
-    // now sends it again.
-    const download = (await eventually(async () => {
-      const list = (await (await server.request(`/v1/sessions/${s.id}/downloads`)).json()) as any;
-      return list.data.items[0] as { id: string; file_link: string; size: number } | undefined;
-    }, 30_000, 'the download'))!;
-    expect(await bucketKeys('downloads')).toEqual([expect.stringMatching(new RegExp(`/${s.id}/${download.id}$`))]);
-    expect(localFiles('downloads')).toEqual([]);
-    const file = await server.request(new URL(download.file_link).pathname);
-    expect(file.status).toBe(200);
-    expect(Buffer.from(await file.arrayBuffer()).equals(Buffer.concat([Buffer.alloc(500, 0x61), Buffer.alloc(500, 0x62)]))).toBe(true);
-    const ranged = await server.request(new URL(download.file_link).pathname, { headers: { range: 'bytes=498-501' } });
-    expect(ranged.status).toBe(206);
-    expect(await ranged.text()).toBe('aabb');
-    made.download = new URL(download.file_link).pathname;
-    // Until the recording has kept a frame of the screencast: a recording of the session to store.
-    const frames = join(server.dataDir, 'recordings', '.work', s.id);
-    await eventually(() => listDir(frames).some((f) => f !== 'index.jsonl'), 10_000, 'a recorded frame');
-    expect((await endSession(server, s.id)).status).toBe(200);
-    const item = (await eventually(async () => {
-      const list = (await (await server.request(`/v1/sessions/${s.id}/recordings`)).json()) as any;
-      return list.data.items[0] as { id: string; file_link: string; size: number } | undefined;
-    }, 90_000, 'the recording'))!;
-    expect(await bucketKeys('recordings')).toEqual([expect.stringMatching(new RegExp(`/${s.id}/${item.id}\\.mp4$`))]);
-    expect(localFiles('recordings')).toEqual([]);
+  it(
+    'stores a recording and a download in the bucket, and serves them whole and ranged (the recording through its signed link)',
+    { timeout: 120_000 },
+    async () => {
+      const s = await createSession(server, { browser: HEADLESS, session: { initial_url: pages.url('/second') } });
+      await server.request(`/v1/sessions/${s.id}/goto`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `${site.url}/files/sized.bin?bytes=1000` }),
+      });
+      // Kept once its one PutObject is answered. This wait ran out under load (at 15 s, then at
+      // 30 s) when that put met a kept-alive socket the bucket had just closed: the SDK does not
+      // retry a streamed body, and the file waited for the session's end. S3BlobStorage.put
+      // now sends it again.
+      const download = (await eventually(
+        async () => {
+          const list = (await (await server.request(`/v1/sessions/${s.id}/downloads`)).json()) as any;
+          return list.data.items[0] as { id: string; file_link: string; size: number } | undefined;
+        },
+        30_000,
+        'the download',
+      ))!;
+      expect(await bucketKeys('downloads')).toEqual([expect.stringMatching(new RegExp(`/${s.id}/${download.id}$`))]);
+      expect(localFiles('downloads')).toEqual([]);
+      const file = await server.request(new URL(download.file_link).pathname);
+      expect(file.status).toBe(200);
+      expect(Buffer.from(await file.arrayBuffer()).equals(Buffer.concat([Buffer.alloc(500, 0x61), Buffer.alloc(500, 0x62)]))).toBe(true);
+      const ranged = await server.request(new URL(download.file_link).pathname, { headers: { range: 'bytes=498-501' } });
+      expect(ranged.status).toBe(206);
+      expect(await ranged.text()).toBe('aabb');
+      made.download = new URL(download.file_link).pathname;
+      // Until the recording has kept a frame of the screencast: a recording of the session to store.
+      const frames = join(server.dataDir, 'recordings', '.work', s.id);
+      await eventually(() => listDir(frames).some((f) => f !== 'index.jsonl'), 10_000, 'a recorded frame');
+      expect((await endSession(server, s.id)).status).toBe(200);
+      const item = (await eventually(
+        async () => {
+          const list = (await (await server.request(`/v1/sessions/${s.id}/recordings`)).json()) as any;
+          return list.data.items[0] as { id: string; file_link: string; size: number } | undefined;
+        },
+        90_000,
+        'the recording',
+      ))!;
+      expect(await bucketKeys('recordings')).toEqual([expect.stringMatching(new RegExp(`/${s.id}/${item.id}\\.mp4$`))]);
+      expect(localFiles('recordings')).toEqual([]);
 
-    const whole = await fetch(item.file_link);
-    expect(whole.status).toBe(200);
-    const bytes = Buffer.from(await whole.arrayBuffer());
-    expect(bytes.length).toBe(item.size);
-    expect(bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
-    const part = await fetch(item.file_link, { headers: { range: 'bytes=4-11' } });
-    expect(part.status).toBe(206);
-    expect(part.headers.get('content-range')).toBe(`bytes 4-11/${item.size}`);
-    expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(4, 12))).toBe(true);
-    const tail = await server.request(`/v1/sessions/${s.id}/recordings/primary/fetch`, { headers: { range: 'bytes=-100' } });
-    expect(tail.status).toBe(206);
-    expect(Buffer.from(await tail.arrayBuffer()).equals(bytes.subarray(bytes.length - 100))).toBe(true);
+      const whole = await fetch(item.file_link);
+      expect(whole.status).toBe(200);
+      const bytes = Buffer.from(await whole.arrayBuffer());
+      expect(bytes.length).toBe(item.size);
+      expect(bytes.subarray(4, 8).toString('latin1')).toBe('ftyp');
+      const part = await fetch(item.file_link, { headers: { range: 'bytes=4-11' } });
+      expect(part.status).toBe(206);
+      expect(part.headers.get('content-range')).toBe(`bytes 4-11/${item.size}`);
+      expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(4, 12))).toBe(true);
+      const tail = await server.request(`/v1/sessions/${s.id}/recordings/primary/fetch`, { headers: { range: 'bytes=-100' } });
+      expect(tail.status).toBe(206);
+      expect(Buffer.from(await tail.arrayBuffer()).equals(bytes.subarray(bytes.length - 100))).toBe(true);
 
-    // Reads that stop early (a player's HEAD, a viewer who leaves mid-file) give their
-    // connection to the bucket back: more of them than the S3 client's sockets, then a read.
-    const early = S3_MAX_SOCKETS / 2 + 5;
-    for (let i = 0; i < early; i++) expect((await fetch(item.file_link, { method: 'HEAD' })).status).toBe(200);
-    for (let i = 0; i < early; i++) {
-      const abort = new AbortController();
-      const res = await fetch(item.file_link, { signal: abort.signal });
-      await res.body!.getReader().read();
-      abort.abort();
-    }
-    const after = await fetch(item.file_link, { headers: { range: 'bytes=0-7' }, signal: AbortSignal.timeout(10_000) });
-    expect(Buffer.from(await after.arrayBuffer()).equals(bytes.subarray(0, 8))).toBe(true);
-    made.sessionId = s.id;
-    made.recording = item;
-  });
+      // Reads that stop early (a player's HEAD, a viewer who leaves mid-file) give their
+      // connection to the bucket back: more of them than the S3 client's sockets, then a read.
+      const early = S3_MAX_SOCKETS / 2 + 5;
+      for (let i = 0; i < early; i++) expect((await fetch(item.file_link, { method: 'HEAD' })).status).toBe(200);
+      for (let i = 0; i < early; i++) {
+        const abort = new AbortController();
+        const res = await fetch(item.file_link, { signal: abort.signal });
+        await res.body!.getReader().read();
+        abort.abort();
+      }
+      const after = await fetch(item.file_link, { headers: { range: 'bytes=0-7' }, signal: AbortSignal.timeout(10_000) });
+      expect(Buffer.from(await after.arrayBuffer()).equals(bytes.subarray(0, 8))).toBe(true);
+      made.sessionId = s.id;
+      made.recording = item;
+    },
+  );
 
   it('keeps an uploaded extension and a saved profile in the bucket, and a session launches with both', { timeout: 120_000 }, async () => {
     const form = new FormData();
@@ -186,7 +204,11 @@ describe('the server on S3 storage', () => {
     await page.waitForFunction(() => (window as any).signedIn === true, undefined, { timeout: 10_000 });
     await browser.close();
     expect((await endSession(server, maker.id)).status).toBe(200);
-    await eventually(async () => (((await call(server, 'GET', '/v1/profiles/shop')).body.data?.status as string) === 'ready' ? true : undefined), 30_000, 'the profile saved');
+    await eventually(
+      async () => (((await call(server, 'GET', '/v1/profiles/shop')).body.data?.status as string) === 'ready' ? true : undefined),
+      30_000,
+      'the profile saved',
+    );
     expect(await bucketKeys('profiles')).toHaveLength(1);
     expect(localFiles('profiles')).toEqual([]);
 
@@ -213,7 +235,11 @@ describe('the server on S3 storage', () => {
     );
     const run = await call(server, 'POST', `/v2/tasks/${taskId}/run`, { input_params: {}, sync: true });
     expect(run.body).toMatchObject({ status: 'success' });
-    const event = await eventually(async () => receiver.received.map((r) => JSON.parse(r.body)).find((e) => e.data.run_id === run.body.run_id), 30_000, 'task.completed');
+    const event = await eventually(
+      async () => receiver.received.map((r) => JSON.parse(r.body)).find((e) => e.data.run_id === run.body.run_id),
+      30_000,
+      'task.completed',
+    );
     expect(event.type).toBe('task.completed');
     const [artifact] = event.data.artifacts as { name: string; url: string }[];
     expect(artifact!.name).toBe('note.txt');
@@ -266,7 +292,10 @@ describe('the server on S3 storage', () => {
       expect(download.status).toBe(206);
       expect(await download.text()).toBe('ab');
 
-      const s = await createSession(second as Requester, { browser: { ...HEADLESS, extensions: [made.extensionId], profile: { name: 'shop' } }, session: NO_RECORDING });
+      const s = await createSession(second as Requester, {
+        browser: { ...HEADLESS, extensions: [made.extensionId], profile: { name: 'shop' } },
+        session: NO_RECORDING,
+      });
       try {
         expect(await inspect(s.cdp_url)).toEqual({ marker: 'marked by the extension', user: 'test-buyer', cart: 'cart-42' });
       } finally {
@@ -276,13 +305,17 @@ describe('the server on S3 storage', () => {
     });
   });
 
-  it("deleting the project through the admin API removes its files from the bucket, task artifacts included", { timeout: 60_000 }, async () => {
+  it('deleting the project through the admin API removes its files from the bucket, task artifacts included', { timeout: 60_000 }, async () => {
     const [{ project_id }] = await server.db.query<{ project_id: string }>('SELECT project_id FROM sessions WHERE id = $1', [made.sessionId]);
     const areas = ['recordings', 'downloads', 'extensions', 'profiles', 'task-artifacts'];
     for (const area of areas) expect((await bucketKeys(area)).length, area).toBeGreaterThan(0);
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
     // Sessions end in the background: the deletion waits for none to be running.
-    await eventually(async () => (await fetch(`${server.url}/admin/v1/projects/${project_id}`, { method: 'DELETE', headers: admin })).status === 200, 30_000, 'the project deleted');
+    await eventually(
+      async () => (await fetch(`${server.url}/admin/v1/projects/${project_id}`, { method: 'DELETE', headers: admin })).status === 200,
+      30_000,
+      'the project deleted',
+    );
     for (const area of areas) expect(await bucketKeys(area), area).toEqual([]);
   });
 });

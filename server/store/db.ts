@@ -33,16 +33,20 @@ function traced(query: Db['query']): Db['query'] {
   return <T>(sql: string, params?: readonly unknown[]): Promise<T[]> => {
     if (!trace.getSpan(context.active())) return query<T>(sql, params);
     const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? 'QUERY';
-    return tracer().startActiveSpan(`db ${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': sql } }, async (span) => {
-      try {
-        return await query<T>(sql, params);
-      } catch (err) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        throw err;
-      } finally {
-        span.end();
-      }
-    });
+    return tracer().startActiveSpan(
+      `db ${operation}`,
+      { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': sql } },
+      async (span) => {
+        try {
+          return await query<T>(sql, params);
+        } catch (err) {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+          throw err;
+        } finally {
+          span.end();
+        }
+      },
+    );
   };
 }
 
@@ -128,7 +132,11 @@ async function openPglite(dataDir: string | undefined, watch: ReturnType<typeof 
     mkdirSync(dir, { recursive: true });
   }
   const lite = await PgliteThread.start(dir);
-  const wrap = (tx?: Transaction): Db['query'] => watched(watch, traced((sql, params = []) => lite.query(sql, params, tx) as never));
+  const wrap = (tx?: Transaction): Db['query'] =>
+    watched(
+      watch,
+      traced((sql, params = []) => lite.query(sql, params, tx) as never),
+    );
   // Which transaction the calling code runs inside, if any. Unrelated concurrent callers
   // queue on PGlite's transaction lock; only a call made from inside a transaction's own
   // callback (through the outer handle) is a nested transaction.
@@ -188,7 +196,10 @@ async function openPostgres(url: string, watch: ReturnType<typeof outageWatch>):
   const ignoreLost = () => {};
   const db: Db = {
     kind: 'postgres',
-    query: watched(watch, traced(async (sql, params = []) => (await pool.query(sql, params as unknown[])).rows)),
+    query: watched(
+      watch,
+      traced(async (sql, params = []) => (await pool.query(sql, params as unknown[])).rows),
+    ),
     async transaction(fn) {
       let conn: pg.PoolClient;
       try {
@@ -202,7 +213,10 @@ async function openPostgres(url: string, watch: ReturnType<typeof outageWatch>):
         await conn.query('BEGIN');
         const tx: Db = {
           ...db,
-          query: watched(watch, traced(async (sql, params = []) => (await conn.query(sql, params as unknown[])).rows)),
+          query: watched(
+            watch,
+            traced(async (sql, params = []) => (await conn.query(sql, params as unknown[])).rows),
+          ),
           transaction: (f) => f(tx),
         };
         const result = await fn(tx);

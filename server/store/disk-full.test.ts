@@ -72,12 +72,22 @@ describe.skipIf('skip' in mounted)('PGlite on a full disk', () => {
     const ended = await call(server, 'DELETE', `/v1/sessions/${session.id}`);
     expect([ended.status, ended.body.error?.message], JSON.stringify(ended.body)).toEqual([503, expect.stringMatching(/disk is full/)]);
     expect(Date.now() - started).toBeLessThan(15_000);
-    await until(async () => roots(browsersDir).some((r) => r.owner.sessionId === session.id), (left) => !left, 15_000, 100);
+    await until(
+      async () => roots(browsersDir).some((r) => r.owner.sessionId === session.id),
+      (left) => !left,
+      15_000,
+      100,
+    );
     expect((await call(server, 'GET', `/v1/sessions/${session.id}`)).body.data.status).toBe('running');
 
     rmSync(filler);
     // The end is recorded once space is freed, once, as the DELETE asked: ended and deleted.
-    await until(() => call(server, 'GET', `/v1/sessions/${session.id}`), (r) => r.status === 404 || r.body.data?.status !== 'running', 15_000, 100);
+    await until(
+      () => call(server, 'GET', `/v1/sessions/${session.id}`),
+      (r) => r.status === 404 || r.body.data?.status !== 'running',
+      15_000,
+      100,
+    );
     expect((await sessionEvents(server.db, session.id)).map((e) => e.type)).toEqual(['session.completed']);
     const [charged] = await server.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM usage_ledger WHERE session_id = $1`, [session.id]);
     expect(charged.n).toBeLessThanOrEqual(1);

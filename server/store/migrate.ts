@@ -9,7 +9,9 @@ const dir = fileURLToPath(new URL('./migrations/', import.meta.url));
 const LOCK_ID = 7_320_451;
 
 export async function migrate(db: Db): Promise<string[]> {
-  const files = readdirSync(dir).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const files = readdirSync(dir)
+    .filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f))
+    .sort();
   return db.transaction(async (tx) => {
     if (db.kind === 'postgres') await tx.query('SELECT pg_advisory_xact_lock($1)', [LOCK_ID]);
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -29,7 +29,7 @@ async function cdpCommand<T>(cdpUrl: string, method: string): Promise<T> {
     const answer = new Promise<T>((resolve, reject) => {
       ws.on('message', (data) => {
         const m = JSON.parse(data.toString()) as { id?: number; result?: T; error?: unknown };
-        if (m.id === 1) (m.error ? reject(new Error(JSON.stringify(m.error))) : resolve(m.result as T));
+        if (m.id === 1) m.error ? reject(new Error(JSON.stringify(m.error))) : resolve(m.result as T);
       });
       ws.once('close', () => reject(new Error(`${method}: the CDP socket closed`)));
     });
@@ -108,7 +108,10 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     const [before, closed, killed] = await Promise.all([createSession(server, HEADLESS), createSession(server, HEADLESS), createSession(server, HEADLESS)]);
     expect((await call(server, 'DELETE', `/v1/sessions/${before.id}`)).status).toBe(200);
     const heldNow = new Promise<void>((r) => (onHeld = r));
-    const batch = await call(server, 'POST', '/v1/batch-sessions', { count: 3, configuration: { ...HEADLESS, session: { ...HEADLESS.session, initial_url: pageUrl } } });
+    const batch = await call(server, 'POST', '/v1/batch-sessions', {
+      count: 3,
+      configuration: { ...HEADLESS, session: { ...HEADLESS.session, initial_url: pageUrl } },
+    });
     expect(batch.status, JSON.stringify(batch.body)).toBe(200);
     const batchId = batch.body.data.batch_id as string;
     await heldNow;
@@ -157,21 +160,38 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
 
     await pgsql.start();
     const backAt = Date.now();
-    await until(() => server.request('/v1/sessions').then((r) => r.status), (s) => s === 200, 15_000, 100);
+    await until(
+      () => server.request('/v1/sessions').then((r) => r.status),
+      (s) => s === 200,
+      15_000,
+      100,
+    );
     const reconnectMs = Date.now() - backAt;
     console.log(`API answered ${reconnectMs} ms after PostgreSQL accepted connections again (down ${backAt - downAt} ms)`);
     expect(reconnectMs).toBeLessThan(10_000);
 
     // The ends made during the outage are recorded with their reasons.
     const row = async (id: string) => (await call(server, 'GET', `/v1/sessions/${id}`)).body.data;
-    const closedRow = await until(() => row(closed.id), (r) => r.status !== 'running', 15_000);
+    const closedRow = await until(
+      () => row(closed.id),
+      (r) => r.status !== 'running',
+      15_000,
+    );
     expect([closedRow.status, closedRow.end_reason]).toEqual(['completed', 'browser_closed']);
-    const killedRow = await until(() => row(killed.id), (r) => r.status !== 'running', 15_000);
+    const killedRow = await until(
+      () => row(killed.id),
+      (r) => r.status !== 'running',
+      15_000,
+    );
     expect([killedRow.status, killedRow.end_reason]).toEqual(['failed', 'browser_unreachable']);
 
     expect((await row(firstItem)).status).toBe('running');
     // The batch resumes and counts every item; an item interrupted by the outage is queued again.
-    const ended = await until(() => getBatch(server, batchId), (b) => b.status !== 'pending', 60_000);
+    const ended = await until(
+      () => getBatch(server, batchId),
+      (b) => b.status !== 'pending',
+      60_000,
+    );
     expect([ended.status, ended.completed_requests, ended.failed_requests]).toEqual(['completed', 3, 0]);
 
     // End everything still running, then account for every session.
@@ -182,7 +202,9 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     // before, closed, killed, three batch items, and the session of the interrupted item
     // (ended launch_failed) before the item was queued again.
     expect(sessions.length).toBe(7);
-    const reasons = await server.db.query<{ end_reason: string; n: number }>('SELECT end_reason, count(*)::int AS n FROM sessions GROUP BY end_reason ORDER BY end_reason');
+    const reasons = await server.db.query<{ end_reason: string; n: number }>(
+      'SELECT end_reason, count(*)::int AS n FROM sessions GROUP BY end_reason ORDER BY end_reason',
+    );
     const waited = logs.filter((l) => l.includes('retrying until it is back')).map((l) => (JSON.parse(l) as { msg: string }).msg.split(':')[0]);
     console.log(`sessions by end reason: ${JSON.stringify(reasons)}; waited for the database: ${JSON.stringify(waited)}`);
     expect(reasons.find((r) => r.end_reason === 'launch_failed')?.n).toBe(1);
@@ -194,7 +216,10 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     const eventIds: string[] = [];
     for (const s of sessions) {
       const events = await sessionEvents(server.db, s.id);
-      expect(events.map((e) => e.type), `end events of ${s.id}`).toHaveLength(1);
+      expect(
+        events.map((e) => e.type),
+        `end events of ${s.id}`,
+      ).toHaveLength(1);
       eventIds.push(events[0].id);
       const charge = chargeOf.get(s.id);
       if (s.credits_used > 0) expect([charge?.n, charge?.credits]).toEqual([1, s.credits_used]);
@@ -204,7 +229,11 @@ describe.skipIf(skip !== undefined)('PostgreSQL restarted under load', () => {
     eventIds.push(batchEvent.id);
 
     // Every event reaches the receiver, once (its first attempt was refused on purpose).
-    await until(async () => eventIds.filter((id) => delivered.has(id)).length, (n) => n === eventIds.length, 30_000);
+    await until(
+      async () => eventIds.filter((id) => delivered.has(id)).length,
+      (n) => n === eventIds.length,
+      30_000,
+    );
     for (const id of eventIds) expect(delivered.get(id), `deliveries of ${id}`).toBe(1);
 
     // No browser without a row, no row without a browser.

@@ -41,7 +41,15 @@ export class ArtifactLinks {
       const id = randomUUID();
       const key = `${execution.id}/${id}`;
       const { size } = await this.storage.put(key, f.path);
-      await queue.addArtifact(this.db, { id, project_id: execution.project_id, execution_id: execution.id, name: f.name, storage_key: key, size_bytes: size, content_type: f.contentType });
+      await queue.addArtifact(this.db, {
+        id,
+        project_id: execution.project_id,
+        execution_id: execution.id,
+        name: f.name,
+        storage_key: key,
+        size_bytes: size,
+        content_type: f.contentType,
+      });
     }
   }
 

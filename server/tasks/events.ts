@@ -33,7 +33,13 @@ export function taskEvent(row: ExecutionRow, extras: EventExtras, publicUrl: str
       if (!base.session_id || !base.session_dashboard_url) throw new Error('a completed run has a session');
       return {
         type: 'task.completed',
-        data: { ...base, session_id: base.session_id, session_dashboard_url: base.session_dashboard_url, execution_mode: EXECUTION_MODE, output: { value: row.output ?? {} } },
+        data: {
+          ...base,
+          session_id: base.session_id,
+          session_dashboard_url: base.session_dashboard_url,
+          execution_mode: EXECUTION_MODE,
+          output: { value: row.output ?? {} },
+        },
       };
     case 'cancelled':
       return { type: 'task.cancelled', data: { ...base, execution_mode: EXECUTION_MODE } };

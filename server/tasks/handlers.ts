@@ -134,13 +134,23 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
    * The fields of a draft or version, checked beyond the schema: the code decodes to UTF-8
    * TypeScript that parses, and the configuration is one a session can have.
    */
-  async function checkFields(projectId: string, f: { code: string; language?: 'typescript'; description?: string; browserConfiguration?: store.BrowserConfiguration }) {
+  async function checkFields(
+    projectId: string,
+    f: { code: string; language?: 'typescript'; description?: string; browserConfiguration?: store.BrowserConfiguration },
+  ) {
     const decoded = decodeCode(f.code);
     if (!decoded.ok) return { refused: decoded.message };
     const configuration = f.browserConfiguration ?? {};
     const refused = await checkConfiguration(projectId, configuration);
     if (refused) return { refused };
-    return { fields: { code: f.code, language: f.language ?? 'typescript', description: f.description ?? null, browserConfiguration: configuration } satisfies store.VersionFields };
+    return {
+      fields: {
+        code: f.code,
+        language: f.language ?? 'typescript',
+        description: f.description ?? null,
+        browserConfiguration: configuration,
+      } satisfies store.VersionFields,
+    };
   }
 
   async function checkConfiguration(projectId: string, configuration: store.BrowserConfiguration): Promise<string | undefined> {
@@ -165,7 +175,15 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
     ctx: { projectId: string; apiKeyId: string },
     task: store.TaskRow,
     version: store.VersionRow,
-    o: { runId?: string; input: Record<string, string>; sessionId?: string; cleanup: boolean; identityId?: string; identitySkipValidation?: boolean; configuration?: store.BrowserConfiguration },
+    o: {
+      runId?: string;
+      input: Record<string, string>;
+      sessionId?: string;
+      cleanup: boolean;
+      identityId?: string;
+      identitySkipValidation?: boolean;
+      configuration?: store.BrowserConfiguration;
+    },
   ) {
     const configuration = o.configuration ?? version.browser_configuration ?? {};
     if (o.configuration) {
@@ -181,7 +199,10 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
     if (o.identityId && !o.sessionId) {
       // The identity is checked as the session's creation will check it, so a run is not
       // queued that can only fail.
-      const refused = await sessions.validate(ctx.projectId, sessionBody(configuration, { id: o.identityId, skipValidation: o.identitySkipValidation ?? false }));
+      const refused = await sessions.validate(
+        ctx.projectId,
+        sessionBody(configuration, { id: o.identityId, skipValidation: o.identitySkipValidation ?? false }),
+      );
       if (refused) return /identit/i.test(refused) ? fail(404, refused) : fail(400, `browserConfiguration: ${refused}`);
     }
     const unpaid = await refuseUnpaid(db, ctx.projectId, config);
@@ -221,7 +242,14 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
   async function legacyRun(
     ctx: { projectId: string; apiKeyId: string },
     task: store.TaskRow,
-    b: { version?: string; sessionId?: string; async?: boolean; overrideBrowserConfiguration?: store.BrowserConfiguration; inputs?: Record<string, string>; cleanupSessions?: boolean },
+    b: {
+      version?: string;
+      sessionId?: string;
+      async?: boolean;
+      overrideBrowserConfiguration?: store.BrowserConfiguration;
+      inputs?: Record<string, string>;
+      cleanupSessions?: boolean;
+    },
   ) {
     const version = await versionOf(task, b.version ?? 'latest');
     if (!version) return fail(404, b.version && b.version !== 'latest' ? `Task version ${b.version} not found` : 'The task has no deployed version');
@@ -234,7 +262,10 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
     if ('status' in row && typeof row.status === 'number') return row;
     const queued = row as queue.ExecutionRow;
     if (b.async) {
-      return { status: 200 as const, body: { data: { success: true, async: true, message: 'Task execution started', taskId: task.id, executionResultId: queued.id } } };
+      return {
+        status: 200 as const,
+        body: { data: { success: true, async: true, message: 'Task execution started', taskId: task.id, executionResultId: queued.id } },
+      };
     }
     const e = await waitForEnd(ctx.projectId, queued.id, Number.MAX_SAFE_INTEGER);
     return {
@@ -265,7 +296,13 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
         // The configuration belongs to a version; without code there is none to keep it in.
         return fail(400, 'browserConfiguration needs code: it is saved with the draft, which code makes');
       }
-      const task = await store.createTask(db, { projectId: ctx.projectId, name: b.name, description: b.description ?? null, selfHealing: b.selfHealing, draft });
+      const task = await store.createTask(db, {
+        projectId: ctx.projectId,
+        name: b.name,
+        description: b.description ?? null,
+        selfHealing: b.selfHealing,
+        draft,
+      });
       if (task === 'name_taken') return fail(409, `A task named ${b.name} already exists`);
       const shown = await store.getVersion(db, task, 'draft');
       return { status: 200, body: { data: taskView(task, shown) } };
@@ -274,7 +311,10 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
     async listTasks(req, ctx) {
       const { page = 1, limit = 10 } = req.query;
       const { rows, total } = await store.listTasks(db, ctx.projectId, page, limit);
-      const latest = await store.latestVersions(db, rows.map((t) => t.id));
+      const latest = await store.latestVersions(
+        db,
+        rows.map((t) => t.id),
+      );
       const tasks = await Promise.all(rows.map(async (t) => taskView(t, latest.get(t.id) ?? (await store.getVersion(db, t, 'draft')))));
       return { status: 200, body: { data: { tasks, total, page, limit } } };
     },

@@ -45,7 +45,12 @@ const fix = (code: string, confidence = 0.82) => ({
   toolCalls: [
     {
       name: 'propose_fix',
-      arguments: { code, error_explanation: 'There is no #submit-order on the page.', fix_suggestion: 'Click the Greet button by its role and name.', confidence_score: confidence },
+      arguments: {
+        code,
+        error_explanation: 'There is no #submit-order on the page.',
+        fix_suggestion: 'Click the Greet button by its role and name.',
+        confidence_score: confidence,
+      },
     },
   ],
 });
@@ -82,7 +87,11 @@ describe.each(browserBackends)('self-healing tasks on %s', (backend) => {
   }
 
   async function brokenTask(selfHealing?: Record<string, unknown>): Promise<string> {
-    const created = await call(t, 'POST', '/v1/task', { name: `heal-${Math.random().toString(36).slice(2, 10)}`, language: 'typescript', ...(selfHealing ? { selfHealing } : {}) });
+    const created = await call(t, 'POST', '/v1/task', {
+      name: `heal-${Math.random().toString(36).slice(2, 10)}`,
+      language: 'typescript',
+      ...(selfHealing ? { selfHealing } : {}),
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const id = created.body.data.id as string;
     const deployed = await call(t, 'POST', `/v1/task/${id}/deploy`, { code: b64(BROKEN), language: 'typescript', browserConfiguration: NO_RECORDING });
@@ -96,7 +105,11 @@ describe.each(browserBackends)('self-healing tasks on %s', (backend) => {
     return res.body.run_id as string;
   }
   const eventOf = (type: string, match: (e: Event) => boolean) =>
-    until(async () => events().filter((e) => e.type === type && match(e)), (l) => l.length > 0, 90_000).then((l) => l[0]);
+    until(
+      async () => events().filter((e) => e.type === type && match(e)),
+      (l) => l.length > 0,
+      90_000,
+    ).then((l) => l[0]);
   const healingOf = (runId: string) =>
     until(
       async () => (await t.db.query<any>('SELECT h.* FROM task_healings h JOIN task_executions e ON e.id = h.execution_id WHERE e.run_id = $1', [runId]))[0],
@@ -116,45 +129,49 @@ describe.each(browserBackends)('self-healing tasks on %s', (backend) => {
     expect(bad.status).toBe(400);
   });
 
-  it('a failed run is healed into the draft: the model saw the code, the error and the real button; task.healed validates; the draft completes', { timeout: 180_000 }, async () => {
-    model.script([
-      (body) => {
-        const text = sentText(body);
-        expect(body.tools.map((tool: any) => tool.function.name)).toEqual(['propose_fix']);
-        expect(text).toContain("ctx.page.click('#submit-order'");
-        expect(text).toMatch(/Error: [\s\S]*\(line 3\)/);
-        expect(text).toMatch(/Root cause: /);
-        expect(text).toMatch(/button "Greet"/);
-        return fix(HEALED);
-      },
-    ]);
-    const taskId = await brokenTask({ enabled: true });
-    const runId = await run(taskId);
-    const failed = await eventOf('task.failed', (e) => e.data.run_id === runId);
-    expect(failed.data.error.type).toBe('automation_failure');
-    const healed = await eventOf('task.healed', (e) => e.data.run_id === runId);
-    expectSchema(healed);
-    expect(healed.data).toEqual({
-      task_id: taskId,
-      healed_task_version_id: expect.any(String),
-      source_execution_id: failed.data.execution_id,
-      run_id: runId,
-      error_explanation: 'There is no #submit-order on the page.',
-      fix_suggestion: 'Click the Greet button by its role and name.',
-      confidence_score: 0.82,
-      published_as_draft: true,
-    });
-    const draft = await call(t, 'GET', `/v1/task/${taskId}/draft`);
-    expect(draft.body.data.id).toBe(healed.data.healed_task_version_id);
-    expect(Buffer.from(draft.body.data.code, 'base64').toString('utf8')).toBe(HEALED);
-    // Deployed versions are untouched: still version 1 only.
-    const versions = (await call(t, 'GET', `/v1/task/${taskId}/versions`)).body.data.versions.map((v: any) => v.version);
-    expect(versions.sort()).toEqual(['1', 'draft']);
-    const again = await run(taskId, { version_id: healed.data.healed_task_version_id });
-    const completed = await eventOf('task.completed', (e) => e.data.run_id === again);
-    expect(completed.data.output.value).toEqual({ out: 'Hello, Ada!' });
-    expect(model.received).toHaveLength(1);
-  });
+  it(
+    'a failed run is healed into the draft: the model saw the code, the error and the real button; task.healed validates; the draft completes',
+    { timeout: 180_000 },
+    async () => {
+      model.script([
+        (body) => {
+          const text = sentText(body);
+          expect(body.tools.map((tool: any) => tool.function.name)).toEqual(['propose_fix']);
+          expect(text).toContain("ctx.page.click('#submit-order'");
+          expect(text).toMatch(/Error: [\s\S]*\(line 3\)/);
+          expect(text).toMatch(/Root cause: /);
+          expect(text).toMatch(/button "Greet"/);
+          return fix(HEALED);
+        },
+      ]);
+      const taskId = await brokenTask({ enabled: true });
+      const runId = await run(taskId);
+      const failed = await eventOf('task.failed', (e) => e.data.run_id === runId);
+      expect(failed.data.error.type).toBe('automation_failure');
+      const healed = await eventOf('task.healed', (e) => e.data.run_id === runId);
+      expectSchema(healed);
+      expect(healed.data).toEqual({
+        task_id: taskId,
+        healed_task_version_id: expect.any(String),
+        source_execution_id: failed.data.execution_id,
+        run_id: runId,
+        error_explanation: 'There is no #submit-order on the page.',
+        fix_suggestion: 'Click the Greet button by its role and name.',
+        confidence_score: 0.82,
+        published_as_draft: true,
+      });
+      const draft = await call(t, 'GET', `/v1/task/${taskId}/draft`);
+      expect(draft.body.data.id).toBe(healed.data.healed_task_version_id);
+      expect(Buffer.from(draft.body.data.code, 'base64').toString('utf8')).toBe(HEALED);
+      // Deployed versions are untouched: still version 1 only.
+      const versions = (await call(t, 'GET', `/v1/task/${taskId}/versions`)).body.data.versions.map((v: any) => v.version);
+      expect(versions.sort()).toEqual(['1', 'draft']);
+      const again = await run(taskId, { version_id: healed.data.healed_task_version_id });
+      const completed = await eventOf('task.completed', (e) => e.data.run_id === again);
+      expect(completed.data.output.value).toEqual({ out: 'Hello, Ada!' });
+      expect(model.received).toHaveLength(1);
+    },
+  );
 
   it('publish deploy: the fix is version 2, which latest runs use', { timeout: 180_000 }, async () => {
     model.script([fix(HEALED, 0.9)]);

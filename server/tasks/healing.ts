@@ -124,11 +124,10 @@ export class TaskHealer implements Worker {
 
   private async healNow(row: ExecutionRow, scene: FailureScene, signal: AbortSignal): Promise<void> {
     const { db, log } = this.d;
-    const claimed = await db.query('INSERT INTO task_healings (execution_id, project_id, task_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING execution_id', [
-      row.id,
-      row.project_id,
-      row.task_id,
-    ]);
+    const claimed = await db.query(
+      'INSERT INTO task_healings (execution_id, project_id, task_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING execution_id',
+      [row.id, row.project_id, row.task_id],
+    );
     if (claimed.length === 0) return;
     const [version] = await db.query<store.VersionRow>('SELECT * FROM task_versions WHERE id = $1', [row.task_version_id]);
     const task = await store.getTask(db, row.project_id, row.task_id);
@@ -164,7 +163,10 @@ export class TaskHealer implements Worker {
 
   private async giveUp(row: ExecutionRow, reason: string): Promise<void> {
     this.d.log.warn({ executionId: row.id, taskId: row.task_id, reason }, 'self-healing gave up');
-    await this.d.db.query(`UPDATE task_healings SET status = 'given_up', reason = $2, updated_at = now() WHERE execution_id = $1`, [row.id, reason.slice(0, 2000)]);
+    await this.d.db.query(`UPDATE task_healings SET status = 'given_up', reason = $2, updated_at = now() WHERE execution_id = $1`, [
+      row.id,
+      reason.slice(0, 2000),
+    ]);
   }
 }
 
@@ -241,7 +243,8 @@ function readFix(c: ToolCall): ProposedFix | { refused: string } {
   const a = c.arguments;
   const { code, error_explanation, fix_suggestion, confidence_score } = a;
   if (typeof code !== 'string' || code.trim() === '') return { refused: 'propose_fix without code' };
-  if (typeof error_explanation !== 'string' || typeof fix_suggestion !== 'string') return { refused: 'propose_fix without error_explanation or fix_suggestion' };
+  if (typeof error_explanation !== 'string' || typeof fix_suggestion !== 'string')
+    return { refused: 'propose_fix without error_explanation or fix_suggestion' };
   if (typeof confidence_score !== 'number' || !Number.isFinite(confidence_score)) return { refused: 'propose_fix without a numeric confidence_score' };
   // A model's 1.2 or -0.1 is still a fix: its confidence is kept within the contract's bounds.
   return { code, error_explanation, fix_suggestion, confidence_score: Math.min(1, Math.max(0, confidence_score)) };

@@ -27,7 +27,12 @@ describe.each(browserBackends)('ctx.requestIntervention on %s', (backend) => {
     return res.body as { run_id: string; status: string };
   }
   const status = async (runId: string) => (await call(t, 'GET', `/v2/tasks/runs/${runId}/status`)).body;
-  const ended = (runId: string) => until(() => status(runId), (s) => !['queued', 'running'].includes(s.status), 60_000);
+  const ended = (runId: string) =>
+    until(
+      () => status(runId),
+      (s) => !['queued', 'running'].includes(s.status),
+      60_000,
+    );
   const pending = async (sessionId: string) => {
     const res = await call(t, 'GET', `/v1/sessions/${sessionId}/agent/requested-human-intervention`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -35,8 +40,16 @@ describe.each(browserBackends)('ctx.requestIntervention on %s', (backend) => {
   };
   /** The run's session once the run has asked: its one pending request. */
   async function askedIn(runId: string) {
-    const { session_id: sessionId } = await until(() => status(runId), (s) => s.status === 'running' && !!s.session_id, 60_000);
-    const [request] = await until(() => pending(sessionId), (l) => l.length > 0, 60_000);
+    const { session_id: sessionId } = await until(
+      () => status(runId),
+      (s) => s.status === 'running' && !!s.session_id,
+      60_000,
+    );
+    const [request] = await until(
+      () => pending(sessionId),
+      (l) => l.length > 0,
+      60_000,
+    );
     return { sessionId: sessionId as string, request: request! };
   }
   const taskEvent = (runId: string) =>
@@ -46,29 +59,41 @@ describe.each(browserBackends)('ctx.requestIntervention on %s', (backend) => {
       60_000,
     ).then((l) => l[0]!);
 
-  it('a confirm request is listed on the run session, fires intervention.requested for it, and the API answer is the code value', { timeout: 120_000 }, async () => {
-    const taskId = await deployedTask(
-      t,
-      `export default async function run(ctx: any) {
+  it(
+    'a confirm request is listed on the run session, fires intervention.requested for it, and the API answer is the code value',
+    { timeout: 120_000 },
+    async () => {
+      const taskId = await deployedTask(
+        t,
+        `export default async function run(ctx: any) {
   const answer: string = await ctx.requestIntervention({ message: 'Buy 2 items for 59.90 EUR?', input_type: 'confirm' });
   return answer;
 }
 `,
-      NO_RECORDING,
-    );
-    const started = await run(taskId);
-    const { sessionId, request } = await askedIn(started.run_id);
-    expect(request).toMatchObject({ message: 'Buy 2 items for 59.90 EUR?', input_type: 'confirm' });
-    const [requested] = await sessionEvents(t.db, sessionId, ['intervention.requested']);
-    expect(requested?.data).toMatchObject({ session_id: sessionId, request_id: request.request_id, input_type: 'confirm', live_view_url: expect.stringContaining(`/live/${sessionId}`) });
+        NO_RECORDING,
+      );
+      const started = await run(taskId);
+      const { sessionId, request } = await askedIn(started.run_id);
+      expect(request).toMatchObject({ message: 'Buy 2 items for 59.90 EUR?', input_type: 'confirm' });
+      const [requested] = await sessionEvents(t.db, sessionId, ['intervention.requested']);
+      expect(requested?.data).toMatchObject({
+        session_id: sessionId,
+        request_id: request.request_id,
+        input_type: 'confirm',
+        live_view_url: expect.stringContaining(`/live/${sessionId}`),
+      });
 
-    const answered = await call(t, 'POST', `/v1/sessions/${sessionId}/agent/respond-to-human-intervention`, { requestId: request.request_id, response: 'yes' });
-    expect(answered.status, JSON.stringify(answered.body)).toBe(200);
-    const event = await taskEvent(started.run_id);
-    expect(event.type).toBe('task.completed');
-    expect(event.data).toMatchObject({ session_id: sessionId, output: { value: { result: 'yes' } } });
-    expect(await ended(started.run_id)).toMatchObject({ status: 'success', result: { result: 'yes' } });
-  });
+      const answered = await call(t, 'POST', `/v1/sessions/${sessionId}/agent/respond-to-human-intervention`, {
+        requestId: request.request_id,
+        response: 'yes',
+      });
+      expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+      const event = await taskEvent(started.run_id);
+      expect(event.type).toBe('task.completed');
+      expect(event.data).toMatchObject({ session_id: sessionId, output: { value: { result: 'yes' } } });
+      expect(await ended(started.run_id)).toMatchObject({ status: 'success', result: { result: 'yes' } });
+    },
+  );
 
   it('a request nobody answers before its timeout_seconds fails the run: automation_failure at the line of the call', { timeout: 120_000 }, async () => {
     const taskId = await deployedTask(
@@ -84,7 +109,7 @@ describe.each(browserBackends)('ctx.requestIntervention on %s', (backend) => {
     expect(event.type).toBe('task.failed');
     expect(event.data.error).toMatchObject({ type: 'automation_failure' });
     expect(event.data.error.message).toMatch(/^No one answered the request for a person within 1 s \(line 2\)$/);
-    const [row] = await t.db.query<{ status: string }>("SELECT status FROM interventions WHERE session_id = $1", [event.data.session_id]);
+    const [row] = await t.db.query<{ status: string }>('SELECT status FROM interventions WHERE session_id = $1', [event.data.session_id]);
     expect(row?.status).toBe('expired');
   });
 

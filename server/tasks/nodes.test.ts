@@ -50,16 +50,23 @@ describe.skipIf(!process.env.DATABASE_URL)('task runs on two servers sharing Pos
           nodes.push({
             ...server,
             nodeId: `${hostname()}:${installationId(dataDir)}`,
-            request: (path, init = {}) => fetch(server.url + path, { ...init, headers: { 'service-api-key': apiKey, ...(init.headers as Record<string, string>) } }),
+            request: (path, init = {}) =>
+              fetch(server.url + path, { ...init, headers: { 'service-api-key': apiKey, ...(init.headers as Record<string, string>) } }),
           });
         }
         const [a, b] = nodes;
         const task = await call(a, 'POST', '/v1/task', { name: 'two-nodes', language: 'typescript', code: b64(SLOW) });
         expect((await call(a, 'POST', `/v1/task/${task.body.data.id}/deploy`, { browserConfiguration: { recording: { active: false } } })).status).toBe(200);
         // Two runs, one through each node; TASK_CONCURRENCY 1 on each: each node takes one.
-        const runs = [(await call(a, 'POST', `/v2/tasks/${task.body.data.id}/run`, { input_params: {} })).body.run_id, (await call(b, 'POST', `/v2/tasks/${task.body.data.id}/run`, { input_params: {} })).body.run_id];
+        const runs = [
+          (await call(a, 'POST', `/v2/tasks/${task.body.data.id}/run`, { input_params: {} })).body.run_id,
+          (await call(b, 'POST', `/v2/tasks/${task.body.data.id}/run`, { input_params: {} })).body.run_id,
+        ];
         const claimed = await until(
-          () => a.db.query<{ run_id: string; claimed_by: string | null; status: string }>('SELECT run_id, claimed_by, status FROM task_executions ORDER BY created_at'),
+          () =>
+            a.db.query<{ run_id: string; claimed_by: string | null; status: string }>(
+              'SELECT run_id, claimed_by, status FROM task_executions ORDER BY created_at',
+            ),
           (rows) => rows.length === 2 && rows.every((r) => r.status === 'running'),
           60_000,
         );

@@ -163,7 +163,9 @@ export async function anyQueued(db: Db): Promise<boolean> {
 
 /** Puts a claimed run back in the queue (no browser was free); it keeps its place. */
 export async function release(db: Db, id: string): Promise<void> {
-  await db.query(`UPDATE task_executions SET status = 'queued', claimed_by = NULL, started_at = NULL, session_id = NULL WHERE id = $1 AND status = 'running'`, [id]);
+  await db.query(`UPDATE task_executions SET status = 'queued', claimed_by = NULL, started_at = NULL, session_id = NULL WHERE id = $1 AND status = 'running'`, [
+    id,
+  ]);
 }
 
 /** The session the run created, once it exists. */
@@ -194,7 +196,9 @@ export async function cancel(db: Db, row: ExecutionRow, data: (row: ExecutionRow
       await emitEvent(tx, queued.project_id, 'task.cancelled', data(queued));
       return { outcome: 'cancelled', row: queued };
     }
-    const [running] = await tx.query<ExecutionRow>(`UPDATE task_executions SET cancel_requested = true WHERE id = $1 AND status = 'running' RETURNING *`, [row.id]);
+    const [running] = await tx.query<ExecutionRow>(`UPDATE task_executions SET cancel_requested = true WHERE id = $1 AND status = 'running' RETURNING *`, [
+      row.id,
+    ]);
     if (running) return { outcome: 'requested', row: running };
     const [ended] = await tx.query<ExecutionRow>('SELECT * FROM task_executions WHERE id = $1', [row.id]);
     return { outcome: 'ended', row: ended };
@@ -223,7 +227,9 @@ export async function finish(
   db: Db,
   id: string,
   f: Finish,
-  event: (row: ExecutionRow) => { [T in 'task.completed' | 'task.failed' | 'task.cancelled']: { type: T; data: EventDataMap[T] } }['task.completed' | 'task.failed' | 'task.cancelled'],
+  event: (
+    row: ExecutionRow,
+  ) => { [T in 'task.completed' | 'task.failed' | 'task.cancelled']: { type: T; data: EventDataMap[T] } }['task.completed' | 'task.failed' | 'task.cancelled'],
 ): Promise<{ row: ExecutionRow; event: EmittedEvent } | undefined> {
   const o = f.outcome;
   return db.transaction(async (tx) => {
@@ -273,10 +279,15 @@ export interface ArtifactRow {
 }
 
 export async function addArtifact(db: Db, a: Omit<ArtifactRow, 'id'> & { id: string }): Promise<void> {
-  await db.query(
-    'INSERT INTO task_artifacts (id, project_id, execution_id, name, storage_key, size_bytes, content_type) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-    [a.id, a.project_id, a.execution_id, a.name, a.storage_key, a.size_bytes, a.content_type],
-  );
+  await db.query('INSERT INTO task_artifacts (id, project_id, execution_id, name, storage_key, size_bytes, content_type) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+    a.id,
+    a.project_id,
+    a.execution_id,
+    a.name,
+    a.storage_key,
+    a.size_bytes,
+    a.content_type,
+  ]);
 }
 
 export async function artifactsOf(db: Db, executionId: string): Promise<ArtifactRow[]> {

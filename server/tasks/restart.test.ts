@@ -70,21 +70,41 @@ async function scenario(databaseUrl: string | undefined) {
   const slow = await deploy(SLOW);
   const quick = await deploy(QUICK);
   const a = (await call(first, 'POST', `/v2/tasks/${slow}/run`, { input_params: {} })).body;
-  await until(() => call(first, 'GET', `/v2/tasks/runs/${a.run_id}/status`).then((r) => r.body), (s) => s.status === 'running' && !!s.session_id, 60_000);
+  await until(
+    () => call(first, 'GET', `/v2/tasks/runs/${a.run_id}/status`).then((r) => r.body),
+    (s) => s.status === 'running' && !!s.session_id,
+    60_000,
+  );
   // Queued behind it (TASK_CONCURRENCY 1): it must still run after the restart.
   const b = (await call(first, 'POST', `/v2/tasks/${quick}/run`, { input_params: {} })).body;
   first.child.kill('SIGKILL');
   await first.exited;
 
   const second = await start();
-  const failed = await until(() => call(second, 'GET', `/v2/tasks/runs/${a.run_id}/status`).then((r) => r.body), (s) => s.status !== 'running', 30_000);
+  const failed = await until(
+    () => call(second, 'GET', `/v2/tasks/runs/${a.run_id}/status`).then((r) => r.body),
+    (s) => s.status !== 'running',
+    30_000,
+  );
   expect(failed).toMatchObject({ run_id: a.run_id, status: 'failure', error: expect.stringMatching(/server stopped/) });
-  await until(() => call(second, 'GET', `/v2/tasks/runs/${b.run_id}/status`).then((r) => r.body), (s) => s.status === 'success', 60_000);
+  await until(
+    () => call(second, 'GET', `/v2/tasks/runs/${b.run_id}/status`).then((r) => r.body),
+    (s) => s.status === 'success',
+    60_000,
+  );
   const ofRun = (id: string) => receiver.received.map((r) => JSON.parse(r.body)).filter((e) => e.data.run_id === id);
-  await until(async () => ofRun(a.run_id), (l) => l.length > 0, 30_000);
+  await until(
+    async () => ofRun(a.run_id),
+    (l) => l.length > 0,
+    30_000,
+  );
   const [event] = ofRun(a.run_id);
   expect(event).toMatchObject({ type: 'task.failed', data: { run_id: a.run_id, session_id: failed.session_id, error: { type: 'system_error' } } });
-  await until(async () => ofRun(b.run_id), (l) => l.length > 0, 30_000);
+  await until(
+    async () => ofRun(b.run_id),
+    (l) => l.length > 0,
+    30_000,
+  );
   // Nothing of the killed run is left in the DATA_DIR.
   expect(await readdir(join(dataDir, 'task-runs')).catch(() => [])).toEqual([]);
 

@@ -26,7 +26,12 @@ describe(`task runs on ${backends[0]}`, () => {
 `;
     const taskId = await deployedTask(t, source, { recording: { active: false }, timeout: { max_duration: 1, idle_timeout: 2 } });
     const started = await bench.run(taskId, { input_params: { url: `${fixtures.url}/site/form.html` } });
-    const done = await until(() => bench.status(started.run_id), (s) => !['queued', 'running'].includes(s.status), 120_000, 1_000);
+    const done = await until(
+      () => bench.status(started.run_id),
+      (s) => !['queued', 'running'].includes(s.status),
+      120_000,
+      1_000,
+    );
     expect(done.status).toBe('timeout');
     const event = await bench.eventOfRun(started.run_id);
     expect(event.type).toBe('task.failed');

@@ -111,8 +111,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
           timeoutMs: timeLeft(row, session.createdAt),
           artifactsDir: join(workDir, 'artifacts'),
           signal,
-          onIntervention: (q, ended) =>
-            d.interventions.ask({ id: session.id, projectId: row.project_id }, { ...q, signal: AbortSignal.any([signal, ended]) }),
+          onIntervention: (q, ended) => d.interventions.ask({ id: session.id, projectId: row.project_id }, { ...q, signal: AbortSignal.any([signal, ended]) }),
           // The code succeeded and its sandbox is killed: the session it ends with is ended
           // now, while the sandbox's processes go and its output is read to the end, not
           // after (the session's end and the sandbox's teardown each took 10-30 ms).
@@ -132,7 +131,10 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
     }
   } catch (err) {
     d.log.error({ err, executionId: row.id }, 'task run: system error');
-    outcome = { status: 'failure', error: { type: 'system_error', message: 'The server could not run the task', rootCause: (err as Error).message ?? String(err) } };
+    outcome = {
+      status: 'failure',
+      error: { type: 'system_error', message: 'The server could not run the task', rootCause: (err as Error).message ?? String(err) },
+    };
   } finally {
     // Not run on (cancelled first, a failure): gone with the run. After a run: a no-op.
     void prepared?.dispose();
@@ -204,12 +206,19 @@ type OpenedSession =
   | { failure: Failure; id?: undefined };
 
 async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSignal): Promise<OpenedSession | 'requeue'> {
-  if (row.version_code === null) return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
+  if (row.version_code === null)
+    return { failure: { type: 'system_error', message: 'The task version is gone', rootCause: 'The version was removed before the run started' } };
   const code = Buffer.from(row.version_code, 'base64').toString('utf8');
   if (!row.own_session) {
     const s = row.session_id ? await queue.sessionFacts(d.db, row.session_id) : undefined;
     if (!s || s.status !== 'running') {
-      return { failure: { type: 'automation_failure', message: 'The session given to the run is not running', rootCause: `Session ${row.session_id} ended before the run started` } };
+      return {
+        failure: {
+          type: 'automation_failure',
+          message: 'The session given to the run is not running',
+          rootCause: `Session ${row.session_id} ended before the run started`,
+        },
+      };
     }
     return { id: row.session_id!, cdpUrl: d.sessions.cdpUrl(row.session_id!, s.cdp_token), code, createdAt: undefined };
   }
@@ -222,7 +231,10 @@ async function openSession(d: RunDeps, row: queue.ClaimedRow, signal: AbortSigna
   const createdAt = Date.now();
   let created: Awaited<ReturnType<RunDeps['sessions']['create']>>;
   try {
-    created = await d.sessions.create({ projectId: row.project_id, apiKeyId: row.api_key_id }, body, { internal: true, ...(pair ? { reserved: pair.reservedId } : {}) });
+    created = await d.sessions.create({ projectId: row.project_id, apiKeyId: row.api_key_id }, body, {
+      internal: true,
+      ...(pair ? { reserved: pair.reservedId } : {}),
+    });
   } catch (err) {
     void pair?.sandbox.dispose();
     throw err;
@@ -261,7 +273,10 @@ function timeLeft(row: queue.ExecutionRow, sessionCreatedAt: number | undefined)
 
 function stopped(signal: AbortSignal): queue.Outcome {
   return (signal.reason as StopReason) === 'shutdown'
-    ? { status: 'failure', error: { type: 'system_error', message: 'The server shut down during the run', rootCause: 'The server was stopped while the task ran' } }
+    ? {
+        status: 'failure',
+        error: { type: 'system_error', message: 'The server shut down during the run', rootCause: 'The server was stopped while the task ran' },
+      }
     : { status: 'cancelled', message: 'Cancelled' };
 }
 

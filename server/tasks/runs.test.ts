@@ -38,7 +38,7 @@ describe.each(backends)('task runs on %s', (backend) => {
     expect(event.type).toBe('task.completed');
     bench.expectSchema(event);
     const [execution] = await t.db.query<any>('SELECT * FROM task_executions WHERE run_id = $1', [started.run_id]);
-    const [version] = await t.db.query<any>("SELECT id FROM task_versions WHERE task_id = $1 AND version = 1", [taskId]);
+    const [version] = await t.db.query<any>('SELECT id FROM task_versions WHERE task_id = $1 AND version = 1', [taskId]);
     expect(event.data).toMatchObject({
       task_id: taskId,
       task_version_id: version.id,
@@ -61,13 +61,22 @@ describe.each(backends)('task runs on %s', (backend) => {
     // The execution as the legacy family shows it.
     const one = await call(t, 'GET', `/v1/task/${taskId}/executions/${execution.id}`);
     expect(one.status).toBe(200);
-    expect(one.body.data).toMatchObject({ id: execution.id, version: '1', status: 'success', output: JSON.stringify({ title: 'Form fixture' }), errorMessage: null });
+    expect(one.body.data).toMatchObject({
+      id: execution.id,
+      version: '1',
+      status: 'success',
+      output: JSON.stringify({ title: 'Form fixture' }),
+      errorMessage: null,
+    });
 
     // A legacy run (sync): the same outcome, and its event has no run_id.
     const legacy = await call(t, 'POST', '/v1/task/run', { taskId, inputs: { url } });
     expect(legacy.status, JSON.stringify(legacy.body)).toBe(200);
     expect(legacy.body.data).toMatchObject({ success: true, async: false, taskId, output: JSON.stringify({ title: 'Form fixture' }) });
-    const legacyEvent = await until(async () => bench.eventsOf(legacy.body.data.executionResultId), (l) => l.length > 0).then((l) => l[0]);
+    const legacyEvent = await until(
+      async () => bench.eventsOf(legacy.body.data.executionResultId),
+      (l) => l.length > 0,
+    ).then((l) => l[0]);
     expect(legacyEvent.type).toBe('task.completed');
     expect(legacyEvent.data).not.toHaveProperty('run_id');
     bench.expectSchema(legacyEvent);

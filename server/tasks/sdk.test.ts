@@ -23,7 +23,12 @@ describe('the vendor SDK on tasks', () => {
   });
 
   it('task.create, task.list, task.run (the draft, waiting), task.retrieveExecutionResult', { timeout: 120_000 }, async () => {
-    const created = await client.task.create({ name: 'sdk-title', language: 'typescript', code: b64(TITLE_TASK), browserConfiguration: { recording: { active: false } } });
+    const created = await client.task.create({
+      name: 'sdk-title',
+      language: 'typescript',
+      code: b64(TITLE_TASK),
+      browserConfiguration: { recording: { active: false } },
+    });
     const taskId = created.data!.id!;
     expect(created.data).toMatchObject({ name: 'sdk-title', latestVersion: 'draft' });
     const list = await client.task.list();

@@ -201,7 +201,12 @@ export async function deploy(db: Db, task: Pick<TaskRow, 'id' | 'project_id'>, f
 }
 
 /** Creates version `n` from `f`, or updates the given fields of an existing one. */
-export async function publish(db: Db, task: Pick<TaskRow, 'id' | 'project_id'>, n: number, f: Partial<VersionFields>): Promise<VersionRow | 'no_code' | 'deleted'> {
+export async function publish(
+  db: Db,
+  task: Pick<TaskRow, 'id' | 'project_id'>,
+  n: number,
+  f: Partial<VersionFields>,
+): Promise<VersionRow | 'no_code' | 'deleted'> {
   const [existing] = await db.query<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM task_versions WHERE task_id = $1 AND version = $2`, [task.id, n]);
   if (existing?.deleted) return 'deleted';
   if (existing) {
@@ -210,7 +215,15 @@ export async function publish(db: Db, task: Pick<TaskRow, 'id' | 'project_id'>, 
               description = CASE WHEN $5::boolean THEN $6 ELSE description END,
               browser_configuration = COALESCE($7::jsonb, browser_configuration), updated_at = now()
         WHERE task_id = $1 AND version = $2 RETURNING ${VERSION_COLUMNS}`,
-      [task.id, n, f.code ?? null, f.language ?? null, f.description !== undefined, f.description ?? null, f.browserConfiguration ? JSON.stringify(f.browserConfiguration) : null],
+      [
+        task.id,
+        n,
+        f.code ?? null,
+        f.language ?? null,
+        f.description !== undefined,
+        f.description ?? null,
+        f.browserConfiguration ? JSON.stringify(f.browserConfiguration) : null,
+      ],
     );
     return row;
   }

@@ -41,7 +41,14 @@ describe.each(backends)('tasks on %s', (backend) => {
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     expectValid('TaskResponse', created.body);
     const task = created.body.data;
-    expect(task).toMatchObject({ name: 'order-status', description: 'Reads an order', latestVersion: 'draft', code: b64(TITLE_TASK), language: 'typescript', deleted: false });
+    expect(task).toMatchObject({
+      name: 'order-status',
+      description: 'Reads an order',
+      latestVersion: 'draft',
+      code: b64(TITLE_TASK),
+      language: 'typescript',
+      deleted: false,
+    });
 
     expect((await call(t, 'POST', '/v1/task', { name: 'order-status', language: 'typescript' })).status).toBe(409);
     expect((await call(t, 'POST', '/v1/task', { name: 'has space', language: 'typescript' })).status).toBe(400);
@@ -92,7 +99,10 @@ describe.each(backends)('tasks on %s', (backend) => {
     expectValid('TaskVersionResponse', first.body);
     expect(first.body.data).toMatchObject({ taskId: id, version: '1', description: 'one', browserConfiguration: FULL_CONFIGURATION });
 
-    const draft = await call(t, 'POST', `/v1/task/${id}/draft`, { code: b64('export default async function run() { return 2; }'), browserConfiguration: FULL_CONFIGURATION });
+    const draft = await call(t, 'POST', `/v1/task/${id}/draft`, {
+      code: b64('export default async function run() { return 2; }'),
+      browserConfiguration: FULL_CONFIGURATION,
+    });
     expect(draft.status, JSON.stringify(draft.body)).toBe(200);
     expectValid('TaskDraftVersionResponse', draft.body);
     // The draft's answer shows live_view with read_only only and no x402; the draft keeps them.
@@ -144,7 +154,9 @@ describe.each(backends)('tasks on %s', (backend) => {
 
   it('T1: concurrent deploys never get the same number', async () => {
     const id = await createTask(t);
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => call(t, 'POST', `/v1/task/${id}/deploy`, { code: b64(TITLE_TASK), description: `d${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => call(t, 'POST', `/v1/task/${id}/deploy`, { code: b64(TITLE_TASK), description: `d${i}` })),
+    );
     for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(200);
     const numbers = answers.map((a) => Number(a.body.data.version)).sort((x, y) => x - y);
     expect(numbers).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
@@ -217,7 +229,9 @@ describe.each(backends)('tasks on %s', (backend) => {
     const identity = await call(t, 'POST', `/v2/tasks/${id}/run`, { input_params: {}, identity_id: '00000000-0000-4000-8000-000000000000' });
     expect(identity.status).toBe(404);
     expect(identity.body.error.message).toMatch(/identit/i);
-    expect((await call(t, 'POST', `/v2/tasks/${id}/run`, { input_params: {}, version: '1', version_id: '00000000-0000-4000-8000-000000000000' })).status).toBe(400);
+    expect((await call(t, 'POST', `/v2/tasks/${id}/run`, { input_params: {}, version: '1', version_id: '00000000-0000-4000-8000-000000000000' })).status).toBe(
+      400,
+    );
     expect((await call(t, 'POST', `/v2/tasks/${id}/run`, { input_params: { n: 1 } })).status).toBe(400);
     expect(await t.db.query('SELECT 1 FROM task_executions')).toHaveLength(0);
   });

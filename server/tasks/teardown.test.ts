@@ -44,20 +44,27 @@ describe('a task run holds its browser until its event is out', () => {
     const res = await call(t, 'POST', `/v2/tasks/${taskId}/run`, { input_params: { url: `${fixtures.url}/site/form.html` } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const runId = res.body.run_id as string;
-    const s = await until(() => call(t, 'GET', `/v2/tasks/runs/${runId}/status`).then((r) => r.body), (b) => typeof b.session_id === 'string', 30_000);
+    const s = await until(
+      () => call(t, 'GET', `/v2/tasks/runs/${runId}/status`).then((r) => r.body),
+      (b) => typeof b.session_id === 'string',
+      30_000,
+    );
     const pids = rootOf(browsersDir, s.session_id).owner.pids;
     expect(pids.length).toBeGreaterThan(0);
     await eventually(() => receiver.received.length > before, 30_000, 'task.completed at the receiver');
     return { runId, pids };
   }
 
-  it('keeps the ended run\'s browser until the webhook answers, then ends it', { timeout: 60_000 }, async () => {
+  it("keeps the ended run's browser until the webhook answers, then ends it", { timeout: 60_000 }, async () => {
     const { runId, pids } = await runAndWatch();
     expect((await call(t, 'GET', `/v2/tasks/runs/${runId}/status`)).body.status).toBe('success');
     // The event is at the receiver, unanswered: the browser is still there (frozen).
     // Negative: not torn down meanwhile (nothing announces a teardown not done); within the 2 s hold.
     await new Promise((r) => setTimeout(r, 500));
-    expect(pids.some((pid) => isRunning(pid)), 'the browser while its event is on its way').toBe(true);
+    expect(
+      pids.some((pid) => isRunning(pid)),
+      'the browser while its event is on its way',
+    ).toBe(true);
     held.shift()!();
     await eventually(() => !pids.some((pid) => isRunning(pid)), 10_000, 'the browser to end once the webhook answered');
   });
@@ -67,7 +74,7 @@ describe('a task run holds its browser until its event is out', () => {
     const heldAt = Date.now();
     // The request's own time-out is 10 s: the browser goes at the hold's limit (2 s), long
     // before; the rest of the 6 s is for the teardown itself on a loaded machine.
-    await eventually(() => !pids.some((pid) => isRunning(pid)), 9_000, 'the browser to end at the hold\'s limit');
+    await eventually(() => !pids.some((pid) => isRunning(pid)), 9_000, "the browser to end at the hold's limit");
     expect(Date.now() - heldAt, 'ms from the event at the receiver to the browser gone').toBeLessThan(6_000);
     held.shift()!();
   });

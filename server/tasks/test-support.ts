@@ -60,7 +60,12 @@ export async function startRunBench(backend: Backend, env: Partial<Record<Variab
     fixtures,
     events,
     eventsOf: (executionId: string) => events().filter((e) => e.data.execution_id === executionId),
-    eventOfRun: (runId: string) => until(async () => events().filter((e) => e.data.run_id === runId), (l) => l.length > 0, 60_000).then((l) => l[0]),
+    eventOfRun: (runId: string) =>
+      until(
+        async () => events().filter((e) => e.data.run_id === runId),
+        (l) => l.length > 0,
+        60_000,
+      ).then((l) => l[0]),
     expectSchema(e: ReceivedEvent) {
       const v = schemas.validator(e.type)!;
       expect(v(e), `${e.type}: ${JSON.stringify(v.errors)}`).toBe(true);
@@ -72,7 +77,11 @@ export async function startRunBench(backend: Backend, env: Partial<Record<Variab
     },
     status,
     ended: (runId: string) =>
-      until(() => status(runId), (s) => !['queued', 'running'].includes(s.status), 90_000).catch((err: Error) => {
+      until(
+        () => status(runId),
+        (s) => !['queued', 'running'].includes(s.status),
+        90_000,
+      ).catch((err: Error) => {
         const story = logs.filter((l) => !l.includes('"msg":"request"')).slice(-40);
         throw new Error(`${err.message}\nthe server's last words:\n${story.join('')}`);
       }),

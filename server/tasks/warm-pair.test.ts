@@ -47,7 +47,10 @@ describe('task runs on a warm pair', () => {
     chmodSync(root, 0o711);
     vi.stubEnv('TMPDIR', root);
     fixtures = await startFixtureServer();
-    t = await startTestServer({ env: { BROWSER_POOL_SIZE: '1', SANDBOX_WARM: '1', TASK_CONCURRENCY: '1', MAX_CONCURRENT_BROWSERS: '4', LOG_LEVEL: 'debug' }, logs });
+    t = await startTestServer({
+      env: { BROWSER_POOL_SIZE: '1', SANDBOX_WARM: '1', TASK_CONCURRENCY: '1', MAX_CONCURRENT_BROWSERS: '4', LOG_LEVEL: 'debug' },
+      logs,
+    });
     browsersDir = browsersDirFor(t.dataDir);
   }, 60_000);
   afterAll(async () => {

@@ -37,7 +37,9 @@ export class WarmPairs {
   private wakeOnStop!: () => void;
   private readonly stopping = new Promise<void>((resolve) => (this.wakeOnStop = resolve));
 
-  constructor(private readonly d: { sessions: Pick<SessionManager, 'reserveWarm' | 'whenWarm'>; sandbox: Pick<Sandbox, 'available' | 'prepare'>; log: Logger }) {}
+  constructor(
+    private readonly d: { sessions: Pick<SessionManager, 'reserveWarm' | 'whenWarm'>; sandbox: Pick<Sandbox, 'available' | 'prepare'>; log: Logger },
+  ) {}
 
   /** Whether a pair is ready now. */
   get ready(): boolean {

@@ -106,7 +106,8 @@ export class TaskWorker {
       take: (row) => {
         if (!close()) return;
         // Stopping meanwhile: the run goes back to the queue, for the next start or another node.
-        if (this.stopping) void queue.release(this.o.db, row.id).catch((err: unknown) => this.o.log.error({ err, executionId: row.id }, 'could not queue a run again'));
+        if (this.stopping)
+          void queue.release(this.o.db, row.id).catch((err: unknown) => this.o.log.error({ err, executionId: row.id }, 'could not queue a run again'));
         else this.runClaimed(row);
       },
       giveBack: () => {
@@ -192,7 +193,10 @@ export class TaskWorker {
             this.o.db,
             row.id,
             {
-              outcome: { status: 'failure', error: { type: 'system_error', message: 'The server could not finish the run', rootCause: (err as Error)?.message ?? String(err) } },
+              outcome: {
+                status: 'failure',
+                error: { type: 'system_error', message: 'The server could not finish the run', rootCause: (err as Error)?.message ?? String(err) },
+              },
               durationMs: row.started_at ? Date.now() - new Date(row.started_at).getTime() : 0,
               costCredits: 0,
               logs: [],

@@ -87,8 +87,7 @@ export async function startTestServer(
     apiKey,
     dataDir,
     api: createApiClient({ baseUrl: publicUrl, apiKey }),
-    request: (path, init = {}) =>
-      fetch(publicUrl + path, { ...init, headers: { 'service-api-key': apiKey, ...(init.headers as Record<string, string>) } }),
+    request: (path, init = {}) => fetch(publicUrl + path, { ...init, headers: { 'service-api-key': apiKey, ...(init.headers as Record<string, string>) } }),
     async close() {
       await server.close();
       releaseSchema?.();

@@ -65,7 +65,11 @@ describe('the vendor SDK, unchanged, with our base URL', () => {
     expect(await client.sessions.clipboard.get(id)).toMatchObject({ data: { text: 'copied' } });
     const shot = await client.sessions.retrieveScreenshot(id);
     expect(shot.headers.get('content-type')).toBe('image/png');
-    expect(Buffer.from(await shot.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(await shot.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
     expect(await client.sessions.recordings.list(id)).toEqual({ data: { count: 0, items: [] } });
 
     expect(await client.sessions.delete(id)).toEqual({ data: { status: 'completed' } });
@@ -127,7 +131,9 @@ describe('the vendor SDK, unchanged, with our base URL', () => {
   it('profiles: create from a running session, retrieve, list, delete; a session with it', async () => {
     const source = await client.sessions.create(HEADLESS);
     const id = source.data!.id!;
-    expect(await client.profiles.create({ name: 'sdk-profile', source: 'session', session_id: id, description: 'from the SDK' })).toEqual({ data: { status: 'pending' } });
+    expect(await client.profiles.create({ name: 'sdk-profile', source: 'session', session_id: id, description: 'from the SDK' })).toEqual({
+      data: { status: 'pending' },
+    });
     await client.sessions.delete(id);
     let profile = await client.profiles.retrieve('sdk-profile');
     for (let i = 0; profile.data?.status === 'pending' && i < 300; i++) {
@@ -166,6 +172,10 @@ describe('the vendor SDK, unchanged, with our base URL', () => {
   it('tools.screenshotWebpage answers a PNG', async () => {
     const res = await client.tools.screenshotWebpage({ url: pages.url('/') });
     expect(res.headers.get('content-type')).toBe('image/png');
-    expect(Buffer.from(await res.arrayBuffer()).subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(await res.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
   });
 });

@@ -71,7 +71,8 @@ describe('POST /v1/tools/fetch-webpage', () => {
       expect(tab.text).toContain('<title>Second</title>');
       const listed = (await (await server.request(`/v1/sessions/${s.id}/pages`)).json()).data as { url: string }[];
       expect(listed.map((p) => p.url).sort()).toEqual([pages.url('/article'), pages.url('/second')].sort());
-      for (const [i, p] of listed.entries()) expect((await content({ page_index: i }, s.id)).text).toContain(p.url.endsWith('/second') ? 'second page' : 'First');
+      for (const [i, p] of listed.entries())
+        expect((await content({ page_index: i }, s.id)).text).toContain(p.url.endsWith('/second') ? 'second page' : 'First');
 
       const [{ n }] = await server.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM usage_ledger WHERE kind = 'fetch'`);
       expect(n).toBe(2); // the sessionless test's two; none here

@@ -143,18 +143,22 @@ export class FetchBrowsers {
           reject(e);
         },
       };
-      const timer = setTimeout(() => {
-        const i = this.queue.indexOf(entry);
-        if (i >= 0) this.queue.splice(i, 1);
-        reject(new QueueTimeoutError());
-      }, Math.max(0, deadline - Date.now()));
+      const timer = setTimeout(
+        () => {
+          const i = this.queue.indexOf(entry);
+          if (i >= 0) this.queue.splice(i, 1);
+          reject(new QueueTimeoutError());
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       this.queue.push(entry);
     });
   }
 
   private release() {
     const next = this.queue.shift();
-    if (next) next.resolve(); // the slot passes straight to the next in line
+    if (next)
+      next.resolve(); // the slot passes straight to the next in line
     else this.active--;
   }
 

@@ -7,15 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  fixtureBinary,
-  fixtureJson,
-  fixturePdf,
-  fixturePng,
-  fixtureText,
-  startFixtureServer,
-  type FixtureServer,
-} from '../../fixtures/server.js';
+import { fixtureBinary, fixtureJson, fixturePdf, fixturePng, fixtureText, startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { fetchUrl, post } from './test-support.js';
 

@@ -24,7 +24,9 @@ function isHtmlType(contentType: string | undefined): boolean {
 /** Types returned as they are but not as a download. */
 export function isInlineType(contentType: string): boolean {
   const type = contentType.split(';')[0].trim().toLowerCase();
-  return /^(text\/|image\/|application\/(.+\+)?(json|xml)$|application\/(javascript|ecmascript|x-javascript|ld\+json|manifest\+json|rss\+xml|atom\+xml)$)/.test(type);
+  return /^(text\/|image\/|application\/(.+\+)?(json|xml)$|application\/(javascript|ecmascript|x-javascript|ld\+json|manifest\+json|rss\+xml|atom\+xml)$)/.test(
+    type,
+  );
 }
 
 /** The file name of a download: the upstream's Content-Disposition, else the URL's last segment. */

@@ -101,7 +101,13 @@ export class MainDocument {
   }
 
   /** Records a main-document response, noting the traffic proxy's refusal; false for a redirect, passed over. */
-  private async record(url: string, status: number, statusText: string, headers: Record<string, string>, text: () => Promise<string | undefined>): Promise<boolean> {
+  private async record(
+    url: string,
+    status: number,
+    statusText: string,
+    headers: Record<string, string>,
+    text: () => Promise<string | undefined>,
+  ): Promise<boolean> {
     if (status >= 300 && status < 400 && headers.location) return false;
     this.last = { url, status, statusText: statusText || STATUS_TEXT[status] || '', headers };
     if (status === 403 && (headers['content-type'] ?? '').startsWith('text/plain')) {
@@ -133,7 +139,8 @@ export class MainDocument {
         const k = h.name.toLowerCase();
         headers[k] = headers[k] !== undefined && k !== 'set-cookie' ? `${headers[k]}, ${h.value}` : h.value;
       }
-      if (!(await this.record(e.request.url, status, e.responseStatusText ?? '', headers, async () => (await this.body(e.requestId)).toString('utf8')))) return void (await go());
+      if (!(await this.record(e.request.url, status, e.responseStatusText ?? '', headers, async () => (await this.body(e.requestId)).toString('utf8'))))
+        return void (await go());
       if (isFile(headers) && !this.file) {
         const body = await this.body(e.requestId);
         const contentType = headers['content-type'];

@@ -26,7 +26,13 @@ export async function navigate(
     .goto(url.href, { waitUntil: waitUntil === 'networkidle' ? 'load' : waitUntil, timeout: Math.max(1, deadline - Date.now()) })
     .then(() => undefined);
   const found = Promise.race([main.captured.then((file): Found => ({ file })), main.spottedFile.then((at): Found => ({ at }))]);
-  const first = await Promise.race([found.then((f) => ({ f })), nav.then(() => ({ f: undefined }), (err: Error) => ({ err }))]);
+  const first = await Promise.race([
+    found.then((f) => ({ f })),
+    nav.then(
+      () => ({ f: undefined }),
+      (err: Error) => ({ err }),
+    ),
+  ]);
   if ('f' in first && first.f) {
     // Settled (committed, or aborted by the capture) before anyone closes the page: closing
     // a page whose navigation is still pending never returns. goto's timeout bounds this.
@@ -40,7 +46,11 @@ export async function navigate(
     throw await navigationError(first.err, main, url, deadline, config);
   }
   await main.settled();
-  if (main.refusedPrivate) throw new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${main.lastRequestUrl ? new URL(main.lastRequestUrl).host : url.host}`);
+  if (main.refusedPrivate)
+    throw new ToolError(
+      403,
+      `Refused to fetch a private, loopback or link-local address: ${main.lastRequestUrl ? new URL(main.lastRequestUrl).host : url.host}`,
+    );
   return main.found();
 }
 
@@ -52,7 +62,11 @@ async function navigationError(err: Error, main: MainDocument, url: URL, deadlin
   const target = main.lastRequestUrl ? new URL(main.lastRequestUrl) : url;
   if (main.refusedPrivate) return new ToolError(403, `Refused to fetch a private, loopback or link-local address: ${target.host}`);
   if (/ERR_NAME_NOT_RESOLVED/.test(message)) return new ToolError(502, `getaddrinfo ENOTFOUND ${urlHost(target)}`);
-  if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|ERR_ACCESS_DENIED|ERR_BLOCKED/.test(message) && !config.allowPrivateNetworks && !config.fetchProxyUrl) {
+  if (
+    /ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|ERR_ACCESS_DENIED|ERR_BLOCKED/.test(message) &&
+    !config.allowPrivateNetworks &&
+    !config.fetchProxyUrl
+  ) {
     // The traffic proxy refuses private destinations (a redirect to one, say).
     try {
       await assertPublicUrl(target, { allowPrivate: false });
@@ -63,7 +77,10 @@ async function navigationError(err: Error, main: MainDocument, url: URL, deadlin
       if (e instanceof UrlPolicyError && e.reason === 'unresolvable') return new ToolError(502, `getaddrinfo ENOTFOUND ${urlHost(target)}`);
     }
   }
-  const first = message.split('\n')[0].replace(/^page\.goto:\s*/, '').replace(/^Error:\s*/, '');
+  const first = message
+    .split('\n')[0]
+    .replace(/^page\.goto:\s*/, '')
+    .replace(/^Error:\s*/, '');
   return new ToolError(502, `Upstream error: ${first}`);
 }
 

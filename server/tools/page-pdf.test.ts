@@ -43,7 +43,11 @@ describe('page PDF: options the page cannot honour', () => {
     for (const options of [{ page_ranges: '1' }, { page_ranges: '1-1, 1' }, { format: 'A6', margin: { left: '1in', right: '1in' } }]) {
       const res = await pdf(options);
       expect(res.status, JSON.stringify(options)).toBe(200);
-      expect(Buffer.from(await res.arrayBuffer()).subarray(0, 5).toString()).toBe('%PDF-');
+      expect(
+        Buffer.from(await res.arrayBuffer())
+          .subarray(0, 5)
+          .toString(),
+      ).toBe('%PDF-');
     }
   });
 });

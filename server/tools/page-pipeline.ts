@@ -122,7 +122,8 @@ export async function prepare(v: Visit, url: URL, waitUntil: WaitUntil): Promise
     solver: pipeline.solver,
     log,
   });
-  if (challenges.length) await page.waitForLoadState(waitUntil === 'networkidle' ? 'load' : waitUntil, { timeout: Math.max(1, deadline - Date.now()) }).catch(() => {});
+  if (challenges.length)
+    await page.waitForLoadState(waitUntil === 'networkidle' ? 'load' : waitUntil, { timeout: Math.max(1, deadline - Date.now()) }).catch(() => {});
   if (waitUntil === 'networkidle' || challenges.length) await waitForReady(page, tracker, { deadline });
   const dismissed = (await consent.settle(page, deadline, waitUntil === 'networkidle' ? 8000 : 2000)).dismissed;
   if (dismissed.length) {

@@ -40,7 +40,8 @@ export async function readSessionPage(s: RunningSession, r: SessionPageRequest):
         await navigate(s.cdp, targetId, r.url, r.loadTimeoutMs);
       } catch (err) {
         const message = (err as Error).message;
-        if (/^navigation failed: /.test(message)) throw new SessionPageError(502, `The page could not be loaded: ${message.slice('navigation failed: '.length)}`);
+        if (/^navigation failed: /.test(message))
+          throw new SessionPageError(502, `The page could not be loaded: ${message.slice('navigation failed: '.length)}`);
         if (!/timed out/.test(message)) throw err;
         if (!r.partialOnTimeout) throw new SessionPageError(504, `The page did not load within ${r.loadTimeoutMs / 1000} seconds`);
       }

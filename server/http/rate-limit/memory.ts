@@ -6,7 +6,10 @@ export class MemoryRateLimiter implements RateLimiter {
   private readonly hits = new Map<string, number[]>();
   private calls = 0;
 
-  constructor(private readonly perMinute: number, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly perMinute: number,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   take(key: string): Promise<Verdict> {
     return Promise.resolve(this.takeNow(key));

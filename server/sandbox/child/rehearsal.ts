@@ -39,7 +39,9 @@ function serve(socket: Socket): void {
       const end = buffer.indexOf('\r\n\r\n');
       if (end === -1) return;
       const key = /sec-websocket-key:\s*(\S+)/i.exec(buffer.subarray(0, end).toString())?.[1] ?? '';
-      const accept = createHash('sha1').update(key + GUID).digest('base64');
+      const accept = createHash('sha1')
+        .update(key + GUID)
+        .digest('base64');
       socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
       buffer = buffer.subarray(end + 4);
       open = true;

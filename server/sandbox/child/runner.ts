@@ -101,10 +101,7 @@ for (const [method, level] of [
   console[method] = (...args: unknown[]) => send({ t: 'log', level, message: format(...args) });
 }
 const log = Object.fromEntries(
-  (['debug', 'info', 'warn', 'error'] as const).map((level: LogLevel) => [
-    level,
-    (...args: unknown[]) => send({ t: 'log', level, message: format(...args) }),
-  ]),
+  (['debug', 'info', 'warn', 'error'] as const).map((level: LogLevel) => [level, (...args: unknown[]) => send({ t: 'log', level, message: format(...args) })]),
 );
 
 /** Why a value is not JSON (a path to the first offending part), or undefined when it is. */
@@ -147,7 +144,13 @@ const artifacts = {
       throw new Error(`artifact content type "${String(contentType).slice(0, 50)}" is not a media type`);
     }
     const data =
-      typeof bytes === 'string' ? Buffer.from(bytes) : bytes instanceof ArrayBuffer ? Buffer.from(bytes) : ArrayBuffer.isView(bytes) ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) : undefined;
+      typeof bytes === 'string'
+        ? Buffer.from(bytes)
+        : bytes instanceof ArrayBuffer
+          ? Buffer.from(bytes)
+          : ArrayBuffer.isView(bytes)
+            ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+            : undefined;
     if (!data) throw new Error('artifact bytes must be a Buffer, Uint8Array, ArrayBuffer or string');
     if (artifactCount + 1 > config.artifacts.maxCount) throw new Error(`at most ${config.artifacts.maxCount} artifacts may be saved`);
     if (artifactBytes + data.length > config.artifacts.maxBytes) throw new Error(`artifacts may hold at most ${config.artifacts.maxBytes} bytes in all`);
@@ -194,7 +197,10 @@ let nextAsk = 0;
 /** An error whose stack is the call site's (so its line is the user's), with this message. */
 function errorAt(site: Error, message: string): Error {
   const err = new Error(message);
-  err.stack = `Error: ${message}\n${String(site.stack ?? '').split('\n').slice(1).join('\n')}`;
+  err.stack = `Error: ${message}\n${String(site.stack ?? '')
+    .split('\n')
+    .slice(1)
+    .join('\n')}`;
   return err;
 }
 
