@@ -10,7 +10,7 @@
 //           them raw Playwright: chromium.launch (headless) + a new page, 50 with the same
 //           concurrency, all kept open until the last is up, as launches per second; it runs
 //           before and after our sides and its mean rate is the reference (load drift hits
-//           both). Goal (issue 25): ours >= 0.9x raw at concurrency 4 and 8.
+//           both). Goal: ours >= 0.9x raw at concurrency 4 and 8.
 // The server runs in-process (server/testing/harness.ts) on PGlite, one per concurrency, with
 // the default BROWSER_POOL_SIZE unless the environment sets one.
 // Usage: pnpm exec tsx bench/batch.ts [--sessions 50] [--accept 5000] [--concurrency 4,8]

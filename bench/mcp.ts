@@ -9,7 +9,7 @@
 // proxy and carries its extensions; a plain Chromium does neither).
 // Each round times each action of one side, then of the others, on a quiet machine.
 // The server runs as its own process, as deployed (bench/server-process.ts).
-// Goal (issue 22): p50 per action within 1.3x of raw Playwright's.
+// Goal: p50 per action within 1.3x of raw Playwright's.
 // Usage: pnpm exec tsx bench/mcp.ts [--rounds 30]
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';

@@ -8,7 +8,7 @@
 // saving the profile at a session's end costs: the DELETE's answer (the browser closed
 // gracefully, its user-data moved aside) and the time until the profile is ready again (packed
 // and stored), over sessions that persist into it.
-// Goal (issue 17): p50 within 1.2x of the reference.
+// Goal: p50 within 1.2x of the reference.
 // Usage: pnpm exec tsx bench/profile-start.ts [--rounds 30]
 import { execFileSync } from 'node:child_process';
 import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';

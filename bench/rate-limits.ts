@@ -5,7 +5,7 @@
 // three run on PostgreSQL (a schema each), the sides take turns round by round; the overhead
 // is the median of the round-by-round differences against memory. Then the limiter alone:
 // take() on each store from this process, interleaved.
-// Goal (issue 23): the cluster's overhead per session ≤ 10 % at p50.
+// Goal: the cluster's overhead per session ≤ 10 % at p50.
 // Usage: pnpm exec tsx bench/rate-limits.ts [--rounds 60]   (needs DATABASE_URL; Redis at
 // REDIS_URL or redis://127.0.0.1:6379)
 import { loadavg } from 'node:os';

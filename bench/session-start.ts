@@ -11,7 +11,7 @@
 // round starts on a quiet machine (takingTurns): the recording encoded after one of our
 // sessions ends, or a pooled browser still starting, does not run into the next round.
 // The server runs as its own process, as deployed (bench/server-process.ts).
-// Goals (issue 3): warm p50 within 1.3x of the warm reference, cold p50 within 1.1x.
+// Goal: warm p50 within 1.3x of the warm reference, cold p50 within 1.1x.
 // Usage: pnpm exec tsx bench/session-start.ts [--rounds 50]
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

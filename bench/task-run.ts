@@ -16,7 +16,7 @@
 // before the clock to a browser launched for it, as a warm pair's is to its session's.
 // The sides take turns round by round, each round on a quiet machine. The server runs as
 // its own process, as deployed (bench/server-process.ts).
-// Goal (issue 19): p50 within 1.5x of raw Playwright's, warm.
+// Goal: p50 within 1.5x of raw Playwright's, warm.
 // Usage: pnpm exec tsx bench/task-run.ts [--rounds 10]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

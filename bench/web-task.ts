@@ -7,7 +7,7 @@
 // doing the same work directly (the same goto, the same three observations, aria snapshot
 // plus JPEG screenshot, and the same six actions on the refs they gave). The sides take
 // turns, each round on a quiet machine. The server runs as its own process.
-// Goal (issue 21): the server's time per step at most 50 ms above Playwright's, at p50.
+// Goal: the server's time per step at most 50 ms above Playwright's, at p50.
 // Usage: pnpm exec tsx bench/web-task.ts [--rounds 15]
 import { chromium, type Page } from 'playwright-core';
 import { lastObservation, refOf } from '../server/agent/test-support.js';

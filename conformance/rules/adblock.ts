@@ -1,4 +1,4 @@
-// Ad-block (issue 18, browser.adblock): AB1 a default session blocks ad and tracker requests,
+// Ad-block (browser.adblock): AB1 a default session blocks ad and tracker requests,
 // AB2 `adblock: {active: false}` loads them.
 //
 // The page is the ad-heavy news site of fixtures/ads.ts, driven by Playwright over cdp_url.

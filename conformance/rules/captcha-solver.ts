@@ -1,4 +1,4 @@
-// The captcha solver in sessions (issue 18, browser.captcha_solver): CS1 a session with the
+// The captcha solver in sessions (browser.captcha_solver): CS1 a session with the
 // option passes a challenge page by itself; the client's script only navigates and waits for
 // the page behind it.
 //

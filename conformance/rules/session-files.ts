@@ -1,4 +1,4 @@
-// SF1-SF3, files in and out of a session (interface.md names neither; the vendor's paths
+// SF1-SF3, files in and out of a session (the contract names neither; the vendor's paths
 // and shapes, as openapi.yaml documents them):
 //  SF1 a file a page downloads is listed by GET .../downloads, once finished, in the
 //      documented shape; its file_link answers the bytes as an attachment, also after the

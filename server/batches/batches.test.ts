@@ -1,6 +1,6 @@
 // Batch sessions over real HTTP on real Chromium (small, headless batches): creation answers
 // at once and refuses bad counts and configurations before anything is queued (B1, B2),
-// items become running sessions, and the batch ends exactly as interface.md derives it, with
+// items become running sessions, and the batch ends exactly as the contract derives it (openapi.yaml, batch status), with
 // its event in the same transaction (B3, B4, B5); a browser that cannot start, 402, and
 // 5,000 items. Items waiting for capacity (the queue timeout), cancel and list: queue.test.ts.
 import { afterEach, describe, expect, it } from 'vitest';

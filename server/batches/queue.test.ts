@@ -1,7 +1,7 @@
 // Batch sessions over real HTTP on real Chromium (small, headless batches) whose items wait
 // for capacity: within the concurrent-browser limit they wait up to the queue timeout, then
 // fail with that reason, or take capacity freed meanwhile, and the batch ends as
-// interface.md derives it (B3, B4, B5); cancel of the waiting items, 404s, and the list.
+// the contract derives it (B3, B4, B5); cancel of the waiting items, 404s, and the list.
 // Creation, completion and the other refusals: batches.test.ts.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// This node's life in the cluster (issue 23): it registers at start and heartbeats every
+// This node's life in the cluster: it registers at start and heartbeats every
 // NODE_DEAD_AFTER_SECONDS / 5 with its browsers and whether it drains; every node on
 // PostgreSQL runs the reaper, which claims dead the nodes that stopped heartbeating (one
 // conditional UPDATE, so of survivors racing exactly one wins) and takes over what they

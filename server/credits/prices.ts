@@ -13,7 +13,7 @@ export interface PriceTable {
   perScreenshot: number;
 }
 
-/** interface.md, Limits: 0.005 credits per web fetch answered 200; 4xx and 5xx are free. */
+/** The contract (openapi.yaml, the web fetch tool): 0.005 credits per web fetch answered 200; 4xx and 5xx are free. */
 export const FETCH_CREDITS = 0.005;
 
 export function priceTable(config: Pick<Config, 'pricePerBrowserMinute' | 'pricePerProxyGb' | 'pricePerScreenshot'>): PriceTable {

@@ -16,7 +16,7 @@ export interface AttemptOptions extends Pick<PostOptions, 'maxResponseBytes' | '
 }
 
 /**
- * The envelope (interface.md, Events: id, type, created, project_id, text, data) as JSON,
+ * The envelope (the contract, openapi.yaml: its Events section: id, type, created, project_id, text, data) as JSON,
  * with the stored data's text spliced in: parsing it from the claim and serializing it
  * again cost more per attempt than signing.
  */

@@ -39,7 +39,7 @@ type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const typesMatchContract: Exact<keyof webhooks, EventType> = true;
 void typesMatchContract;
 
-/** The envelope every event is sent in (interface.md, Events). */
+/** The envelope every event is sent in (the contract, openapi.yaml: Events). */
 export interface EventEnvelope<T extends EventType = EventType> {
   id: string;
   type: T;

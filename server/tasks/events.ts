@@ -1,5 +1,5 @@
 // The data of task.completed, task.failed and task.cancelled, from an execution's row as
-// its end recorded it: every field interface.md lists, run_id only for v2 runs.
+// its end recorded it: every field the contract lists (openapi.yaml, the task events), run_id only for v2 runs.
 import type { EventDataMap } from '../outbox/types.js';
 import type { ExecutionRow } from './queue-store.js';
 
