@@ -27,6 +27,8 @@ describe.each(backends)('batch sessions on %s', (backend) => {
     expect(busy.status).toBe(200);
     const started = Date.now();
     const id = await createBatch(t, { count: 2, configuration: HEADLESS });
+    // That they still wait is an absence, which no event marks: look after the provisioner
+    // has had several turns (it polls the queue every few hundred ms), well within the 3 s.
     await sleep(1500);
     const waiting = await getBatch(t, id);
     expect(waiting).toMatchObject({ status: 'pending', pending_requests: 2, completed_requests: 0, failed_requests: 0, progress: 0 });
@@ -51,6 +53,7 @@ describe.each(backends)('batch sessions on %s', (backend) => {
     const t = await start({ MAX_CONCURRENT_BROWSERS: '1', BATCH_QUEUE_TIMEOUT_SECONDS: '10' });
     const busy = await call(t, 'POST', '/v1/sessions', HEADLESS);
     const id = await createBatch(t, { count: 2, configuration: HEADLESS });
+    // An absence again (both still wait): the provisioner has had several turns by now.
     await sleep(1000);
     expect((await getBatch(t, id)).pending_requests).toBe(2);
     // Freed capacity goes to the first waiting item; the second then waits for its deadline.
@@ -87,6 +90,7 @@ describe.each(backends)('batch sessions on %s', (backend) => {
     expect(again.body.error.code).toBe(409);
     // Nothing is provisioned once capacity frees, and no batch event is sent for a cancel.
     await endAll(t);
+    // An absence (no session made, no event sent) after the provisioner's turns, as above.
     await sleep(1500);
     expect(await t.db.query('SELECT 1 FROM sessions WHERE batch_id = $1', [id])).toHaveLength(0);
     expect(await batchEvents(t, id)).toEqual([]);
@@ -108,7 +112,7 @@ describe.each(backends)('batch sessions on %s', (backend) => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       ids.push(await createBatch(t, { count: 1 + i, configuration: HEADLESS, metadata: { i } }));
-      await sleep(20);
+      await sleep(20); // distinct created_at values: the list's order is by them
     }
     await call(t, 'DELETE', `/v1/batch-sessions/${ids[1]}`);
     const all = await call(t, 'GET', '/v1/batch-sessions');
