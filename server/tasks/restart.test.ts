@@ -29,9 +29,7 @@ const QUICK = `export default async function run(ctx: any) {
 }
 `;
 
-// The backends side by side (each its own DATA_DIR or schema, receiver and ports): most of a
-// scenario is waiting for child servers to start and stop, and runs in a row took 77 s.
-describe.concurrent.each(backends)('a restart in the middle of a task run on %s', (backend: Backend) => {
+describe.each(backends)('a restart in the middle of a task run on %s', (backend: Backend) => {
   it('fails the run with system_error and task.failed, once', { timeout: 180_000 }, async () => {
     if (backend === 'postgres') await withPostgresSchema(process.env.DATABASE_URL!, 'test_task_restart', (url) => scenario(url));
     else await scenario(undefined);
