@@ -6,14 +6,17 @@ const include = ['server/**/*.test.ts', 'conformance/**/*.test.ts', 'scripts/**/
 // process of its own: in a shared one the module may already be loaded, or stay replaced.
 const ownProcess = ['server/net/traffic-proxy.test.ts'];
 
-// Real browsers and real databases: generous timeouts. Three files run at once (pnpm test
-// 14.0-14.5 min against 16 with two). The workers are processes that run file after file
-// (isolate: false): a fork a file, each importing the server anew, cost about a fifth of
-// the run's CPU. Every test owns its ports, directories, schemas and Xvfb displays
-// (-displayfd), closes what it started and restores what it changed, so files never see
-// each other's browsers; a display number one file released may be taken by another's
-// Xvfb at once, so tests compare the X socket's identity (xSocket), never its existence.
-// Longest first (server/testing/sequencer.ts), so that no long file runs alone at the end.
+// Real browsers and real databases: generous timeouts. Two files run at once: with three,
+// the longest-first order started the three-node cluster files side by side (nine child
+// servers and their browsers on 2 cores), every file ran two to three times slower and a
+// task restart timed out (2026-11-29, docs/testing.md). The workers are processes that run
+// file after file (isolate: false): a fork a file, each importing the server anew, cost
+// about a fifth of the run's CPU. Every test owns its ports, directories, schemas and Xvfb
+// displays (-displayfd), closes what it started and restores what it changed, so files
+// never see each other's browsers; a display number one file released may be taken by
+// another's Xvfb at once, so tests compare the X socket's identity (xSocket), never its
+// existence. Longest first (server/testing/sequencer.ts), so that no long file runs alone
+// at the end.
 export default defineConfig({
   test: {
     // One migrated PGlite database for the run, copied for each test's (server/testing/pglite-template.ts).
@@ -21,7 +24,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    maxWorkers: 3,
+    maxWorkers: 2,
     sequence: { sequencer: LongestFirst },
     // What a passing test prints is noise; a failing one's is kept.
     silent: 'passed-only',
