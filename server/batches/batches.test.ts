@@ -3,21 +3,13 @@
 // items become running sessions, and the batch ends exactly as the contract derives it (openapi.yaml, batch status), with
 // its event in the same transaction (B3, B4, B5); a browser that cannot start, 402, and
 // 5,000 items. Items waiting for capacity (the queue timeout), cancel and list: queue.test.ts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chromium } from 'playwright-core';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
-import { batchEnd, batchEvents, call, createBatch, endAll, expectValid, getBatch, HEADLESS } from './test-support.js';
+import { backends } from '../testing/harness.js';
+import { batchEnd, batchEvents, call, createBatch, endAll, expectValid, getBatch, HEADLESS, serverPerTest } from './test-support.js';
 
 describe.each(backends)('batch sessions on %s', (backend) => {
-  let server: TestServer | undefined;
-  afterEach(async () => {
-    if (server) {
-      await endAll(server).catch(() => {});
-      await server.close();
-    }
-    server = undefined;
-  });
-  const start = async (env: Record<string, string> = {}) => (server = await startTestServer({ backend, env }));
+  const start = serverPerTest(backend);
 
   it('B2: refuses counts out of 1..5000 and bad configurations with 400, queueing nothing', async () => {
     const t = await start();

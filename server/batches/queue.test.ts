@@ -4,21 +4,13 @@
 // the contract derives it (B3, B4, B5); cancel of the waiting items, 404s, and the list.
 // Creation, completion and the other refusals: batches.test.ts.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
-import { backends, startTestServer, type TestServer } from '../testing/harness.js';
-import { batchEnd, batchEvents, call, createBatch, endAll, expectValid, getBatch, HEADLESS, until } from './test-support.js';
+import { backends } from '../testing/harness.js';
+import { batchEnd, batchEvents, call, createBatch, endAll, expectValid, getBatch, HEADLESS, until, serverPerTest } from './test-support.js';
 
 describe.each(backends)('batch sessions on %s', (backend) => {
-  let server: TestServer | undefined;
-  afterEach(async () => {
-    if (server) {
-      await endAll(server).catch(() => {});
-      await server.close();
-    }
-    server = undefined;
-  });
-  const start = async (env: Record<string, string> = {}) => (server = await startTestServer({ backend, env }));
+  const start = serverPerTest(backend);
 
   it('B4, B5: items wait for capacity up to the queue timeout, then fail with that reason; failed with batch.failed', async () => {
     const t = await start({ MAX_CONCURRENT_BROWSERS: '1', BATCH_QUEUE_TIMEOUT_SECONDS: '3' });

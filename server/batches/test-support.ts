@@ -3,9 +3,9 @@
 // bodies against the contract, its events, capacity freed between tests).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ValidateFunction } from 'ajv';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
-import type { TestServer } from '../testing/harness.js';
+import { startTestServer, type Backend, type TestServer } from '../testing/harness.js';
 
 export interface Requester {
   request(path: string, init?: RequestInit): Promise<Response>;
@@ -91,4 +91,20 @@ export async function batchEvents(server: TestServer, batchId: string): Promise<
 export async function endAll(server: TestServer): Promise<void> {
   const rows = await server.db.query<{ id: string }>(`SELECT id FROM sessions WHERE status IN ('starting', 'running')`);
   for (const r of rows) await call(server, 'DELETE', `/v1/sessions/${r.id}`);
+}
+
+/**
+ * A server a test starts with the settings it needs (`start(env)`); after each test its
+ * sessions are ended and it is closed. Registers the afterEach of the describe it is called in.
+ */
+export function serverPerTest(backend: Backend): (env?: Record<string, string>) => Promise<TestServer> {
+  let server: TestServer | undefined;
+  afterEach(async () => {
+    if (server) {
+      await endAll(server).catch(() => {});
+      await server.close();
+    }
+    server = undefined;
+  });
+  return async (env = {}) => (server = await startTestServer({ backend, env }));
 }
