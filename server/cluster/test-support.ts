@@ -12,12 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { call } from '../batches/test-support.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
 import { keepIdleConnections } from '../http/keep-alive.js';
 import { startChildServer, type ChildServer } from '../testing/child-server.js';
 import { freePort } from '../testing/free-port.js';
+import { startLocalS3, type LocalS3 } from '../testing/s3-server.js';
 import { urlWithSchema, withPostgresSchema } from '../store/pg-schema.js';
 import { forwardHttp, forwardUpgrade } from './forward.js';
 
@@ -311,4 +312,48 @@ export async function runConformance(
   } finally {
     rmSync(reportDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The conformance suite's checks `families` (undefined: every check) through a round-robin
+ * front over a three-node cluster on `databaseUrl`, the nodes sharing one local S3 store:
+ * the hooks and the test `passes` of the describe it is called in. Every check must pass, and
+ * the front must have sent requests to every node.
+ */
+export function conformanceThroughCluster(databaseUrl: string, label: string, families: string[] | undefined, timeoutMs: number): void {
+  let cluster: TestCluster;
+  let s3: LocalS3;
+  const adminToken = `adm_${randomBytes(24).toString('hex')}`;
+
+  beforeAll(async () => {
+    s3 = await startLocalS3();
+    cluster = await startTestCluster({
+      databaseUrl,
+      count: 3,
+      env: { ADMIN_TOKEN: adminToken, MAX_CONCURRENT_BROWSERS: '4', ...(s3.env() as Record<string, string>) },
+    });
+  }, 240_000);
+  afterAll(async () => {
+    await cluster?.close();
+    await s3?.stop();
+  }, 60_000);
+
+  it(
+    'passes',
+    async () => {
+      const { summary, out, code } = await runConformance(cluster, adminToken, families);
+      console.log(`cluster conformance (${label}): ${JSON.stringify(summary)}`);
+      // Every request went through the front, and the front spread them over all three nodes.
+      expect(cluster.front.targets.every((t) => (cluster.front.counts.get(t) ?? 0) > 0)).toBe(true);
+      expect(summary.passed).toBeGreaterThan(0);
+      expect(
+        out
+          .split('\n')
+          .filter((l) => /\] FAIL /.test(l))
+          .join('\n'),
+      ).toBe('');
+      expect(code).toBe(0);
+    },
+    timeoutMs,
+  );
 }
