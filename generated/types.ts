@@ -419,7 +419,7 @@ export interface paths {
         put?: never;
         /**
          * Mouse click
-         * @description Moves the pointer to (x, y) and clicks the given button once.
+         * @description Moves the pointer to (x, y) and clicks the given button once. Instead of coordinates, a `selector` names the element to click (the vendor's form): the server waits up to `selectorTimeoutMs` for the `index`-th element matching it to be visible, scrolls it into view and clicks the centre of its visible part, with the same OS-level input as a click at coordinates. Give either x and y or a selector, not both; a selector that matches no visible element in time, or is not valid CSS, answers 400.
          */
         post: operations["mouseClick"];
         delete?: never;
@@ -720,7 +720,7 @@ export interface paths {
         };
         /**
          * Screenshot of the session's screen
-         * @description A PNG of the active page as it is now, at the viewport size. Input coordinates are screen pixels: in a windowed (not fullscreen) headful session the page starts below the browser's toolbar, so a point (x, y) of this screenshot is at (x, y + the toolbar's height) on the screen; in fullscreen and headless sessions the two coincide.
+         * @description A PNG of the active page as it is now, at the viewport size (one pixel per CSS pixel). Its pixels are the coordinate space of every Input operation: a point (x, y) of this screenshot is clicked by `mouse/click` with the same x and y, in headless and headful, windowed and fullscreen sessions alike.
          */
         get: operations["takeSessionScreenshot"];
         put?: never;
@@ -2976,17 +2976,38 @@ export interface components {
          * @enum {string}
          */
         MouseButton: "left" | "middle" | "right";
+        MouseClickRequest: {
+            /** @description Horizontal position in pixels of the session's screenshot; with y, instead of a selector. */
+            x?: number;
+            /** @description Vertical position in pixels of the session's screenshot; with x, instead of a selector. */
+            y?: number;
+            button?: components["schemas"]["MouseButton"];
+            /** @description A CSS selector of the element to click, instead of x and y. */
+            selector?: string;
+            /**
+             * @description With a selector, which of the matching elements to click (0-based, in document order).
+             * @default 0
+             */
+            index?: number;
+            /**
+             * @description With a selector, how long to wait for the element to be visible, in milliseconds.
+             * @default 5000
+             */
+            selectorTimeoutMs?: number;
+            /** @description The same as `selectorTimeoutMs`, under the name the vendor's OpenAPI gives it on the wire; give one of the two. */
+            timeout?: number;
+        };
         MouseButtonRequest: {
-            /** @description Horizontal screen position in pixels. */
+            /** @description Horizontal position in pixels of the session's screenshot. */
             x: number;
-            /** @description Vertical screen position in pixels. */
+            /** @description Vertical position in pixels of the session's screenshot. */
             y: number;
             button?: components["schemas"]["MouseButton"];
         };
         MouseMoveRequest: {
-            /** @description Horizontal screen position in pixels. */
+            /** @description Horizontal position in pixels of the session's screenshot. */
             x: number;
-            /** @description Vertical screen position in pixels. */
+            /** @description Vertical position in pixels of the session's screenshot. */
             y: number;
         };
         InputDragAndDropRequest: {
@@ -3017,6 +3038,8 @@ export interface components {
              * @default 1
              */
             steps?: number;
+            /** @description true (the default in headful sessions): the wheel of the session's display, as a person's mouse turns it, in 120-pixel notches. false: wheel events given to the page through the browser's input pipeline (what Playwright's `mouse.wheel` does), of the exact distance. A headless session has no display: its scroll always takes the browser's input pipeline, whatever this says. */
+            useOs?: boolean;
         };
         KeyboardTypeRequest: {
             /** @description The text to type (for more, paste it: `POST .../paste`). */
@@ -7539,7 +7562,7 @@ export interface operations {
                  *       "button": "left"
                  *     }
                  */
-                "application/json": components["schemas"]["MouseButtonRequest"];
+                "application/json": components["schemas"]["MouseClickRequest"];
             };
         };
         responses: {

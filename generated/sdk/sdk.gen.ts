@@ -247,7 +247,7 @@ export const uploadSessionFile = <ThrowOnError extends boolean = false>(options:
 /**
  * Mouse click
  *
- * Moves the pointer to (x, y) and clicks the given button once.
+ * Moves the pointer to (x, y) and clicks the given button once. Instead of coordinates, a `selector` names the element to click (the vendor's form): the server waits up to `selectorTimeoutMs` for the `index`-th element matching it to be visible, scrolls it into view and clicks the centre of its visible part, with the same OS-level input as a click at coordinates. Give either x and y or a selector, not both; a selector that matches no visible element in time, or is not valid CSS, answers 400.
  */
 export const mouseClick = <ThrowOnError extends boolean = false>(options: Options<MouseClickData, ThrowOnError>) => (options.client ?? client).post<MouseClickResponses, MouseClickErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],
@@ -449,7 +449,7 @@ export const gotoUrl = <ThrowOnError extends boolean = false>(options: Options<G
 /**
  * Screenshot of the session's screen
  *
- * A PNG of the active page as it is now, at the viewport size. Input coordinates are screen pixels: in a windowed (not fullscreen) headful session the page starts below the browser's toolbar, so a point (x, y) of this screenshot is at (x, y + the toolbar's height) on the screen; in fullscreen and headless sessions the two coincide.
+ * A PNG of the active page as it is now, at the viewport size (one pixel per CSS pixel). Its pixels are the coordinate space of every Input operation: a point (x, y) of this screenshot is clicked by `mouse/click` with the same x and y, in headless and headful, windowed and fullscreen sessions alike.
  */
 export const takeSessionScreenshot = <ThrowOnError extends boolean = false>(options: Options<TakeSessionScreenshotData, ThrowOnError>) => (options.client ?? client).get<TakeSessionScreenshotResponses, TakeSessionScreenshotErrors, ThrowOnError>({
     security: [{ name: 'service-api-key', type: 'apiKey' }, { name: 'anchor-api-key', type: 'apiKey' }],

@@ -740,13 +740,41 @@ export type SessionUploadResponse = {
  */
 export type MouseButton = 'left' | 'middle' | 'right';
 
+export type MouseClickRequest = {
+    /**
+     * Horizontal position in pixels of the session's screenshot; with y, instead of a selector.
+     */
+    x?: number;
+    /**
+     * Vertical position in pixels of the session's screenshot; with x, instead of a selector.
+     */
+    y?: number;
+    button?: MouseButton;
+    /**
+     * A CSS selector of the element to click, instead of x and y.
+     */
+    selector?: string;
+    /**
+     * With a selector, which of the matching elements to click (0-based, in document order).
+     */
+    index?: number;
+    /**
+     * With a selector, how long to wait for the element to be visible, in milliseconds.
+     */
+    selectorTimeoutMs?: number;
+    /**
+     * The same as `selectorTimeoutMs`, under the name the vendor's OpenAPI gives it on the wire; give one of the two.
+     */
+    timeout?: number;
+};
+
 export type MouseButtonRequest = {
     /**
-     * Horizontal screen position in pixels.
+     * Horizontal position in pixels of the session's screenshot.
      */
     x: number;
     /**
-     * Vertical screen position in pixels.
+     * Vertical position in pixels of the session's screenshot.
      */
     y: number;
     button?: MouseButton;
@@ -754,11 +782,11 @@ export type MouseButtonRequest = {
 
 export type MouseMoveRequest = {
     /**
-     * Horizontal screen position in pixels.
+     * Horizontal position in pixels of the session's screenshot.
      */
     x: number;
     /**
-     * Vertical screen position in pixels.
+     * Vertical position in pixels of the session's screenshot.
      */
     y: number;
 };
@@ -804,6 +832,10 @@ export type InputScrollRequest = {
      * Number of wheel events the distance is spread over.
      */
     steps?: number;
+    /**
+     * true (the default in headful sessions): the wheel of the session's display, as a person's mouse turns it, in 120-pixel notches. false: wheel events given to the page through the browser's input pipeline (what Playwright's `mouse.wheel` does), of the exact distance. A headless session has no display: its scroll always takes the browser's input pipeline, whatever this says.
+     */
+    useOs?: boolean;
 };
 
 export type KeyboardTypeRequest = {
@@ -5741,7 +5773,7 @@ export type UploadSessionFileResponses = {
 export type UploadSessionFileResponse = UploadSessionFileResponses[keyof UploadSessionFileResponses];
 
 export type MouseClickData = {
-    body: MouseButtonRequest;
+    body: MouseClickRequest;
     path: {
         /**
          * The id of the running session to drive.

@@ -1,6 +1,6 @@
-// What an input backend does. Coordinates are screen pixels: on a headful session the X
-// display's, on a headless one the emulated screen's, where the page starts at the browser
-// geometry's content offset in both.
+// What an input backend does. Coordinates are pixels of the session's screenshot: the
+// page's viewport, (0, 0) below the browser's toolbar, in headless and headful sessions
+// alike, so an agent clicks what it sees. The X backend moves them onto its display.
 import type { KeyDef } from './keys.js';
 
 export type Button = 'left' | 'middle' | 'right';

@@ -97,9 +97,8 @@ export class CdpInput implements InputBackend {
     const ys = split(deltaY, steps);
     const xs = split(deltaX, steps);
     const n = Math.max(ys.length, xs.length);
-    const p = this.toPage(x, y);
     for (let i = 0; i < n; i++) {
-      await this.pages.send(t, 'Input.dispatchMouseEvent', { type: 'mouseWheel', ...p, deltaX: xs[i] ?? 0, deltaY: ys[i] ?? 0, modifiers: 0 });
+      await this.pages.send(t, 'Input.dispatchMouseEvent', { type: 'mouseWheel', x, y, deltaX: xs[i] ?? 0, deltaY: ys[i] ?? 0, modifiers: 0 });
       if (i + 1 < n) await sleep(16);
     }
     await this.delivered(t);
@@ -186,13 +185,8 @@ export class CdpInput implements InputBackend {
     return this.buttons & 1 ? 'left' : this.buttons & 4 ? 'middle' : this.buttons & 2 ? 'right' : 'none';
   }
 
-  private toPage(x: number, y: number): { x: number; y: number } {
-    const { content } = this.s.browser.geometry;
-    return { x: x - content.x, y: y - content.y };
-  }
-
   private mouse(t: string, type: string, x: number, y: number, button: Button | 'none', buttons: number, clickCount = 0): Promise<unknown> {
-    return this.pages.send(t, 'Input.dispatchMouseEvent', { type, ...this.toPage(x, y), button, buttons, clickCount, modifiers: 0 });
+    return this.pages.send(t, 'Input.dispatchMouseEvent', { type, x, y, button, buttons, clickCount, modifiers: 0 });
   }
 
   private async press(t: string, x: number, y: number, button: Button, clickCount: number): Promise<void> {
@@ -206,7 +200,7 @@ export class CdpInput implements InputBackend {
   }
 
   private dragEvent(t: string, type: 'dragEnter' | 'dragOver' | 'drop', x: number, y: number, data: unknown): Promise<unknown> {
-    return this.pages.send(t, 'Input.dispatchDragEvent', { type, ...this.toPage(x, y), data, modifiers: 0 });
+    return this.pages.send(t, 'Input.dispatchDragEvent', { type, x, y, data, modifiers: 0 });
   }
 
   /** Presses the keys in order, holds them, releases them in reverse order. */

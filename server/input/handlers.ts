@@ -13,6 +13,8 @@ import { PageSessions, activePage } from '../browser/pages.js';
 import type { Button, InputBackend } from './backend.js';
 import { CdpInput, NoPageError } from './cdp.js';
 import { X11Input } from './x11.js';
+import { elementPoint } from './selector.js';
+import type { components } from '../../generated/types.js';
 import { resolveKey, type KeyDef } from './keys.js';
 
 export type InputHandlers = Pick<
@@ -42,10 +44,16 @@ export interface InputDeps {
 
 interface Driver {
   backend: InputBackend;
+  /** Input through the browser's own pipeline (CDP): the backend itself when headless. */
+  pipeline: CdpInput;
   pages: PageSessions;
+  /** The page in front. */
+  front(): Promise<string>;
   /** The operation running now; the next waits for it. */
   queue: Promise<unknown>;
 }
+
+type MouseClickBody = components['schemas']['MouseClickRequest'];
 
 /** Most time one keyboard/type may spend in its pauses between keys (delay × characters). */
 const MAX_TYPING_PAUSES_MS = 60_000;
@@ -93,8 +101,10 @@ export function inputHandlers(d: InputDeps): InputHandlers {
         if (!page) throw new NoPageError();
         return page.targetId;
       };
+      const pipeline = new CdpInput(s, pages);
+      const { content } = s.browser.geometry;
       const backend = s.browser.display
-        ? new X11Input(s.browser.display, {
+        ? new X11Input(s.browser.display, content, {
             activate: async () => void (await pages.send(await front(), 'Page.bringToFront')),
             painted: async () => {
               // Best effort: a page that never paints still gets its input after the wait.
@@ -102,8 +112,8 @@ export function inputHandlers(d: InputDeps): InputHandlers {
             },
             insertText: async (text) => void (await pages.send(await front(), 'Input.insertText', { text })),
           })
-        : new CdpInput(s, pages);
-      drv = { pages, backend, queue: Promise.resolve() };
+        : pipeline;
+      drv = { pages, backend, pipeline, front, queue: Promise.resolve() };
       drivers.set(s, drv);
     }
     return drv;
@@ -143,13 +153,31 @@ export function inputHandlers(d: InputDeps): InputHandlers {
     }
   };
 
-  const onScreen = (s: RunningSession, ...points: { x: number; y: number; name?: string }[]) => {
-    const { width, height } = s.browser.geometry.screen;
+  /** Refuses a point outside the screenshot (the page's viewport), the coordinate space of input. */
+  const onPage = (s: RunningSession, ...points: { x: number; y: number; name?: string }[]) => {
+    const { width, height } = s.browser.geometry.content;
     for (const p of points) {
       const name = p.name ?? '';
-      if (p.x >= width) throw new Refused(400, `${name}x=${p.x} is outside the screen (${width}x${height}: x must be below ${width})`);
-      if (p.y >= height) throw new Refused(400, `${name}y=${p.y} is outside the screen (${width}x${height}: y must be below ${height})`);
+      if (p.x >= width) throw new Refused(400, `${name}x=${p.x} is outside the screenshot (${width}x${height}: x must be below ${width})`);
+      if (p.y >= height) throw new Refused(400, `${name}y=${p.y} is outside the screenshot (${width}x${height}: y must be below ${height})`);
     }
+  };
+
+  /** Where a click goes: its coordinates, or the element its selector names (vendor form). */
+  type ClickAt = { x: number; y: number } | { selector: string; index: number; timeoutMs: number };
+  const clickAt = (s: RunningSession, b: MouseClickBody): ClickAt => {
+    const hasPoint = b.x !== undefined || b.y !== undefined;
+    if (b.selector === undefined) {
+      if (b.x === undefined || b.y === undefined) throw new Refused(400, 'Give x and y, or a selector');
+      for (const k of ['index', 'selectorTimeoutMs', 'timeout'] as const) {
+        if (b[k] !== undefined) throw new Refused(400, `${k} goes with a selector, and there is none`);
+      }
+      onPage(s, { x: b.x, y: b.y });
+      return { x: b.x, y: b.y };
+    }
+    if (hasPoint) throw new Refused(400, 'Give either x and y or a selector, not both');
+    if (b.selectorTimeoutMs !== undefined && b.timeout !== undefined) throw new Refused(400, 'Give selectorTimeoutMs or timeout, not both (they are the same)');
+    return { selector: b.selector, index: b.index ?? 0, timeoutMs: b.selectorTimeoutMs ?? b.timeout ?? 5_000 };
   };
 
   const keysOf = (names: string[]): KeyDef[] =>
@@ -188,9 +216,12 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       perform(
         ctx.projectId,
         req.params.sessionId,
-        (s) => onScreen(s, req.body),
-        async (_s, { backend }) => {
-          await backend.click(req.body.x, req.body.y, button(req.body.button), 1);
+        (s) => clickAt(s, req.body),
+        async (s, { backend, pages, front }) => {
+          const at = clickAt(s, req.body);
+          const point = 'selector' in at ? await elementPoint(pages, await front(), at.selector, at.index, at.timeoutMs) : at;
+          if ('refused' in point) throw new Refused(400, point.refused);
+          await backend.click(point.x, point.y, button(req.body.button), 1);
           return ok;
         },
       ),
@@ -199,7 +230,7 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       perform(
         ctx.projectId,
         req.params.sessionId,
-        (s) => onScreen(s, req.body),
+        (s) => onPage(s, req.body),
         async (_s, { backend }) => {
           await backend.click(req.body.x, req.body.y, button(req.body.button), 2);
           return ok;
@@ -210,7 +241,7 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       perform(
         ctx.projectId,
         req.params.sessionId,
-        (s) => onScreen(s, req.body),
+        (s) => onPage(s, req.body),
         async (_s, { backend }) => {
           await backend.down(req.body.x, req.body.y, button(req.body.button));
           return ok;
@@ -221,7 +252,7 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       perform(
         ctx.projectId,
         req.params.sessionId,
-        (s) => onScreen(s, req.body),
+        (s) => onPage(s, req.body),
         async (_s, { backend }) => {
           await backend.up(req.body.x, req.body.y, button(req.body.button));
           return ok;
@@ -232,7 +263,7 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       perform(
         ctx.projectId,
         req.params.sessionId,
-        (s) => onScreen(s, req.body),
+        (s) => onPage(s, req.body),
         async (_s, { backend }) => {
           await backend.move(req.body.x, req.body.y);
           return ok;
@@ -243,7 +274,7 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       perform(
         ctx.projectId,
         req.params.sessionId,
-        (s) => onScreen(s, { x: req.body.startX, y: req.body.startY, name: 'start ' }, { x: req.body.endX, y: req.body.endY, name: 'end ' }),
+        (s) => onPage(s, { x: req.body.startX, y: req.body.startY, name: 'start ' }, { x: req.body.endX, y: req.body.endY, name: 'end ' }),
         async (_s, { backend }) => {
           const b = req.body;
           await backend.drag({ x: b.startX, y: b.startY }, { x: b.endX, y: b.endY }, button(b.button));
@@ -255,10 +286,10 @@ export function inputHandlers(d: InputDeps): InputHandlers {
       perform(
         ctx.projectId,
         req.params.sessionId,
-        (s) => onScreen(s, req.body),
-        async (_s, { backend }) => {
+        (s) => onPage(s, req.body),
+        async (_s, { backend, pipeline }) => {
           const b = req.body;
-          await backend.scroll(b.x, b.y, b.deltaX ?? 0, b.deltaY, b.steps ?? 1);
+          await (b.useOs === false ? pipeline : backend).scroll(b.x, b.y, b.deltaX ?? 0, b.deltaY, b.steps ?? 1);
           return ok;
         },
       ),

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession } from '../sessions/test-support.js';
-import { BOX, PageProbe, eventsOf, startFixtureServer, until, type FixtureServer, type RecordedEvent } from './test-support.js';
+import { BOX, PageProbe, decodePng, eventsOf, findColour, startFixtureServer, until, type FixtureServer, type RecordedEvent } from './test-support.js';
 
 const VIEWPORT = { width: 1024, height: 768 };
 const centre = (b: { x: number; y: number; w: number; h: number }) => ({ x: b.x + Math.floor(b.w / 2), y: b.y + Math.floor(b.h / 2) });
@@ -21,8 +21,6 @@ describe.each(
   let fixtures: FixtureServer;
   let probe: PageProbe;
   let id: string;
-  /** Where the page starts on the screen. */
-  let offset: { x: number; y: number };
 
   const call = async (method: 'GET' | 'POST', path: string, body?: unknown, sessionId = id) => {
     const res = await server.request(`/v1/sessions/${sessionId}/${path}`, {
@@ -33,8 +31,6 @@ describe.each(
     const payload = type.includes('json') ? await res.json() : new Uint8Array(await res.arrayBuffer());
     return { status: res.status, body: payload as any, type };
   };
-  /** Screen coordinates of a point of the page. */
-  const screen = (p: { x: number; y: number }) => ({ x: p.x + offset.x, y: p.y + offset.y });
   const events = (urlPart?: string) => probe.events(urlPart);
 
   beforeAll(async () => {
@@ -46,12 +42,10 @@ describe.each(
     });
     id = created.id;
     probe = await PageProbe.connect(created.cdp_url);
-    // The window sits at 0,0 with its toolbar above the page.
-    const m = await probe.eval<{ ow: number; oh: number; iw: number; ih: number; sx: number; sy: number }>(
-      '({ ow: outerWidth, oh: outerHeight, iw: innerWidth, ih: innerHeight, sx: screenX, sy: screenY })',
-    );
+    // Input coordinates are the page's: the toolbar above it must not shift them.
+    const m = await probe.eval<{ oh: number; iw: number; ih: number }>('({ oh: outerHeight, iw: innerWidth, ih: innerHeight })');
     expect([m.iw, m.ih]).toEqual([VIEWPORT.width, VIEWPORT.height]);
-    offset = { x: m.sx + (m.ow - m.iw), y: m.sy + (m.oh - m.ih) };
+    expect(m.oh).toBeGreaterThan(m.ih);
     await events();
   });
 
@@ -63,7 +57,7 @@ describe.each(
 
   it('clicks where it is told, with the left, right and middle buttons, as trusted events', async () => {
     const at = centre(BOX.button);
-    expect((await call('POST', 'mouse/click', { ...screen(at), button: 'left' })).status).toBe(200);
+    expect((await call('POST', 'mouse/click', { ...at, button: 'left' })).status).toBe(200);
     let e = await until(async () => {
       const got = await events();
       expect(of(got, 'click')).toHaveLength(1);
@@ -74,7 +68,7 @@ describe.each(
     expect(of(e, 'mouseup')[0]).toMatchObject({ x: at.x, y: at.y, button: 0, trusted: true });
     expect(of(e, 'click')[0]).toMatchObject({ x: at.x, y: at.y, trusted: true, target: 'button' });
 
-    expect((await call('POST', 'mouse/click', { ...screen(at), button: 'right' })).status).toBe(200);
+    expect((await call('POST', 'mouse/click', { ...at, button: 'right' })).status).toBe(200);
     e = await until(async () => {
       const got = await events();
       expect(of(got, 'contextmenu')).toHaveLength(1);
@@ -83,7 +77,7 @@ describe.each(
     expect(of(e, 'mousedown')[0]).toMatchObject({ button: 2, trusted: true, x: at.x, y: at.y });
     expect(of(e, 'contextmenu')[0]).toMatchObject({ trusted: true });
 
-    expect((await call('POST', 'mouse/click', { ...screen(at), button: 'middle' })).status).toBe(200);
+    expect((await call('POST', 'mouse/click', { ...at, button: 'middle' })).status).toBe(200);
     e = await until(async () => {
       const got = await events();
       expect(of(got, 'mouseup')).toHaveLength(1);
@@ -94,7 +88,7 @@ describe.each(
 
   it('double-clicks (the page sees a dblclick, detail 2)', async () => {
     const at = centre(BOX.button);
-    expect((await call('POST', 'mouse/doubleClick', screen(at))).status).toBe(200);
+    expect((await call('POST', 'mouse/doubleClick', at)).status).toBe(200);
     const e = await until(async () => {
       const got = await events();
       expect(of(got, 'dblclick')).toHaveLength(1);
@@ -107,10 +101,10 @@ describe.each(
   it('moves, presses and releases separately (a pointer drag)', async () => {
     const a = { x: 600, y: 400 };
     const b = { x: 700, y: 450 };
-    expect((await call('POST', 'mouse/move', screen(a))).status).toBe(200);
-    expect((await call('POST', 'mouse/down', screen(a))).status).toBe(200);
-    expect((await call('POST', 'mouse/move', screen(b))).status).toBe(200);
-    expect((await call('POST', 'mouse/up', screen(b))).status).toBe(200);
+    expect((await call('POST', 'mouse/move', a)).status).toBe(200);
+    expect((await call('POST', 'mouse/down', a)).status).toBe(200);
+    expect((await call('POST', 'mouse/move', b)).status).toBe(200);
+    expect((await call('POST', 'mouse/up', b)).status).toBe(200);
     const e = await until(async () => {
       const got = await events();
       expect(of(got, 'mouseup')).toHaveLength(1);
@@ -124,7 +118,7 @@ describe.each(
   it('drags and drops an HTML draggable onto a drop target', async () => {
     const from = centre(BOX.drag);
     const to = centre(BOX.drop);
-    const res = await call('POST', 'drag-and-drop', { startX: screen(from).x, startY: screen(from).y, endX: screen(to).x, endY: screen(to).y });
+    const res = await call('POST', 'drag-and-drop', { startX: from.x, startY: from.y, endX: to.x, endY: to.y });
     expect(res.status).toBe(200);
     const e = await until(async () => {
       const got = await events();
@@ -136,7 +130,7 @@ describe.each(
   });
 
   it('scrolls with the wheel', async () => {
-    expect((await call('POST', 'scroll', { ...screen({ x: 600, y: 400 }), deltaY: 480, steps: 2 })).status).toBe(200);
+    expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: 480, steps: 2 })).status).toBe(200);
     const e = await until(async () => {
       const got = await events();
       expect(of(got, 'wheel').reduce((s, w) => s + (w.deltaY ?? 0), 0)).toBe(480);
@@ -144,13 +138,13 @@ describe.each(
     });
     expect(of(e, 'wheel').every((w) => w.trusted && w.x === 600 && w.y === 400)).toBe(true);
     await until(async () => expect(await probe.eval<number>('scrollY')).toBe(480));
-    expect((await call('POST', 'scroll', { ...screen({ x: 600, y: 400 }), deltaY: -480, deltaX: 0 })).status).toBe(200);
+    expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: -480, deltaX: 0 })).status).toBe(200);
     await until(async () => expect(await probe.eval<number>('scrollY')).toBe(0));
     await events();
   });
 
   it('types text into the focused element, a trusted key event per character', async () => {
-    await call('POST', 'mouse/click', screen(centre(BOX.text)));
+    await call('POST', 'mouse/click', centre(BOX.text));
     const text = 'Hello, World! 123 <a&b> "quoted" é';
     expect((await call('POST', 'keyboard/type', { text })).status).toBe(200);
     await until(async () => expect(await probe.eval<string>("document.getElementById('text').value")).toBe(text));
@@ -213,6 +207,97 @@ describe.each(
     expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([VIEWPORT.width, VIEWPORT.height]);
   });
 
+  it('clicks what it sees in the screenshot: a point found there is the point clicked', async () => {
+    // A target the test places nowhere in particular and then looks for, as an agent would.
+    const colour: [number, number, number] = [10, 100, 200];
+    await probe.eval(
+      `(() => { const t = document.createElement('div'); t.id = 'target'; t.style.cssText = 'position:fixed;left:733px;top:611px;width:31px;height:17px;background:rgb(${colour})'; document.body.append(t); })()`,
+    );
+    try {
+      const box = await until(async () => {
+        const found = findColour(decodePng((await call('GET', 'screenshot')).body), colour);
+        expect(found).toBeDefined();
+        return found!;
+      });
+      // One screenshot pixel is one CSS pixel of the page, the toolbar not counted.
+      expect(box).toEqual({ x: 733, y: 611, w: 31, h: 17 });
+      const at = centre(box);
+      expect((await call('POST', 'mouse/click', at)).status).toBe(200);
+      const e = await until(async () => {
+        const got = await events();
+        expect(of(got, 'click')).toHaveLength(1);
+        return got;
+      });
+      expect(of(e, 'click')[0]).toMatchObject({ x: at.x, y: at.y, trusted: true, target: 'target' });
+    } finally {
+      await probe.eval("document.getElementById('target').remove()");
+    }
+  });
+
+  it('clicks an element named by a selector (the vendor form), waiting for it and scrolling to it', async () => {
+    expect((await call('POST', 'mouse/click', { selector: '#button' })).status).toBe(200);
+    let e = await until(async () => {
+      const got = await events();
+      expect(of(got, 'click')).toHaveLength(1);
+      return got;
+    });
+    expect(of(e, 'click')[0]).toMatchObject({ ...centre(BOX.button), trusted: true, target: 'button' });
+
+    // Three matches that appear 300 ms from now; the third is clicked, under the wire name `timeout`.
+    await probe.eval(
+      "setTimeout(() => [0, 1, 2].forEach((i) => { const p = document.createElement('div'); p.id = 'pick' + i; p.className = 'pick'; p.style.cssText = `position:absolute;left:${650 + i * 60}px;top:500px;width:40px;height:40px`; document.body.append(p); }), 300)",
+    );
+    expect((await call('POST', 'mouse/click', { selector: '.pick', index: 2, timeout: 5000 })).status).toBe(200);
+    e = await until(async () => {
+      const got = await events();
+      expect(of(got, 'click')).toHaveLength(1);
+      return got;
+    });
+    expect(of(e, 'click')[0]).toMatchObject({ x: 770 + 20, y: 520, trusted: true, target: 'pick2' });
+
+    // Below the fold: scrolled into view, then clicked.
+    await probe.eval(
+      "(() => { const f = document.createElement('div'); f.id = 'far'; f.style.cssText = 'position:absolute;left:40px;top:3000px;width:50px;height:50px'; document.body.append(f); })()",
+    );
+    expect((await call('POST', 'mouse/click', { selector: '#far', selectorTimeoutMs: 2000 })).status).toBe(200);
+    e = await until(async () => {
+      const got = await events();
+      expect(of(got, 'click')).toHaveLength(1);
+      return got;
+    });
+    expect(of(e, 'click')[0]).toMatchObject({ trusted: true, target: 'far' });
+    expect(await probe.eval<number>('scrollY')).toBeGreaterThan(2000);
+    await probe.eval("(() => { document.querySelectorAll('.pick, #far').forEach((n) => n.remove()); scrollTo(0, 0); })()");
+
+    for (const [body, message] of [
+      [{ selector: '#nothing', selectorTimeoutMs: 200 }, 'no element matches "#nothing"'],
+      [{ selector: '.pick', index: 5, selectorTimeoutMs: 100 }, 'no element matches ".pick" (index 5)'],
+      [{ selector: '#button', index: 1, selectorTimeoutMs: 100 }, 'only 1 element match "#button" (index 1)'],
+      [{ selector: 'div[[' }, 'not a valid CSS selector'],
+      [{ selector: '#button', x: 10, y: 10 }, 'not both'],
+      [{ x: 10 }, 'Give x and y, or a selector'],
+      [{ x: 10, y: 10, index: 1 }, 'index goes with a selector'],
+      [{ selector: '#button', timeout: 10, selectorTimeoutMs: 10 }, 'not both'],
+    ] as const) {
+      const res = await call('POST', 'mouse/click', body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.message).toContain(message);
+    }
+    expect(of(await events(), 'click')).toHaveLength(0);
+  });
+
+  it("scrolls through the browser's input pipeline with useOs false, to the pixel", async () => {
+    expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: 50, useOs: false })).status).toBe(200);
+    await until(async () => expect(await probe.eval<number>('scrollY')).toBe(50));
+    expect(of(await events(), 'wheel').every((w) => w.trusted && w.x === 600 && w.y === 400)).toBe(true);
+    // The OS wheel turns in 120-pixel notches; a headless session has no OS and scrolls exactly.
+    expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: 50, useOs: true })).status).toBe(200);
+    await until(async () => expect(await probe.eval<number>('scrollY')).toBe(headless ? 100 : 170));
+    await probe.eval('scrollTo(0, 0)');
+    await until(async () => expect(await probe.eval<number>('scrollY')).toBe(0));
+    await events();
+  });
+
   it('goes to a URL in the active page', async () => {
     expect((await call('POST', 'goto', { url: fixtures.url('/colour/red') })).status).toBe(200);
     expect(await probe.eval<string>('location.pathname', '/colour/red')).toBe('/colour/red');
@@ -229,7 +314,7 @@ describe.each(
       // Until the tab is on /slow-input (committed): its 1.5 s hold starts with the parsing.
       await until(async () => expect((await probe.pages()).find((p) => p.targetId === targetId)?.url).toContain('/slow-input'));
       const at = centre(BOX.button);
-      expect((await call('POST', 'mouse/click', screen(at))).status).toBe(200);
+      expect((await call('POST', 'mouse/click', at)).status).toBe(200);
       const e = await until(async () => {
         const got = await events('/slow-input');
         expect(of(got, 'click')).toHaveLength(1);
@@ -241,7 +326,7 @@ describe.each(
     }
   });
 
-  it('refuses coordinates off the screen, unknown keys, empty text and non-web URLs with 400', async () => {
+  it('refuses coordinates off the screenshot, unknown keys, empty text and non-web URLs with 400', async () => {
     const huge = { x: 100_000, y: 10 };
     for (const [path, body] of [
       ['mouse/click', huge],
@@ -252,6 +337,9 @@ describe.each(
       ['scroll', { ...huge, deltaY: 10 }],
       ['drag-and-drop', { startX: 10, startY: 10, endX: 100_000, endY: 10 }],
       ['mouse/click', { x: -1, y: 10 }],
+      // The screenshot's last row is y 767: the screen below the page is not the page.
+      ['mouse/click', { x: 10, y: VIEWPORT.height }],
+      ['mouse/move', { x: VIEWPORT.width, y: 10 }],
       ['keyboard/shortcut', { keys: ['Control', 'NoSuchKey'] }],
       ['keyboard/type', { text: '' }],
       // 3000 characters 30 ms apart: 90 s of pauses holding the session's input.

@@ -2,6 +2,7 @@
 // receives (position, button, key, modifiers, isTrusted), a server for it, and a small CDP
 // helper that reads the page of a session through its cdp_url.
 import { createServer } from 'node:http';
+import { inflateSync } from 'node:zlib';
 import type { AddressInfo } from 'node:net';
 import { CdpClient, listPages } from '../browser/cdp-client.js';
 
@@ -170,4 +171,60 @@ export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 10_000): Pr
 /** Every event recorded about a session, oldest first. */
 export async function eventsOf(db: { query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> }, sessionId: string) {
   return db.query<{ id: string; type: string; data: any }>(`SELECT id, type, data FROM events WHERE data->>'session_id' = $1 ORDER BY seq`, [sessionId]);
+}
+
+/** An 8-bit RGB or RGBA, non-interlaced PNG (what Chromium's screenshots are), decoded. */
+export function decodePng(png: Uint8Array): { width: number; height: number; rgb(x: number, y: number): [number, number, number] } {
+  const buf = Buffer.from(png);
+  let width = 0;
+  let height = 0;
+  let channels = 0;
+  const idat: Buffer[] = [];
+  for (let at = 8; at < buf.length; ) {
+    const len = buf.readUInt32BE(at);
+    const type = buf.toString('latin1', at + 4, at + 8);
+    const data = buf.subarray(at + 8, at + 8 + len);
+    if (type === 'IHDR') {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      const [depth, colour, , , interlace] = [data[8], data[9], data[10], data[11], data[12]];
+      if (depth !== 8 || (colour !== 2 && colour !== 6) || interlace !== 0)
+        throw new Error(`unsupported PNG: depth ${depth}, colour type ${colour}, interlace ${interlace}`);
+      channels = colour === 6 ? 4 : 3;
+    } else if (type === 'IDAT') idat.push(data);
+    at += 12 + len;
+  }
+  const raw = inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  const out = Buffer.alloc(stride * height);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)]!;
+    const line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= channels ? out[y * stride + i - channels]! : 0;
+      const b = y > 0 ? out[(y - 1) * stride + i]! : 0;
+      const c = i >= channels && y > 0 ? out[(y - 1) * stride + i - channels]! : 0;
+      const p = a + b - c;
+      const paeth = Math.abs(p - a) <= Math.abs(p - b) && Math.abs(p - a) <= Math.abs(p - c) ? a : Math.abs(p - b) <= Math.abs(p - c) ? b : c;
+      const predictor = [0, a, b, (a + b) >> 1, paeth][filter]!;
+      out[y * stride + i] = (line[i]! + predictor) & 0xff;
+    }
+  }
+  return { width, height, rgb: (x, y) => [out[y * stride + x * channels]!, out[y * stride + x * channels + 1]!, out[y * stride + x * channels + 2]!] };
+}
+
+/** The bounding box of the pixels of exactly one colour, or undefined when there are none. */
+export function findColour(img: ReturnType<typeof decodePng>, colour: [number, number, number]): { x: number; y: number; w: number; h: number } | undefined {
+  let [minX, minY, maxX, maxY] = [Infinity, Infinity, -1, -1];
+  for (let y = 0; y < img.height; y++) {
+    for (let x = 0; x < img.width; x++) {
+      const [r, g, b] = img.rgb(x, y);
+      if (r !== colour[0] || g !== colour[1] || b !== colour[2]) continue;
+      minX = Math.min(minX, x);
+      minY = Math.min(minY, y);
+      maxX = Math.max(maxX, x);
+      maxY = Math.max(maxY, y);
+    }
+  }
+  return maxX < 0 ? undefined : { x: minX, y: minY, w: maxX - minX + 1, h: maxY - minY + 1 };
 }

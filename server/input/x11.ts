@@ -32,8 +32,15 @@ export class X11Input implements InputBackend {
 
   constructor(
     private readonly display: string,
+    /** Where the page's viewport sits on the display (below the toolbar, unless fullscreen). */
+    private readonly origin: { x: number; y: number },
     private readonly page: PageAccess,
   ) {}
+
+  /** xdotool's arguments for a point of the page. */
+  private at(p: { x: number; y: number }): [string, string] {
+    return [String(p.x + this.origin.x), String(p.y + this.origin.y)];
+  }
 
   /**
    * Once per session: Chromium on a display without a window manager takes keys only
@@ -47,44 +54,41 @@ export class X11Input implements InputBackend {
   }
 
   async move(x: number, y: number): Promise<void> {
-    await this.xdotool(['mousemove', String(x), String(y)]);
+    await this.xdotool(['mousemove', ...this.at({ x, y })]);
   }
 
   async click(x: number, y: number, button: Button, count: 1 | 2): Promise<void> {
     // Without --sync: XTest motion and button events reach the X server, and Chromium, in
     // order; --sync can wait forever when the pointer is already there.
-    await this.xdotool(['mousemove', String(x), String(y), 'click', '--repeat', String(count), '--delay', '60', BUTTON[button]]);
+    await this.xdotool(['mousemove', ...this.at({ x, y }), 'click', '--repeat', String(count), '--delay', '60', BUTTON[button]]);
   }
 
   async down(x: number, y: number, button: Button): Promise<void> {
-    await this.xdotool(['mousemove', String(x), String(y), 'mousedown', BUTTON[button]]);
+    await this.xdotool(['mousemove', ...this.at({ x, y }), 'mousedown', BUTTON[button]]);
   }
 
   async up(x: number, y: number, button: Button): Promise<void> {
-    await this.xdotool(['mousemove', String(x), String(y), 'mouseup', BUTTON[button]]);
+    await this.xdotool(['mousemove', ...this.at({ x, y }), 'mouseup', BUTTON[button]]);
   }
 
   async drag(from: { x: number; y: number }, to: { x: number; y: number }, button: Button): Promise<void> {
     // Small steps with pauses: HTML drag and drop starts only after a few moves with the
     // button down, and drop targets need dragover events before the release.
-    const steps = path(from, to, 12).flatMap((p) => ['mousemove', String(p.x), String(p.y), 'sleep', '0.02']);
+    const steps = path(from, to, 12).flatMap((p) => ['mousemove', ...this.at(p), 'sleep', '0.02']);
     await this.xdotool([
       'mousemove',
-      String(from.x),
-      String(from.y),
+      ...this.at(from),
       'mousedown',
       BUTTON[button],
       'sleep',
       '0.05',
       ...steps,
       'mousemove',
-      String(to.x),
-      String(to.y),
+      ...this.at(to),
       'sleep',
       '0.05',
       'mousemove',
-      String(to.x),
-      String(to.y),
+      ...this.at(to),
       'sleep',
       '0.05',
       'mouseup',
@@ -98,7 +102,7 @@ export class X11Input implements InputBackend {
     const ny = notches(deltaY);
     const nx = notches(deltaX);
     const delay = String(Math.max(10, Math.min(200, Math.round(400 / Math.max(1, steps)))));
-    const args = ['mousemove', String(x), String(y)];
+    const args = ['mousemove', ...this.at({ x, y })];
     if (ny) args.push('click', '--repeat', String(ny), '--delay', delay, deltaY > 0 ? '5' : '4');
     if (nx) args.push('click', '--repeat', String(nx), '--delay', delay, deltaX > 0 ? '7' : '6');
     await this.xdotool(args);
