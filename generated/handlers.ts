@@ -1079,6 +1079,18 @@ export type ResumeSessionRecordingResponse =
   | { status: 500; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["resumeSessionRecording"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type UploadAgentFilesRequest = { params: operations["uploadAgentFiles"]["parameters"]["path"]; query: NoFields; body: Multipart<NonNullable<operations["uploadAgentFiles"]["requestBody"]>["content"]["multipart/form-data"], "file">; headers: Headers };
+export type UploadAgentFilesResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["uploadAgentFiles"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type KeyboardShortcutRequest = { params: operations["keyboardShortcut"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["keyboardShortcut"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type KeyboardShortcutResponse =
   | { status: 200; contentType?: "application/json"; body: operations["keyboardShortcut"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1372,6 +1384,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   resumeAgent(req: ResumeAgentRequest, ctx: AuthedCtx): MaybePromise<ResumeAgentResponse>;
   pauseSessionRecording(req: PauseSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<PauseSessionRecordingResponse>;
   resumeSessionRecording(req: ResumeSessionRecordingRequest, ctx: AuthedCtx): MaybePromise<ResumeSessionRecordingResponse>;
+  uploadAgentFiles(req: UploadAgentFilesRequest, ctx: AuthedCtx): MaybePromise<UploadAgentFilesResponse>;
   keyboardShortcut(req: KeyboardShortcutRequest, ctx: AuthedCtx): MaybePromise<KeyboardShortcutResponse>;
   keyboardType(req: KeyboardTypeRequest, ctx: AuthedCtx): MaybePromise<KeyboardTypeResponse>;
   mouseClick(req: MouseClickRequest, ctx: AuthedCtx): MaybePromise<MouseClickResponse>;

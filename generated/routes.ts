@@ -130,6 +130,7 @@ export type OperationId =
   | "resumeAgent"
   | "pauseSessionRecording"
   | "resumeSessionRecording"
+  | "uploadAgentFiles"
   | "keyboardShortcut"
   | "keyboardType"
   | "mouseClick"
@@ -1421,6 +1422,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,409,500,503],
     errors: {"400":"general","401":"general","404":"general","409":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "uploadAgentFiles",
+    method: "POST",
+    path: "/v1/sessions/{sessionId}/agent/files",
+    honoPath: "/v1/sessions/:sessionId/agent/files",
+    secured: true,
+    admin: false,
+    body: {"required":true,"mediaTypes":["multipart/form-data"],"binaryFields":["file"]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,409,413,415,500,503],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general","503":"general"},
   },
   {
     operationId: "keyboardShortcut",

@@ -405,6 +405,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{sessionId}/agent/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of the running session to drive. */
+                sessionId: components["parameters"]["SessionIdInputPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the session's agent files
+         * @description Files the agent of this session may use (`perform-web-task` with `sessionId`): it is told their names and sizes, reads a text file with its `read_file` action and puts a file into a page's file input with `upload_file`. A ZIP archive is unpacked (its folders kept, names made safe as for uploads, entries that would leave the folder refused with 400); any other file is kept as it is, a second file of the same name replacing the first. The files stay until the session ends and go with its browser. Limits: the request at most `MAX_UPLOAD_BYTES`, a session's agent files together (unpacked) at most `SESSION_UPLOADS_MAX_BYTES` and 1000 files; past either, 413. 404 when the project has no such session; 409 when the session is not running. The answer's `files` lists what this upload added; the vendor answers `status` and `message` only.
+         */
+        post: operations["uploadAgentFiles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{sessionId}/mouse/click": {
         parameters: {
             query?: never;
@@ -2970,6 +2993,21 @@ export interface components {
                 size: number;
             };
         };
+        AgentFilesResponse: {
+            data: {
+                /** @enum {string} */
+                status: "uploaded";
+                /** @description What was done, for a person to read. */
+                message: string;
+                /** @description The files this upload added or replaced, by the name the agent knows them by. */
+                files: {
+                    /** @description Path relative to the agent's files, folders separated by /. */
+                    name: string;
+                    /** @description Size in bytes. */
+                    size: number;
+                }[];
+            };
+        };
         /**
          * @description Mouse button.
          * @default left
@@ -3301,7 +3339,7 @@ export interface components {
              * @description The browser action.
              * @enum {string}
              */
-            action: "navigate" | "click" | "type" | "select" | "scroll" | "wait" | "extract";
+            action: "navigate" | "click" | "type" | "select" | "scroll" | "wait" | "extract" | "read_file" | "upload_file";
             /** @description What it acted on, the URL or the element (its ref and its description). */
             target?: string;
             /** @description What came of it, as the agent was told; never a secret's value. */
@@ -7531,6 +7569,59 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["SessionUploadResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    uploadAgentFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id of the running session to drive. */
+                sessionId: components["parameters"]["SessionIdInputPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["SessionUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The files are the agent's. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "uploaded",
+                     *         "message": "2 files for the agent from orders.zip",
+                     *         "files": [
+                     *           {
+                     *             "name": "orders/2026-11.csv",
+                     *             "size": 5120
+                     *           },
+                     *           {
+                     *             "name": "orders/README.txt",
+                     *             "size": 311
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentFilesResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];

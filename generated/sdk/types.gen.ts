@@ -735,6 +735,29 @@ export type SessionUploadResponse = {
     };
 };
 
+export type AgentFilesResponse = {
+    data: {
+        status: 'uploaded';
+        /**
+         * What was done, for a person to read.
+         */
+        message: string;
+        /**
+         * The files this upload added or replaced, by the name the agent knows them by.
+         */
+        files: Array<{
+            /**
+             * Path relative to the agent's files, folders separated by /.
+             */
+            name: string;
+            /**
+             * Size in bytes.
+             */
+            size: number;
+        }>;
+    };
+};
+
 /**
  * Mouse button.
  */
@@ -1129,7 +1152,7 @@ export type PerformWebTaskStep = {
     /**
      * The browser action.
      */
-    action: 'navigate' | 'click' | 'type' | 'select' | 'scroll' | 'wait' | 'extract';
+    action: 'navigate' | 'click' | 'type' | 'select' | 'scroll' | 'wait' | 'extract' | 'read_file' | 'upload_file';
     /**
      * What it acted on, the URL or the element (its ref and its description).
      */
@@ -5771,6 +5794,64 @@ export type UploadSessionFileResponses = {
 };
 
 export type UploadSessionFileResponse = UploadSessionFileResponses[keyof UploadSessionFileResponses];
+
+export type UploadAgentFilesData = {
+    body: SessionUploadRequest;
+    path: {
+        /**
+         * The id of the running session to drive.
+         */
+        sessionId: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{sessionId}/agent/files';
+};
+
+export type UploadAgentFilesErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type UploadAgentFilesError = UploadAgentFilesErrors[keyof UploadAgentFilesErrors];
+
+export type UploadAgentFilesResponses = {
+    /**
+     * The files are the agent's.
+     */
+    200: AgentFilesResponse;
+};
+
+export type UploadAgentFilesResponse = UploadAgentFilesResponses[keyof UploadAgentFilesResponses];
 
 export type MouseClickData = {
     body: MouseClickRequest;

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ZipFile } from 'yazl';
+import { zipOf } from '../testing/zip-of.js';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 import { batchEnd, createBatch, getBatch, HEADLESS, until, type Requester } from '../batches/test-support.js';
@@ -22,19 +22,6 @@ const isKeyMade = schema('AdminKeyCreatedResponse');
 const isKeys = schema('AdminKeyListResponse');
 const isBilling = schema('BillingResponse');
 const isNodes = schema('AdminNodeListResponse');
-
-function zipOf(entries: Record<string, string>): Promise<Buffer> {
-  const zip = new ZipFile();
-  for (const [name, content] of Object.entries(entries)) zip.addBuffer(Buffer.from(content), name);
-  zip.end();
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    zip.outputStream
-      .on('data', (c: Buffer) => chunks.push(c))
-      .on('end', () => resolve(Buffer.concat(chunks)))
-      .on('error', reject);
-  });
-}
 
 function expectValid(validate: ReturnType<typeof schema>, body: unknown) {
   expect(validate(body), JSON.stringify(validate.errors)).toBe(true);

@@ -2,9 +2,11 @@
 // the page through Playwright. Elements are named by refs of the page's last aria snapshot.
 // Secrets are typed by name ({{name}}): the model never sees a value, in what it is told or
 // in the record.
+import { readFile } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { locateRef } from '../page/aria.js';
 import type { ToolSpec } from '../llm/index.js';
+import type { AgentFileAccess } from './files.js';
 import type { BrowserAction } from './steps.js';
 
 /** Longest an element action waits for its element to be actionable. */
@@ -56,6 +58,23 @@ export const actionTools: ToolSpec[] = [
   },
 ];
 
+/** The actions on the session's agent files, offered when it has some. */
+export const fileTools: ToolSpec[] = [
+  {
+    name: 'read_file',
+    description: 'Read a text file of yours (one of the files listed), to use what it says.',
+    parameters: object({ file: { type: 'string', description: 'The file name, as listed' } }, ['file']),
+  },
+  {
+    name: 'upload_file',
+    description: 'Put files of yours into a file input of the page, by its ref (the input, or the button that opens its file chooser).',
+    parameters: object({ ref, element, files: { type: 'array', items: { type: 'string' }, minItems: 1, description: 'File names, as listed' } }, [
+      'ref',
+      'files',
+    ]),
+  },
+];
+
 export class ActionError extends Error {}
 
 export interface ActionContext {
@@ -66,6 +85,8 @@ export interface ActionContext {
   highlight: boolean;
   /** Refuses a URL the server may not load for users. */
   checkUrl(url: string): Promise<void>;
+  /** The files the session's agent was given (POST .../agent/files). */
+  files: AgentFileAccess;
 }
 
 const str = (v: unknown, name: string): string => {
@@ -76,6 +97,7 @@ const str = (v: unknown, name: string): string => {
 /** The target, as recorded. */
 export function describeTarget(name: string, args: Record<string, unknown>): string | undefined {
   if (name === 'navigate') return typeof args.url === 'string' ? args.url : undefined;
+  if (name === 'read_file') return typeof args.file === 'string' ? args.file : undefined;
   if (typeof args.ref !== 'string') return typeof args.text === 'string' && name === 'wait' ? `text "${args.text}"` : undefined;
   return typeof args.element === 'string' && args.element ? `${args.ref} (${args.element})` : args.ref;
 }
@@ -146,6 +168,36 @@ export async function perform(name: BrowserAction, args: Record<string, unknown>
           : await page.locator('body').innerText({ timeout: ACTION_TIMEOUT_MS });
       const redacted = redactSecrets(text, c.secrets);
       return redacted.length > MAX_EXTRACT_CHARS ? `${redacted.slice(0, MAX_EXTRACT_CHARS)}\n[… cut at ${MAX_EXTRACT_CHARS} characters]` : redacted;
+    }
+    case 'read_file': {
+      const name = str(args.file, 'file');
+      const path = await c.files.path(name);
+      if (!path) throw new ActionError(`You have no file named ${name}`);
+      const bytes = await readFile(path);
+      // A NUL byte in the first 8 kB: not text (the same test git makes).
+      if (bytes.subarray(0, 8192).includes(0)) return `${name} is not a text file (${bytes.length} bytes): it can be uploaded, not read.`;
+      const text = redactSecrets(bytes.toString('utf8'), c.secrets);
+      return text.length > MAX_EXTRACT_CHARS ? `${text.slice(0, MAX_EXTRACT_CHARS)}\n[… cut at ${MAX_EXTRACT_CHARS} characters]` : text;
+    }
+    case 'upload_file': {
+      const names = Array.isArray(args.files) ? args.files.filter((v): v is string => typeof v === 'string') : [];
+      if (!names.length) throw new ActionError('files must list at least one file name');
+      const paths: string[] = [];
+      for (const name of names) {
+        const path = await c.files.path(name);
+        if (!path) throw new ActionError(`You have no file named ${name}`);
+        paths.push(path);
+      }
+      const field = await target();
+      // An <input type=file> takes them directly; a button that opens a file chooser is clicked and the chooser answered.
+      const isInput = await field.evaluate((el) => el instanceof HTMLInputElement && el.type === 'file', undefined, { timeout: ACTION_TIMEOUT_MS });
+      if (isInput) await field.setInputFiles(paths, { timeout: ACTION_TIMEOUT_MS });
+      else {
+        const chooser = page.waitForEvent('filechooser', { timeout: ACTION_TIMEOUT_MS });
+        await field.click({ timeout: ACTION_TIMEOUT_MS });
+        await (await chooser).setFiles(paths);
+      }
+      return `Uploaded ${names.join(', ')}.`;
     }
   }
 }

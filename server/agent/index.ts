@@ -1,5 +1,6 @@
 // The agent tools: perform-web-task, an agent loop over a session's browser driven by the
-// operator's language model (server/llm/). With no model configured it answers 503.
+// operator's language model (server/llm/), and the files a session's agent may use. With no
+// model configured perform-web-task answers 503.
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
@@ -7,6 +8,8 @@ import type { Interventions } from '../interventions/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { agentHandlers, type AgentHandlers } from './handlers.js';
+import { agentFileHandlers } from './files-handler.js';
+import { AgentFiles } from './files.js';
 import { WebTaskRunner } from './runner.js';
 
 export function agent(d: {
@@ -15,13 +18,13 @@ export function agent(d: {
   log: Logger;
   sessions: SessionManager;
   interventions: Interventions;
-}): Capability<keyof AgentHandlers> {
+}): Capability<keyof AgentHandlers | 'uploadAgentFiles'> {
   const log = d.log.child({ capability: 'agent' });
   const runner = new WebTaskRunner({ ...d, log });
   const { handlers, settled } = agentHandlers({ db: d.db, config: d.config, log, runner });
   return {
     name: 'agent',
-    handlers,
+    handlers: { ...handlers, ...agentFileHandlers({ sessions: d.sessions, files: new AgentFiles(d.config.sessionUploadsMaxBytes) }) },
     // The agent lets go of a browser before it closes, whoever ends its session.
     sessionHooks: { ending: async (s) => runner.sessionEnding(s.id) },
     // Before the sessions capability ends every browser: runs fail with a clear reason,

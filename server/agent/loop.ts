@@ -6,7 +6,8 @@ import type { Page } from 'playwright-core';
 import { InterventionError, type InputType } from '../interventions/index.js';
 import { ariaSnapshot, missingRef } from '../page/aria.js';
 import { LlmError, type Content, type LanguageModel, type Message, type ToolSpec } from '../llm/index.js';
-import { ActionError, actionTools, describeTarget, perform, redactSecrets, showStep } from './actions.js';
+import { ActionError, actionTools, describeTarget, fileTools, perform, redactSecrets, showStep } from './actions.js';
+import type { AgentFile, AgentFileAccess } from './files.js';
 import type { AnswerSchema } from './answer-schema.js';
 import { BROWSER_ACTIONS, type BrowserAction, type StepRecord } from './steps.js';
 
@@ -26,6 +27,8 @@ export interface WebTaskRun {
   whilePaused(): Promise<void>;
   /** With human_intervention: asks a person and answers what they said. */
   askHuman?(message: string, inputType: InputType): Promise<string>;
+  /** The files the session's agent was given, offered through read_file and upload_file. */
+  files: AgentFileAccess;
   /** Called after each step, for progress. */
   onStep?(steps: readonly StepRecord[]): void;
 }
@@ -45,11 +48,12 @@ export class TimeLimit extends Error {}
 export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
   const steps: StepRecord[] = [];
   const messages: Message[] = [];
-  const tools = [...actionTools, finishTool(r.answerSchema), GIVE_UP, ...(r.askHuman ? [ASK_HUMAN] : [])];
+  const files = await r.files.list();
+  const tools = [...actionTools, ...(files.length ? fileTools : []), finishTool(r.answerSchema), GIVE_UP, ...(r.askHuman ? [ASK_HUMAN] : [])];
   let modelCalls = 0;
   let idle = 0;
   const fail = (kind: 'agent' | 'model', error: string): WebTaskOutcome => ({ ok: false, kind, error, steps, modelCalls });
-  const system = systemPrompt(r);
+  const system = systemPrompt(r, files);
   // Screenshots would show typed secrets, which the model must never see.
   const images = r.model.images && Object.keys(r.secrets).length === 0;
   try {
@@ -120,7 +124,7 @@ async function act(n: number, name: BrowserAction, args: Record<string, unknown>
   let outcome: string;
   let ok = true;
   try {
-    outcome = await perform(name, args, { page: r.page(), secrets: r.secrets, highlight: r.highlight, checkUrl: r.checkUrl });
+    outcome = await perform(name, args, { page: r.page(), secrets: r.secrets, highlight: r.highlight, checkUrl: r.checkUrl, files: r.files });
   } catch (err) {
     ok = false;
     outcome = `Failed: ${firstLine(err)}`;
@@ -194,7 +198,10 @@ function finishTool(schema: AnswerSchema | undefined): ToolSpec {
   };
 }
 
-function systemPrompt(r: WebTaskRun): string {
+/** Most files the model is told of by name; the rest are counted. */
+const MAX_LISTED_FILES = 100;
+
+function systemPrompt(r: WebTaskRun, files: AgentFile[]): string {
   const names = Object.keys(r.secrets);
   return [
     'You are a web agent that carries out a task in a web browser, step by step.',
@@ -206,6 +213,17 @@ function systemPrompt(r: WebTaskRun): string {
       '.',
     'If the task cannot be done, call give_up with the reason.',
     ...(names.length ? [`Secrets you may type, by name, written {{name}} in the text of type: ${names.join(', ')}. You never see their values.`] : []),
+    ...(files.length
+      ? [
+          'Files you have (read a text file with read_file, put files into a file input with upload_file): ' +
+            files
+              .slice(0, MAX_LISTED_FILES)
+              .map((f) => `${f.name} (${f.size} bytes)`)
+              .join(', ') +
+            (files.length > MAX_LISTED_FILES ? `, and ${files.length - MAX_LISTED_FILES} more` : '') +
+            '.',
+        ]
+      : []),
   ].join('\n');
 }
 

@@ -16,6 +16,7 @@ import type { SessionManager } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { ActionError } from './actions.js';
 import { CdpRelay } from './cdp-relay.js';
+import { agentFileAccess } from './files.js';
 import type { AnswerSchema } from './answer-schema.js';
 import { runWebTask, TimeLimit, type WebTaskOutcome } from './loop.js';
 import type { StepRecord } from './steps.js';
@@ -115,6 +116,7 @@ export class WebTaskRunner {
         signal: abort.signal,
         secrets: spec.secrets,
         highlight: spec.highlight,
+        files: agentFileAccess(session.browser.rootDir),
         // POST .../agent/pause holds the agent before its next model call and action.
         whilePaused: () => this.d.interventions.whilePaused(session.id, abort.signal),
         ...(spec.humanIntervention

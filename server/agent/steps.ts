@@ -1,7 +1,7 @@
 // What the result of a web task shows of each step: the action, what it acted on, and what
 // came of it.
 
-export const BROWSER_ACTIONS = ['navigate', 'click', 'type', 'select', 'scroll', 'wait', 'extract'] as const;
+export const BROWSER_ACTIONS = ['navigate', 'click', 'type', 'select', 'scroll', 'wait', 'extract', 'read_file', 'upload_file'] as const;
 export type BrowserAction = (typeof BROWSER_ACTIONS)[number];
 
 export interface StepRecord {

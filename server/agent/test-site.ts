@@ -1,5 +1,5 @@
 // The fixture site of the agent's tests and benchmark: a two-page form to fill, a table to
-// extract, and a page whose button moves (and is replaced) after a click. It records what
+// extract, a page whose button moves (and is replaced) after a click, and file inputs. It records what
 // reached it, so a test checks the effect of the agent's actions, not only what it said.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +10,8 @@ export interface TestSite {
   readonly submissions: { path: string; query: Record<string, string> }[];
   /** Paths of beacons the pages sent (/bought). */
   readonly beacons: string[];
+  /** Files the upload page was given, each as its name and text, in order. */
+  readonly uploads: { name: string; text: string }[][];
   close(): Promise<void>;
 }
 
@@ -25,6 +27,7 @@ export const PRODUCTS = [
 export async function startTestSite(): Promise<TestSite> {
   const submissions: { path: string; query: Record<string, string> }[] = [];
   const beacons: string[] = [];
+  const uploads: { name: string; text: string }[][] = [];
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const q = Object.fromEntries(url.searchParams);
@@ -81,6 +84,30 @@ export async function startTestSite(): Promise<TestSite> {
              </script>`,
           ),
         );
+      case '/upload':
+        // A file input, and a button that opens the chooser of a hidden one: each reports the
+        // files it was given, with their text.
+        return html(
+          page(
+            'Upload',
+            `<h1>Send your documents</h1><label>Document <input id="doc" type="file" multiple></label>
+             <input id="hidden" type="file" hidden><button id="choose">Choose a file</button>
+             <script>
+               const report = async (input) => fetch('/uploaded', { method: 'POST', body: JSON.stringify(await Promise.all([...input.files].map(async (f) => ({ name: f.name, text: await f.text() })))) });
+               for (const id of ['doc', 'hidden']) document.getElementById(id).addEventListener('change', (e) => report(e.target));
+               document.getElementById('choose').addEventListener('click', () => document.getElementById('hidden').click());
+             </script>`,
+          ),
+        );
+      case '/uploaded': {
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => {
+          uploads.push(JSON.parse(body) as { name: string; text: string }[]);
+          res.writeHead(204).end();
+        });
+        return;
+      }
       case '/bought':
         beacons.push('/bought');
         return res.writeHead(204).end();
@@ -94,6 +121,7 @@ export async function startTestSite(): Promise<TestSite> {
     url: (path) => origin + path,
     submissions,
     beacons,
+    uploads,
     close: () =>
       new Promise((r) => {
         server.closeAllConnections();

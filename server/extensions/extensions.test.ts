@@ -8,26 +8,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ZipFile } from 'yazl';
+import { zipOf } from '../testing/zip-of.js';
 import { createProject } from '../auth/api-keys.js';
 import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, createSession, endSession, postSession, roots, startPageServer, type PageServer } from '../sessions/test-support.js';
 
 const fixtures = fileURLToPath(new URL('../../fixtures/extensions/', import.meta.url));
-
-/** A ZIP of the given entries (name → content), deflated. */
-function zipOf(entries: Record<string, string | Buffer>): Promise<Buffer> {
-  const zip = new ZipFile();
-  for (const [name, content] of Object.entries(entries)) zip.addBuffer(Buffer.from(content), name);
-  zip.end();
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    zip.outputStream
-      .on('data', (c: Buffer) => chunks.push(c))
-      .on('end', () => resolve(Buffer.concat(chunks)))
-      .on('error', reject);
-  });
-}
 
 /** A fixture extension's files, at the root of the ZIP or in one top folder. */
 function fixture(name: string, folder = ''): Record<string, Buffer> {

@@ -21,7 +21,7 @@ import type { RunningSession, SessionHooks } from '../capability/index.js';
 import { downloadsDirOf } from '../browser/index.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
-import { safeFileName, uniqueName } from './file-names.js';
+import { safeFileName, uniqueName } from '../storage/file-names.js';
 import * as store from './store.js';
 
 /** Longest URL kept with a download (a data: URL can be megabytes). */

@@ -8,7 +8,7 @@ import type { SessionManager } from '../sessions/index.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import { readRanged } from '../storage/ranged.js';
 import type { Db } from '../store/db.js';
-import { contentTypeOf } from './file-names.js';
+import { contentTypeOf } from '../storage/file-names.js';
 import type { Uploads } from './uploads.js';
 import * as store from './store.js';
 

@@ -7,24 +7,20 @@ import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { rootPaths } from '../browser/index.js';
 import type { RunningSession } from '../capability/index.js';
-import { safeFileName } from './file-names.js';
+import { OneAtATime } from '../storage/one-at-a-time.js';
+import { safeFileName } from '../storage/file-names.js';
 
 export type UploadResult = { ok: true; path: string; name: string; size: number } | { ok: false; message: string };
 
 export class Uploads {
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly queue = new OneAtATime();
 
   /** `maxSessionBytes`: most bytes of uploads one session holds at once. */
   constructor(private readonly maxSessionBytes: number) {}
 
   /** Writes the file into the session's uploads folder; a file of the same name is replaced. */
   put(s: RunningSession, file: File): Promise<UploadResult> {
-    const previous = this.queues.get(s.id) ?? Promise.resolve();
-    const next = previous.then(() => this.write(s, file));
-    const settled = next.catch(() => {});
-    this.queues.set(s.id, settled);
-    void settled.then(() => this.queues.get(s.id) === settled && this.queues.delete(s.id));
-    return next;
+    return this.queue.run(s.id, () => this.write(s, file));
   }
 
   private async write(s: RunningSession, file: File): Promise<UploadResult> {
