@@ -579,6 +579,17 @@ export type DeleteClientCertificateResponse =
   | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type SignalEventRequest = { params: operations["signalEvent"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["signalEvent"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type SignalEventResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["signalEvent"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["signalEvent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["signalEvent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["signalEvent"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["signalEvent"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["signalEvent"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["signalEvent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["signalEvent"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetExtensionRequest = { params: operations["getExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetExtensionResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getExtension"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -760,6 +771,17 @@ export type CreateIdentityTokenResponse =
   | { status: 415; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type WaitForEventRequest = { params: operations["waitForEvent"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["waitForEvent"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type WaitForEventResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 408; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][408]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetIdentityCredentialsRequest = { params: operations["getIdentityCredentials"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetIdentityCredentialsResponse =
@@ -1322,6 +1344,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   deleteCaCertificate(req: DeleteCaCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteCaCertificateResponse>;
   getClientCertificate(req: GetClientCertificateRequest, ctx: AuthedCtx): MaybePromise<GetClientCertificateResponse>;
   deleteClientCertificate(req: DeleteClientCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteClientCertificateResponse>;
+  signalEvent(req: SignalEventRequest, ctx: AuthedCtx): MaybePromise<SignalEventResponse>;
   getExtension(req: GetExtensionRequest, ctx: AuthedCtx): MaybePromise<GetExtensionResponse>;
   deleteExtension(req: DeleteExtensionRequest, ctx: AuthedCtx): MaybePromise<DeleteExtensionResponse>;
   getIdentity(req: GetIdentityRequest, ctx: AuthedCtx): MaybePromise<GetIdentityResponse>;
@@ -1341,6 +1364,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   createApplicationAuthFlow(req: CreateApplicationAuthFlowRequest, ctx: AuthedCtx): MaybePromise<CreateApplicationAuthFlowResponse>;
   listApplicationIdentities(req: ListApplicationIdentitiesRequest, ctx: AuthedCtx): MaybePromise<ListApplicationIdentitiesResponse>;
   createIdentityToken(req: CreateIdentityTokenRequest, ctx: AuthedCtx): MaybePromise<CreateIdentityTokenResponse>;
+  waitForEvent(req: WaitForEventRequest, ctx: AuthedCtx): MaybePromise<WaitForEventResponse>;
   getIdentityCredentials(req: GetIdentityCredentialsRequest, ctx: AuthedCtx): MaybePromise<GetIdentityCredentialsResponse>;
   listSessionDownloads(req: ListSessionDownloadsRequest, ctx: AuthedCtx): MaybePromise<ListSessionDownloadsResponse>;
   listSessionPages(req: ListSessionPagesRequest, ctx: AuthedCtx): MaybePromise<ListSessionPagesResponse>;

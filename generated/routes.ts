@@ -80,6 +80,7 @@ export type OperationId =
   | "deleteCaCertificate"
   | "getClientCertificate"
   | "deleteClientCertificate"
+  | "signalEvent"
   | "getExtension"
   | "deleteExtension"
   | "getIdentity"
@@ -99,6 +100,7 @@ export type OperationId =
   | "createApplicationAuthFlow"
   | "listApplicationIdentities"
   | "createIdentityToken"
+  | "waitForEvent"
   | "getIdentityCredentials"
   | "listSessionDownloads"
   | "listSessionPages"
@@ -823,6 +825,18 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","500":"general","503":"general"},
   },
   {
+    operationId: "signalEvent",
+    method: "POST",
+    path: "/v1/events/{event_name}",
+    honoPath: "/v1/events/:event_name",
+    secured: true,
+    admin: false,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,413,415,429,500,503],
+    errors: {"400":"general","401":"general","413":"general","415":"general","429":"general","500":"general","503":"general"},
+  },
+  {
     operationId: "getExtension",
     method: "GET",
     path: "/v1/extensions/{id}",
@@ -1049,6 +1063,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [201,400,401,404,413,415,500,503],
     errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "waitForEvent",
+    method: "POST",
+    path: "/v1/events/{event_name}/wait",
+    honoPath: "/v1/events/:event_name/wait",
+    secured: true,
+    admin: false,
+    body: {"required":false,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,408,413,415,500,503],
+    errors: {"400":"general","401":"general","408":"general","413":"general","415":"general","500":"general","503":"general"},
   },
   {
     operationId: "getIdentityCredentials",

@@ -1024,6 +1024,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/{event_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's name, the project's own (1 to 256 characters). */
+                event_name: components["parameters"]["EventNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Signal an event
+         * @description Posts `data` under the name. Every request waiting for the name (`POST /v1/events/{event_name}/wait`) at that moment answers with it, on any node. When none is waiting, the value is kept for the next wait, which answers at once and consumes it; values posted while no one waits are consumed one a wait, oldest first. A value no wait takes is dropped after `EVENT_RETENTION_SECONDS` (10 minutes unless the operator says otherwise). `data` is at most 64 KiB as JSON; larger answers 400. 429 when the project already has `EVENT_MAX_PENDING_PER_PROJECT` values (1,000 unless the operator says otherwise) that no wait has taken.
+         */
+        post: operations["signalEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_name}/wait": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's name, the project's own (1 to 256 characters). */
+                event_name: components["parameters"]["EventNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Wait for an event
+         * @description Answers the `data` of the next value posted under the name, or at once with a value posted earlier that no wait has taken yet (which this wait then consumes). Waits at most `timeoutMs` milliseconds (default 60,000, at most 600,000), then answers 408; the 408 carries `x-should-retry: false`, so the vendor SDK does not wait again by itself. A wait whose client goes away stops waiting and consumes nothing. The body is optional.
+         */
+        post: operations["waitForEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/batch-sessions": {
         parameters: {
             query?: never;
@@ -2466,6 +2512,28 @@ export interface components {
                     /** Format: date-time */
                     created_at: string;
                 }[];
+            };
+        };
+        /** @description A value to pass to the waits for the name. */
+        SignalEventRequest: {
+            /** @description Any JSON object, at most 64 KiB as JSON; waits answer it as it was posted. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description How long to wait. */
+        WaitForEventRequest: {
+            /**
+             * @description Milliseconds to wait for a value before answering 408; 0 takes a value already posted or answers 408 at once.
+             * @default 60000
+             */
+            timeoutMs?: number;
+        };
+        /** @description The value that was posted. */
+        WaitForEventResponse: {
+            /** @description The `data` of the signal, as it was posted. */
+            data: {
+                [key: string]: unknown;
             };
         };
         /** @description The `{data: {status}}` answer of operations that end or remove something. */
@@ -6393,6 +6461,8 @@ export interface components {
         RecordingIdPath: string;
         /** @description The id of one of the session's downloads. */
         DownloadIdPath: string;
+        /** @description The event's name, the project's own (1 to 256 characters). */
+        EventNamePath: string;
         /** @description The batch's id. */
         BatchIdPath: string;
         /** @description The session's CDP token, as contained in its `cdp_url`. Scoped to one session, never the API key, revoked when the session ends. */
@@ -8526,6 +8596,118 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    signalEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's name, the project's own (1 to 256 characters). */
+                event_name: components["parameters"]["EventNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "code": "482913"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SignalEventRequest"];
+            };
+        };
+        responses: {
+            /** @description The value was posted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "signaled"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    waitForEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's name, the project's own (1 to 256 characters). */
+                event_name: components["parameters"]["EventNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "timeoutMs": 1000
+                 *     }
+                 */
+                "application/json": components["schemas"]["WaitForEventRequest"];
+            };
+        };
+        responses: {
+            /** @description A value was posted under the name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "code": "482913"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WaitForEventResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No value was posted under the name within `timeoutMs`. */
+            408: {
+                headers: {
+                    /** @description Always `false`; the wait ran its full time, and another is the caller's choice. */
+                    "x-should-retry"?: "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 408,
+                     *         "message": "Event was not signaled within the specified timeout"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

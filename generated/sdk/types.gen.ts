@@ -58,6 +58,40 @@ export type SessionStatusList = {
 };
 
 /**
+ * A value to pass to the waits for the name.
+ */
+export type SignalEventRequest = {
+    /**
+     * Any JSON object, at most 64 KiB as JSON; waits answer it as it was posted.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * How long to wait.
+ */
+export type WaitForEventRequest = {
+    /**
+     * Milliseconds to wait for a value before answering 408; 0 takes a value already posted or answers 408 at once.
+     */
+    timeoutMs?: number;
+};
+
+/**
+ * The value that was posted.
+ */
+export type WaitForEventResponse = {
+    /**
+     * The `data` of the signal, as it was posted.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
  * The `{data: {status}}` answer of operations that end or remove something.
  */
 export type StatusData = {
@@ -4435,6 +4469,11 @@ export type RecordingIdPath = string;
 export type DownloadIdPath = string;
 
 /**
+ * The event's name, the project's own (1 to 256 characters).
+ */
+export type EventNamePath = string;
+
+/**
  * The batch's id.
  */
 export type BatchIdPath = string;
@@ -7222,6 +7261,114 @@ export type GetPerformWebTaskStatusResponses = {
 };
 
 export type GetPerformWebTaskStatusResponse = GetPerformWebTaskStatusResponses[keyof GetPerformWebTaskStatusResponses];
+
+export type SignalEventData = {
+    body: SignalEventRequest;
+    path: {
+        /**
+         * The event's name, the project's own (1 to 256 characters).
+         */
+        event_name: string;
+    };
+    query?: never;
+    url: '/v1/events/{event_name}';
+};
+
+export type SignalEventErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * A rate or capacity limit was reached.
+     */
+    429: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type SignalEventError = SignalEventErrors[keyof SignalEventErrors];
+
+export type SignalEventResponses = {
+    /**
+     * The value was posted.
+     */
+    200: StatusData;
+};
+
+export type SignalEventResponse = SignalEventResponses[keyof SignalEventResponses];
+
+export type WaitForEventData = {
+    body?: WaitForEventRequest;
+    path: {
+        /**
+         * The event's name, the project's own (1 to 256 characters).
+         */
+        event_name: string;
+    };
+    query?: never;
+    url: '/v1/events/{event_name}/wait';
+};
+
+export type WaitForEventErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No value was posted under the name within `timeoutMs`.
+     */
+    408: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type WaitForEventError = WaitForEventErrors[keyof WaitForEventErrors];
+
+export type WaitForEventResponses = {
+    /**
+     * A value was posted under the name.
+     */
+    200: WaitForEventResponse;
+};
+
+export type WaitForEventResponse2 = WaitForEventResponses[keyof WaitForEventResponses];
 
 export type ListBatchSessionsData = {
     body?: never;
