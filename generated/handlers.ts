@@ -265,6 +265,17 @@ export type EndAllSessionsResponse =
   | { status: 500; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type CreateSessionAsyncRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createSessionAsync"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type CreateSessionAsyncResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 402; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][402]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetSessionHistoryRequest = { params: NoFields; query: NonNullable<operations["getSessionHistory"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetSessionHistoryResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -463,6 +474,15 @@ export type AdminCreateKeyResponse =
   | { status: 415; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type GetAsyncSessionStatusRequest = { params: operations["getAsyncSessionStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetAsyncSessionStatusResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetPerformWebTaskStatusRequest = { params: operations["getPerformWebTaskStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetPerformWebTaskStatusResponse =
@@ -1316,6 +1336,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   adminCreateProject(req: AdminCreateProjectRequest, ctx: PublicCtx): MaybePromise<AdminCreateProjectResponse>;
   getAgentAccessChallenge(req: GetAgentAccessChallengeRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessChallengeResponse>;
   endAllSessions(req: EndAllSessionsRequest, ctx: AuthedCtx): MaybePromise<EndAllSessionsResponse>;
+  createSessionAsync(req: CreateSessionAsyncRequest, ctx: AuthedCtx): MaybePromise<CreateSessionAsyncResponse>;
   getSessionHistory(req: GetSessionHistoryRequest, ctx: AuthedCtx): MaybePromise<GetSessionHistoryResponse>;
   executeTask(req: ExecuteTaskRequest, ctx: AuthedCtx): MaybePromise<ExecuteTaskResponse>;
   executeCode(req: ExecuteCodeRequest, ctx: AuthedCtx): MaybePromise<ExecuteCodeResponse>;
@@ -1332,6 +1353,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   executeTaskByName(req: ExecuteTaskByNameRequest, ctx: AuthedCtx): MaybePromise<ExecuteTaskByNameResponse>;
   adminListKeys(req: AdminListKeysRequest, ctx: PublicCtx): MaybePromise<AdminListKeysResponse>;
   adminCreateKey(req: AdminCreateKeyRequest, ctx: PublicCtx): MaybePromise<AdminCreateKeyResponse>;
+  getAsyncSessionStatus(req: GetAsyncSessionStatusRequest, ctx: AuthedCtx): MaybePromise<GetAsyncSessionStatusResponse>;
   getPerformWebTaskStatus(req: GetPerformWebTaskStatusRequest, ctx: AuthedCtx): MaybePromise<GetPerformWebTaskStatusResponse>;
   cancelTaskRun(req: CancelTaskRunRequest, ctx: AuthedCtx): MaybePromise<CancelTaskRunResponse>;
   getTaskRunStatus(req: GetTaskRunStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskRunStatusResponse>;

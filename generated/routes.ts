@@ -52,6 +52,7 @@ export type OperationId =
   | "adminCreateProject"
   | "getAgentAccessChallenge"
   | "endAllSessions"
+  | "createSessionAsync"
   | "getSessionHistory"
   | "executeTask"
   | "executeCode"
@@ -68,6 +69,7 @@ export type OperationId =
   | "executeTaskByName"
   | "adminListKeys"
   | "adminCreateKey"
+  | "getAsyncSessionStatus"
   | "getPerformWebTaskStatus"
   | "cancelTaskRun"
   | "getTaskRunStatus"
@@ -489,6 +491,18 @@ export const routes: readonly Route[] = [
     errors: {"401":"general","500":"general","503":"general"},
   },
   {
+    operationId: "createSessionAsync",
+    method: "POST",
+    path: "/v1/sessions/async",
+    honoPath: "/v1/sessions/async",
+    secured: true,
+    admin: false,
+    body: {"required":false,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,402,413,415,500,503],
+    errors: {"400":"general","401":"general","402":"general","413":"general","415":"general","500":"general","503":"general"},
+  },
+  {
     operationId: "getSessionHistory",
     method: "GET",
     path: "/v1/sessions/history",
@@ -679,6 +693,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [201,400,401,404,413,415,500,503],
     errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "getAsyncSessionStatus",
+    method: "GET",
+    path: "/v1/sessions/async/{request_id}/status",
+    honoPath: "/v1/sessions/async/:request_id/status",
+    secured: true,
+    admin: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,503],
+    errors: {"400":"general","401":"general","404":"general","500":"general","503":"general"},
   },
   {
     operationId: "getPerformWebTaskStatus",
