@@ -265,6 +265,17 @@ export type EndAllSessionsResponse =
   | { status: 500; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["endAllSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type CreateSessionAsyncRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["createSessionAsync"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type CreateSessionAsyncResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 402; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][402]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["createSessionAsync"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetSessionHistoryRequest = { params: NoFields; query: NonNullable<operations["getSessionHistory"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetSessionHistoryResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getSessionHistory"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -464,6 +475,15 @@ export type AdminCreateKeyResponse =
   | { status: 500; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["adminCreateKey"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GetAsyncSessionStatusRequest = { params: operations["getAsyncSessionStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetAsyncSessionStatusResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getAsyncSessionStatus"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetPerformWebTaskStatusRequest = { params: operations["getPerformWebTaskStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetPerformWebTaskStatusResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getPerformWebTaskStatus"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -578,6 +598,17 @@ export type DeleteClientCertificateResponse =
   | { status: 404; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["deleteClientCertificate"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type SignalEventRequest = { params: operations["signalEvent"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["signalEvent"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type SignalEventResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["signalEvent"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["signalEvent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["signalEvent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["signalEvent"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["signalEvent"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["signalEvent"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["signalEvent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["signalEvent"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetExtensionRequest = { params: operations["getExtension"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetExtensionResponse =
@@ -760,6 +791,17 @@ export type CreateIdentityTokenResponse =
   | { status: 415; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 500; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
+export type WaitForEventRequest = { params: operations["waitForEvent"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["waitForEvent"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type WaitForEventResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 408; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][408]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
 export type GetIdentityCredentialsRequest = { params: operations["getIdentityCredentials"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type GetIdentityCredentialsResponse =
@@ -1306,6 +1348,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   adminCreateProject(req: AdminCreateProjectRequest, ctx: PublicCtx): MaybePromise<AdminCreateProjectResponse>;
   getAgentAccessChallenge(req: GetAgentAccessChallengeRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessChallengeResponse>;
   endAllSessions(req: EndAllSessionsRequest, ctx: AuthedCtx): MaybePromise<EndAllSessionsResponse>;
+  createSessionAsync(req: CreateSessionAsyncRequest, ctx: AuthedCtx): MaybePromise<CreateSessionAsyncResponse>;
   getSessionHistory(req: GetSessionHistoryRequest, ctx: AuthedCtx): MaybePromise<GetSessionHistoryResponse>;
   executeTask(req: ExecuteTaskRequest, ctx: AuthedCtx): MaybePromise<ExecuteTaskResponse>;
   executeCode(req: ExecuteCodeRequest, ctx: AuthedCtx): MaybePromise<ExecuteCodeResponse>;
@@ -1322,6 +1365,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   executeTaskByName(req: ExecuteTaskByNameRequest, ctx: AuthedCtx): MaybePromise<ExecuteTaskByNameResponse>;
   adminListKeys(req: AdminListKeysRequest, ctx: PublicCtx): MaybePromise<AdminListKeysResponse>;
   adminCreateKey(req: AdminCreateKeyRequest, ctx: PublicCtx): MaybePromise<AdminCreateKeyResponse>;
+  getAsyncSessionStatus(req: GetAsyncSessionStatusRequest, ctx: AuthedCtx): MaybePromise<GetAsyncSessionStatusResponse>;
   getPerformWebTaskStatus(req: GetPerformWebTaskStatusRequest, ctx: AuthedCtx): MaybePromise<GetPerformWebTaskStatusResponse>;
   cancelTaskRun(req: CancelTaskRunRequest, ctx: AuthedCtx): MaybePromise<CancelTaskRunResponse>;
   getTaskRunStatus(req: GetTaskRunStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskRunStatusResponse>;
@@ -1334,6 +1378,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   deleteCaCertificate(req: DeleteCaCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteCaCertificateResponse>;
   getClientCertificate(req: GetClientCertificateRequest, ctx: AuthedCtx): MaybePromise<GetClientCertificateResponse>;
   deleteClientCertificate(req: DeleteClientCertificateRequest, ctx: AuthedCtx): MaybePromise<DeleteClientCertificateResponse>;
+  signalEvent(req: SignalEventRequest, ctx: AuthedCtx): MaybePromise<SignalEventResponse>;
   getExtension(req: GetExtensionRequest, ctx: AuthedCtx): MaybePromise<GetExtensionResponse>;
   deleteExtension(req: DeleteExtensionRequest, ctx: AuthedCtx): MaybePromise<DeleteExtensionResponse>;
   getIdentity(req: GetIdentityRequest, ctx: AuthedCtx): MaybePromise<GetIdentityResponse>;
@@ -1353,6 +1398,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   createApplicationAuthFlow(req: CreateApplicationAuthFlowRequest, ctx: AuthedCtx): MaybePromise<CreateApplicationAuthFlowResponse>;
   listApplicationIdentities(req: ListApplicationIdentitiesRequest, ctx: AuthedCtx): MaybePromise<ListApplicationIdentitiesResponse>;
   createIdentityToken(req: CreateIdentityTokenRequest, ctx: AuthedCtx): MaybePromise<CreateIdentityTokenResponse>;
+  waitForEvent(req: WaitForEventRequest, ctx: AuthedCtx): MaybePromise<WaitForEventResponse>;
   getIdentityCredentials(req: GetIdentityCredentialsRequest, ctx: AuthedCtx): MaybePromise<GetIdentityCredentialsResponse>;
   listSessionDownloads(req: ListSessionDownloadsRequest, ctx: AuthedCtx): MaybePromise<ListSessionDownloadsResponse>;
   listSessionPages(req: ListSessionPagesRequest, ctx: AuthedCtx): MaybePromise<ListSessionPagesResponse>;

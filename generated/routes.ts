@@ -52,6 +52,7 @@ export type OperationId =
   | "adminCreateProject"
   | "getAgentAccessChallenge"
   | "endAllSessions"
+  | "createSessionAsync"
   | "getSessionHistory"
   | "executeTask"
   | "executeCode"
@@ -68,6 +69,7 @@ export type OperationId =
   | "executeTaskByName"
   | "adminListKeys"
   | "adminCreateKey"
+  | "getAsyncSessionStatus"
   | "getPerformWebTaskStatus"
   | "cancelTaskRun"
   | "getTaskRunStatus"
@@ -80,6 +82,7 @@ export type OperationId =
   | "deleteCaCertificate"
   | "getClientCertificate"
   | "deleteClientCertificate"
+  | "signalEvent"
   | "getExtension"
   | "deleteExtension"
   | "getIdentity"
@@ -99,6 +102,7 @@ export type OperationId =
   | "createApplicationAuthFlow"
   | "listApplicationIdentities"
   | "createIdentityToken"
+  | "waitForEvent"
   | "getIdentityCredentials"
   | "listSessionDownloads"
   | "listSessionPages"
@@ -488,6 +492,18 @@ export const routes: readonly Route[] = [
     errors: {"401":"general","500":"general","503":"general"},
   },
   {
+    operationId: "createSessionAsync",
+    method: "POST",
+    path: "/v1/sessions/async",
+    honoPath: "/v1/sessions/async",
+    secured: true,
+    admin: false,
+    body: {"required":false,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,402,413,415,500,503],
+    errors: {"400":"general","401":"general","402":"general","413":"general","415":"general","500":"general","503":"general"},
+  },
+  {
     operationId: "getSessionHistory",
     method: "GET",
     path: "/v1/sessions/history",
@@ -680,6 +696,18 @@ export const routes: readonly Route[] = [
     errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","503":"general"},
   },
   {
+    operationId: "getAsyncSessionStatus",
+    method: "GET",
+    path: "/v1/sessions/async/{request_id}/status",
+    honoPath: "/v1/sessions/async/:request_id/status",
+    secured: true,
+    admin: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,503],
+    errors: {"400":"general","401":"general","404":"general","500":"general","503":"general"},
+  },
+  {
     operationId: "getPerformWebTaskStatus",
     method: "GET",
     path: "/v1/tools/perform-web-task/{workflowId}/status",
@@ -822,6 +850,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,500,503],
     errors: {"400":"general","401":"general","404":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "signalEvent",
+    method: "POST",
+    path: "/v1/events/{event_name}",
+    honoPath: "/v1/events/:event_name",
+    secured: true,
+    admin: false,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,413,415,429,500,503],
+    errors: {"400":"general","401":"general","413":"general","415":"general","429":"general","500":"general","503":"general"},
   },
   {
     operationId: "getExtension",
@@ -1050,6 +1090,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [201,400,401,404,413,415,500,503],
     errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "waitForEvent",
+    method: "POST",
+    path: "/v1/events/{event_name}/wait",
+    honoPath: "/v1/events/:event_name/wait",
+    secured: true,
+    admin: false,
+    body: {"required":false,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,408,413,415,500,503],
+    errors: {"400":"general","401":"general","408":"general","413":"general","415":"general","500":"general","503":"general"},
   },
   {
     operationId: "getIdentityCredentials",

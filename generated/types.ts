@@ -28,6 +28,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/async": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a browser session without waiting
+         * @description The non-blocking form of `POST /v1/sessions`: the body is checked as that operation checks it (400, 402), then the answer comes at once with a `request_id`, and the session is created in the background. Follow it with `GET /v1/sessions/async/{request_id}/status` until `status` is `ready` (the session runs; `session` has its URLs) or `failed`. Here an async session is a batch of one: its `request_id` is the batch's id, it is listed among the batches, and its `batch.completed` (the session is ready) or `batch.failed` event, with `batch_id` = `request_id`, tells a webhook when it is settled.
+         */
+        post: operations["createSessionAsync"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/async/{request_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The `request_id` that `POST /v1/sessions/async` answered. */
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Follow a session started without waiting
+         * @description `pending` while the request waits for browser capacity (phase `queued`), `processing` while its browser launches (`provisioning`), `ready` once the session runs (`session` holds its id, CDP URL and live-view URL), `failed` when it could not be created (`session.error` says why), `cancelled` when its batch was cancelled first. 404 for an id that is not one of the project's requests (a batch of one session is one).
+         */
+        get: operations["getAsyncSessionStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/history": {
         parameters: {
             query?: never;
@@ -1041,6 +1084,52 @@ export interface paths {
         get: operations["getPerformWebTaskStatus"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's name, the project's own (1 to 256 characters). */
+                event_name: components["parameters"]["EventNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Signal an event
+         * @description Posts `data` under the name. Every request waiting for the name (`POST /v1/events/{event_name}/wait`) at that moment answers with it, on any node. When none is waiting, the value is kept for the next wait, which answers at once and consumes it; values posted while no one waits are consumed one a wait, oldest first. A value no wait takes is dropped after `EVENT_RETENTION_SECONDS` (10 minutes unless the operator says otherwise). `data` is at most 64 KiB as JSON; larger answers 400. 429 when the project already has `EVENT_MAX_PENDING_PER_PROJECT` values (1,000 unless the operator says otherwise) that no wait has taken.
+         */
+        post: operations["signalEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_name}/wait": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's name, the project's own (1 to 256 characters). */
+                event_name: components["parameters"]["EventNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Wait for an event
+         * @description Answers the `data` of the next value posted under the name, or at once with a value posted earlier that no wait has taken yet (which this wait then consumes). Waits at most `timeoutMs` milliseconds (default 60,000, at most 600,000), then answers 408; the 408 carries `x-should-retry: false`, so the vendor SDK does not wait again by itself. A wait whose client goes away stops waiting and consumes nothing. The body is optional.
+         */
+        post: operations["waitForEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2491,6 +2580,28 @@ export interface components {
                 }[];
             };
         };
+        /** @description A value to pass to the waits for the name. */
+        SignalEventRequest: {
+            /** @description Any JSON object, at most 64 KiB as JSON; waits answer it as it was posted. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description How long to wait. */
+        WaitForEventRequest: {
+            /**
+             * @description Milliseconds to wait for a value before answering 408; 0 takes a value already posted or answers 408 at once.
+             * @default 60000
+             */
+            timeoutMs?: number;
+        };
+        /** @description The value that was posted. */
+        WaitForEventResponse: {
+            /** @description The `data` of the signal, as it was posted. */
+            data: {
+                [key: string]: unknown;
+            };
+        };
         /** @description The `{data: {status}}` answer of operations that end or remove something. */
         StatusData: {
             data: {
@@ -2741,6 +2852,45 @@ export interface components {
              * @description The identity's id.
              */
             id: string;
+        };
+        /** @description The answer of `POST /v1/sessions/async`. */
+        AsyncSessionCreated: {
+            data: {
+                /**
+                 * Format: uuid
+                 * @description The id to follow, at `GET /v1/sessions/async/{request_id}/status`.
+                 */
+                request_id: string;
+                /**
+                 * @description Always `pending` at first.
+                 * @enum {string}
+                 */
+                status: "pending";
+                /** @description Always null at first; the status answers the session. */
+                session_id: null;
+            };
+        };
+        /** @description Where a session started without waiting is. */
+        AsyncSessionStatus: {
+            data: {
+                /** Format: uuid */
+                request_id: string;
+                /**
+                 * @description `ready` once the session runs and can be connected to.
+                 * @enum {string}
+                 */
+                status: "pending" | "processing" | "ready" | "failed" | "cancelled";
+                /** Format: date-time */
+                created_at: string;
+                session?: components["schemas"]["BatchItem"];
+                progress: {
+                    /**
+                     * @description `done` once failed or cancelled.
+                     * @enum {string}
+                     */
+                    current_phase: "queued" | "provisioning" | "ready" | "done";
+                };
+            };
         };
         /** @description The answer of session creation. */
         SessionCreated: {
@@ -6454,6 +6604,8 @@ export interface components {
         RecordingIdPath: string;
         /** @description The id of one of the session's downloads. */
         DownloadIdPath: string;
+        /** @description The event's name, the project's own (1 to 256 characters). */
+        EventNamePath: string;
         /** @description The batch's id. */
         BatchIdPath: string;
         /** @description The session's CDP token, as contained in its `cdp_url`. Scoped to one session, never the API key, revoked when the session ends. */
@@ -6744,6 +6896,109 @@ export interface operations {
             429: components["responses"]["SessionCreateTooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["SessionCreateUnavailable"];
+        };
+    };
+    createSessionAsync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "browser": {
+                 *         "headless": {
+                 *           "active": true
+                 *         }
+                 *       },
+                 *       "session": {
+                 *         "timeout": {
+                 *           "idle_timeout": 1,
+                 *           "max_duration": 2
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SessionCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The session will be created. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "request_id": "4e8a1c2d-3b5f-4a6e-9c7d-8b0a1f2e3d4c",
+                     *         "status": "pending",
+                     *         "session_id": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AsyncSessionCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAsyncSessionStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The `request_id` that `POST /v1/sessions/async` answered. */
+                request_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where the request is. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "request_id": "4e8a1c2d-3b5f-4a6e-9c7d-8b0a1f2e3d4c",
+                     *         "status": "ready",
+                     *         "created_at": "2025-06-01T10:00:00Z",
+                     *         "progress": {
+                     *           "current_phase": "ready"
+                     *         },
+                     *         "session": {
+                     *           "item_index": 0,
+                     *           "session_id": "7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70",
+                     *           "status": "completed",
+                     *           "cdp_url": "ws://localhost:8080/v1/cdp/7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70?token=q8Zk2mV4rT9wXy1bN3cD5fG7hJ0LpA6s",
+                     *           "live_view_url": "http://localhost:8080/live/7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70?token=Hc4nR7tY2uI9oP1aS3dF5gJ8kL0zX6vB",
+                     *           "error": null
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AsyncSessionStatus"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getSessionHistory: {
@@ -8640,6 +8895,118 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    signalEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's name, the project's own (1 to 256 characters). */
+                event_name: components["parameters"]["EventNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "code": "482913"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SignalEventRequest"];
+            };
+        };
+        responses: {
+            /** @description The value was posted. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "signaled"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StatusData"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    waitForEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's name, the project's own (1 to 256 characters). */
+                event_name: components["parameters"]["EventNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "timeoutMs": 1000
+                 *     }
+                 */
+                "application/json": components["schemas"]["WaitForEventRequest"];
+            };
+        };
+        responses: {
+            /** @description A value was posted under the name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "code": "482913"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WaitForEventResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No value was posted under the name within `timeoutMs`. */
+            408: {
+                headers: {
+                    /** @description Always `false`; the wait ran its full time, and another is the caller's choice. */
+                    "x-should-retry"?: "false";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 408,
+                     *         "message": "Event was not signaled within the specified timeout"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

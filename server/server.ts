@@ -36,6 +36,7 @@ import { agent } from './agent/index.js';
 import { batches } from './batches/index.js';
 import { tasks } from './tasks/index.js';
 import { webhooks } from './events/index.js';
+import { signals } from './signals/index.js';
 import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
@@ -124,6 +125,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(batches)
       .add(tasks)
       .add(webhooks)
+      .add(signals)
       .add(agentAccess)
       // After every capability a dead node's work is taken over by (recoverNode), before health.
       .add(clusterNode)

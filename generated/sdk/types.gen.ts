@@ -58,6 +58,40 @@ export type SessionStatusList = {
 };
 
 /**
+ * A value to pass to the waits for the name.
+ */
+export type SignalEventRequest = {
+    /**
+     * Any JSON object, at most 64 KiB as JSON; waits answer it as it was posted.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * How long to wait.
+ */
+export type WaitForEventRequest = {
+    /**
+     * Milliseconds to wait for a value before answering 408; 0 takes a value already posted or answers 408 at once.
+     */
+    timeoutMs?: number;
+};
+
+/**
+ * The value that was posted.
+ */
+export type WaitForEventResponse = {
+    /**
+     * The `data` of the signal, as it was posted.
+     */
+    data: {
+        [key: string]: unknown;
+    };
+};
+
+/**
  * The `{data: {status}}` answer of operations that end or remove something.
  */
 export type StatusData = {
@@ -371,6 +405,47 @@ export type SessionIdentityEntry = {
      * The identity's id.
      */
     id: string;
+};
+
+/**
+ * The answer of `POST /v1/sessions/async`.
+ */
+export type AsyncSessionCreated = {
+    data: {
+        /**
+         * The id to follow, at `GET /v1/sessions/async/{request_id}/status`.
+         */
+        request_id: string;
+        /**
+         * Always `pending` at first.
+         */
+        status: 'pending';
+        /**
+         * Always null at first; the status answers the session.
+         */
+        session_id: null;
+    };
+};
+
+/**
+ * Where a session started without waiting is.
+ */
+export type AsyncSessionStatus = {
+    data: {
+        request_id: string;
+        /**
+         * `ready` once the session runs and can be connected to.
+         */
+        status: 'pending' | 'processing' | 'ready' | 'failed' | 'cancelled';
+        created_at: string;
+        session?: BatchItem;
+        progress: {
+            /**
+             * `done` once failed or cancelled.
+             */
+            current_phase: 'queued' | 'provisioning' | 'ready' | 'done';
+        };
+    };
 };
 
 /**
@@ -4490,6 +4565,11 @@ export type RecordingIdPath = string;
 export type DownloadIdPath = string;
 
 /**
+ * The event's name, the project's own (1 to 256 characters).
+ */
+export type EventNamePath = string;
+
+/**
  * The batch's id.
  */
 export type BatchIdPath = string;
@@ -4849,6 +4929,101 @@ export type CreateSessionResponses = {
 };
 
 export type CreateSessionResponse = CreateSessionResponses[keyof CreateSessionResponses];
+
+export type CreateSessionAsyncData = {
+    body?: SessionCreateRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/sessions/async';
+};
+
+export type CreateSessionAsyncErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The project has no credits left.
+     */
+    402: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type CreateSessionAsyncError = CreateSessionAsyncErrors[keyof CreateSessionAsyncErrors];
+
+export type CreateSessionAsyncResponses = {
+    /**
+     * The session will be created.
+     */
+    200: AsyncSessionCreated;
+};
+
+export type CreateSessionAsyncResponse = CreateSessionAsyncResponses[keyof CreateSessionAsyncResponses];
+
+export type GetAsyncSessionStatusData = {
+    body?: never;
+    path: {
+        /**
+         * The `request_id` that `POST /v1/sessions/async` answered.
+         */
+        request_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/async/{request_id}/status';
+};
+
+export type GetAsyncSessionStatusErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type GetAsyncSessionStatusError = GetAsyncSessionStatusErrors[keyof GetAsyncSessionStatusErrors];
+
+export type GetAsyncSessionStatusResponses = {
+    /**
+     * Where the request is.
+     */
+    200: AsyncSessionStatus;
+};
+
+export type GetAsyncSessionStatusResponse = GetAsyncSessionStatusResponses[keyof GetAsyncSessionStatusResponses];
 
 export type GetSessionHistoryData = {
     body?: never;
@@ -7335,6 +7510,114 @@ export type GetPerformWebTaskStatusResponses = {
 };
 
 export type GetPerformWebTaskStatusResponse = GetPerformWebTaskStatusResponses[keyof GetPerformWebTaskStatusResponses];
+
+export type SignalEventData = {
+    body: SignalEventRequest;
+    path: {
+        /**
+         * The event's name, the project's own (1 to 256 characters).
+         */
+        event_name: string;
+    };
+    query?: never;
+    url: '/v1/events/{event_name}';
+};
+
+export type SignalEventErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * A rate or capacity limit was reached.
+     */
+    429: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type SignalEventError = SignalEventErrors[keyof SignalEventErrors];
+
+export type SignalEventResponses = {
+    /**
+     * The value was posted.
+     */
+    200: StatusData;
+};
+
+export type SignalEventResponse = SignalEventResponses[keyof SignalEventResponses];
+
+export type WaitForEventData = {
+    body?: WaitForEventRequest;
+    path: {
+        /**
+         * The event's name, the project's own (1 to 256 characters).
+         */
+        event_name: string;
+    };
+    query?: never;
+    url: '/v1/events/{event_name}/wait';
+};
+
+export type WaitForEventErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No value was posted under the name within `timeoutMs`.
+     */
+    408: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type WaitForEventError = WaitForEventErrors[keyof WaitForEventErrors];
+
+export type WaitForEventResponses = {
+    /**
+     * A value was posted under the name.
+     */
+    200: WaitForEventResponse;
+};
+
+export type WaitForEventResponse2 = WaitForEventResponses[keyof WaitForEventResponses];
 
 export type ListBatchSessionsData = {
     body?: never;

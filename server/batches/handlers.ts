@@ -47,8 +47,9 @@ export function summary(b: store.BatchRow): BatchSummary {
   };
 }
 
-export function batchHandlers({ db, config, log, sessions, worker }: BatchHandlerOptions): BatchHandlers {
-  const item = (i: store.ItemRow): BatchItem => {
+/** An item as the API answers it: its session's URLs once it has one. */
+export function itemAnswer(sessions: BatchSessionUrls) {
+  return (i: store.ItemRow): BatchItem => {
     const made = i.status === 'completed' && i.session_id !== null;
     return {
       item_index: i.item_index,
@@ -60,6 +61,10 @@ export function batchHandlers({ db, config, log, sessions, worker }: BatchHandle
       error: i.status === 'failed' ? (i.error ?? 'The session could not be created') : null,
     };
   };
+}
+
+export function batchHandlers({ db, config, log, sessions, worker }: BatchHandlerOptions): BatchHandlers {
+  const item = itemAnswer(sessions);
 
   return {
     async createBatchSessions(req, ctx) {

@@ -1,18 +1,25 @@
-// Batch sessions: the operations (handlers.ts) and the worker that provisions their items
-// through the SessionManager (worker.ts).
+// Batch sessions: the operations (handlers.ts), sessions created in the background as batches
+// of one (async-session.ts), and the worker that provisions their items through the
+// SessionManager (worker.ts).
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import type { SessionManager } from '../sessions/index.js';
-import { batchHandlers, type BatchHandlers } from './handlers.js';
+import { asyncSessionHandlers, type AsyncSessionHandlers } from './async-session.js';
+import { batchHandlers, itemAnswer, type BatchHandlers } from './handlers.js';
 import { BatchWorker } from './worker.js';
 
-export function batches(d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof BatchHandlers> {
+export function batches(d: {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  sessions: SessionManager;
+}): Capability<keyof BatchHandlers | keyof AsyncSessionHandlers> {
   const worker = new BatchWorker(d);
   return {
     name: 'batches',
-    handlers: batchHandlers({ ...d, worker }),
+    handlers: { ...batchHandlers({ ...d, worker }), ...asyncSessionHandlers({ ...d, worker, item: itemAnswer(d.sessions) }) },
     workers: [worker],
     recoverNode: (node) => worker.recoverNode(node),
   };

@@ -25,7 +25,7 @@ const SESSION_PATH = /^\/v1\/sessions\/([^/]+)(\/.*)?$/;
 /** Answered from the database alone: the record, its tags, the (database) lists beside it. */
 const SESSION_DB_ONLY = new Set(['GET ', 'PUT /tags']);
 /** Literal paths under /v1/sessions/ that are not a session id. */
-const NOT_A_SESSION = new Set(['all', 'history']);
+const NOT_A_SESSION = new Set(['all', 'history', 'async']);
 const CDP_PATH = /^\/v1\/cdp\/([^/]+)(?:\/.*)?$/;
 const LIVE_PATH = /^\/live\/([^/]+)(?:\/.*)?$/;
 const RECORDING_LINK = /^\/files\/recordings\/([^/]+?)(?:\.mp4)?$/;

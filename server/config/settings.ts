@@ -46,6 +46,7 @@ export const SECTIONS = [
   'Web fetch tools',
   'Billing',
   'Webhooks',
+  'Event coordination',
   'Agent access',
   'Batches, tasks and user code',
   'Agent tools and MCP',
@@ -269,6 +270,24 @@ export const SETTINGS = {
     min: 1,
     max: 10_000,
     description: 'Webhook deliveries in flight at once per server.',
+  },
+  // Event coordination
+  EVENT_RETENTION_SECONDS: {
+    section: 'Event coordination',
+    type: 'int',
+    default: 600,
+    min: 1,
+    max: 86_400,
+    description:
+      'How long a value posted with `POST /v1/events/{event_name}` that no wait has taken is kept for the next wait, in seconds; then it is dropped.',
+  },
+  EVENT_MAX_PENDING_PER_PROJECT: {
+    section: 'Event coordination',
+    type: 'int',
+    default: 1000,
+    min: 1,
+    max: 1_000_000,
+    description: 'Most values one project may have posted and not yet taken by a wait; a post beyond it answers 429.',
   },
   // Agent access
   AGENT_ACCESS_ANONYMOUS_CREDITS: {

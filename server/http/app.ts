@@ -130,7 +130,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
       const body = await readBody(c, route, v, options);
 
       const clientIp = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'unknown';
-      const ctx: PublicContext = { requestId, log: reqLog, clientIp };
+      const ctx: PublicContext = { requestId, log: reqLog, clientIp, signal: c.req.raw.signal };
       const authed: AuthedContext | undefined = owner && { ...ctx, ...owner };
       const fn = handlers[route.operationId] as (req: unknown, ctx: unknown) => unknown;
       const result = (await fn({ params, query, body, headers: c.req.raw.headers }, authed ?? ctx)) as HandlerResult;
