@@ -67,6 +67,22 @@ export type StatusData = {
 };
 
 /**
+ * The answer of an input or navigation: `{status}`, as the vendor answers and its SDKs read it. We answer more than the vendor: the same status again under `data`, the shape of our other status answers, which clients written for this server read.
+ */
+export type InputStatus = {
+    /**
+     * `ok`; `loading` for a navigation whose page is still loading after its time limit.
+     */
+    status: string;
+    data: {
+        /**
+         * The same as `status`.
+         */
+        status: string;
+    };
+};
+
+/**
  * Configuration of a new session. Every field is optional; an empty object starts a session with all defaults. Also the `configuration` of a batch and of a session record.
  */
 export type SessionCreateRequest = {
@@ -399,10 +415,22 @@ export type SessionCreated = {
 export type SessionStatus = 'starting' | 'running' | 'completed' | 'failed';
 
 /**
- * The full record of a session.
+ * The full record of a session. `session_id`, `team_id` and `playground` are the vendor's names, which its SDKs read. We answer more than the vendor: `id` (the same as `session_id`), `ended_at`, `network_bytes_total`, `screenshots`, `cdp_url`, `live_view_url`, `end_reason` and `identities`. `steps` is a count here, where the vendor's SDKs declare the list of steps; the vendor's `tokens` (language-model token usage) is not answered: it is not counted per session.
  */
 export type Session = {
     id: string;
+    /**
+     * The same as `id`, under the vendor's name.
+     */
+    session_id: string;
+    /**
+     * The project the session belongs to (the vendor's team).
+     */
+    team_id: string;
+    /**
+     * Always false: this server has no playground sessions (the vendor's dashboard's).
+     */
+    playground: false;
     status: SessionStatus;
     created_at: string;
     /**
@@ -4615,11 +4643,11 @@ export type IdentityStatusQuery = IdentityStatus;
 export type IdentitySearchQuery = string;
 
 /**
- * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`.
+ * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`, or as the JSON text of an object, `metadata={"department":"Engineering"}` (how the vendor's SDKs send it; its values may be any JSON). Text that is not a JSON object answers 400.
  */
 export type IdentityMetadataQuery = {
     [key: string]: string;
-};
+} | string;
 
 /**
  * `true`: answer at once with status `pending`; the identity signs in in the first session that uses it. `false`: sign in first, in a session of its own, and answer `active` or `failed`.
@@ -5793,7 +5821,7 @@ export type MouseClickResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseClickResponse = MouseClickResponses[keyof MouseClickResponses];
@@ -5851,7 +5879,7 @@ export type MouseDoubleClickResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseDoubleClickResponse = MouseDoubleClickResponses[keyof MouseDoubleClickResponses];
@@ -5909,7 +5937,7 @@ export type MouseDownResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseDownResponse = MouseDownResponses[keyof MouseDownResponses];
@@ -5967,7 +5995,7 @@ export type MouseUpResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseUpResponse = MouseUpResponses[keyof MouseUpResponses];
@@ -6025,7 +6053,7 @@ export type MouseMoveResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseMoveResponse = MouseMoveResponses[keyof MouseMoveResponses];
@@ -6083,7 +6111,7 @@ export type DragAndDropResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type DragAndDropResponse = DragAndDropResponses[keyof DragAndDropResponses];
@@ -6141,7 +6169,7 @@ export type ScrollResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type ScrollResponse = ScrollResponses[keyof ScrollResponses];
@@ -6199,7 +6227,7 @@ export type KeyboardTypeResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type KeyboardTypeResponse = KeyboardTypeResponses[keyof KeyboardTypeResponses];
@@ -6257,7 +6285,7 @@ export type KeyboardShortcutResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type KeyboardShortcutResponse = KeyboardShortcutResponses[keyof KeyboardShortcutResponses];
@@ -6365,7 +6393,7 @@ export type SetClipboardResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type SetClipboardResponse = SetClipboardResponses[keyof SetClipboardResponses];
@@ -6473,7 +6501,7 @@ export type PasteTextResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type PasteTextResponse = PasteTextResponses[keyof PasteTextResponses];
@@ -6531,7 +6559,7 @@ export type GotoUrlResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type GotoUrlResponse = GotoUrlResponses[keyof GotoUrlResponses];
@@ -9962,11 +9990,11 @@ export type ListApplicationIdentitiesData = {
          */
         search?: string;
         /**
-         * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`.
+         * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`, or as the JSON text of an object, `metadata={"department":"Engineering"}` (how the vendor's SDKs send it; its values may be any JSON). Text that is not a JSON object answers 400.
          */
         metadata?: {
             [key: string]: string;
-        };
+        } | string;
     };
     url: '/v1/applications/{id}/identities';
 };
