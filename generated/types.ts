@@ -5182,8 +5182,11 @@ export interface components {
         };
         /** @description A user name (or e-mail address) and password. */
         IdentityUsernamePasswordCredential: {
-            /** @enum {string} */
-            type: "username_password";
+            /**
+             * @description May be left out; `username` and `password` say it.
+             * @enum {string}
+             */
+            type?: "username_password";
             /** @description The user name or e-mail address. */
             username: string;
             /** @description The password. */
@@ -5191,8 +5194,11 @@ export interface components {
         };
         /** @description An authenticator app's TOTP secret, for TOTP-based 2FA. */
         IdentityAuthenticatorCredential: {
-            /** @enum {string} */
-            type: "authenticator";
+            /**
+             * @description May be left out; `secret` says it.
+             * @enum {string}
+             */
+            type?: "authenticator";
             /** @description The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed). */
             secret: string;
             /** @description A current one-time code from the authenticator, to check the secret. */
@@ -5200,8 +5206,11 @@ export interface components {
         };
         /** @description Named values a login form asks for beyond a user name and password. */
         IdentityCustomCredential: {
-            /** @enum {string} */
-            type: "custom";
+            /**
+             * @description May be left out; `fields` says it.
+             * @enum {string}
+             */
+            type?: "custom";
             fields: {
                 /** @description The field name, as in the application's authentication flow. */
                 name: string;
@@ -5209,7 +5218,7 @@ export interface components {
                 value: string;
             }[];
         };
-        /** @description One credential of an identity, told apart by `type`. Write-only: stored encrypted (AES-256-GCM) and never answered. */
+        /** @description One credential of an identity, told apart by `type`, or without it by its fields (`username` and `password`; `secret`; `fields`), as the vendor's SDKs allow; fields of two kinds in one credential answer 400. Write-only: stored encrypted (AES-256-GCM) and never answered. */
         IdentityCredential: components["schemas"]["IdentityUsernamePasswordCredential"] | components["schemas"]["IdentityAuthenticatorCredential"] | components["schemas"]["IdentityCustomCredential"];
         /** @description The credentials, at most one of each type. */
         IdentityCredentialList: components["schemas"]["IdentityCredential"][];

@@ -3533,7 +3533,10 @@ export type IdentityMetadata = {
  * A user name (or e-mail address) and password.
  */
 export type IdentityUsernamePasswordCredential = {
-    type: 'username_password';
+    /**
+     * May be left out; `username` and `password` say it.
+     */
+    type?: 'username_password';
     /**
      * The user name or e-mail address.
      */
@@ -3548,7 +3551,10 @@ export type IdentityUsernamePasswordCredential = {
  * An authenticator app's TOTP secret, for TOTP-based 2FA.
  */
 export type IdentityAuthenticatorCredential = {
-    type: 'authenticator';
+    /**
+     * May be left out; `secret` says it.
+     */
+    type?: 'authenticator';
     /**
      * The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed).
      */
@@ -3563,7 +3569,10 @@ export type IdentityAuthenticatorCredential = {
  * Named values a login form asks for beyond a user name and password.
  */
 export type IdentityCustomCredential = {
-    type: 'custom';
+    /**
+     * May be left out; `fields` says it.
+     */
+    type?: 'custom';
     fields: Array<{
         /**
          * The field name, as in the application's authentication flow.
@@ -3577,7 +3586,7 @@ export type IdentityCustomCredential = {
 };
 
 /**
- * One credential of an identity, told apart by `type`. Write-only: stored encrypted (AES-256-GCM) and never answered.
+ * One credential of an identity, told apart by `type`, or without it by its fields (`username` and `password`; `secret`; `fields`), as the vendor's SDKs allow; fields of two kinds in one credential answer 400. Write-only: stored encrypted (AES-256-GCM) and never answered.
  */
 export type IdentityCredential = IdentityUsernamePasswordCredential | IdentityAuthenticatorCredential | IdentityCustomCredential;
 
