@@ -2608,6 +2608,15 @@ export interface components {
                 status: string;
             };
         };
+        /** @description The answer of an input or navigation: `{status}`, as the vendor answers and its SDKs read it. We answer more than the vendor: the same status again under `data`, the shape of our other status answers, which clients written for this server read. */
+        InputStatus: {
+            /** @description `ok`; `loading` for a navigation whose page is still loading after its time limit. */
+            status: string;
+            data: {
+                /** @description The same as `status`. */
+                status: string;
+            };
+        };
         /** @description Configuration of a new session. Every field is optional; an empty object starts a session with all defaults. Also the `configuration` of a batch and of a session record. */
         SessionCreateRequest: {
             session?: components["schemas"]["SessionOptions"];
@@ -2917,10 +2926,22 @@ export interface components {
          * @enum {string}
          */
         SessionStatus: "starting" | "running" | "completed" | "failed";
-        /** @description The full record of a session. */
+        /** @description The full record of a session. `session_id`, `team_id` and `playground` are the vendor's names, which its SDKs read. We answer more than the vendor: `id` (the same as `session_id`), `ended_at`, `network_bytes_total`, `screenshots`, `cdp_url`, `live_view_url`, `end_reason` and `identities`. `steps` is a count here, where the vendor's SDKs declare the list of steps; the vendor's `tokens` (language-model token usage) is not answered: it is not counted per session. */
         Session: {
             /** Format: uuid */
             id: string;
+            /**
+             * Format: uuid
+             * @description The same as `id`, under the vendor's name.
+             */
+            session_id: string;
+            /** @description The project the session belongs to (the vendor's team). */
+            team_id: string;
+            /**
+             * @description Always false: this server has no playground sessions (the vendor's dashboard's).
+             * @constant
+             */
+            playground: false;
             status: components["schemas"]["SessionStatus"];
             /** Format: date-time */
             created_at: string;
@@ -5372,8 +5393,11 @@ export interface components {
         };
         /** @description A user name (or e-mail address) and password. */
         IdentityUsernamePasswordCredential: {
-            /** @enum {string} */
-            type: "username_password";
+            /**
+             * @description May be left out; `username` and `password` say it.
+             * @enum {string}
+             */
+            type?: "username_password";
             /** @description The user name or e-mail address. */
             username: string;
             /** @description The password. */
@@ -5381,8 +5405,11 @@ export interface components {
         };
         /** @description An authenticator app's TOTP secret, for TOTP-based 2FA. */
         IdentityAuthenticatorCredential: {
-            /** @enum {string} */
-            type: "authenticator";
+            /**
+             * @description May be left out; `secret` says it.
+             * @enum {string}
+             */
+            type?: "authenticator";
             /** @description The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed). */
             secret: string;
             /** @description A current one-time code from the authenticator, to check the secret. */
@@ -5390,8 +5417,11 @@ export interface components {
         };
         /** @description Named values a login form asks for beyond a user name and password. */
         IdentityCustomCredential: {
-            /** @enum {string} */
-            type: "custom";
+            /**
+             * @description May be left out; `fields` says it.
+             * @enum {string}
+             */
+            type?: "custom";
             fields: {
                 /** @description The field name, as in the application's authentication flow. */
                 name: string;
@@ -5399,7 +5429,7 @@ export interface components {
                 value: string;
             }[];
         };
-        /** @description One credential of an identity, told apart by `type`. Write-only: stored encrypted (AES-256-GCM) and never answered. */
+        /** @description One credential of an identity, told apart by `type`, or without it by its fields (`username` and `password`; `secret`; `fields`), as the vendor's SDKs allow; fields of two kinds in one credential answer 400. Write-only: stored encrypted (AES-256-GCM) and never answered. */
         IdentityCredential: components["schemas"]["IdentityUsernamePasswordCredential"] | components["schemas"]["IdentityAuthenticatorCredential"] | components["schemas"]["IdentityCustomCredential"];
         /** @description The credentials, at most one of each type. */
         IdentityCredentialList: components["schemas"]["IdentityCredential"][];
@@ -6237,12 +6267,13 @@ export interface components {
             content: {
                 /**
                  * @example {
+                 *       "status": "ok",
                  *       "data": {
                  *         "status": "ok"
                  *       }
                  *     }
                  */
-                "application/json": components["schemas"]["StatusData"];
+                "application/json": components["schemas"]["InputStatus"];
             };
         };
         /** @description The body is invalid, the URL is not a valid URL, or its scheme is not http or https. */
@@ -6690,10 +6721,10 @@ export interface components {
         IdentityStatusQuery: components["schemas"]["IdentityStatus"];
         /** @description Only identities whose name contains this text (case-insensitive). */
         IdentitySearchQuery: string;
-        /** @description Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`. */
+        /** @description Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`, or as the JSON text of an object, `metadata={"department":"Engineering"}` (how the vendor's SDKs send it; its values may be any JSON). Text that is not a JSON object answers 400. */
         IdentityMetadataQuery: {
             [key: string]: string;
-        };
+        } | string;
         /** @description `true`: answer at once with status `pending`; the identity signs in in the first session that uses it. `false`: sign in first, in a session of its own, and answer `active` or `failed`. */
         IdentityValidateAsyncQuery: boolean;
         /** @description The application id. */
@@ -6767,6 +6798,9 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70",
+                     *           "session_id": "7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70",
+                     *           "team_id": "1f0e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+                     *           "playground": false,
                      *           "status": "completed",
                      *           "created_at": "2025-06-01T10:00:00Z",
                      *           "ended_at": "2025-06-01T10:12:30Z",
@@ -7175,6 +7209,9 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "id": "7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70",
+                     *         "session_id": "7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70",
+                     *         "team_id": "1f0e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+                     *         "playground": false,
                      *         "status": "running",
                      *         "created_at": "2025-06-01T10:00:00Z",
                      *         "ended_at": null,
@@ -12030,7 +12067,7 @@ export interface operations {
             query?: {
                 /** @description Only identities whose name contains this text (case-insensitive). */
                 search?: components["parameters"]["IdentitySearchQuery"];
-                /** @description Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`. */
+                /** @description Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`, or as the JSON text of an object, `metadata={"department":"Engineering"}` (how the vendor's SDKs send it; its values may be any JSON). Text that is not a JSON object answers 400. */
                 metadata?: components["parameters"]["IdentityMetadataQuery"];
             };
             header?: never;

@@ -101,6 +101,22 @@ export type StatusData = {
 };
 
 /**
+ * The answer of an input or navigation: `{status}`, as the vendor answers and its SDKs read it. We answer more than the vendor: the same status again under `data`, the shape of our other status answers, which clients written for this server read.
+ */
+export type InputStatus = {
+    /**
+     * `ok`; `loading` for a navigation whose page is still loading after its time limit.
+     */
+    status: string;
+    data: {
+        /**
+         * The same as `status`.
+         */
+        status: string;
+    };
+};
+
+/**
  * Configuration of a new session. Every field is optional; an empty object starts a session with all defaults. Also the `configuration` of a batch and of a session record.
  */
 export type SessionCreateRequest = {
@@ -474,10 +490,22 @@ export type SessionCreated = {
 export type SessionStatus = 'starting' | 'running' | 'completed' | 'failed';
 
 /**
- * The full record of a session.
+ * The full record of a session. `session_id`, `team_id` and `playground` are the vendor's names, which its SDKs read. We answer more than the vendor: `id` (the same as `session_id`), `ended_at`, `network_bytes_total`, `screenshots`, `cdp_url`, `live_view_url`, `end_reason` and `identities`. `steps` is a count here, where the vendor's SDKs declare the list of steps; the vendor's `tokens` (language-model token usage) is not answered: it is not counted per session.
  */
 export type Session = {
     id: string;
+    /**
+     * The same as `id`, under the vendor's name.
+     */
+    session_id: string;
+    /**
+     * The project the session belongs to (the vendor's team).
+     */
+    team_id: string;
+    /**
+     * Always false: this server has no playground sessions (the vendor's dashboard's).
+     */
+    playground: false;
     status: SessionStatus;
     created_at: string;
     /**
@@ -3635,7 +3663,10 @@ export type IdentityMetadata = {
  * A user name (or e-mail address) and password.
  */
 export type IdentityUsernamePasswordCredential = {
-    type: 'username_password';
+    /**
+     * May be left out; `username` and `password` say it.
+     */
+    type?: 'username_password';
     /**
      * The user name or e-mail address.
      */
@@ -3650,7 +3681,10 @@ export type IdentityUsernamePasswordCredential = {
  * An authenticator app's TOTP secret, for TOTP-based 2FA.
  */
 export type IdentityAuthenticatorCredential = {
-    type: 'authenticator';
+    /**
+     * May be left out; `secret` says it.
+     */
+    type?: 'authenticator';
     /**
      * The base32 TOTP seed (the `secret` of an `otpauth://` URI, spaces removed).
      */
@@ -3665,7 +3699,10 @@ export type IdentityAuthenticatorCredential = {
  * Named values a login form asks for beyond a user name and password.
  */
 export type IdentityCustomCredential = {
-    type: 'custom';
+    /**
+     * May be left out; `fields` says it.
+     */
+    type?: 'custom';
     fields: Array<{
         /**
          * The field name, as in the application's authentication flow.
@@ -3679,7 +3716,7 @@ export type IdentityCustomCredential = {
 };
 
 /**
- * One credential of an identity, told apart by `type`. Write-only: stored encrypted (AES-256-GCM) and never answered.
+ * One credential of an identity, told apart by `type`, or without it by its fields (`username` and `password`; `secret`; `fields`), as the vendor's SDKs allow; fields of two kinds in one credential answer 400. Write-only: stored encrypted (AES-256-GCM) and never answered.
  */
 export type IdentityCredential = IdentityUsernamePasswordCredential | IdentityAuthenticatorCredential | IdentityCustomCredential;
 
@@ -4750,11 +4787,11 @@ export type IdentityStatusQuery = IdentityStatus;
 export type IdentitySearchQuery = string;
 
 /**
- * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`.
+ * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`, or as the JSON text of an object, `metadata={"department":"Engineering"}` (how the vendor's SDKs send it; its values may be any JSON). Text that is not a JSON object answers 400.
  */
 export type IdentityMetadataQuery = {
     [key: string]: string;
-};
+} | string;
 
 /**
  * `true`: answer at once with status `pending`; the identity signs in in the first session that uses it. `false`: sign in first, in a session of its own, and answer `active` or `failed`.
@@ -6081,7 +6118,7 @@ export type MouseClickResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseClickResponse = MouseClickResponses[keyof MouseClickResponses];
@@ -6139,7 +6176,7 @@ export type MouseDoubleClickResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseDoubleClickResponse = MouseDoubleClickResponses[keyof MouseDoubleClickResponses];
@@ -6197,7 +6234,7 @@ export type MouseDownResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseDownResponse = MouseDownResponses[keyof MouseDownResponses];
@@ -6255,7 +6292,7 @@ export type MouseUpResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseUpResponse = MouseUpResponses[keyof MouseUpResponses];
@@ -6313,7 +6350,7 @@ export type MouseMoveResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type MouseMoveResponse = MouseMoveResponses[keyof MouseMoveResponses];
@@ -6371,7 +6408,7 @@ export type DragAndDropResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type DragAndDropResponse = DragAndDropResponses[keyof DragAndDropResponses];
@@ -6429,7 +6466,7 @@ export type ScrollResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type ScrollResponse = ScrollResponses[keyof ScrollResponses];
@@ -6487,7 +6524,7 @@ export type KeyboardTypeResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type KeyboardTypeResponse = KeyboardTypeResponses[keyof KeyboardTypeResponses];
@@ -6545,7 +6582,7 @@ export type KeyboardShortcutResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type KeyboardShortcutResponse = KeyboardShortcutResponses[keyof KeyboardShortcutResponses];
@@ -6653,7 +6690,7 @@ export type SetClipboardResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type SetClipboardResponse = SetClipboardResponses[keyof SetClipboardResponses];
@@ -6761,7 +6798,7 @@ export type PasteTextResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type PasteTextResponse = PasteTextResponses[keyof PasteTextResponses];
@@ -6819,7 +6856,7 @@ export type GotoUrlResponses = {
     /**
      * The input was performed.
      */
-    200: StatusData;
+    200: InputStatus;
 };
 
 export type GotoUrlResponse = GotoUrlResponses[keyof GotoUrlResponses];
@@ -10358,11 +10395,11 @@ export type ListApplicationIdentitiesData = {
          */
         search?: string;
         /**
-         * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`.
+         * Only identities whose metadata holds every one of these pairs, as `metadata[department]=Engineering&metadata[role]=admin`, or as the JSON text of an object, `metadata={"department":"Engineering"}` (how the vendor's SDKs send it; its values may be any JSON). Text that is not a JSON object answers 400.
          */
         metadata?: {
             [key: string]: string;
-        };
+        } | string;
     };
     url: '/v1/applications/{id}/identities';
 };

@@ -88,6 +88,13 @@ export function compileSchema(ajv: Ajv2020, schema: JsonObject): ValidateFunctio
 export function describeErrors(errors: ErrorObject[] | null | undefined, where: string): string {
   const e = errors?.[0];
   if (!e) return `${where} is invalid`;
+  // A value that fits none of several forms (an identity credential whose fields are of no
+  // kind or of two): what each form lacks, not only what the first one does.
+  const last = errors!.at(-1)!;
+  if (last.keyword === 'oneOf' && errors!.length > 1) {
+    const forms = errors!.slice(0, -1).map((b) => describeErrors([b], where).replace(`${where}${last.instancePath} `, ''));
+    return `${where}${last.instancePath} matches none of its forms: ${forms.join('; or ')}`;
+  }
   const at = `${where}${e.instancePath}`;
   if (e.keyword === 'additionalProperties') return `${at} must not have the property '${e.params.additionalProperty}'`;
   if (e.keyword === 'required') return `${at} must have the property '${e.params.missingProperty}'`;

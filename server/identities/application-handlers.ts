@@ -7,6 +7,7 @@ import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { Db } from '../store/db.js';
 import { completeLogin, loginRefusal } from './flows.js';
+import { metadataFilter } from './metadata-filter.js';
 import * as store from './store.js';
 
 export type ApplicationOperation =
@@ -118,7 +119,8 @@ export function applicationHandlers(d: { db: Db }): Pick<AppHandlers, Applicatio
     async listApplicationIdentities(req, ctx) {
       if (!(await store.getApplication(d.db, ctx.projectId, req.params.id))) return fail(404, NOT_FOUND);
       const metadata = metadataFilter(req.query as Record<string, unknown>);
-      const { items } = await store.listIdentities(d.db, ctx.projectId, { applicationId: req.params.id, search: req.query.search, metadata });
+      if (!metadata.ok) return fail(400, metadata.message);
+      const { items } = await store.listIdentities(d.db, ctx.projectId, { applicationId: req.params.id, search: req.query.search, metadata: metadata.value });
       return {
         status: 200,
         body: {
@@ -186,14 +188,4 @@ export function applicationHandlers(d: { db: Db }): Pick<AppHandlers, Applicatio
       return deleted ? { status: 200, body: { success: true } } : fail(404, 'Authentication flow not found');
     },
   };
-}
-
-/** `metadata[key]=value` pairs of a query (deepObject style), which the generic query reader leaves as they came. */
-export function metadataFilter(query: Record<string, unknown>): Record<string, string> | undefined {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(query)) {
-    const m = /^metadata\[(.+)\]$/.exec(name);
-    if (m && typeof value === 'string') out[m[1]!] = value;
-  }
-  return Object.keys(out).length ? out : undefined;
 }

@@ -32,10 +32,24 @@ const context = (identityId: string, field: string) => `identity:${identityId}:$
 
 export class CredentialError extends Error {}
 
+type Kind = NonNullable<CredentialInput['type']>;
+type Typed = { [K in Kind]: Extract<CredentialInput, { type?: K }> & { type: K } }[Kind];
+
+/**
+ * A credential with its `type`, which the vendor's SDKs let a client leave out. The
+ * contract's forms share no field (each refuses the others'), so a credential that passed
+ * validation has the fields of exactly one kind.
+ */
+function typed(c: CredentialInput): Typed {
+  if ('username' in c) return { ...c, type: 'username_password' };
+  if ('secret' in c) return { ...c, type: 'authenticator' };
+  return { ...c, type: 'custom' };
+}
+
 /** Checks and seals the credentials of a create or update; throws CredentialError with the 400's message. */
 export async function sealCredentials(secrets: Secrets, identityId: string, list: CredentialInput[]): Promise<SealedCredentials> {
   const sealed: SealedCredentials = {};
-  for (const c of list) {
+  for (const c of list.map(typed)) {
     if (sealed[c.type]) throw new CredentialError(`credentials: at most one credential of type ${c.type}`);
     if (c.type === 'username_password') {
       sealed.username_password = {

@@ -7,7 +7,8 @@ import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
-import { metadataFilter, pageOf } from './application-handlers.js';
+import { pageOf } from './application-handlers.js';
+import { metadataFilter } from './metadata-filter.js';
 import { CredentialError, credentialFields, sealCredentials, type SealedCredentials } from './credentials.js';
 import * as store from './store.js';
 
@@ -95,10 +96,12 @@ export function identityHandlers(d: IdentityHandlerDeps): Pick<AppHandlers, Iden
 
     async listIdentities(req, ctx) {
       const q = req.query;
+      const metadata = metadataFilter(q as Record<string, unknown>);
+      if (!metadata.ok) return fail(400, metadata.message);
       const { total, items } = await store.listIdentities(
         d.db,
         ctx.projectId,
-        { applicationId: q.application_id, status: q.status, search: q.search, metadata: metadataFilter(q as Record<string, unknown>) },
+        { applicationId: q.application_id, status: q.status, search: q.search, metadata: metadata.value },
         pageOf(q),
       );
       return { status: 200, body: { total, identities: items.map(identityResource) } };

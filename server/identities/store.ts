@@ -239,7 +239,7 @@ export interface IdentityFilter {
   applicationId?: string;
   status?: IdentityStatus;
   search?: string;
-  metadata?: Record<string, string>;
+  metadata?: Record<string, unknown>;
 }
 
 export async function listIdentities(db: Db, projectId: string, f: IdentityFilter, page?: Page): Promise<{ total: number; items: IdentityRow[] }> {

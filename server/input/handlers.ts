@@ -87,7 +87,8 @@ const PAINTED = `new Promise((resolve) => {
   requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0)));
   setTimeout(done, ${PAINT_WAIT_MS});
 })`;
-const ok = { status: 200 as const, body: { data: { status: 'ok' } } };
+// `status` at the top is what the vendor's SDKs read; `data.status`, what this server's other status answers carry.
+const ok = { status: 200 as const, body: { status: 'ok', data: { status: 'ok' } } };
 
 export function inputHandlers(d: InputDeps): InputHandlers {
   const drivers = new WeakMap<RunningSession, Driver>();
@@ -359,7 +360,7 @@ export function inputHandlers(d: InputDeps): InputHandlers {
             const message = (err as Error).message;
             if (/^navigation failed: /.test(message)) throw new Refused(400, `Navigation failed: ${message.slice('navigation failed: '.length)}`);
             // Committed, still loading after the time limit: the page is there, its load is not.
-            if (/timed out/.test(message)) return { status: 200 as const, body: { data: { status: 'loading' } } };
+            if (/timed out/.test(message)) return { status: 200 as const, body: { status: 'loading', data: { status: 'loading' } } };
             throw err;
           }
           return ok;

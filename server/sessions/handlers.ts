@@ -37,6 +37,10 @@ const MAX_STATUS_ITEMS = 1_000;
 export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionManager }): SessionHandlers {
   const record = (row: store.SessionRow): Session => ({
     id: row.id,
+    // The vendor's names, which its SDKs read.
+    session_id: row.id,
+    team_id: row.project_id,
+    playground: false,
     status: row.status,
     created_at: row.created_at.toISOString(),
     ended_at: row.ended_at?.toISOString() ?? null,
