@@ -213,6 +213,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/json/version": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * CDP version document for the vendor SDK's CDP address
+         * @description The Chrome DevTools discovery document for the hosted vendor's own CDP address, `http(s)://HOST?apiKey=KEY&sessionId=ID`, which its SDK and examples build from the base URL. Given that address, Playwright's `connectOverCDP` asks `GET /json/version/?apiKey=KEY&sessionId=ID` (a trailing slash, answered the same) and connects to `webSocketDebuggerUrl`, the session's `cdp_url` (token included). The same address in `ws(s)://` form is the WebSocket itself. Authenticated by the `apiKey` query parameter, an API key of the session's project: a wrong key answers 401, a session of another project 404, as a session that does not exist or has ended. Puppeteer's `connect({browserURL})` drops the address's query before asking (it resolves `/json/version` against it), so it cannot use this form: give Puppeteer `browserWSEndpoint`, the session's `cdp_url` or the `ws(s)://` form.
+         */
+        get: operations["getCdpDiscoveryVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session_id}/recordings": {
         parameters: {
             query?: never;
@@ -7110,6 +7130,44 @@ export interface operations {
                      *       "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
                      *       "V8-Version": "13.1.201.9",
                      *       "WebKit-Version": "537.36 (@e8b2c8e6a1f2d3c4b5a697887766554433221100)",
+                     *       "webSocketDebuggerUrl": "ws://localhost:8080/v1/cdp/7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70?token=q8Zk2mV4rT9wXy1bN3cD5fG7hJ0LpA6s"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CdpVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCdpDiscoveryVersion: {
+        parameters: {
+            query: {
+                /** @description An API key of the session's project (the vendor SDK's `apiKey`). */
+                apiKey: string;
+                /** @description The session's id. */
+                sessionId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version document; `webSocketDebuggerUrl` is the session's `cdp_url`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Browser": "Chrome/131.0.6778.85",
+                     *       "Protocol-Version": "1.3",
+                     *       "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
                      *       "webSocketDebuggerUrl": "ws://localhost:8080/v1/cdp/7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70?token=q8Zk2mV4rT9wXy1bN3cD5fG7hJ0LpA6s"
                      *     }
                      */

@@ -5262,6 +5262,56 @@ export type GetCdpVersionResponses = {
 
 export type GetCdpVersionResponse = GetCdpVersionResponses[keyof GetCdpVersionResponses];
 
+export type GetCdpDiscoveryVersionData = {
+    body?: never;
+    path?: never;
+    query: {
+        /**
+         * An API key of the session's project (the vendor SDK's `apiKey`).
+         */
+        apiKey: string;
+        /**
+         * The session's id.
+         */
+        sessionId: string;
+    };
+    url: '/json/version';
+};
+
+export type GetCdpDiscoveryVersionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type GetCdpDiscoveryVersionError = GetCdpDiscoveryVersionErrors[keyof GetCdpDiscoveryVersionErrors];
+
+export type GetCdpDiscoveryVersionResponses = {
+    /**
+     * The version document; `webSocketDebuggerUrl` is the session's `cdp_url`.
+     */
+    200: CdpVersion;
+};
+
+export type GetCdpDiscoveryVersionResponse = GetCdpDiscoveryVersionResponses[keyof GetCdpDiscoveryVersionResponses];
+
 export type ListSessionRecordingsData = {
     body?: never;
     path: {
