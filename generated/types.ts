@@ -2574,10 +2574,11 @@ export interface components {
             /** @description Use the proxy. */
             active: boolean;
             /**
+             * @description `service_proxy`; `anchor_proxy`, the hosted vendor's name for its own proxy network, is read as the same kind (the session's `configuration` keeps the name given).
              * @default service_proxy
              * @enum {string}
              */
-            type?: "service_proxy";
+            type?: "service_proxy" | "anchor_proxy";
             /** @description Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). Left out: any country of the pool. */
             country_code?: string;
             /** @description Exit region or state within the country, as the pool names it (compared without regard to case). */
@@ -3590,11 +3591,11 @@ export interface components {
              */
             active?: boolean;
             /**
-             * @description The proxy kind: `service_proxy` is the proxy network of the service.
+             * @description The proxy kind: `service_proxy` is the proxy network of the service; `anchor_proxy`, the hosted vendor's name for its own network, is read as the same.
              * @default service_proxy
              * @enum {string}
              */
-            type?: "service_proxy";
+            type?: "service_proxy" | "anchor_proxy";
             /** @description Exit country, lower-case ISO 3166-1 alpha-2 code (`us`, `de`). */
             country_code?: string;
             /** @description Exit region or state within the country. */

@@ -165,7 +165,10 @@ export type ProxyServiceOptions = {
      * Use the proxy.
      */
     active: boolean;
-    type?: 'service_proxy';
+    /**
+     * `service_proxy`; `anchor_proxy`, the hosted vendor's name for its own proxy network, is read as the same kind (the session's `configuration` keeps the name given).
+     */
+    type?: 'service_proxy' | 'anchor_proxy';
     /**
      * Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). Left out: any country of the pool.
      */
@@ -1472,9 +1475,9 @@ export type TaskBrowserConfigurationProxy = {
      */
     active?: boolean;
     /**
-     * The proxy kind: `service_proxy` is the proxy network of the service.
+     * The proxy kind: `service_proxy` is the proxy network of the service; `anchor_proxy`, the hosted vendor's name for its own network, is read as the same.
      */
-    type?: 'service_proxy';
+    type?: 'service_proxy' | 'anchor_proxy';
     /**
      * Exit country, lower-case ISO 3166-1 alpha-2 code (`us`, `de`).
      */
