@@ -1475,7 +1475,7 @@ export interface paths {
         put?: never;
         /**
          * Create a profile
-         * @description Creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
+         * @description Without `source` and `session_id`, creates an empty profile, `ready` at once: a session that starts with it starts fresh, and one with `persist: true` saves its state into it. Otherwise creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -4113,22 +4113,20 @@ export interface components {
          * @enum {string}
          */
         ProfileStatus: "pending" | "ready" | "failed";
-        /**
-         * @description Where the profile comes from: `session`, a running session.
-         * @default session
-         * @enum {string}
-         */
-        ProfileSource: "session";
-        /** @description Creates a profile from a running session; it is stored once that session terminates. */
+        /** @description Creates a profile from a running session (`session_id`), stored once that session terminates; or, without `source` and `session_id`, an empty profile, ready at once. */
         ProfileCreateRequest: {
             /** @description The profile name, unique in the project. */
             name: string;
             /** @description A description, at most 1000 characters. */
             description?: string;
-            source?: components["schemas"]["ProfileSource"];
+            /**
+             * @description Where the profile comes from: `session`, the running session `session_id`. Left out, the profile comes from `session_id` when one is given, else it is empty.
+             * @enum {string}
+             */
+            source?: "session";
             /**
              * Format: uuid
-             * @description The running session to create the profile from; required when `source` is `session` (the default).
+             * @description The running session to create the profile from; required when `source` is `session`.
              */
             session_id?: string;
             /**
@@ -4149,10 +4147,14 @@ export interface components {
             /** @description The description; null when none was given. */
             description: string | null;
             status: components["schemas"]["ProfileStatus"];
-            source: components["schemas"]["ProfileSource"];
+            /**
+             * @description `session`: made from a session; null: created empty (no `session_id`).
+             * @enum {string|null}
+             */
+            source: "session" | null;
             /**
              * Format: uuid
-             * @description The session the profile was created from; null when it is no longer known.
+             * @description The session the profile was created from; null for a profile created empty.
              */
             session_id: string | null;
             /** @description Sessions using the profile with a service proxy keep one proxy of the pool while it is healthy. */
@@ -10155,7 +10157,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The profile is created and waits for its session to end. */
+            /** @description The profile is created; from a session, it waits for that session to end (`pending`), empty it is `ready`. */
             200: {
                 headers: {
                     [name: string]: unknown;

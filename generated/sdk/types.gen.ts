@@ -2140,12 +2140,7 @@ export type TaskRun = {
 export type ProfileStatus = 'pending' | 'ready' | 'failed';
 
 /**
- * Where the profile comes from: `session`, a running session.
- */
-export type ProfileSource = 'session';
-
-/**
- * Creates a profile from a running session; it is stored once that session terminates.
+ * Creates a profile from a running session (`session_id`), stored once that session terminates; or, without `source` and `session_id`, an empty profile, ready at once.
  */
 export type ProfileCreateRequest = {
     /**
@@ -2156,9 +2151,12 @@ export type ProfileCreateRequest = {
      * A description, at most 1000 characters.
      */
     description?: string;
-    source?: ProfileSource;
     /**
-     * The running session to create the profile from; required when `source` is `session` (the default).
+     * Where the profile comes from: `session`, the running session `session_id`. Left out, the profile comes from `session_id` when one is given, else it is empty.
+     */
+    source?: 'session';
+    /**
+     * The running session to create the profile from; required when `source` is `session`.
      */
     session_id?: string;
     /**
@@ -2186,9 +2184,12 @@ export type Profile = {
      */
     description: string | null;
     status: ProfileStatus;
-    source: ProfileSource;
     /**
-     * The session the profile was created from; null when it is no longer known.
+     * `session`: made from a session; null: created empty (no `session_id`).
+     */
+    source: 'session' | null;
+    /**
+     * The session the profile was created from; null for a profile created empty.
      */
     session_id: string | null;
     /**
@@ -8668,7 +8669,7 @@ export type CreateProfileError = CreateProfileErrors[keyof CreateProfileErrors];
 
 export type CreateProfileResponses = {
     /**
-     * The profile is created and waits for its session to end.
+     * The profile is created; from a session, it waits for that session to end (`pending`), empty it is `ready`.
      */
     200: ProfileCreateResponse;
 };
