@@ -2636,6 +2636,11 @@ export interface components {
             };
             /** @description Ids of uploaded extensions to load into the browser. */
             extensions?: string[];
+            /** @description Site isolation off: a page's cross-origin iframes run in the page's own renderer process rather than out of process, so they are frames of the page's own CDP target (its frame tree and `DOM.getDocument` with `pierce` reach into them, no separate `iframe` target to attach to). With `disable_web_security` as well, the page's own scripts can read them (`iframe.contentDocument`). Such a session starts cold (no warm browser is launched this way). */
+            cross_origin_support?: {
+                /** @default false */
+                active?: boolean;
+            };
             /** @description Disable the same-origin policy and CORS checks. */
             disable_web_security?: {
                 /** @default false */
