@@ -11,6 +11,15 @@ export type BinaryBody = string | Uint8Array | ReadableStream<Uint8Array>;
 /** multipart/form-data: file fields arrive as File, the rest as text. */
 export type Multipart<T, Files extends keyof any> = { [K in keyof T]: K extends Files ? File : string };
 
+export type GetCdpDiscoveryVersionRequest = { params: NoFields; query: NonNullable<operations["getCdpDiscoveryVersion"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type GetCdpDiscoveryVersionResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getCdpDiscoveryVersion"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getCdpDiscoveryVersion"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getCdpDiscoveryVersion"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getCdpDiscoveryVersion"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getCdpDiscoveryVersion"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getCdpDiscoveryVersion"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetAgentAccessGuideRequest = { params: NoFields; query: NoFields; body: undefined; headers: Headers };
 export type GetAgentAccessGuideResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getAgentAccessGuide"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1320,6 +1329,7 @@ export type DeleteTaskVersionResponse =
 
 /** One function per operation. AuthedCtx serves operations behind service-api-key. */
 export interface Handlers<AuthedCtx, PublicCtx> {
+  getCdpDiscoveryVersion(req: GetCdpDiscoveryVersionRequest, ctx: PublicCtx): MaybePromise<GetCdpDiscoveryVersionResponse>;
   getAgentAccessGuide(req: GetAgentAccessGuideRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessGuideResponse>;
   submitAgentAccess(req: SubmitAgentAccessRequest, ctx: PublicCtx): MaybePromise<SubmitAgentAccessResponse>;
   listApplications(req: ListApplicationsRequest, ctx: AuthedCtx): MaybePromise<ListApplicationsResponse>;

@@ -24,6 +24,7 @@ export interface Route {
 }
 
 export type OperationId =
+  | "getCdpDiscoveryVersion"
   | "getAgentAccessGuide"
   | "submitAgentAccess"
   | "listApplications"
@@ -155,6 +156,18 @@ export type OperationId =
 
 /** Ordered: literal path segments before parameters. */
 export const routes: readonly Route[] = [
+  {
+    operationId: "getCdpDiscoveryVersion",
+    method: "GET",
+    path: "/json/version",
+    honoPath: "/json/version",
+    secured: false,
+    admin: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,503],
+    errors: {"400":"general","401":"general","404":"general","500":"general","503":"general"},
+  },
   {
     operationId: "getAgentAccessGuide",
     method: "GET",

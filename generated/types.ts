@@ -256,6 +256,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/json/version": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * CDP version document for the vendor SDK's CDP address
+         * @description The Chrome DevTools discovery document for the hosted vendor's own CDP address, `http(s)://HOST?apiKey=KEY&sessionId=ID`, which its SDK and examples build from the base URL. Given that address, Playwright's `connectOverCDP` asks `GET /json/version/?apiKey=KEY&sessionId=ID` (a trailing slash, answered the same) and connects to `webSocketDebuggerUrl`, the session's `cdp_url` (token included). The same address in `ws(s)://` form is the WebSocket itself. Authenticated by the `apiKey` query parameter, an API key of the session's project: a wrong key answers 401, a session of another project 404, as a session that does not exist or has ended. Puppeteer's `connect({browserURL})` drops the address's query before asking (it resolves `/json/version` against it), so it cannot use this form: give Puppeteer `browserWSEndpoint`, the session's `cdp_url` or the `ws(s)://` form.
+         */
+        get: operations["getCdpDiscoveryVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session_id}/recordings": {
         parameters: {
             query?: never;
@@ -1567,7 +1587,7 @@ export interface paths {
         put?: never;
         /**
          * Create a profile
-         * @description Creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
+         * @description Without `source` and `session_id`, creates an empty profile, `ready` at once: a session that starts with it starts fresh, and one with `persist: true` saves its state into it. Otherwise creates a profile from a running session of the project (`source: session`). The profile is `pending` until that session ends, by any path (DELETE, idle or maximum time-out, batch cancel, the server's shutdown, the browser closed by its client); then the browser is closed gracefully and its user-data directory is saved, compressed, and the profile is `ready`. A session whose browser crashed leaves it `failed`, with the reason in `failure_reason`. What is saved is what "stay signed in" needs: cookies (session cookies too), local storage, IndexedDB, service workers and their caches, the HTTP cache, site permissions; not what belongs to one machine or one run (locks, crash reports, GPU and code caches, open tabs). 404 when the session does not exist in the project or is not running; 409 when the name is taken.
          */
         post: operations["createProfile"];
         delete?: never;
@@ -2697,10 +2717,11 @@ export interface components {
             /** @description Use the proxy. */
             active: boolean;
             /**
+             * @description `service_proxy`; `anchor_proxy`, the hosted vendor's name for its own proxy network, is read as the same kind (the session's `configuration` keeps the name given).
              * @default service_proxy
              * @enum {string}
              */
-            type?: "service_proxy";
+            type?: "service_proxy" | "anchor_proxy";
             /** @description Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). Left out: any country of the pool. */
             country_code?: string;
             /** @description Exit region or state within the country, as the pool names it (compared without regard to case). */
@@ -2758,6 +2779,11 @@ export interface components {
             };
             /** @description Ids of uploaded extensions to load into the browser. */
             extensions?: string[];
+            /** @description Site isolation off: a page's cross-origin iframes run in the page's own renderer process rather than out of process, so they are frames of the page's own CDP target (its frame tree and `DOM.getDocument` with `pierce` reach into them, no separate `iframe` target to attach to). With `disable_web_security` as well, the page's own scripts can read them (`iframe.contentDocument`). Such a session starts cold (no warm browser is launched this way). */
+            cross_origin_support?: {
+                /** @default false */
+                active?: boolean;
+            };
             /** @description Disable the same-origin policy and CORS checks. */
             disable_web_security?: {
                 /** @default false */
@@ -3802,11 +3828,11 @@ export interface components {
              */
             active?: boolean;
             /**
-             * @description The proxy kind: `service_proxy` is the proxy network of the service.
+             * @description The proxy kind: `service_proxy` is the proxy network of the service; `anchor_proxy`, the hosted vendor's name for its own network, is read as the same.
              * @default service_proxy
              * @enum {string}
              */
-            type?: "service_proxy";
+            type?: "service_proxy" | "anchor_proxy";
             /** @description Exit country, lower-case ISO 3166-1 alpha-2 code (`us`, `de`). */
             country_code?: string;
             /** @description Exit region or state within the country. */
@@ -4324,22 +4350,20 @@ export interface components {
          * @enum {string}
          */
         ProfileStatus: "pending" | "ready" | "failed";
-        /**
-         * @description Where the profile comes from: `session`, a running session.
-         * @default session
-         * @enum {string}
-         */
-        ProfileSource: "session";
-        /** @description Creates a profile from a running session; it is stored once that session terminates. */
+        /** @description Creates a profile from a running session (`session_id`), stored once that session terminates; or, without `source` and `session_id`, an empty profile, ready at once. */
         ProfileCreateRequest: {
             /** @description The profile name, unique in the project. */
             name: string;
             /** @description A description, at most 1000 characters. */
             description?: string;
-            source?: components["schemas"]["ProfileSource"];
+            /**
+             * @description Where the profile comes from: `session`, the running session `session_id`. Left out, the profile comes from `session_id` when one is given, else it is empty.
+             * @enum {string}
+             */
+            source?: "session";
             /**
              * Format: uuid
-             * @description The running session to create the profile from; required when `source` is `session` (the default).
+             * @description The running session to create the profile from; required when `source` is `session`.
              */
             session_id?: string;
             /**
@@ -4360,10 +4384,14 @@ export interface components {
             /** @description The description; null when none was given. */
             description: string | null;
             status: components["schemas"]["ProfileStatus"];
-            source: components["schemas"]["ProfileSource"];
+            /**
+             * @description `session`: made from a session; null: created empty (no `session_id`).
+             * @enum {string|null}
+             */
+            source: "session" | null;
             /**
              * Format: uuid
-             * @description The session the profile was created from; null when it is no longer known.
+             * @description The session the profile was created from; null for a profile created empty.
              */
             session_id: string | null;
             /** @description Sessions using the profile with a service proxy keep one proxy of the pool while it is healthy. */
@@ -7463,6 +7491,44 @@ export interface operations {
                      *       "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
                      *       "V8-Version": "13.1.201.9",
                      *       "WebKit-Version": "537.36 (@e8b2c8e6a1f2d3c4b5a697887766554433221100)",
+                     *       "webSocketDebuggerUrl": "ws://localhost:8080/v1/cdp/7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70?token=q8Zk2mV4rT9wXy1bN3cD5fG7hJ0LpA6s"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CdpVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCdpDiscoveryVersion: {
+        parameters: {
+            query: {
+                /** @description An API key of the session's project (the vendor SDK's `apiKey`). */
+                apiKey: string;
+                /** @description The session's id. */
+                sessionId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version document; `webSocketDebuggerUrl` is the session's `cdp_url`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Browser": "Chrome/131.0.6778.85",
+                     *       "Protocol-Version": "1.3",
+                     *       "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
                      *       "webSocketDebuggerUrl": "ws://localhost:8080/v1/cdp/7d9f3c2e-1b4a-4c8e-9f0a-2b3c4d5e6f70?token=q8Zk2mV4rT9wXy1bN3cD5fG7hJ0LpA6s"
                      *     }
                      */
@@ -10614,7 +10680,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The profile is created and waits for its session to end. */
+            /** @description The profile is created; from a session, it waits for that session to end (`pending`), empty it is `ready`. */
             200: {
                 headers: {
                     [name: string]: unknown;

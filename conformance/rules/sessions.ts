@@ -1,4 +1,4 @@
-// Sessions (docs/conformance-rules.md): S1, S2, S4, S5, S6, S7, S8, S10, and G9 for
+// Sessions (docs/conformance-rules.md): S1, S2, S4, S5, S6, S7, S8, S10, S11, and G9 for
 // sessions. Every session a check makes goes through ctx.call, so the run's cleanup ends
 // whatever a failing check left; the checks end their own sessions as they go.
 //
@@ -171,6 +171,38 @@ export default defineRules((ctx: SuiteContext) => {
         await endSession(s.id);
       }
     }),
+
+    check(
+      "S11 the vendor SDK's CDP address over http: /json/version?apiKey&sessionId names the session's cdp_url, connectOverCDP on http://BASE?apiKey&sessionId opens a page, a wrong key answers 401",
+      async (t: T) => {
+        const s = await newSession(t);
+        const query = (key: string) => `?apiKey=${encodeURIComponent(key)}&sessionId=${encodeURIComponent(s.id)}`;
+        try {
+          for (const path of ['/json/version', '/json/version/']) {
+            const res = await fetch(`${ctx.baseUrl}${path}${query(ctx.mainKey ?? '')}`, { signal: AbortSignal.timeout(ctx.timeoutMs) });
+            t.assert(res.status === 200, `GET ${path}?apiKey=…&sessionId=${s.id} answered ${res.status}`);
+            const doc = (await res.json()) as { webSocketDebuggerUrl?: unknown };
+            t.equal(doc.webSocketDebuggerUrl, s.cdp_url, `webSocketDebuggerUrl of ${path}`);
+          }
+          const wrong = await fetch(`${ctx.baseUrl}/json/version${query(ctx.wrongKey)}`, { signal: AbortSignal.timeout(ctx.timeoutMs) });
+          t.equal(wrong.status, 401, 'a wrong apiKey');
+          let browser: Browser;
+          try {
+            browser = await chromium.connectOverCDP(`${ctx.baseUrl}${query(ctx.mainKey ?? '')}`, { timeout: 30_000 });
+          } catch (err) {
+            t.fail(`Playwright connectOverCDP(BASE?apiKey=…&sessionId=${s.id}) failed: ${(err as Error).message.split('\n')[0]}`);
+          }
+          try {
+            const page = await (browser.contexts()[0] ?? (await browser.newContext())).newPage();
+            t.equal(await page.evaluate(() => 6 * 7), 42, 'script in a page opened through the http form');
+          } finally {
+            await browser.close().catch(() => {});
+          }
+        } finally {
+          await endSession(s.id);
+        }
+      },
+    ),
 
     check('S4 the captcha solver without an active proxy answers an error body with code 400 saying the solver requires an active proxy', async (t: T) => {
       const bodies = [

@@ -215,7 +215,10 @@ export type ProxyServiceOptions = {
      * Use the proxy.
      */
     active: boolean;
-    type?: 'service_proxy';
+    /**
+     * `service_proxy`; `anchor_proxy`, the hosted vendor's name for its own proxy network, is read as the same kind (the session's `configuration` keeps the name given).
+     */
+    type?: 'service_proxy' | 'anchor_proxy';
     /**
      * Exit country, ISO 3166-1 alpha-2 in lower case (for example `us`, `de`). Left out: any country of the pool.
      */
@@ -296,6 +299,12 @@ export type BrowserOptions = {
      * Ids of uploaded extensions to load into the browser.
      */
     extensions?: Array<string>;
+    /**
+     * Site isolation off: a page's cross-origin iframes run in the page's own renderer process rather than out of process, so they are frames of the page's own CDP target (its frame tree and `DOM.getDocument` with `pierce` reach into them, no separate `iframe` target to attach to). With `disable_web_security` as well, the page's own scripts can read them (`iframe.contentDocument`). Such a session starts cold (no warm browser is launched this way).
+     */
+    cross_origin_support?: {
+        active?: boolean;
+    };
     /**
      * Disable the same-origin policy and CORS checks.
      */
@@ -1630,9 +1639,9 @@ export type TaskBrowserConfigurationProxy = {
      */
     active?: boolean;
     /**
-     * The proxy kind: `service_proxy` is the proxy network of the service.
+     * The proxy kind: `service_proxy` is the proxy network of the service; `anchor_proxy`, the hosted vendor's name for its own network, is read as the same.
      */
-    type?: 'service_proxy';
+    type?: 'service_proxy' | 'anchor_proxy';
     /**
      * Exit country, lower-case ISO 3166-1 alpha-2 code (`us`, `de`).
      */
@@ -2295,12 +2304,7 @@ export type TaskRun = {
 export type ProfileStatus = 'pending' | 'ready' | 'failed';
 
 /**
- * Where the profile comes from: `session`, a running session.
- */
-export type ProfileSource = 'session';
-
-/**
- * Creates a profile from a running session; it is stored once that session terminates.
+ * Creates a profile from a running session (`session_id`), stored once that session terminates; or, without `source` and `session_id`, an empty profile, ready at once.
  */
 export type ProfileCreateRequest = {
     /**
@@ -2311,9 +2315,12 @@ export type ProfileCreateRequest = {
      * A description, at most 1000 characters.
      */
     description?: string;
-    source?: ProfileSource;
     /**
-     * The running session to create the profile from; required when `source` is `session` (the default).
+     * Where the profile comes from: `session`, the running session `session_id`. Left out, the profile comes from `session_id` when one is given, else it is empty.
+     */
+    source?: 'session';
+    /**
+     * The running session to create the profile from; required when `source` is `session`.
      */
     session_id?: string;
     /**
@@ -2341,9 +2348,12 @@ export type Profile = {
      */
     description: string | null;
     status: ProfileStatus;
-    source: ProfileSource;
     /**
-     * The session the profile was created from; null when it is no longer known.
+     * `session`: made from a session; null: created empty (no `session_id`).
+     */
+    source: 'session' | null;
+    /**
+     * The session the profile was created from; null for a profile created empty.
      */
     session_id: string | null;
     /**
@@ -5528,6 +5538,56 @@ export type GetCdpVersionResponses = {
 };
 
 export type GetCdpVersionResponse = GetCdpVersionResponses[keyof GetCdpVersionResponses];
+
+export type GetCdpDiscoveryVersionData = {
+    body?: never;
+    path?: never;
+    query: {
+        /**
+         * An API key of the session's project (the vendor SDK's `apiKey`).
+         */
+        apiKey: string;
+        /**
+         * The session's id.
+         */
+        sessionId: string;
+    };
+    url: '/json/version';
+};
+
+export type GetCdpDiscoveryVersionErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type GetCdpDiscoveryVersionError = GetCdpDiscoveryVersionErrors[keyof GetCdpDiscoveryVersionErrors];
+
+export type GetCdpDiscoveryVersionResponses = {
+    /**
+     * The version document; `webSocketDebuggerUrl` is the session's `cdp_url`.
+     */
+    200: CdpVersion;
+};
+
+export type GetCdpDiscoveryVersionResponse = GetCdpDiscoveryVersionResponses[keyof GetCdpDiscoveryVersionResponses];
 
 export type ListSessionRecordingsData = {
     body?: never;
@@ -9048,7 +9108,7 @@ export type CreateProfileError = CreateProfileErrors[keyof CreateProfileErrors];
 
 export type CreateProfileResponses = {
     /**
-     * The profile is created and waits for its session to end.
+     * The profile is created; from a session, it waits for that session to end (`pending`), empty it is `ready`.
      */
     200: ProfileCreateResponse;
 };

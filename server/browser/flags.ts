@@ -151,6 +151,11 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
   }
   // Chromium reads only the last --disable-features, so every feature goes into one.
   const disabled = [...DISABLED_FEATURES];
+  if (options.crossOriginSupport) {
+    // Site isolation off: cross-site iframes stay in their page's process and CDP target.
+    args.push('--disable-site-isolation-trials');
+    disabled.push('IsolateOrigins', 'site-per-process');
+  }
   const extensions = options.extensionDirs ?? [];
   if (extensions.length > 0) {
     const list = extensions.join(',');

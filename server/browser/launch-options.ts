@@ -7,6 +7,8 @@ export interface LaunchOptions {
   viewport: { width: number; height: number };
   fullscreen: boolean;
   disableWebSecurity: boolean;
+  /** Site isolation off: cross-origin iframes share their page's process (and CDP target). */
+  crossOriginSupport?: boolean;
   /** Chromium blocks popups by default; false adds --disable-popup-blocking. */
   popupBlocker: boolean;
   /** PDFs open in the viewer; false downloads them (a profile preference). */
@@ -26,6 +28,7 @@ export const DEFAULT_LAUNCH_OPTIONS: Readonly<LaunchOptions> = Object.freeze({
   viewport: Object.freeze({ width: 1440, height: 900 }),
   fullscreen: false,
   disableWebSecurity: false,
+  crossOriginSupport: false,
   popupBlocker: true,
   pdfViewer: true,
   adblock: true,
@@ -41,6 +44,7 @@ export function sameLaunchOptions(a: LaunchOptions, b: LaunchOptions): boolean {
     a.viewport.height === b.viewport.height &&
     a.fullscreen === b.fullscreen &&
     a.disableWebSecurity === b.disableWebSecurity &&
+    (a.crossOriginSupport ?? false) === (b.crossOriginSupport ?? false) &&
     a.popupBlocker === b.popupBlocker &&
     a.pdfViewer === b.pdfViewer &&
     a.adblock === b.adblock &&

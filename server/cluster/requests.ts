@@ -1,7 +1,7 @@
 // Which requests need the node that owns a browser, and why: the one table of the routing.
 // Everything not listed here is answered from the database by whichever node gets it.
 // A request names its session in the path (session sub-resources, CDP, live view), in the
-// query (execute-code and perform-web-task in a running session), in the JSON body (a
+// query (execute-code and perform-web-task in a running session, the vendor SDK's CDP address), in the JSON body (a
 // profile taken from a running session), by a task run being cancelled, by a recording's signed
 // link, or by the MCP session it belongs to.
 
@@ -27,6 +27,11 @@ const SESSION_DB_ONLY = new Set(['GET ', 'PUT /tags']);
 /** Literal paths under /v1/sessions/ that are not a session id. */
 const NOT_A_SESSION = new Set(['all', 'history', 'async']);
 const CDP_PATH = /^\/v1\/cdp\/([^/]+)(?:\/.*)?$/;
+/**
+ * The vendor SDK's CDP address, `?apiKey=K&sessionId=S` on the API's root: its WebSocket (`/`)
+ * and the discovery document Playwright reads first (`/json/version`, with or without the slash).
+ */
+const VENDOR_CDP_PATHS = new Set(['/', '/json/version', '/json/version/']);
 const LIVE_PATH = /^\/live\/([^/]+)(?:\/.*)?$/;
 const RECORDING_LINK = /^\/files\/recordings\/([^/]+?)(?:\.mp4)?$/;
 /** Operations that act in a running session named by a query parameter. */
@@ -53,6 +58,10 @@ function tableOf(method: string, url: URL, header: (name: string) => string | un
   if (method === 'POST' && path === '/v1/sessions') return { kind: 'placement' };
   // A profile is taken from a running session's browser (its user-data directory).
   if (method === 'POST' && path === '/v1/profiles') return { kind: 'session-in-body', field: 'session_id' };
+  if (VENDOR_CDP_PATHS.has(path) && url.searchParams.has('apiKey')) {
+    const id = url.searchParams.get('sessionId');
+    if (id) return { kind: 'session', id };
+  }
   const cdp = CDP_PATH.exec(path) ?? LIVE_PATH.exec(path);
   if (cdp) return { kind: 'session', id: decodeURIComponent(cdp[1]) };
   if (SESSION_IN_QUERY.has(path)) {

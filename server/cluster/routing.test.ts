@@ -126,6 +126,27 @@ describe.skipIf(!databaseUrl)('three nodes behind a round-robin front', () => {
     ).toBe('running');
   }, 60_000);
 
+  it("serves the vendor SDK's CDP address through B: its discovery document (http form) and its WebSocket (ws form)", async () => {
+    const query = `?apiKey=${cluster.apiKey}&sessionId=${main.id}`;
+    // The document is answered by the owner, A, and names a URL that works through any node.
+    const doc = (await (await fetch(`${node(1).url}/json/version/${query}`)).json()) as { webSocketDebuggerUrl: string };
+    expect(doc.webSocketDebuggerUrl).toBe(main.cdp_url);
+    for (const address of [`${node(1).url}${query}`, `${node(1).url.replace(/^http/, 'ws')}/${query}`]) {
+      const browser = await chromium.connectOverCDP(address);
+      try {
+        expect(
+          await browser
+            .contexts()[0]
+            .pages()[0]
+            .evaluate(() => 6 * 7),
+        ).toBe(42);
+      } finally {
+        await browser.close().catch(() => {});
+      }
+    }
+    expect((await fetch(`${node(2).url}/json/version?apiKey=sk_wrong&sessionId=${main.id}`)).status).toBe(401);
+  }, 60_000);
+
   it('serves the live view through C: its page and its WebSocket', async () => {
     const page = await fetch(via(2, main.live_view_url));
     expect(page.status).toBe(200);

@@ -20,7 +20,7 @@ export function resource(row: store.ProfileRow): components['schemas']['Profile'
     name: row.name,
     description: row.description,
     status: row.status,
-    source: 'session',
+    source: row.session_id === null ? null : 'session',
     session_id: row.session_id,
     dedicated_sticky_ip: row.dedicated_sticky_ip,
     size_bytes: row.size_bytes,
@@ -40,11 +40,23 @@ export function profileHandlers(d: {
   return {
     async createProfile(req, ctx) {
       const body = req.body;
-      // The contract makes session_id required with source `session`, the only source.
-      const sessionId = body.session_id!;
       // A sticky IP is one of the service proxy pool's; without a pool it could do nothing.
       if (body.dedicated_sticky_ip && !d.hasServiceProxies) {
         return fail(400, 'dedicated_sticky_ip: this server has no service proxy pool to keep an IP from (the operator sets SERVICE_PROXY_POOL)');
+      }
+      // The contract requires session_id with source `session`; without either, the vendor's
+      // source is left out: an empty profile, for sessions that persist into it.
+      const sessionId = body.session_id;
+      if (sessionId === undefined) {
+        const empty = await store.insertEmpty(d.db, {
+          id: randomUUID(),
+          projectId: ctx.projectId,
+          name: body.name,
+          description: body.description,
+          dedicatedStickyIp: body.dedicated_sticky_ip ?? false,
+        });
+        if (!empty) return fail(409, `A profile named ${body.name} already exists`);
+        return { status: 200, body: { data: { status: empty.status } } };
       }
       const found = await d.sessions.lookup(ctx.projectId, sessionId);
       if ('status' in found) return fail(404, found.status === 404 ? 'Session not found' : 'Session is not running');

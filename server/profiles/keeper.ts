@@ -81,6 +81,8 @@ export class ProfileKeeper implements SessionHooks {
     const row = await store.getProfile(this.d.db, s.projectId, wanted.name);
     // A new name with persist: the profile is made when the session is running.
     if (!row && wanted.persist) return undefined;
+    // Created empty and never saved into: nothing to load, the browser starts fresh.
+    if (row?.status === 'ready' && row.storage_key === null) return undefined;
     if (!(await this.load(s, wanted.name))) throw new Error(`profile ${wanted.name} is no longer ready`);
     return { userData: true };
   }

@@ -103,6 +103,26 @@ describe.each(browserBackends)('profiles on %s', (backend) => {
     },
   );
 
+  it("without source and session_id (the vendor's source is optional) makes an empty profile: ready, a session starts fresh with it and persists into it", async () => {
+    const made = await call(server, 'POST', '/v1/profiles', { name: 'blank', description: 'Filled by the first session' });
+    expect(made).toEqual({ status: 200, body: { data: { status: 'ready' } } });
+    expect(await profile(server, 'blank')).toMatchObject({ name: 'blank', status: 'ready', source: null, session_id: null, size_bytes: null });
+    expect((await call(server, 'POST', '/v1/profiles', { name: 'blank' })).status).toBe(409);
+    // source session still needs its session.
+    expect((await call(server, 'POST', '/v1/profiles', { name: 'nosession', source: 'session' })).status).toBe(400);
+
+    const first = await createSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'blank', persist: true } } });
+    expect(await stateOf(pages, first.cdp_url)).toMatchObject({ user: null, cart: null, extra: null });
+    await signIn(pages, first.cdp_url);
+    await endSession(server, first.id);
+    const saved = await eventually(async () => ((await profile(server, 'blank'))?.size_bytes ? profile(server, 'blank') : undefined), 30_000, 'the save');
+    expect(saved).toMatchObject({ status: 'ready', source: null });
+
+    const second = await createSession(server, { ...HEADLESS, browser: { ...HEADLESS.browser, profile: { name: 'blank' } } });
+    expect(await stateOf(pages, second.cdp_url)).toMatchObject(SIGNED_IN);
+    await endSession(server, second.id);
+  });
+
   it('lists a page at a time, newest first, with the count of all', async () => {
     const s = await createSession(server, HEADLESS);
     for (const name of ['page-a', 'page-b', 'page-c']) expect((await makeProfile(server, name, s.id)).status).toBe(200);

@@ -42,6 +42,20 @@ export async function insertPending(db: Db, p: NewProfile): Promise<ProfileRow |
   return row;
 }
 
+/**
+ * Inserts an empty profile, ready at once with nothing stored (no session, no storage key):
+ * sessions start fresh with it until one persists into it. Undefined when the name is taken.
+ */
+export async function insertEmpty(db: Db, p: Omit<NewProfile, 'sessionId' | 'stickyProxyId'>): Promise<ProfileRow | undefined> {
+  const [row] = await db.query<ProfileRow>(
+    `INSERT INTO profiles (id, project_id, name, description, status, dedicated_sticky_ip)
+     VALUES ($1, $2, $3, $4, 'ready', $5)
+     ON CONFLICT (project_id, name) DO NOTHING RETURNING *`,
+    [p.id, p.projectId, p.name, p.description ?? null, p.dedicatedStickyIp],
+  );
+  return row;
+}
+
 export async function getProfile(db: Db, projectId: string, name: string): Promise<ProfileRow | undefined> {
   const [row] = await db.query<ProfileRow>('SELECT * FROM profiles WHERE project_id = $1 AND name = $2', [projectId, name]);
   return row;

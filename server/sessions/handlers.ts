@@ -29,6 +29,7 @@ export type SessionHandlers = Pick<
   | 'listSessionPages'
   | 'connectCdp'
   | 'getCdpVersion'
+  | 'getCdpDiscoveryVersion'
 >;
 
 /** The newest this many are listed by GET /v1/sessions/all/status; count covers them all. */
@@ -179,6 +180,13 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionMan
         return { status: 200, body: (await versionDocument(found.wsEndpoint, found.cdpUrl)) as components['schemas']['CdpVersion'] };
       }
       return fail(426, 'Connect with a WebSocket client (Upgrade: websocket), e.g. Playwright connectOverCDP');
+    },
+
+    async getCdpDiscoveryVersion(req) {
+      const found = await sessions.browserEndpointByKey(req.query.sessionId, req.query.apiKey);
+      if (found === 'not_found') return fail(404, 'Session not found or ended');
+      if (found === 'unauthorized') return fail(401, 'Invalid API key');
+      return { status: 200, body: (await versionDocument(found.wsEndpoint, found.cdpUrl)) as components['schemas']['CdpVersion'] };
     },
 
     async getCdpVersion(req) {

@@ -1,6 +1,7 @@
 // Sessions: browsers' lifecycle on this node (manager.ts), the Sessions and CDP operations
 // (handlers.ts), and the CDP proxy's WebSocket upgrade. Every capability that acts on
 // sessions depends on the SessionManager this provides.
+import type { Context } from 'hono';
 import type { Logger } from 'pino';
 import type { Capability, SessionHooks } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
@@ -29,13 +30,16 @@ export function sessions(d: {
     handlers: sessionHandlers({ db: d.db, sessions: manager }),
     upgrade: (req, socket, head) => manager.cdpProxy.handleUpgrade(req, socket, head),
     routes(app) {
-      // Playwright's connectOverCDP, given the http form of cdp_url, reads
-      // `<endpoint>/json/version/`, with a trailing slash the contract's path does not have.
-      app.get('/v1/cdp/:session_id/json/version/', (c) => {
+      // Playwright's connectOverCDP, given the http form of an address, reads
+      // `<endpoint>/json/version/`, with a trailing slash the contract's paths do not have;
+      // the vendor SDK's address (`http://HOST?apiKey=K&sessionId=S`) makes it `/json/version/`.
+      const withoutSlash = (c: Context) => {
         const url = new URL(c.req.url);
         url.pathname = url.pathname.slice(0, -1);
         return app.fetch(new Request(url, c.req.raw), c.env);
-      });
+      };
+      app.get('/v1/cdp/:session_id/json/version/', withoutSlash);
+      app.get('/json/version/', withoutSlash);
     },
     provides: { sessions: manager },
     start: () => manager.start(),

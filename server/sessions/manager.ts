@@ -777,6 +777,20 @@ export class SessionManager {
     return { wsEndpoint: s.browser.wsEndpoint, cdpUrl: this.cdpUrl(id, s.cdpToken) };
   }
 
+  /**
+   * The same for the vendor SDK's address (`?apiKey=K&sessionId=S`): an API key of the
+   * session's project opens it, as the CDP proxy's WebSocket of that form does. The key is
+   * checked first, so a wrong one learns nothing of which sessions exist.
+   */
+  async browserEndpointByKey(id: string, apiKey: string): Promise<{ wsEndpoint: string; cdpUrl: string } | 'not_found' | 'unauthorized'> {
+    const owner = await findKey(this.o.db, apiKey);
+    if (!owner) return 'unauthorized';
+    const s = this.live.get(id);
+    // Another project's session is not found, as everywhere in the API.
+    if (!s || s.ending || s.projectId !== owner.projectId) return 'not_found';
+    return { wsEndpoint: s.browser.wsEndpoint, cdpUrl: this.cdpUrl(id, s.cdpToken) };
+  }
+
   /** The cdp_url of a session running here, for the server's runners of user code (the
    * sandbox), which reach the browser like any client: through the CDP proxy. */
   cdpUrlOf(id: string): string | undefined {

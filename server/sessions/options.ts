@@ -26,6 +26,7 @@ export function normalize(body: SessionCreateBody | undefined): { launch: Launch
       },
       fullscreen: b.fullscreen?.active ?? DEFAULT_LAUNCH_OPTIONS.fullscreen,
       disableWebSecurity: b.disable_web_security?.active ?? DEFAULT_LAUNCH_OPTIONS.disableWebSecurity,
+      crossOriginSupport: b.cross_origin_support?.active ?? DEFAULT_LAUNCH_OPTIONS.crossOriginSupport,
       popupBlocker: b.popup_blocker?.active ?? DEFAULT_LAUNCH_OPTIONS.popupBlocker,
       pdfViewer: b.pdf_viewer?.active ?? DEFAULT_LAUNCH_OPTIONS.pdfViewer,
       adblock: b.adblock?.active ?? DEFAULT_LAUNCH_OPTIONS.adblock,

@@ -146,7 +146,8 @@ describe.each(browserBackends)('service proxies on %s', (backend) => {
     expect((await sessionRow(server.db, s2.id))?.service_proxy_id).toBe(ids.de);
 
     // Another US session while it rests: the live one, without trying the dead one again.
-    const s3 = await createSession(server, headless({ proxy: { active: true, country_code: 'us' } }));
+    // The vendor's name for its proxy network, anchor_proxy, is the same kind.
+    const s3 = await createSession(server, headless({ proxy: { active: true, type: 'anchor_proxy', country_code: 'us' } }));
     expect((await sessionRow(server.db, s3.id))?.service_proxy_id).toBe(ids.us);
     expect(rested()).toHaveLength(1);
 

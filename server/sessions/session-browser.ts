@@ -21,6 +21,7 @@ export async function launchSessionBrowser(
       viewport: launch.viewport,
       fullscreen: launch.fullscreen,
       disableWebSecurity: launch.disableWebSecurity,
+      crossOriginSupport: launch.crossOriginSupport,
       popupBlocker: launch.popupBlocker,
       pdfViewer: launch.pdfViewer,
       adblock: launch.adblock,

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
 import { compileSchema, createAjv, loadSpec } from '../http/spec.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
+import { sessionBody } from './configuration.js';
+import type { BrowserConfiguration } from './store.js';
 import { b64, call, createTask, TITLE_TASK } from './test-support.js';
 
 const spec = loadSpec();
@@ -216,6 +218,24 @@ describe.each(backends)('tasks on %s', (backend) => {
     expect((await call(t, 'POST', `/v2/tasks/runs/${unknown}/cancel`)).status).toBe(404);
     expect((await call(t, 'POST', `/v2/tasks/${unknown}/run`, { input_params: {} })).status).toBe(404);
     expect((await call(t, 'GET', `/v1/task/${unknown}/executions/${unknown}`)).status).toBe(404);
+  });
+
+  it("reads the vendor's anchor_proxy as service_proxy, in versions and a run's override; the run's session asks for the service's proxy", async () => {
+    const id = await createTask(t, { code: b64(TITLE_TASK) });
+    const proxy = { active: true, type: 'anchor_proxy', country_code: 'de' };
+    // This server has no proxy pool: both names get the same refusal, past validation.
+    for (const path of [`/v1/task/${id}/draft`, `/v1/task/${id}/deploy`]) {
+      const answers = [];
+      for (const type of ['anchor_proxy', 'service_proxy']) {
+        const res = await call(t, 'POST', path, { code: b64(TITLE_TASK), browserConfiguration: { proxy: { ...proxy, type } } });
+        expect(res.status).toBe(400);
+        answers.push(res.body.error.message);
+      }
+      expect(answers[0]).toMatch(/Service proxies are not available/);
+      expect(answers[0]).toBe(answers[1]);
+    }
+    expectValid('TaskExecuteRequest', { taskId: id, overrideBrowserConfiguration: { proxy } });
+    expect(sessionBody({ proxy } as BrowserConfiguration).session?.proxy).toEqual({ active: true, type: 'service_proxy', country_code: 'de' });
   });
 
   it('a run asks for a deployed version, an existing session, an identity that exist', async () => {
