@@ -3269,7 +3269,7 @@ export interface components {
             /** @description Vertical scroll distance in pixels; positive scrolls down. */
             deltaY: number;
             /**
-             * @description Number of wheel events the distance is spread over.
+             * @description Number of wheel events the distance is spread over; 0 is taken as 1 (the vendor's SDK sends it).
              * @default 1
              */
             steps?: number;
@@ -3463,6 +3463,13 @@ export interface components {
              * @description An http or https URL to start at; default the session's current page.
              */
             url?: string;
+            /**
+             * @description true: when no `url` is given and the prompt names exactly one http or https URL, the browser opens it before the agent's first step, as if it were `url` (the same address checks; browser-use's `directly_open_url`), saving the agent a navigation. A prompt with none or several URLs starts at the session's current page, as with false.
+             * @default false
+             */
+            directlyOpenUrl?: boolean;
+            /** @description The same as `directlyOpenUrl`, as the vendor SDK's `agent.task` sends it; give one of the two. */
+            directly_open_url?: boolean;
             /**
              * @description The agent that drives the browser.
              * @default browser-use

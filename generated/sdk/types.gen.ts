@@ -964,7 +964,7 @@ export type InputScrollRequest = {
      */
     deltaY: number;
     /**
-     * Number of wheel events the distance is spread over.
+     * Number of wheel events the distance is spread over; 0 is taken as 1 (the vendor's SDK sends it).
      */
     steps?: number;
     /**
@@ -1187,6 +1187,14 @@ export type PerformWebTaskRequest = {
      * An http or https URL to start at; default the session's current page.
      */
     url?: string;
+    /**
+     * true: when no `url` is given and the prompt names exactly one http or https URL, the browser opens it before the agent's first step, as if it were `url` (the same address checks; browser-use's `directly_open_url`), saving the agent a navigation. A prompt with none or several URLs starts at the session's current page, as with false.
+     */
+    directlyOpenUrl?: boolean;
+    /**
+     * The same as `directlyOpenUrl`, as the vendor SDK's `agent.task` sends it; give one of the two.
+     */
+    directly_open_url?: boolean;
     /**
      * The agent that drives the browser.
      */

@@ -9,6 +9,7 @@ import { fail } from '../http/errors.js';
 import { languageModel } from '../llm/index.js';
 import type { Db } from '../store/db.js';
 import { compileAnswerSchema } from './answer-schema.js';
+import { onlyUrlIn } from './prompt-url.js';
 import { StartError, type RunResult, type WebTaskRunner, type WebTaskSpec } from './runner.js';
 import { getWebTask, insertRunning, recordEnd, recordProgress } from './store.js';
 
@@ -41,9 +42,13 @@ export function agentHandlers(d: { db: Db; config: ServiceConfig; log: Logger; r
       const answerSchema = b.output_schema ? compileAnswerSchema(b.output_schema) : undefined;
       if (answerSchema && 'error' in answerSchema) return fail(400, answerSchema.error);
       const timeLimitS = Math.min(b.time_limit_seconds ?? config.webTaskTimeoutSeconds, config.webTaskTimeoutSeconds);
-      if (b.url) {
+      if (b.directlyOpenUrl !== undefined && b.directly_open_url !== undefined && b.directlyOpenUrl !== b.directly_open_url) {
+        return fail(400, 'directlyOpenUrl and directly_open_url are the same option and disagree: give one');
+      }
+      const url = b.url ?? ((b.directlyOpenUrl ?? b.directly_open_url) ? onlyUrlIn(b.prompt) : undefined);
+      if (url) {
         try {
-          await d.runner.checkStartUrl(b.url);
+          await d.runner.checkStartUrl(url);
         } catch (err) {
           if (err instanceof StartError) return fail(err.status as 400 | 403, err.message);
           throw err;
@@ -53,7 +58,7 @@ export function agentHandlers(d: { db: Db; config: ServiceConfig; log: Logger; r
         projectId: ctx.projectId,
         apiKeyId: ctx.apiKeyId,
         prompt: b.prompt,
-        url: b.url,
+        url,
         sessionId: req.query.sessionId,
         model: languageModel(llm, { timeoutMs: config.llmTimeoutSeconds * 1000, model: b.model }),
         answerSchema,

@@ -75,4 +75,51 @@ describe('the vendor SDK on perform-web-task', () => {
     expect(r.data.result.result).toBe('Espresso machine');
     await client.sessions.delete(r.data.result.session_id);
   });
+
+  it('directlyOpenUrl opens the one URL of the prompt before the first step; agent.task sends it as directly_open_url', async () => {
+    const s = await client.sessions.create(HEADLESS);
+    const id = s.data!.id!;
+    model.script([
+      (body) => {
+        expect(lastObservation(body)).toContain('Page title: Products');
+        return { toolCalls: [{ name: 'finish', arguments: { answer: 3 } }] };
+      },
+    ]);
+    const opened = await client.tools.performWebTask({
+      sessionId: id,
+      prompt: `How many products are listed on ${site.url('/table')}?`,
+      directlyOpenUrl: true,
+    });
+    expect(opened.data.result).toMatchObject({ result: 3, steps: [] });
+
+    // Without it, the agent starts where the session is (the same page, now) and is not moved.
+    await client.sessions.goto(id, { url: site.url('/form/1') });
+    model.script([
+      (body) => {
+        expect(lastObservation(body)).toContain('Page title: Sign up: step 1 of 2');
+        return { toolCalls: [{ name: 'finish', arguments: { answer: 'stayed' } }] };
+      },
+    ]);
+    expect((await client.tools.performWebTask({ sessionId: id, prompt: `Look at ${site.url('/table')}` })).data.result).toMatchObject({ result: 'stayed' });
+
+    // The vendor's agent.task spelling, over the wire; two URLs in the prompt open none.
+    const perform = (body: unknown) =>
+      server.request(`/v1/tools/perform-web-task?sessionId=${id}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    model.script([
+      (body) => {
+        expect(lastObservation(body)).toContain('Page title: Sign up: step 1 of 2');
+        return { toolCalls: [{ name: 'finish', arguments: { answer: 'two' } }] };
+      },
+    ]);
+    const two = await perform({ prompt: `Compare ${site.url('/table')} and ${site.url('/moving')}.`, directly_open_url: true });
+    expect(two.status).toBe(200);
+    const clash = await perform({ prompt: 'x', directlyOpenUrl: true, directly_open_url: false });
+    expect(clash.status).toBe(400);
+    expect(((await clash.json()) as { error: { message: string } }).error.message).toContain('disagree');
+    await client.sessions.delete(id);
+  });
 });

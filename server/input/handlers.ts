@@ -290,7 +290,7 @@ export function inputHandlers(d: InputDeps): InputHandlers {
         (s) => onPage(s, req.body),
         async (_s, { backend, pipeline }) => {
           const b = req.body;
-          await (b.useOs === false ? pipeline : backend).scroll(b.x, b.y, b.deltaX ?? 0, b.deltaY, b.steps ?? 1);
+          await (b.useOs === false ? pipeline : backend).scroll(b.x, b.y, b.deltaX ?? 0, b.deltaY, Math.max(1, b.steps ?? 1));
           return ok;
         },
       ),

@@ -287,7 +287,7 @@ describe.each(
   });
 
   it("scrolls through the browser's input pipeline with useOs false, to the pixel", async () => {
-    expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: 50, useOs: false })).status).toBe(200);
+    expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: 50, useOs: false, steps: 0 })).status).toBe(200);
     await until(async () => expect(await probe.eval<number>('scrollY')).toBe(50));
     expect(of(await events(), 'wheel').every((w) => w.trusted && w.x === 600 && w.y === 400)).toBe(true);
     // The OS wheel turns in 120-pixel notches; a headless session has no OS and scrolls exactly.
