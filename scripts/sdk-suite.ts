@@ -2,11 +2,13 @@
 // tests (vendor/anchorbrowser-sdk-tests, 0.16.3) against a server, this one started on PGlite
 // in a temporary folder when no URL is given, and prints each test's outcome:
 //   pass         the call answered as the SDK expects;
-//   placeholder  its only failure is a 404 for a placeholder id that does not exist here
-//                (the tests call every method on made-up ids), which is allowed;
+//   placeholder  its only failure is the made-up id it was given (the tests call every
+//                method on placeholder ids): a 404 for a record that does not exist here,
+//                or a 400 for an id that is not even a UUID;
+//   refused      a refusal this server makes on purpose, named below with its reason;
 //   FAIL         anything else, a route this server does not serve included.
 // Exits 1 when a test fails. Fetches nothing: the tests are in the tree, the SDK is a
-// devDependency.
+// devDependency; perform-web-task talks to a local scripted model.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -14,9 +16,45 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { startScriptedModel, type ScriptedModelServer, type ScriptStep } from '../server/llm/scripted-server.js';
 import { startChildServer } from '../server/testing/child-server.js';
 
-export type Outcome = 'pass' | 'placeholder' | 'fail';
+export type Outcome = 'pass' | 'placeholder' | 'refused' | 'fail';
+
+/**
+ * Tests whose call this server refuses on purpose, by name, with the reason. Each refusal
+ * must still be the one named: any other failure of these tests fails.
+ */
+export const DELIBERATE: Record<string, { answer: RegExp; reason: string }> = {
+  'api-resources/identities.test.ts › resource identities create: only required params': {
+    answer: /^400 .*credentials\/0 matches none of its forms/,
+    reason: 'a credential with no field at all ({}) would sign in with nothing',
+  },
+  'api-resources/sessions/sessions.test.ts › resource sessions goto: only required params': {
+    answer: /^400 .*body\/url must match format \\"uri\\"/,
+    reason: "the placeholder URL 'url' is no URL",
+  },
+  'api-resources/sessions/sessions.test.ts › resource sessions goto: required and optional params': {
+    answer: /^400 .*body\/url must match format \\"uri\\"/,
+    reason: "the placeholder URL 'url' is no URL",
+  },
+  'api-resources/task.test.ts › resource task create: required and optional params': {
+    answer: /^400 .*timeout\/max_duration must NOT be valid/,
+    reason: 'a session timeout of 0 minutes (-1 disables a limit)',
+  },
+  'api-resources/task.test.ts › resource task run: required and optional params': {
+    answer: /^400 .*timeout\/max_duration must NOT be valid/,
+    reason: 'a session timeout of 0 minutes (-1 disables a limit)',
+  },
+  'api-resources/tools.test.ts › resource tools fetchWebpage': {
+    answer: /^400 .*url is required unless a sessionId/,
+    reason: 'nothing to fetch: neither a url nor a session',
+  },
+  'api-resources/profiles.test.ts › resource profiles create: required and optional params': {
+    answer: /^400 .*dedicated_sticky_ip: this server has no service proxy pool/,
+    reason: "dedicated_sticky_ip needs the operator's proxy pool (SERVICE_PROXY_POOL), which this server has not",
+  },
+};
 
 export interface SuiteResult {
   name: string;
@@ -26,16 +64,32 @@ export interface SuiteResult {
 }
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** What the local model answers each perform-web-task of the suite: done at once. */
+export const AGENT_FINISHES: ScriptStep[] = Array.from({ length: 20 }, () => ({ toolCalls: [{ name: 'finish', arguments: { answer: 'done' } }] }));
+
+/** The settings that point the server's agent at the local model. */
+export const agentEnv = (model: ScriptedModelServer): Record<string, string> => ({
+  LLM_PROVIDER: 'openai',
+  LLM_BASE_URL: model.baseUrl('openai'),
+  LLM_MODEL: 'scripted',
+  LLM_IMAGES: 'false',
+});
 const suiteDir = join(root, 'vendor/anchorbrowser-sdk-tests');
 
 /**
  * A failed test whose every failure is the SDK's NotFoundError for a record (a session,
  * profile, task... "not found"), not for a route: the id was the test's placeholder.
  */
-export function classify(status: string, failures: string[]): Outcome {
+export function classify(name: string, status: string, failures: string[]): Outcome {
   if (status === 'passed') return 'pass';
-  const placeholder = (f: string) => /^(Error|NotFoundError)?:? ?404 /.test(f.replace(/^\S*Error: /, '')) && !/No route for/.test(f) && /not found/i.test(f);
-  return failures.length > 0 && failures.every(placeholder) ? 'placeholder' : 'fail';
+  const answers = failures.map((f) => f.split('\n')[0]!.replace(/^\S*Error: /, ''));
+  if (answers.length === 0) return 'fail';
+  const notFound = (a: string) => /^404 /.test(a) && !/No route for/.test(a) && /not found/i.test(a);
+  const notAnId = (a: string) => /^400 .*"(path|query)\/\w+ must match format \\"uuid\\""/.test(a);
+  if (answers.every((a) => notFound(a) || notAnId(a))) return 'placeholder';
+  const deliberate = DELIBERATE[name];
+  return deliberate && answers.every((a) => deliberate.answer.test(a)) ? 'refused' : 'fail';
 }
 
 interface VitestJson {
@@ -66,9 +120,10 @@ export async function runSdkSuite(baseUrl: string, apiKey: string): Promise<Suit
       .sort((a, b) => a.name.localeCompare(b.name))
       .flatMap((file) =>
         file.assertionResults.map((t) => {
-          const outcome = classify(t.status, t.failureMessages);
-          const first = t.failureMessages[0]?.split('\n')[0];
-          return { name: `${file.name.slice(suiteDir.length + 1)} › ${t.fullName}`, outcome, ...(outcome === 'pass' || !first ? {} : { reason: first }) };
+          const name = `${file.name.slice(suiteDir.length + 1)} › ${t.fullName}`;
+          const outcome = classify(name, t.status, t.failureMessages);
+          const first = outcome === 'refused' ? `refused on purpose: ${DELIBERATE[name]!.reason}` : t.failureMessages[0]?.split('\n')[0];
+          return { name, outcome, ...(outcome === 'pass' || !first ? {} : { reason: first }) };
         }),
       );
   } finally {
@@ -85,11 +140,13 @@ async function main(): Promise<void> {
     const dataDir = mkdtempSync(join(tmpdir(), 'cb-sdk-suite-server-'));
     apiKey = `sk-${randomBytes(16).toString('hex')}`;
     process.stderr.write('starting the server on PGlite…\n');
-    const server = await startChildServer({ dataDir, apiKey });
+    const model = await startScriptedModel(AGENT_FINISHES);
+    const server = await startChildServer({ dataDir, apiKey, env: agentEnv(model) });
     baseUrl = server.url;
     stop = async () => {
       server.child.kill('SIGTERM');
       await server.exited;
+      await model.close();
       rmSync(dataDir, { recursive: true, force: true });
     };
   }
@@ -100,7 +157,9 @@ async function main(): Promise<void> {
     for (const r of results)
       process.stdout.write(`${r.outcome === 'fail' ? 'FAIL' : r.outcome.padEnd(4)}  ${r.name}${r.reason ? `\n      ${r.reason}` : ''}\n`);
     const count = (o: Outcome) => results.filter((r) => r.outcome === o).length;
-    process.stdout.write(`\n${results.length} tests: ${count('pass')} pass, ${count('placeholder')} only a 404 for a placeholder id, ${count('fail')} fail\n`);
+    process.stdout.write(
+      `\n${results.length} tests: ${count('pass')} pass, ${count('placeholder')} fail only on a placeholder id, ${count('refused')} refused on purpose, ${count('fail')} fail\n`,
+    );
     if (values.json) {
       const { writeFileSync } = await import('node:fs');
       writeFileSync(values.json, JSON.stringify(results, null, 2));
