@@ -56,6 +56,9 @@ describe('requests that need the node of a browser', () => {
       ['POST', '/live/abc/interventions'],
       ['POST', '/v1/tools/execute-code?sessionId=abc'],
       ['POST', '/v1/tools/perform-web-task?sessionId=abc'],
+      // The vendor SDK's agent-step stream, and its own form of the CDP address.
+      ['GET', '/ws?sessionId=abc'],
+      ['GET', '/?apiKey=k&sessionId=abc'],
     ])
       expect(needs(m, p), `${m} ${p}`).toEqual({ kind: 'session', id: 'abc' });
     for (const [m, p] of [
@@ -68,6 +71,8 @@ describe('requests that need the node of a browser', () => {
       ['POST', '/v1/tools/fetch/webpage'],
       ['GET', '/healthz'],
       ['POST', '/mcp'],
+      ['GET', '/ws'],
+      ['GET', '/'],
     ])
       expect(needs(m, p), `${m} ${p}`).toBeUndefined();
     expect(needs('POST', '/v1/sessions')).toEqual({ kind: 'placement' });

@@ -1,7 +1,8 @@
 // Which requests need the node that owns a browser, and why: the one table of the routing.
 // Everything not listed here is answered from the database by whichever node gets it.
 // A request names its session in the path (session sub-resources, CDP, live view), in the
-// query (execute-code and perform-web-task in a running session), in the JSON body (a
+// query (execute-code and perform-web-task in a running session, the stream of its agent's
+// steps at /ws, which only the node running that agent has), in the JSON body (a
 // profile taken from a running session), by a task run being cancelled, by a recording's signed
 // link, or by the MCP session it belongs to.
 
@@ -30,7 +31,7 @@ const CDP_PATH = /^\/v1\/cdp\/([^/]+)(?:\/.*)?$/;
 const LIVE_PATH = /^\/live\/([^/]+)(?:\/.*)?$/;
 const RECORDING_LINK = /^\/files\/recordings\/([^/]+?)(?:\.mp4)?$/;
 /** Operations that act in a running session named by a query parameter. */
-const SESSION_IN_QUERY = new Set(['/v1/tools/execute-code', '/v1/tools/perform-web-task']);
+const SESSION_IN_QUERY = new Set(['/v1/tools/execute-code', '/v1/tools/perform-web-task', '/ws']);
 
 const TASK_RUN_CANCEL = /^\/v2\/tasks\/runs\/([^/]+)\/cancel$/;
 /** An id worth looking up: anything else (control characters, megabytes) is answered where it lands, by validation. */
@@ -55,6 +56,11 @@ function tableOf(method: string, url: URL, header: (name: string) => string | un
   if (method === 'POST' && path === '/v1/profiles') return { kind: 'session-in-body', field: 'session_id' };
   const cdp = CDP_PATH.exec(path) ?? LIVE_PATH.exec(path);
   if (cdp) return { kind: 'session', id: decodeURIComponent(cdp[1]) };
+  // The vendor SDK's own CDP address (browser/cdp-proxy.ts): ws(s)://HOST/?apiKey=K&sessionId=S.
+  if (path === '/' && url.searchParams.has('apiKey')) {
+    const id = url.searchParams.get('sessionId');
+    if (id) return { kind: 'session', id };
+  }
   if (SESSION_IN_QUERY.has(path)) {
     const id = url.searchParams.get('sessionId');
     if (id) return { kind: 'session', id };
