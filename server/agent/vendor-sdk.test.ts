@@ -7,26 +7,10 @@ import { WebSocket } from 'ws';
 import { createProject } from '../auth/api-keys.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModelServer } from '../llm/scripted-server.js';
-import { eventually } from '../sessions/test-support.js';
+import { eventually, tryWebSocket } from '../sessions/test-support.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { lastObservation } from './test-support.js';
 import { startTestSite, type TestSite } from './test-site.js';
-
-/** The status an upgrade to /ws was refused with, or 'open' (then closed at once). */
-function upgrade(url: string, headers: Record<string, string> = {}): Promise<number | 'open'> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers });
-    ws.once('open', () => {
-      ws.close();
-      resolve('open');
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.once('error', (err) => reject(err));
-  });
-}
 
 const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false } } };
 
@@ -123,13 +107,13 @@ describe('the vendor SDK on perform-web-task', () => {
     const id = (await client.sessions.create(HEADLESS)).data!.id!;
     const ws = (query: string) => server.url.replace(/^http/, 'ws') + `/ws?${query}`;
     const other = await createProject(server.db, { name: 'other', source: 'test' });
-    expect(await upgrade(ws(`sessionId=${id}`), { 'anchor-api-key': other.key })).toBe(404);
-    expect(await upgrade(ws(`sessionId=${id}&apiKey=${other.key}`))).toBe(404);
-    expect(await upgrade(ws(`sessionId=${id}&apiKey=nope`))).toBe(401);
-    expect(await upgrade(ws(`sessionId=${id}`), { 'service-api-key': 'nope' })).toBe(401);
-    expect(await upgrade(ws(`sessionId=00000000-0000-4000-8000-000000000000`))).toBe(404);
-    expect(await upgrade(ws('sessionId=not-a-session'))).toBe(400);
-    expect(await upgrade(ws(`sessionId=${id}&apiKey=${server.apiKey}`))).toBe('open');
+    expect(await tryWebSocket(ws(`sessionId=${id}`), { 'anchor-api-key': other.key })).toBe(404);
+    expect(await tryWebSocket(ws(`sessionId=${id}&apiKey=${other.key}`))).toBe(404);
+    expect(await tryWebSocket(ws(`sessionId=${id}&apiKey=nope`))).toBe(401);
+    expect(await tryWebSocket(ws(`sessionId=${id}`), { 'service-api-key': 'nope' })).toBe(401);
+    expect(await tryWebSocket(ws(`sessionId=00000000-0000-4000-8000-000000000000`))).toBe(404);
+    expect(await tryWebSocket(ws('sessionId=not-a-session'))).toBe(400);
+    expect(await tryWebSocket(ws(`sessionId=${id}&apiKey=${server.apiKey}`))).toBe('open');
     const plain = await fetch(`${server.url}/ws?sessionId=${id}`, { headers: { 'service-api-key': server.apiKey } });
     expect(plain.status).toBe(426);
     expect((await fetch(`${server.url}/ws`)).status).toBe(400);
