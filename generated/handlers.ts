@@ -11,6 +11,16 @@ export type BinaryBody = string | Uint8Array | ReadableStream<Uint8Array>;
 /** multipart/form-data: file fields arrive as File, the rest as text. */
 export type Multipart<T, Files extends keyof any> = { [K in keyof T]: K extends Files ? File : string };
 
+export type StreamAgentStepsRequest = { params: NoFields; query: NonNullable<operations["streamAgentSteps"]["parameters"]["query"]>; body: undefined; headers: Headers };
+export type StreamAgentStepsResponse =
+  | { status: 101; body?: undefined; headers: { "Upgrade": string; "Connection": string; "Sec-WebSocket-Accept": string } & ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["streamAgentSteps"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["streamAgentSteps"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["streamAgentSteps"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 426; contentType?: "application/json"; body: operations["streamAgentSteps"]["responses"][426]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["streamAgentSteps"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["streamAgentSteps"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type GetCdpDiscoveryVersionRequest = { params: NoFields; query: NonNullable<operations["getCdpDiscoveryVersion"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type GetCdpDiscoveryVersionResponse =
   | { status: 200; contentType?: "application/json"; body: operations["getCdpDiscoveryVersion"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -801,6 +811,18 @@ export type CreateIdentityTokenResponse =
   | { status: 500; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["createIdentityToken"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type RetryBatchSessionsRequest = { params: operations["retryBatchSessions"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["retryBatchSessions"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
+export type RetryBatchSessionsResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["retryBatchSessions"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type WaitForEventRequest = { params: operations["waitForEvent"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["waitForEvent"]["requestBody"]>["content"]["application/json"] | undefined; headers: Headers };
 export type WaitForEventResponse =
   | { status: 200; contentType?: "application/json"; body: operations["waitForEvent"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1329,6 +1351,7 @@ export type DeleteTaskVersionResponse =
 
 /** One function per operation. AuthedCtx serves operations behind service-api-key. */
 export interface Handlers<AuthedCtx, PublicCtx> {
+  streamAgentSteps(req: StreamAgentStepsRequest, ctx: PublicCtx): MaybePromise<StreamAgentStepsResponse>;
   getCdpDiscoveryVersion(req: GetCdpDiscoveryVersionRequest, ctx: PublicCtx): MaybePromise<GetCdpDiscoveryVersionResponse>;
   getAgentAccessGuide(req: GetAgentAccessGuideRequest, ctx: PublicCtx): MaybePromise<GetAgentAccessGuideResponse>;
   submitAgentAccess(req: SubmitAgentAccessRequest, ctx: PublicCtx): MaybePromise<SubmitAgentAccessResponse>;
@@ -1408,6 +1431,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   createApplicationAuthFlow(req: CreateApplicationAuthFlowRequest, ctx: AuthedCtx): MaybePromise<CreateApplicationAuthFlowResponse>;
   listApplicationIdentities(req: ListApplicationIdentitiesRequest, ctx: AuthedCtx): MaybePromise<ListApplicationIdentitiesResponse>;
   createIdentityToken(req: CreateIdentityTokenRequest, ctx: AuthedCtx): MaybePromise<CreateIdentityTokenResponse>;
+  retryBatchSessions(req: RetryBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<RetryBatchSessionsResponse>;
   waitForEvent(req: WaitForEventRequest, ctx: AuthedCtx): MaybePromise<WaitForEventResponse>;
   getIdentityCredentials(req: GetIdentityCredentialsRequest, ctx: AuthedCtx): MaybePromise<GetIdentityCredentialsResponse>;
   listSessionDownloads(req: ListSessionDownloadsRequest, ctx: AuthedCtx): MaybePromise<ListSessionDownloadsResponse>;

@@ -24,6 +24,7 @@ export interface Route {
 }
 
 export type OperationId =
+  | "streamAgentSteps"
   | "getCdpDiscoveryVersion"
   | "getAgentAccessGuide"
   | "submitAgentAccess"
@@ -103,6 +104,7 @@ export type OperationId =
   | "createApplicationAuthFlow"
   | "listApplicationIdentities"
   | "createIdentityToken"
+  | "retryBatchSessions"
   | "waitForEvent"
   | "getIdentityCredentials"
   | "listSessionDownloads"
@@ -156,6 +158,18 @@ export type OperationId =
 
 /** Ordered: literal path segments before parameters. */
 export const routes: readonly Route[] = [
+  {
+    operationId: "streamAgentSteps",
+    method: "GET",
+    path: "/ws",
+    honoPath: "/ws",
+    secured: false,
+    admin: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [101,400,401,404,426,500,503],
+    errors: {"400":"general","401":"general","404":"general","426":"general","500":"general","503":"general"},
+  },
   {
     operationId: "getCdpDiscoveryVersion",
     method: "GET",
@@ -1103,6 +1117,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [201,400,401,404,413,415,500,503],
     errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "retryBatchSessions",
+    method: "POST",
+    path: "/v1/batch-sessions/{batch_id}/retry",
+    honoPath: "/v1/batch-sessions/:batch_id/retry",
+    secured: true,
+    admin: false,
+    body: {"required":false,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,409,413,415,500,503],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general","503":"general"},
   },
   {
     operationId: "waitForEvent",

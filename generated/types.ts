@@ -1084,6 +1084,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ws": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the steps of a session's agent over a WebSocket
+         * @description The stream the hosted vendor's SDK reads for `onAgentStep` (`agent.task(prompt,
+         *     {taskOptions: {onAgentStep}})`): a GET carrying `Connection: Upgrade` and `Upgrade:
+         *     websocket` is switched to the WebSocket protocol, and from then on every step the agent of
+         *     `POST /v1/tools/perform-web-task` takes in the session `sessionId` comes as one text message:
+         *     a JSON string, one line saying the action, what it acted on and what came of it (e.g.
+         *     `"click button \"Sign in\" [ref=e12]: ok, clicked"`), as the step is made. A client that
+         *     connects while a task runs first gets the steps already made by that task. The server sends
+         *     nothing else and reads nothing; the socket stays open across tasks until the client closes it
+         *     or the session ends (close code 1000).
+         *
+         *     The API key is read from `service-api-key`, `anchor-api-key` or the `apiKey` query parameter;
+         *     it must be a key of the session's project (another project's session answers 404, as a
+         *     session that does not run). The vendor's SDK sends no key on this socket: without one the
+         *     session id, a random UUID known to its project, is what opens the stream, unless the
+         *     operator sets `AGENT_STEPS_REQUIRE_KEY` (then 401). In a cluster any node takes the upgrade
+         *     and forwards it to the node that runs the session. A GET without an upgrade answers 426
+         *     once the key and session are checked.
+         */
+        get: operations["streamAgentSteps"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/perform-web-task/{workflowId}/status": {
         parameters: {
             query?: never;
@@ -1202,6 +1238,29 @@ export interface paths {
          * @description Cancels the items of the batch that are still pending; sessions already created keep running. The batch becomes `cancelled`. 409 when the batch is no longer pending.
          */
         delete: operations["cancelBatchSessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batch-sessions/{batch_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The batch's id. */
+                batch_id: components["parameters"]["BatchIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry the failed items of a batch
+         * @description Puts every item of the batch that failed back in the queue, with a new session each, and answers at once: the batch is `pending` again (its `completed_at` null, its failed items counted as pending) until every item is terminal once more, and then sends `batch.completed` or `batch.failed` again, with the counts of that moment. A retried item tries up to `max_retries` times, stopping at its first session created; an item still failing after its last attempt counts as failed, with the error of that attempt, and its `retry_count` says how many attempts the retries made. The retried items wait for a browser like new ones, with a new queue deadline (`BATCH_QUEUE_TIMEOUT_SECONDS` from the retry). A batch still running may be retried: what has failed so far is retried, items being created are not touched. 400 when no item of the batch has failed, and for `retry_failed_only: false` (re-creating items that did not fail is not offered); 409 for a cancelled batch.
+         */
+        post: operations["retryBatchSessions"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3636,7 +3695,7 @@ export interface components {
             response: string;
         };
         /**
-         * @description `pending` until every item is terminal; then `completed` when at least one session was created, `failed` when none was; `cancelled` after a cancel.
+         * @description `pending` until every item is terminal; then `completed` when at least one session was created, `failed` when none was; `cancelled` after a cancel. A retry makes a completed or failed batch `pending` again.
          * @enum {string}
          */
         BatchStatus: "pending" | "completed" | "failed" | "cancelled";
@@ -3713,6 +3772,8 @@ export interface components {
             live_view_url: string | null;
             /** @description Why the session could not be created; null otherwise. */
             error: string | null;
+            /** @description Attempts made for this item by `POST /v1/batch-sessions/{batch_id}/retry` (0 when it was never retried). */
+            retry_count?: number;
         };
         BatchDetail: {
             data: {
@@ -3747,6 +3808,29 @@ export interface components {
         BatchList: {
             data: components["schemas"]["BatchSummary"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        BatchRetryRequest: {
+            /**
+             * @description Retry the failed items only, the one form served; `false` is refused with 400.
+             * @default true
+             */
+            retry_failed_only?: boolean;
+            /**
+             * @description Attempts per failed item: each is retried up to this many times, stopping at its first session created.
+             * @default 1
+             */
+            max_retries?: number;
+        };
+        BatchRetried: {
+            data: {
+                /** Format: uuid */
+                batch_id: string;
+                status: components["schemas"]["BatchStatus"];
+                /** @description Items put back in the queue. */
+                retried_sessions: number;
+                /** @description What was retried, in words. */
+                message: string;
+            };
         };
         BatchCancelled: {
             data: {
@@ -8978,6 +9062,59 @@ export interface operations {
             503: components["responses"]["PerformWebTaskUnavailable"];
         };
     };
+    streamAgentSteps: {
+        parameters: {
+            query: {
+                /** @description The running session whose agent's steps to follow. */
+                sessionId: string;
+                /** @description An API key of the session's project, for clients that cannot send a header. */
+                apiKey?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switched to the WebSocket protocol; the agent's steps follow, one a message. */
+            101: {
+                headers: {
+                    /** @description Always `websocket`. */
+                    Upgrade: "websocket";
+                    /** @description Always `Upgrade`. */
+                    Connection: "Upgrade";
+                    /** @description The handshake answer computed from the client's `Sec-WebSocket-Key`. */
+                    "Sec-WebSocket-Accept": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The request is not a WebSocket upgrade. */
+            426: {
+                headers: {
+                    /** @description Always `websocket`. */
+                    Upgrade?: "websocket";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 426,
+                     *         "message": "Connect with a WebSocket client (Upgrade: websocket)"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getPerformWebTaskStatus: {
         parameters: {
             query?: never;
@@ -9352,6 +9489,57 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryBatchSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The batch's id. */
+                batch_id: components["parameters"]["BatchIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "retry_failed_only": true,
+                 *       "max_retries": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["BatchRetryRequest"];
+            };
+        };
+        responses: {
+            /** @description The failed items were put back in the queue. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "batch_id": "4e8a1c2d-3b5f-4a6e-9c7d-8b0a1f2e3d4c",
+                     *         "status": "pending",
+                     *         "retried_sessions": 3,
+                     *         "message": "3 failed sessions are queued again, up to 2 attempts each"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BatchRetried"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -3,6 +3,8 @@
 // batch.completed when a session was created, failed with batch.failed when none was; the
 // events carry counts that add up. Events are observed the way a user would: a webhook
 // subscribed to both batch events, pointing at a receiver on the suite's fixture server.
+// B6: POST /v1/batch-sessions/{batch_id}/retry refuses a batch with nothing failed (400) and
+// an unknown batch (404), and puts B4's failed item back in the queue, the batch pending.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Exchange, SuiteContext } from '../context.js';
 import { describe as line } from '../http.js';
@@ -248,6 +250,45 @@ export default defineRules((ctx: SuiteContext) => {
       t.assert(event, `no batch event for batch ${data.batch_id} reached the webhook within ${EVENT_WAIT_MS / 1000} s of its end`);
       t.equal(event.type, 'batch.failed', 'the event');
       t.note(`batch ${data.batch_id}: ${b.sessions?.[0]?.error ?? ''}`);
+    }),
+
+    check('B6 retry of a batch with no failed item answers 400, of an unknown batch 404', async (t: T) => {
+      const retry = ctx.contract.operation('retryBatchSessions');
+      const { data } = await createBatch(t, 1);
+      try {
+        const ex = await ctx.call(await ctx.build(retry, { pathParams: { batch_id: data.batch_id } }), { bodyValue: { max_retries: 1 } });
+        const res = answer(t, ex);
+        // The item may have failed already (a server without a free browser): then it is retried.
+        const d = await detail(t, data.batch_id);
+        const failedBefore = res.status === 200;
+        t.assert(res.status === 400 || (failedBefore && d.status === 'pending'), `a retry with nothing failed: ${line(ex.request, res, 200)}`);
+        const verdict = bodyVerdict(ctx.contract, retry, res);
+        t.assert(verdict.kind !== 'fail', verdict.kind === 'fail' ? verdict.message : '');
+      } finally {
+        await dispose(t, data.batch_id);
+      }
+      const unknown = await ctx.call(await ctx.build(retry, { pathParams: { batch_id: '00000000-0000-4000-8000-000000000000' } }), { bodyValue: {} });
+      t.assert(answer(t, unknown).status === 404, `an unknown batch: ${line(unknown.request, answer(t, unknown), 200)}`);
+    }),
+
+    check('B6 retry puts the failed items back: {data: {batch_id, status: "pending", retried_sessions, message}}', async (t: T) => {
+      if (!failedRun) t.skip('needs the failed batch of B4, which did not run here');
+      const retry = ctx.contract.operation('retryBatchSessions');
+      const ex = await ctx.call(await ctx.build(retry, { pathParams: { batch_id: failedRun.batchId } }), {
+        bodyValue: { retry_failed_only: true, max_retries: 1 },
+      });
+      const res = answer(t, ex);
+      t.assert(res.status === 200, `POST .../retry answered ${line(ex.request, res, 300)}`);
+      const verdict = bodyVerdict(ctx.contract, retry, res);
+      t.assert(verdict.kind !== 'fail', verdict.kind === 'fail' ? verdict.message : '');
+      const data = (res.json as { data: Record<string, any> }).data;
+      t.equal({ batch_id: data.batch_id, retried_sessions: data.retried_sessions }, { batch_id: failedRun.batchId, retried_sessions: 1 }, 'data');
+      // The retried item waits for a browser like a new one: on a server this small, another
+      // check may hold it until the queue gives up again. Either way the batch ends once more.
+      const b = await waitEnd(t, failedRun.batchId, BATCH_WAIT_MS);
+      for (const s of b.sessions ?? []) if (typeof s.session_id === 'string') await endSession(s.session_id);
+      t.equal(b.completed_requests + b.failed_requests, 1, 'completed_requests + failed_requests after the retry');
+      t.note(`after the retry: ${b.status}${b.sessions?.[0]?.retry_count !== undefined ? `, retry_count ${b.sessions[0].retry_count}` : ''}`);
     }),
 
     check('B5 batch event data: batch_id, total_requests, completed_requests, failed_requests, status; the counts add up', async (t: T) => {

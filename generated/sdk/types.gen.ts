@@ -1390,7 +1390,7 @@ export type HumanInterventionResponse = {
 };
 
 /**
- * `pending` until every item is terminal; then `completed` when at least one session was created, `failed` when none was; `cancelled` after a cancel.
+ * `pending` until every item is terminal; then `completed` when at least one session was created, `failed` when none was; `cancelled` after a cancel. A retry makes a completed or failed batch `pending` again.
  */
 export type BatchStatus = 'pending' | 'completed' | 'failed' | 'cancelled';
 
@@ -1487,6 +1487,10 @@ export type BatchItem = {
      * Why the session could not be created; null otherwise.
      */
     error: string | null;
+    /**
+     * Attempts made for this item by `POST /v1/batch-sessions/{batch_id}/retry` (0 when it was never retried).
+     */
+    retry_count?: number;
 };
 
 export type BatchDetail = {
@@ -1534,6 +1538,32 @@ export type BatchDetail = {
 export type BatchList = {
     data: Array<BatchSummary>;
     pagination: Pagination;
+};
+
+export type BatchRetryRequest = {
+    /**
+     * Retry the failed items only, the one form served; `false` is refused with 400.
+     */
+    retry_failed_only?: boolean;
+    /**
+     * Attempts per failed item: each is retried up to this many times, stopping at its first session created.
+     */
+    max_retries?: number;
+};
+
+export type BatchRetried = {
+    data: {
+        batch_id: string;
+        status: BatchStatus;
+        /**
+         * Items put back in the queue.
+         */
+        retried_sessions: number;
+        /**
+         * What was retried, in words.
+         */
+        message: string;
+    };
 };
 
 export type BatchCancelled = {
@@ -7570,6 +7600,51 @@ export type PerformWebTaskResponses = {
 
 export type PerformWebTaskResponse2 = PerformWebTaskResponses[keyof PerformWebTaskResponses];
 
+export type StreamAgentStepsData = {
+    body?: never;
+    path?: never;
+    query: {
+        /**
+         * The running session whose agent's steps to follow.
+         */
+        sessionId: string;
+        /**
+         * An API key of the session's project, for clients that cannot send a header.
+         */
+        apiKey?: string;
+    };
+    url: '/ws';
+};
+
+export type StreamAgentStepsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The request is not a WebSocket upgrade.
+     */
+    426: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type StreamAgentStepsError = StreamAgentStepsErrors[keyof StreamAgentStepsErrors];
+
 export type GetPerformWebTaskStatusData = {
     body?: never;
     path: {
@@ -7922,6 +7997,64 @@ export type GetBatchSessionsResponses = {
 };
 
 export type GetBatchSessionsResponse = GetBatchSessionsResponses[keyof GetBatchSessionsResponses];
+
+export type RetryBatchSessionsData = {
+    body?: BatchRetryRequest;
+    path: {
+        /**
+         * The batch's id.
+         */
+        batch_id: string;
+    };
+    query?: never;
+    url: '/v1/batch-sessions/{batch_id}/retry';
+};
+
+export type RetryBatchSessionsErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type RetryBatchSessionsError = RetryBatchSessionsErrors[keyof RetryBatchSessionsErrors];
+
+export type RetryBatchSessionsResponses = {
+    /**
+     * The failed items were put back in the queue.
+     */
+    200: BatchRetried;
+};
+
+export type RetryBatchSessionsResponse = RetryBatchSessionsResponses[keyof RetryBatchSessionsResponses];
 
 export type GetBillingData = {
     body?: never;

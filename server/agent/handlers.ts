@@ -11,15 +11,16 @@ import type { Db } from '../store/db.js';
 import { compileAnswerSchema } from './answer-schema.js';
 import { onlyUrlIn } from './prompt-url.js';
 import { StartError, type RunResult, type WebTaskRunner, type WebTaskSpec } from './runner.js';
+import type { AgentStepStream } from './step-stream.js';
 import { getWebTask, insertRunning, recordEnd, recordProgress } from './store.js';
 
-export type AgentHandlers = Pick<AppHandlers, 'performWebTask' | 'getPerformWebTaskStatus'>;
+export type AgentHandlers = Pick<AppHandlers, 'performWebTask' | 'getPerformWebTaskStatus' | 'streamAgentSteps'>;
 
 /** The one agent this server runs (the vendor's default name for a DOM-driven agent). */
 const AGENT = 'browser-use';
 const DEFAULT_MAX_STEPS = 200;
 
-export function agentHandlers(d: { db: Db; config: ServiceConfig; log: Logger; runner: WebTaskRunner }): {
+export function agentHandlers(d: { db: Db; config: ServiceConfig; log: Logger; runner: WebTaskRunner; steps: Pick<AgentStepStream, 'admit'> }): {
   handlers: AgentHandlers;
   /** Resolves when every async run has recorded its end. */
   settled(): Promise<void>;
@@ -98,6 +99,13 @@ export function agentHandlers(d: { db: Db; config: ServiceConfig; log: Logger; r
       inFlight.add(done);
       void done.finally(() => inFlight.delete(done));
       return { status: 200, body: { data: { status: 'running', workflow_id: id } } };
+    },
+
+    // /ws without an upgrade: the same checks as the upgrade's, then where to connect.
+    async streamAgentSteps(req) {
+      const a = await d.steps.admit(req.query.sessionId, (n) => req.headers.get(n) ?? undefined, req.query.apiKey ?? null);
+      if (!a.ok) return fail(a.status, a.message);
+      return fail(426, 'Connect with a WebSocket client (Upgrade: websocket)');
     },
 
     async getPerformWebTaskStatus(req, ctx) {

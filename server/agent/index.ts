@@ -11,6 +11,7 @@ import { agentHandlers, type AgentHandlers } from './handlers.js';
 import { agentFileHandlers } from './files-handler.js';
 import { AgentFiles } from './files.js';
 import { WebTaskRunner } from './runner.js';
+import { AgentStepStream } from './step-stream.js';
 
 export function agent(d: {
   db: Db;
@@ -20,19 +21,30 @@ export function agent(d: {
   interventions: Interventions;
 }): Capability<keyof AgentHandlers | 'uploadAgentFiles'> {
   const log = d.log.child({ capability: 'agent' });
-  const runner = new WebTaskRunner({ ...d, log });
-  const { handlers, settled } = agentHandlers({ db: d.db, config: d.config, log, runner });
+  const steps = new AgentStepStream({ db: d.db, requireKey: d.config.agentStepsRequireKey, projectOf: (id) => d.sessions.get(id)?.projectId });
+  const runner = new WebTaskRunner({ ...d, log, steps });
+  const { handlers, settled } = agentHandlers({ db: d.db, config: d.config, log, runner, steps });
   return {
     name: 'agent',
     handlers: { ...handlers, ...agentFileHandlers({ sessions: d.sessions, files: new AgentFiles(d.config.sessionUploadsMaxBytes) }) },
-    // The agent lets go of a browser before it closes, whoever ends its session.
-    sessionHooks: { ending: async (s) => runner.sessionEnding(s.id) },
+    upgrade: (req, socket, head) => steps.upgrade(req, socket, head),
+    // The agent lets go of a browser before it closes, whoever ends its session; those
+    // following its steps are told the session ended.
+    sessionHooks: {
+      ending: async (s) => {
+        runner.sessionEnding(s.id);
+        steps.sessionEnded(s.id);
+      },
+    },
     // Before the sessions capability ends every browser: runs fail with a clear reason,
     // recorded while the database is still open.
     drain: async () => {
       runner.stopAll();
       await settled();
     },
-    close: () => runner.close(),
+    close: () => {
+      steps.close();
+      return runner.close();
+    },
   };
 }

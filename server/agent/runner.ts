@@ -19,6 +19,7 @@ import { CdpRelay } from './cdp-relay.js';
 import { agentFileAccess } from './files.js';
 import type { AnswerSchema } from './answer-schema.js';
 import { runWebTask, TimeLimit, type WebTaskOutcome } from './loop.js';
+import type { StepSink } from './step-stream.js';
 import type { StepRecord } from './steps.js';
 
 export interface WebTaskSpec {
@@ -60,7 +61,17 @@ export class WebTaskRunner {
   private readonly running = new Map<string, { sessionId?: string; abort: AbortController }>();
   private readonly relay = new CdpRelay();
 
-  constructor(private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; interventions: Interventions }) {}
+  constructor(
+    private readonly d: {
+      db: Db;
+      config: ServiceConfig;
+      log: Logger;
+      sessions: SessionManager;
+      interventions: Interventions;
+      /** Told each step, for the clients following the session's agent (GET /ws). */
+      steps: StepSink;
+    },
+  ) {}
 
   /** Refuses a URL the server may not load for users. Throws StartError (403/400). */
   async checkStartUrl(url: string): Promise<void> {
@@ -82,6 +93,7 @@ export class WebTaskRunner {
     let browser: Browser | undefined;
     let steps: StepRecord[] = [];
     let keepAlive: NodeJS.Timeout | undefined;
+    let streaming: string | undefined;
     try {
       let session: RunningSession;
       try {
@@ -92,6 +104,8 @@ export class WebTaskRunner {
         throw err;
       }
       spec.onSession?.(session.id);
+      streaming = session.id;
+      this.d.steps.begin(session.id);
       // A task at work is activity, model turns included: the idle timeout waits for it.
       keepAlive = setInterval(() => this.d.sessions.touch(session.id, 'input'), KEEP_ALIVE_MS);
       const relayed = await this.relay.url(session.browser.wsEndpoint);
@@ -137,6 +151,7 @@ export class WebTaskRunner {
           steps = [...s];
           // Acting is activity: the session's idle timeout does not end it under the agent.
           this.d.sessions.touch(session.id, 'input');
+          this.d.steps.publish(session.id, s);
           spec.onStep?.(s, session.id);
         },
       });
@@ -145,6 +160,7 @@ export class WebTaskRunner {
     } finally {
       clearTimeout(timer);
       clearInterval(keepAlive);
+      if (streaming) this.d.steps.end(streaming);
       this.running.delete(id);
       await browser?.close().catch(() => {});
       if (temporary)

@@ -1,10 +1,13 @@
 // The hosted vendor's SDK (npm anchorbrowser), unchanged, on perform-web-task: tools.
 // performWebTask (sync and async), tools.getPerformWebTaskStatus, and agent.task, which
-// creates a session, opens the URL through sessions.goto and calls perform-web-task in it.
+// creates a session, opens the URL through sessions.goto and calls perform-web-task in it,
+// its onAgentStep fed by the /ws stream; and who that stream lets in.
 import Anchorbrowser from 'anchorbrowser';
+import { WebSocket } from 'ws';
+import { createProject } from '../auth/api-keys.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModelServer } from '../llm/scripted-server.js';
-import { eventually } from '../sessions/test-support.js';
+import { eventually, tryWebSocket } from '../sessions/test-support.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { lastObservation } from './test-support.js';
 import { startTestSite, type TestSite } from './test-site.js';
@@ -121,5 +124,52 @@ describe('the vendor SDK on perform-web-task', () => {
     expect(clash.status).toBe(400);
     expect(((await clash.json()) as { error: { message: string } }).error.message).toContain('disagree');
     await client.sessions.delete(id);
+  });
+
+  it('agent.task with onAgentStep: every step reaches the callback as the agent makes it', async () => {
+    const got: unknown[] = [];
+    let arrivedBeforeTheEnd = -1;
+    model.script([
+      { toolCalls: [{ name: 'navigate', arguments: { url: site.url('/table') } }] },
+      { toolCalls: [{ name: 'scroll', arguments: { direction: 'down' } }] },
+      () => {
+        // Two model turns after the first step: it has long reached the client.
+        arrivedBeforeTheEnd = got.length;
+        return { toolCalls: [{ name: 'finish', arguments: { answer: 'done' } }] };
+      },
+    ]);
+    const r = (await client.agent.task('Open the table, then scroll', {
+      sessionOptions: HEADLESS as never,
+      taskOptions: { onAgentStep: (step) => void got.push(step) },
+    })) as { data: { result: { steps: { action: string; target?: string; ok: boolean; outcome: string }[]; session_id: string } } };
+    const steps = r.data.result.steps;
+    expect(steps.map((s) => s.action)).toEqual(['navigate', 'scroll']);
+    expect(arrivedBeforeTheEnd).toBeGreaterThanOrEqual(1);
+    // One message a step, a string as the SDK's type says, in order.
+    expect(got).toEqual(steps.map((s) => `${s.action}${s.target ? ` ${s.target}` : ''}: ${s.ok ? 'ok' : 'failed'}, ${s.outcome}`));
+    await client.sessions.delete(r.data.result.session_id);
+  });
+
+  it("/ws: a key sent must be of the session's project; unknown sessions, bad keys and plain GETs are refused", async () => {
+    const id = (await client.sessions.create(HEADLESS)).data!.id!;
+    const ws = (query: string) => server.url.replace(/^http/, 'ws') + `/ws?${query}`;
+    const other = await createProject(server.db, { name: 'other', source: 'test' });
+    expect(await tryWebSocket(ws(`sessionId=${id}`), { 'anchor-api-key': other.key })).toBe(404);
+    expect(await tryWebSocket(ws(`sessionId=${id}&apiKey=${other.key}`))).toBe(404);
+    expect(await tryWebSocket(ws(`sessionId=${id}&apiKey=nope`))).toBe(401);
+    expect(await tryWebSocket(ws(`sessionId=${id}`), { 'service-api-key': 'nope' })).toBe(401);
+    expect(await tryWebSocket(ws(`sessionId=00000000-0000-4000-8000-000000000000`))).toBe(404);
+    expect(await tryWebSocket(ws('sessionId=not-a-session'))).toBe(400);
+    expect(await tryWebSocket(ws(`sessionId=${id}&apiKey=${server.apiKey}`))).toBe('open');
+    const plain = await fetch(`${server.url}/ws?sessionId=${id}`, { headers: { 'service-api-key': server.apiKey } });
+    expect(plain.status).toBe(426);
+    expect((await fetch(`${server.url}/ws`)).status).toBe(400);
+
+    // A listener is told when the session ends.
+    const listener = new WebSocket(ws(`sessionId=${id}`), { headers: { 'service-api-key': server.apiKey } });
+    await new Promise((resolve, reject) => listener.once('open', resolve).once('error', reject));
+    const closed = new Promise<number>((resolve) => listener.once('close', resolve));
+    await client.sessions.delete(id);
+    expect(await closed).toBe(1000);
   });
 });

@@ -1,5 +1,5 @@
 // The Batches operations of the contract: create (validate, store, answer at once), get,
-// list, cancel. The work itself is the worker's (worker.ts).
+// list, cancel, retry the failed items. The work itself is the worker's (worker.ts).
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
@@ -13,7 +13,7 @@ import * as store from './store.js';
 type BatchSummary = components['schemas']['BatchSummary'];
 type BatchItem = components['schemas']['BatchItem'];
 
-export type BatchHandlers = Pick<AppHandlers, 'createBatchSessions' | 'listBatchSessions' | 'getBatchSessions' | 'cancelBatchSessions'>;
+export type BatchHandlers = Pick<AppHandlers, 'createBatchSessions' | 'listBatchSessions' | 'getBatchSessions' | 'cancelBatchSessions' | 'retryBatchSessions'>;
 
 /** What the handlers need of the SessionManager. */
 export interface BatchSessionUrls {
@@ -59,6 +59,7 @@ export function itemAnswer(sessions: BatchSessionUrls) {
       cdp_url: made && i.cdp_token ? sessions.cdpUrl(i.session_id!, i.cdp_token) : null,
       live_view_url: made && i.live_view_token ? sessions.liveViewUrl(i.session_id!, i.live_view_token) : null,
       error: i.status === 'failed' ? (i.error ?? 'The session could not be created') : null,
+      retry_count: i.retry_count,
     };
   };
 }
@@ -113,6 +114,34 @@ export function batchHandlers({ db, config, log, sessions, worker }: BatchHandle
         return fail(409, `The batch is ${batch?.status ?? 'no longer pending'}; only a pending batch can be cancelled`);
       }
       return { status: 200, body: { data: { batch_id: result.id, status: result.status } } };
+    },
+
+    async retryBatchSessions(req, ctx) {
+      const { retry_failed_only = true, max_retries = 1 } = req.body ?? {};
+      // Re-creating items that did not fail (sessions that ran, or cancelled ones) is not
+      // something the vendor documents either: refused rather than guessed at.
+      if (!retry_failed_only) return fail(400, 'retry_failed_only: false is not offered; only the failed items of a batch are retried');
+      const r = await store.retryBatch(db, ctx.projectId, req.params.batch_id, {
+        attempts: max_retries,
+        queueTimeoutSeconds: config.batchQueueTimeoutSeconds,
+      });
+      if (r === 'not_found') return fail(404, 'Batch not found');
+      if (r === 'cancelled') return fail(409, 'The batch was cancelled; its items are not retried');
+      if (r === 'nothing_failed') return fail(400, 'No failed sessions to retry');
+      log.info({ batchId: r.batch.id, retried: r.retried, attempts: max_retries }, 'batch retried');
+      worker.nudge();
+      const each = max_retries === 1 ? 'one attempt each' : `up to ${max_retries} attempts each`;
+      return {
+        status: 200,
+        body: {
+          data: {
+            batch_id: r.batch.id,
+            status: r.batch.status,
+            retried_sessions: r.retried,
+            message: `${r.retried} failed session${r.retried === 1 ? ' is' : 's are'} queued again, ${each}`,
+          },
+        },
+      };
     },
   };
 }

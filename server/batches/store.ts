@@ -49,6 +49,8 @@ export interface ItemRow {
   /** The session's tokens, when the item has a session. */
   cdp_token: string | null;
   live_view_token: string | null;
+  /** Attempts made for it by retries. */
+  retry_count: number;
 }
 
 export interface NewBatch {
@@ -79,7 +81,7 @@ export async function getBatch(db: Db, projectId: string, id: string): Promise<B
 /** Every item of the batch by index: the claimed ones' rows, then the unclaimed ones. */
 export async function listItems(db: Db, projectId: string, batch: BatchRow): Promise<ItemRow[]> {
   const rows = await db.query<ItemRow>(
-    `SELECT i.item_index, i.status, i.session_id, i.error, s.cdp_token, s.live_view_token
+    `SELECT i.item_index, i.status, i.session_id, i.error, s.cdp_token, s.live_view_token, i.retry_count
        FROM batch_items i
        LEFT JOIN sessions s ON s.id = i.session_id AND s.project_id = $1
       WHERE i.batch_id = $2
@@ -91,7 +93,7 @@ export async function listItems(db: Db, projectId: string, batch: BatchRow): Pro
   // `batch` was read by an earlier statement: items claimed since then already have rows.
   const claimed = new Set(rows.map((r) => r.item_index));
   for (let i = batch.next_index; i < batch.total_requests; i++) {
-    if (!claimed.has(i)) rows.push({ item_index: i, status, session_id: null, error, cdp_token: null, live_view_token: null });
+    if (!claimed.has(i)) rows.push({ item_index: i, status, session_id: null, error, cdp_token: null, live_view_token: null, retry_count: 0 });
   }
   return rows;
 }
@@ -133,6 +135,53 @@ export async function cancelBatch(db: Db, projectId: string, id: string): Promis
       [id, requeued.length],
     );
     return row;
+  });
+}
+
+export type RetryResult = { batch: BatchRow; retried: number } | 'not_found' | 'cancelled' | 'nothing_failed';
+
+/**
+ * Puts the batch's failed items back in the queue, each with `attempts` attempts (the first
+ * under way at its next claim), and the batch back to pending with a new queue deadline.
+ * Items that failed unclaimed (a queue timeout) get their rows now, so that each carries its
+ * own attempts. Items being provisioned are not touched: their outcome counts as it comes.
+ */
+export async function retryBatch(db: Db, projectId: string, id: string, o: { attempts: number; queueTimeoutSeconds: number }): Promise<RetryResult> {
+  return db.transaction(async (tx) => {
+    // The batch row first, as every transaction that counts its items.
+    const [b] = await tx.query<Pick<BatchRow, 'status' | 'next_index' | 'total_requests' | 'unclaimed_outcome'>>(
+      'SELECT status, next_index, total_requests, unclaimed_outcome FROM batches WHERE project_id = $1 AND id = $2 FOR UPDATE',
+      [projectId, id],
+    );
+    if (!b) return 'not_found';
+    if (b.status === 'cancelled') return 'cancelled';
+    let retried = 0;
+    if (b.unclaimed_outcome === 'failed' && b.next_index < b.total_requests) {
+      const rows = await tx.query(
+        `INSERT INTO batch_items (batch_id, item_index, status, retries_left, retry_count)
+         SELECT $1, i, 'pending', $2, 1 FROM generate_series($3::int, $4::int) AS i RETURNING item_index`,
+        [id, o.attempts - 1, b.next_index, b.total_requests - 1],
+      );
+      retried += rows.length;
+    }
+    const failed = await tx.query(
+      `UPDATE batch_items SET status = 'pending', session_id = NULL, error = NULL, claimed_by = NULL, claimed_at = NULL,
+              finished_at = NULL, retries_left = $2, retry_count = retry_count + 1
+        WHERE batch_id = $1 AND status = 'failed' RETURNING item_index`,
+      [id, o.attempts - 1],
+    );
+    retried += failed.length;
+    if (retried === 0) return 'nothing_failed';
+    const [batch] = await tx.query<BatchRow>(
+      `UPDATE batches SET status = 'pending', completed_at = NULL, failed_requests = failed_requests - $2,
+              next_index = CASE WHEN unclaimed_outcome = 'failed' THEN total_requests ELSE next_index END,
+              unclaimed_error = CASE WHEN unclaimed_outcome = 'failed' THEN NULL ELSE unclaimed_error END,
+              unclaimed_outcome = CASE WHEN unclaimed_outcome = 'failed' THEN NULL ELSE unclaimed_outcome END,
+              queue_deadline = now() + make_interval(secs => $3::int)
+        WHERE id = $1 RETURNING ${BATCH_COLUMNS}`,
+      [id, retried, o.queueTimeoutSeconds],
+    );
+    return { batch, retried };
   });
 }
 
@@ -240,6 +289,17 @@ export async function finishItem(db: Db, item: Pick<ClaimedItem, 'batchId' | 'it
     // The batch row first: every transaction that counts items of a batch locks it in the
     // same order, so counting and finishing serialize per batch.
     await tx.query('SELECT 1 FROM batches WHERE id = $1 FOR UPDATE', [item.batchId]);
+    if (outcome.status === 'failed') {
+      // A retried item with attempts left waits for its next one; it is not a failure yet.
+      const again = await tx.query(
+        `UPDATE batch_items SET status = 'pending', session_id = NULL, error = $4, claimed_by = NULL, claimed_at = NULL,
+                retries_left = retries_left - 1, retry_count = retry_count + 1
+          WHERE batch_id = $1 AND item_index = $2 AND status = 'provisioning' AND session_id = $3 AND retries_left > 0
+          RETURNING item_index`,
+        [item.batchId, item.itemIndex, item.sessionId, outcome.error],
+      );
+      if (again.length > 0) return;
+    }
     const done = await tx.query(
       `UPDATE batch_items SET status = $4, error = $5, finished_at = now()
         WHERE batch_id = $1 AND item_index = $2 AND status = 'provisioning' AND session_id = $3 RETURNING item_index`,

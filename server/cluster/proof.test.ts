@@ -60,6 +60,8 @@ describe('requests that need the node of a browser', () => {
       ['GET', '/?apiKey=k&sessionId=abc'],
       ['GET', '/json/version?apiKey=k&sessionId=abc'],
       ['GET', '/json/version/?apiKey=k&sessionId=abc'],
+      // The vendor SDK's agent-step stream.
+      ['GET', '/ws?sessionId=abc'],
     ])
       expect(needs(m, p), `${m} ${p}`).toEqual({ kind: 'session', id: 'abc' });
     for (const [m, p] of [
@@ -74,6 +76,8 @@ describe('requests that need the node of a browser', () => {
       ['POST', '/mcp'],
       ['GET', '/?sessionId=abc'],
       ['GET', '/console?apiKey=k&sessionId=abc'],
+      ['GET', '/ws'],
+      ['GET', '/'],
     ])
       expect(needs(m, p), `${m} ${p}`).toBeUndefined();
     expect(needs('POST', '/v1/sessions')).toEqual({ kind: 'placement' });

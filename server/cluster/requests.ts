@@ -1,7 +1,8 @@
 // Which requests need the node that owns a browser, and why: the one table of the routing.
 // Everything not listed here is answered from the database by whichever node gets it.
 // A request names its session in the path (session sub-resources, CDP, live view), in the
-// query (execute-code and perform-web-task in a running session, the vendor SDK's CDP address), in the JSON body (a
+// query (execute-code and perform-web-task in a running session, the vendor SDK's CDP address,
+// the stream of its agent's steps at /ws, which only the node running that agent has), in the JSON body (a
 // profile taken from a running session), by a task run being cancelled, by a recording's signed
 // link, or by the MCP session it belongs to.
 
@@ -35,7 +36,7 @@ const VENDOR_CDP_PATHS = new Set(['/', '/json/version', '/json/version/']);
 const LIVE_PATH = /^\/live\/([^/]+)(?:\/.*)?$/;
 const RECORDING_LINK = /^\/files\/recordings\/([^/]+?)(?:\.mp4)?$/;
 /** Operations that act in a running session named by a query parameter. */
-const SESSION_IN_QUERY = new Set(['/v1/tools/execute-code', '/v1/tools/perform-web-task']);
+const SESSION_IN_QUERY = new Set(['/v1/tools/execute-code', '/v1/tools/perform-web-task', '/ws']);
 
 const TASK_RUN_CANCEL = /^\/v2\/tasks\/runs\/([^/]+)\/cancel$/;
 /** An id worth looking up: anything else (control characters, megabytes) is answered where it lands, by validation. */

@@ -398,6 +398,13 @@ export const SETTINGS = {
     into: 'llm',
     description: '`true` when the model takes images, so the agent sends it a screenshot with each observation; `false` for text-only models.',
   },
+  AGENT_STEPS_REQUIRE_KEY: {
+    section: 'Agent tools and MCP',
+    type: 'bool',
+    default: false,
+    description:
+      "`true` refuses a connection to the agent-step stream (`/ws?sessionId=`) that carries no API key (401). The hosted vendor's SDK sends none there, so by default the session id opens it; a key that is sent is always checked.",
+  },
   LLM_TIMEOUT_SECONDS: {
     section: 'Agent tools and MCP',
     type: 'int',

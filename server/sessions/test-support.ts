@@ -304,9 +304,9 @@ export async function startPageServer(): Promise<PageServer> {
 }
 
 /** Opens a WebSocket and answers how it went: 'open', or the HTTP status it was refused with. */
-export function tryWebSocket(url: string): Promise<'open' | number | string> {
+export function tryWebSocket(url: string, headers: Record<string, string> = {}): Promise<'open' | number | string> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, { headers });
     ws.once('open', () => {
       ws.terminate();
       resolve('open');
