@@ -1,5 +1,5 @@
 // pnpm sdk-suite [--base-url URL --api-key KEY] [--json FILE]: runs the vendor's generated SDK
-// tests (vendor/anchorbrowser-sdk-tests, 0.16.3) against a server, this one started on PGlite
+// tests (vendor/anchorbrowser-sdk-tests: 0.16.3's and main's) against a server, this one started on PGlite
 // in a temporary folder when no URL is given, and prints each test's outcome:
 //   pass         the call answered as the SDK expects;
 //   placeholder  its only failure is the made-up id it was given (the tests call every
@@ -26,31 +26,31 @@ export type Outcome = 'pass' | 'placeholder' | 'refused' | 'fail';
  * must still be the one named: any other failure of these tests fails.
  */
 export const DELIBERATE: Record<string, { answer: RegExp; reason: string }> = {
-  'api-resources/identities.test.ts › resource identities create: only required params': {
+  '0.16.3/api-resources/identities.test.ts › resource identities create: only required params': {
     answer: /^400 .*credentials\/0 matches none of its forms/,
     reason: 'a credential with no field at all ({}) would sign in with nothing',
   },
-  'api-resources/sessions/sessions.test.ts › resource sessions goto: only required params': {
+  '0.16.3/api-resources/sessions/sessions.test.ts › resource sessions goto: only required params': {
     answer: /^400 .*body\/url must match format \\"uri\\"/,
     reason: "the placeholder URL 'url' is no URL",
   },
-  'api-resources/sessions/sessions.test.ts › resource sessions goto: required and optional params': {
+  '0.16.3/api-resources/sessions/sessions.test.ts › resource sessions goto: required and optional params': {
     answer: /^400 .*body\/url must match format \\"uri\\"/,
     reason: "the placeholder URL 'url' is no URL",
   },
-  'api-resources/task.test.ts › resource task create: required and optional params': {
+  '0.16.3/api-resources/task.test.ts › resource task create: required and optional params': {
     answer: /^400 .*timeout\/max_duration must NOT be valid/,
     reason: 'a session timeout of 0 minutes (-1 disables a limit)',
   },
-  'api-resources/task.test.ts › resource task run: required and optional params': {
+  '0.16.3/api-resources/task.test.ts › resource task run: required and optional params': {
     answer: /^400 .*timeout\/max_duration must NOT be valid/,
     reason: 'a session timeout of 0 minutes (-1 disables a limit)',
   },
-  'api-resources/tools.test.ts › resource tools fetchWebpage': {
+  '0.16.3/api-resources/tools.test.ts › resource tools fetchWebpage': {
     answer: /^400 .*url is required unless a sessionId/,
     reason: 'nothing to fetch: neither a url nor a session',
   },
-  'api-resources/profiles.test.ts › resource profiles create: required and optional params': {
+  '0.16.3/api-resources/profiles.test.ts › resource profiles create: required and optional params': {
     answer: /^400 .*dedicated_sticky_ip: this server has no service proxy pool/,
     reason: "dedicated_sticky_ip needs the operator's proxy pool (SERVICE_PROXY_POOL), which this server has not",
   },
