@@ -6,10 +6,8 @@ const include = ['server/**/*.test.ts', 'conformance/**/*.test.ts', 'scripts/**/
 // process of its own: in a shared one the module may already be loaded, or stay replaced.
 const ownProcess = ['server/net/traffic-proxy.test.ts'];
 
-// Real browsers and real databases: generous timeouts. Two files run at once: with three,
-// the longest-first order started the three-node cluster files side by side (nine child
-// servers and their browsers on 2 cores), every file ran two to three times slower and a
-// task restart timed out (2026-11-29, docs/testing.md). The workers are processes that run
+// Real browsers and real databases: generous timeouts. Two files run at once, not three
+// (docs/decisions/0001-two-test-workers.md). The workers are processes that run
 // file after file (isolate: false): a fork a file, each importing the server anew, cost
 // about a fifth of the run's CPU. Every test owns its ports, directories, schemas and Xvfb
 // displays (-displayfd), closes what it started and restores what it changed, so files

@@ -6,7 +6,8 @@
 //
 // Who may listen: a key that is sent (header or `apiKey` query) must be one of the session's
 // project. The SDK sends none on this socket, so without one the session id, a random UUID
-// only its project is told, opens the stream, unless AGENT_STEPS_REQUIRE_KEY says otherwise.
+// only its project is told, opens the stream, unless AGENT_STEPS_REQUIRE_KEY says otherwise
+// (docs/decisions/0003-agent-steps-without-a-key.md).
 // Only the node that runs the session knows its agent: in a cluster the router forwards
 // the upgrade there (cluster/requests.ts).
 import type { IncomingMessage } from 'node:http';

@@ -1,6 +1,7 @@
 // What an input backend does. Coordinates are pixels of the session's screenshot: the
 // page's viewport, (0, 0) below the browser's toolbar, in headless and headful sessions
-// alike, so an agent clicks what it sees. The X backend moves them onto its display.
+// alike, so an agent clicks what it sees (docs/decisions/0002-input-in-screenshot-pixels.md).
+// The X backend moves them onto its display.
 import type { KeyDef } from './keys.js';
 
 export type Button = 'left' | 'middle' | 'right';
