@@ -36,7 +36,7 @@ const DELIBERATE: Record<string, Record<string, string>> = {
     'credentials[]{type=custom}.fields[].value never answered': 'secret',
   },
   'sessions.retrieve': {
-    // A count of the steps, as session.completed reports it (interface.md: steps integer);
+    // A count of the steps, as the contract's session.completed event gives it (an integer);
     // the record keeps no list of them.
     'data.steps is number, declared array': 'a count',
     // Language-model tokens are not counted per session.
