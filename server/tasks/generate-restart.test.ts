@@ -1,8 +1,8 @@
 // A server killed (SIGKILL) in the middle of a task's generation never leaves it generating:
-// on PGlite its next start fails the generation, with a clear error; on a cluster
-// (PostgreSQL, two nodes) the other node answers the status from the database while the
-// generation runs, and fails it once it claims the killed node dead. Real processes, a
-// real kill, and a local model that is still "thinking" when the kill comes.
+// on PGlite its next start fails the generation, with a clear error (a SIGTERM fails it on
+// the way out); on a cluster (PostgreSQL, two nodes) the other node answers the status from
+// the database while the generation runs, and fails it once it claims the killed node dead.
+// Real processes, a real kill, and a local model that is still "thinking" when it comes.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,9 +21,8 @@ afterAll(async () => {
 
 async function thinkingModel(): Promise<ScriptedModelServer> {
   // Answers long after the kill: the generation is in flight when the server dies.
-  const model = await startScriptedModel([
-    { delayMs: 120_000, toolCalls: [{ name: 'write_task', arguments: { code: 'export default async function run() {}' } }] },
-  ]);
+  const late = { delayMs: 120_000, toolCalls: [{ name: 'write_task', arguments: { code: 'export default async function run() {}' } }] };
+  const model = await startScriptedModel([late, late]);
   cleanups.push(() => model.close());
   return model;
 }
@@ -62,7 +61,7 @@ async function generating(s: ChildServer, model: ScriptedModelServer): Promise<s
 const statusOn = (s: ChildServer, id: string) => call(s, 'GET', `/v2/tasks/${id}/generation-status`).then((r) => r.body);
 
 describe('a server killed during a task generation', () => {
-  it('on PGlite: the generation is failed at the next start, with why', { timeout: 120_000 }, async () => {
+  it('on PGlite: the generation is failed at the next start, with why; a stop fails it too', { timeout: 120_000 }, async () => {
     const model = await thinkingModel();
     const dir = dataDir();
     const apiKey = `sk_test_${randomBytes(16).toString('hex')}`;
@@ -79,8 +78,29 @@ describe('a server killed during a task generation', () => {
       status: 'failed',
       error: 'The server stopped during the generation (killed or crashed); generate the task again',
     });
+    // Stopped (SIGTERM) during another: the stop fails it, saying so.
+    const asked = model.received.length;
+    const res = await call(second, 'POST', '/v2/tasks/generate', {
+      name: `gen-${randomBytes(4).toString('hex')}`,
+      description: 'd',
+      user_task: 'Open a page.',
+    });
+    await until(
+      async () => model.received.length,
+      (n) => n > asked,
+      30_000,
+      50,
+    );
     second.child.kill('SIGTERM');
     await second.exited;
+    const third = keep(await startChildServer({ dataDir: dir, apiKey, env: modelEnv(model) }));
+    expect(await statusOn(third, res.body.id)).toEqual({
+      id: res.body.id,
+      status: 'failed',
+      error: 'The generation failed: The server stopped during the generation',
+    });
+    third.child.kill('SIGTERM');
+    await third.exited;
   });
 
   it.runIf(process.env.DATABASE_URL)('on a cluster: another node answers the status, then fails it once the node is dead', { timeout: 120_000 }, async () => {
