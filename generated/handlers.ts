@@ -392,6 +392,19 @@ export type TakeScreenshotResponse =
   | { status: 503; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 504; contentType?: "application/json"; body: operations["takeScreenshot"]["responses"][504]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GenerateTaskRequest = { params: NoFields; query: NoFields; body: NonNullable<operations["generateTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
+export type GenerateTaskResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["generateTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["generateTask"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["generateTask"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["generateTask"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 409; contentType?: "application/json"; body: operations["generateTask"]["responses"][409]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 413; contentType?: "application/json"; body: operations["generateTask"]["responses"][413]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 415; contentType?: "application/json"; body: operations["generateTask"]["responses"][415]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 429; contentType?: "application/json"; body: operations["generateTask"]["responses"][429]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["generateTask"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["generateTask"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type ListSessionStatusesRequest = { params: NoFields; query: NonNullable<operations["listSessionStatuses"]["parameters"]["query"]>; body: undefined; headers: Headers };
 export type ListSessionStatusesResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listSessionStatuses"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1071,6 +1084,15 @@ export type TestWebhookResponse =
   | { status: 500; contentType?: "application/json"; body: operations["testWebhook"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["testWebhook"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GetTaskGenerationStatusRequest = { params: operations["getTaskGenerationStatus"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetTaskGenerationStatusResponse =
+  | { status: 200; contentType?: "application/json"; body: operations["getTaskGenerationStatus"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getTaskGenerationStatus"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getTaskGenerationStatus"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getTaskGenerationStatus"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getTaskGenerationStatus"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getTaskGenerationStatus"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type RunTaskRequest = { params: operations["runTask"]["parameters"]["path"]; query: NoFields; body: NonNullable<operations["runTask"]["requestBody"]>["content"]["application/json"]; headers: Headers };
 export type RunTaskResponse =
   | { status: 200; contentType?: "application/json"; body: operations["runTask"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1389,6 +1411,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   renderPagePdf(req: RenderPagePdfRequest, ctx: AuthedCtx): MaybePromise<RenderPagePdfResponse>;
   performWebTask(req: PerformWebTaskRequest, ctx: AuthedCtx): MaybePromise<PerformWebTaskResponse>;
   takeScreenshot(req: TakeScreenshotRequest, ctx: AuthedCtx): MaybePromise<TakeScreenshotResponse>;
+  generateTask(req: GenerateTaskRequest, ctx: AuthedCtx): MaybePromise<GenerateTaskResponse>;
   listSessionStatuses(req: ListSessionStatusesRequest, ctx: AuthedCtx): MaybePromise<ListSessionStatusesResponse>;
   fetchWebpage(req: FetchWebpageRequest, ctx: AuthedCtx): MaybePromise<FetchWebpageResponse>;
   adminRevokeKey(req: AdminRevokeKeyRequest, ctx: PublicCtx): MaybePromise<AdminRevokeKeyResponse>;
@@ -1456,6 +1479,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   listWebhookDeliveries(req: ListWebhookDeliveriesRequest, ctx: AuthedCtx): MaybePromise<ListWebhookDeliveriesResponse>;
   rotateWebhookSecret(req: RotateWebhookSecretRequest, ctx: AuthedCtx): MaybePromise<RotateWebhookSecretResponse>;
   testWebhook(req: TestWebhookRequest, ctx: AuthedCtx): MaybePromise<TestWebhookResponse>;
+  getTaskGenerationStatus(req: GetTaskGenerationStatusRequest, ctx: AuthedCtx): MaybePromise<GetTaskGenerationStatusResponse>;
   runTask(req: RunTaskRequest, ctx: AuthedCtx): MaybePromise<RunTaskResponse>;
   getCdpVersion(req: GetCdpVersionRequest, ctx: PublicCtx): MaybePromise<GetCdpVersionResponse>;
   pauseAgent(req: PauseAgentRequest, ctx: AuthedCtx): MaybePromise<PauseAgentResponse>;

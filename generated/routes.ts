@@ -62,6 +62,7 @@ export type OperationId =
   | "renderPagePdf"
   | "performWebTask"
   | "takeScreenshot"
+  | "generateTask"
   | "listSessionStatuses"
   | "fetchWebpage"
   | "adminRevokeKey"
@@ -129,6 +130,7 @@ export type OperationId =
   | "listWebhookDeliveries"
   | "rotateWebhookSecret"
   | "testWebhook"
+  | "getTaskGenerationStatus"
   | "runTask"
   | "getCdpVersion"
   | "pauseAgent"
@@ -613,6 +615,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,403,413,415,429,500,502,503,504],
     errors: {"400":"general","401":"general","403":"general","413":"general","415":"general","429":"general","500":"general","502":"general","503":"general","504":"general"},
+  },
+  {
+    operationId: "generateTask",
+    method: "POST",
+    path: "/v2/tasks/generate",
+    honoPath: "/v2/tasks/generate",
+    secured: true,
+    admin: false,
+    body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
+    arrayQuery: [],
+    statuses: [200,400,401,404,409,413,415,429,500,503],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","429":"general","500":"general","503":"general"},
   },
   {
     operationId: "listSessionStatuses",
@@ -1417,6 +1431,18 @@ export const routes: readonly Route[] = [
     arrayQuery: [],
     statuses: [200,400,401,404,413,415,500,503],
     errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "getTaskGenerationStatus",
+    method: "GET",
+    path: "/v2/tasks/{taskId}/generation-status",
+    honoPath: "/v2/tasks/:taskId/generation-status",
+    secured: true,
+    admin: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,503],
+    errors: {"400":"general","401":"general","404":"general","500":"general","503":"general"},
   },
   {
     operationId: "runTask",

@@ -1631,6 +1631,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/tasks/generate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Generate a task from a description
+         * @description Creates a task whose code the operator's language model writes from `user_task`, with `input_schema` (what `ctx.input` holds) and `output_schema` (what the code returns), and answers at once with the task's `id` and status `generating`. The generation runs in the background: `GET /v2/tasks/{taskId}/generation-status` tells when it is `ready` (the code compiles and is deployed as version `1`, run by `POST /v2/tasks/{taskId}/run`) or `failed` (with `error`). A server that stops during a generation leaves it `failed` (the next start, or another node of the cluster, marks it). Needs an LLM provider configured by the operator (503 `No LLM provider is configured` otherwise). 404 when `application_id` names no application of the project; 409 when the name is taken.
+         */
+        post: operations["generateTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/tasks/{taskId}/generation-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the status of a task's generation
+         * @description Answers whether the task's code is still `generating`, `ready` to run, or `failed` (with `error`). Any node of a cluster answers it, from the database. A task that was not generated (made by `POST /v1/task`) is `ready`.
+         */
+        get: operations["getTaskGenerationStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/profiles": {
         parameters: {
             query?: never;
@@ -4373,6 +4416,71 @@ export interface components {
                  */
                 executionResultId?: string;
             };
+        };
+        /** @description A task to generate from a description in natural language. */
+        TaskGenerateRequest: {
+            name: components["schemas"]["TaskName"];
+            /** @description The task's description. */
+            description: string;
+            /** @description What the task should do, in natural language; the model writes the code from it. */
+            user_task: string;
+            /**
+             * Format: uuid
+             * @description An application of the project the task is for; it must exist.
+             */
+            application_id?: string;
+            /** @description The run's input parameters (`input_params`, given to the code as `ctx.input`); none by default. */
+            input_schema?: components["schemas"]["TaskGenerateParameter"][];
+            /** @description The fields of the object the code returns (the run's `result`); none by default. */
+            output_schema?: components["schemas"]["TaskGenerateParameter"][];
+            task_browser_default_configuration?: components["schemas"]["TaskBrowserConfiguration"];
+        };
+        /** @description An input or output parameter of a generated task. */
+        TaskGenerateParameter: {
+            /** @description The parameter's name, as the key of `input_params` or of the result. */
+            display_name: string;
+            /**
+             * @description The parameter's type (an input arrives as a string whatever its type).
+             * @enum {string}
+             */
+            type: "string" | "number" | "boolean" | "date";
+            /** @description Its value when the run does not give one. */
+            default_value?: string;
+            /** @description What the parameter means. */
+            description?: string;
+            /**
+             * @description Whether a run must give it.
+             * @default false
+             */
+            required?: boolean;
+        };
+        /** @description A task whose code is being generated. */
+        TaskGenerationStarted: {
+            /**
+             * Format: uuid
+             * @description The task id, for the generation's status and the runs.
+             */
+            id: string;
+            /**
+             * @description The generation has started.
+             * @enum {string}
+             */
+            status: "generating";
+        };
+        /** @description Where a task's generation stands. */
+        TaskGenerationStatus: {
+            /**
+             * Format: uuid
+             * @description The task id.
+             */
+            id: string;
+            /**
+             * @description `generating`: the model is writing the code; `ready`: version `1` is deployed; `failed`: no code was made (see `error`).
+             * @enum {string}
+             */
+            status: "generating" | "ready" | "failed";
+            /** @description Why the generation failed; present when `status` is `failed`. */
+            error?: string;
         };
         /** @description A run of a task. Give `version` or `version_id`, not both. */
         TaskRunRequest: {
@@ -10799,6 +10907,116 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    generateTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "page-title",
+                 *       "description": "Opens a page and answers its title",
+                 *       "user_task": "Open the page at the given URL and return its title.",
+                 *       "input_schema": [
+                 *         {
+                 *           "display_name": "URL",
+                 *           "type": "string",
+                 *           "required": true,
+                 *           "description": "The page to open"
+                 *         }
+                 *       ],
+                 *       "output_schema": [
+                 *         {
+                 *           "display_name": "Title",
+                 *           "type": "string",
+                 *           "description": "The page's title"
+                 *         }
+                 *       ],
+                 *       "task_browser_default_configuration": {
+                 *         "recording": {
+                 *           "active": false
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskGenerateRequest"];
+            };
+        };
+        responses: {
+            /** @description The task is created and its code is being generated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5f4e3d2c-1b0a-4987-8654-3210fedcba98",
+                     *       "status": "generating"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskGenerationStarted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description A task of the project already has this name. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": 409,
+                     *         "message": "A task named page-title already exists"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTaskGenerationStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The task id. */
+                taskId: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The generation's status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskGenerationStatus"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

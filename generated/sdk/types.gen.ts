@@ -2272,6 +2272,92 @@ export type TaskExecuteResponse = {
 };
 
 /**
+ * A task to generate from a description in natural language.
+ */
+export type TaskGenerateRequest = {
+    name: TaskName;
+    /**
+     * The task's description.
+     */
+    description: string;
+    /**
+     * What the task should do, in natural language; the model writes the code from it.
+     */
+    user_task: string;
+    /**
+     * An application of the project the task is for; it must exist.
+     */
+    application_id?: string;
+    /**
+     * The run's input parameters (`input_params`, given to the code as `ctx.input`); none by default.
+     */
+    input_schema?: Array<TaskGenerateParameter>;
+    /**
+     * The fields of the object the code returns (the run's `result`); none by default.
+     */
+    output_schema?: Array<TaskGenerateParameter>;
+    task_browser_default_configuration?: TaskBrowserConfiguration;
+};
+
+/**
+ * An input or output parameter of a generated task.
+ */
+export type TaskGenerateParameter = {
+    /**
+     * The parameter's name, as the key of `input_params` or of the result.
+     */
+    display_name: string;
+    /**
+     * The parameter's type (an input arrives as a string whatever its type).
+     */
+    type: 'string' | 'number' | 'boolean' | 'date';
+    /**
+     * Its value when the run does not give one.
+     */
+    default_value?: string;
+    /**
+     * What the parameter means.
+     */
+    description?: string;
+    /**
+     * Whether a run must give it.
+     */
+    required?: boolean;
+};
+
+/**
+ * A task whose code is being generated.
+ */
+export type TaskGenerationStarted = {
+    /**
+     * The task id, for the generation's status and the runs.
+     */
+    id: string;
+    /**
+     * The generation has started.
+     */
+    status: 'generating';
+};
+
+/**
+ * Where a task's generation stands.
+ */
+export type TaskGenerationStatus = {
+    /**
+     * The task id.
+     */
+    id: string;
+    /**
+     * `generating`: the model is writing the code; `ready`: version `1` is deployed; `failed`: no code was made (see `error`).
+     */
+    status: 'generating' | 'ready' | 'failed';
+    /**
+     * Why the generation failed; present when `status` is `failed`.
+     */
+    error?: string;
+};
+
+/**
  * A run of a task. Give `version` or `version_id`, not both.
  */
 export type TaskRunRequest = {
@@ -9156,6 +9242,109 @@ export type CancelTaskRunResponses = {
 };
 
 export type CancelTaskRunResponse = CancelTaskRunResponses[keyof CancelTaskRunResponses];
+
+export type GenerateTaskData = {
+    body: TaskGenerateRequest;
+    path?: never;
+    query?: never;
+    url: '/v2/tasks/generate';
+};
+
+export type GenerateTaskErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * A task of the project already has this name.
+     */
+    409: Error;
+    /**
+     * The request body is larger than the server accepts.
+     */
+    413: Error;
+    /**
+     * The request body has a content type this operation does not accept.
+     */
+    415: Error;
+    /**
+     * A rate or capacity limit was reached.
+     */
+    429: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type GenerateTaskError = GenerateTaskErrors[keyof GenerateTaskErrors];
+
+export type GenerateTaskResponses = {
+    /**
+     * The task is created and its code is being generated.
+     */
+    200: TaskGenerationStarted;
+};
+
+export type GenerateTaskResponse = GenerateTaskResponses[keyof GenerateTaskResponses];
+
+export type GetTaskGenerationStatusData = {
+    body?: never;
+    path: {
+        /**
+         * The task id.
+         */
+        taskId: string;
+    };
+    query?: never;
+    url: '/v2/tasks/{taskId}/generation-status';
+};
+
+export type GetTaskGenerationStatusErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     */
+    503: Error;
+};
+
+export type GetTaskGenerationStatusError = GetTaskGenerationStatusErrors[keyof GetTaskGenerationStatusErrors];
+
+export type GetTaskGenerationStatusResponses = {
+    /**
+     * The generation's status.
+     */
+    200: TaskGenerationStatus;
+};
+
+export type GetTaskGenerationStatusResponse = GetTaskGenerationStatusResponses[keyof GetTaskGenerationStatusResponses];
 
 export type ListProfilesData = {
     body?: never;

@@ -33,6 +33,19 @@ export function refuseConfiguration(c: BrowserConfiguration): string | undefined
   return undefined;
 }
 
+/** Why a run's session could not have the configuration (this server's refusals, then the
+ *  checks a session creation makes), or undefined. */
+export async function checkConfiguration(
+  sessions: { validate(projectId: string, body: SessionCreateBody | undefined): Promise<string | undefined> },
+  projectId: string,
+  configuration: BrowserConfiguration,
+): Promise<string | undefined> {
+  const own = refuseConfiguration(configuration);
+  if (own) return own;
+  const refused = await sessions.validate(projectId, sessionBody(configuration));
+  return refused ? `browserConfiguration: ${refused}` : undefined;
+}
+
 /** The session creation body of a run's session. */
 export function sessionBody(c: BrowserConfiguration, identity?: { id: string; skipValidation: boolean }): SessionCreateBody {
   const proxy = c.proxy?.active

@@ -9,7 +9,7 @@ import { fail } from '../http/errors.js';
 import type { components } from '../../generated/types.js';
 import { refuseUnpaid } from '../credits/account.js';
 import type { SessionCreateBody } from '../sessions/index.js';
-import { decodeCode, draftView, refuseConfiguration, sessionBody } from './configuration.js';
+import { checkConfiguration as checkSessionConfiguration, decodeCode, draftView, sessionBody } from './configuration.js';
 import { taskEvent } from './events.js';
 import * as queue from './queue-store.js';
 import * as store from './store.js';
@@ -153,12 +153,7 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
     };
   }
 
-  async function checkConfiguration(projectId: string, configuration: store.BrowserConfiguration): Promise<string | undefined> {
-    const own = refuseConfiguration(configuration);
-    if (own) return own;
-    const refused = await sessions.validate(projectId, sessionBody(configuration));
-    return refused ? `browserConfiguration: ${refused}` : undefined;
-  }
+  const checkConfiguration = (projectId: string, configuration: store.BrowserConfiguration) => checkSessionConfiguration(sessions, projectId, configuration);
 
   /** Polls the run until it ends (the worker wakes us at once when it ends on this node). */
   async function waitForEnd(projectId: string, id: string, timeoutMs: number): Promise<queue.ExecutionRow> {

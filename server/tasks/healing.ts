@@ -15,8 +15,8 @@ import type { ServiceConfig } from '../config/config.js';
 import type { Worker } from '../capability/index.js';
 import { emitEvent } from '../outbox/emit.js';
 import { ariaSnapshot } from '../page/aria.js';
-import { checkTypeScript } from '../sandbox/index.js';
 import { languageModel, type LanguageModel, type Message, type ToolCall, type ToolSpec } from '../llm/index.js';
+import { askForCode } from './model-code.js';
 import type { ExecutionRow } from './queue-store.js';
 import * as store from './store.js';
 
@@ -223,20 +223,20 @@ export async function proposeFix(
       ],
     },
   ];
-  for (let attempt = 0; attempt < 2; attempt++) {
-    const reply = await model.chat({ system: SYSTEM, messages, tools: [PROPOSE_FIX], signal });
-    const callOf = reply.toolCalls.find((c) => c.name === PROPOSE_FIX.name);
-    if (!callOf) return { refused: 'the model did not call propose_fix' };
-    const fix = readFix(callOf);
-    if ('refused' in fix) return fix;
-    const parsed = checkTypeScript(fix.code, 'task');
-    if (parsed.ok) return fix;
-    const problem = `The code does not parse: ${parsed.message} (line ${parsed.line}). Call propose_fix again with code that parses.`;
-    if (attempt === 1) return { refused: `the proposed code does not parse, twice: ${parsed.message} (line ${parsed.line})` };
-    messages.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls });
-    for (const c of reply.toolCalls) messages.push({ role: 'tool', callId: c.id, name: c.name, text: c === callOf ? problem : 'Ignored.' });
-  }
-  return { refused: 'unreachable' };
+  return askForCode(
+    model,
+    {
+      system: SYSTEM,
+      messages,
+      tool: PROPOSE_FIX,
+      read: (reply) => {
+        const callOf = reply.toolCalls.find((c) => c.name === PROPOSE_FIX.name);
+        return callOf ? readFix(callOf) : { refused: 'the model did not call propose_fix' };
+      },
+      failedTwice: 'the proposed code does not parse',
+    },
+    signal,
+  );
 }
 
 function readFix(c: ToolCall): ProposedFix | { refused: string } {

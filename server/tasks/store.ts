@@ -56,7 +56,15 @@ export function selfHealingOf(given: SelfHealing | undefined): SelfHealing {
 
 export async function createTask(
   db: Db,
-  t: { projectId: string; name: string; description: string | null; selfHealing?: SelfHealing; draft?: VersionFields },
+  t: {
+    projectId: string;
+    name: string;
+    description: string | null;
+    selfHealing?: SelfHealing;
+    draft?: VersionFields;
+    /** Written in the task's transaction: the task is never seen without it. */
+    with?: (tx: Db, task: TaskRow) => Promise<void>;
+  },
 ): Promise<TaskRow | 'name_taken'> {
   try {
     return await db.transaction(async (tx) => {
@@ -65,6 +73,7 @@ export async function createTask(
         [randomUUID(), t.projectId, t.name, t.description, JSON.stringify(selfHealingOf(t.selfHealing))],
       );
       if (t.draft) await saveDraft(tx, row, t.draft);
+      await t.with?.(tx, row);
       return row;
     });
   } catch (err) {
