@@ -46,6 +46,10 @@ export const DELIBERATE: Record<string, { answer: RegExp; reason: string }> = {
     answer: /^400 .*timeout\/max_duration must NOT be valid/,
     reason: 'a session timeout of 0 minutes (-1 disables a limit)',
   },
+  'main/api-resources/tasks/tasks.test.ts › resource tasks generate: required and optional params': {
+    answer: /^400 .*timeout\/max_duration must NOT be valid/,
+    reason: 'a session timeout of 0 minutes (-1 disables a limit)',
+  },
   '0.16.3/api-resources/tools.test.ts › resource tools fetchWebpage': {
     answer: /^400 .*url is required unless a sessionId/,
     reason: 'nothing to fetch: neither a url nor a session',
