@@ -1,22 +1,21 @@
 // pnpm sdk-suite, checked: the vendor's generated SDK tests (0.16.3 and main) against a real server
-// with a local scripted model: none fails, and each refusal on purpose is still the one
+// with a local model and proxy pool: none fails, and each refusal on purpose is still the one
 // named (a stale entry of DELIBERATE fails too).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScriptedModel, type ScriptedModelServer } from '../server/llm/scripted-server.js';
 import { startTestServer, type TestServer } from '../server/testing/harness.js';
-import { AGENT_FINISHES, DELIBERATE, agentEnv, classify, runSdkSuite } from './sdk-suite.js';
+import { DELIBERATE, classify, runSdkSuite, suiteServices } from './sdk-suite.js';
 
 describe('pnpm sdk-suite', () => {
-  let model: ScriptedModelServer;
+  let services: Awaited<ReturnType<typeof suiteServices>>;
   let server: TestServer;
 
   beforeAll(async () => {
-    model = await startScriptedModel(AGENT_FINISHES);
-    server = await startTestServer({ env: agentEnv(model) });
+    services = await suiteServices();
+    server = await startTestServer({ env: services.env });
   });
   afterAll(async () => {
     await server?.close();
-    await model?.close();
+    await services?.close();
   });
 
   it('classifies a failure by its answer: a placeholder id, a refusal on purpose, or a failure', () => {

@@ -8,15 +8,16 @@
 //   refused      a refusal this server makes on purpose, named below with its reason;
 //   FAIL         anything else, a route this server does not serve included.
 // Exits 1 when a test fails. Fetches nothing: the tests are in the tree, the SDK is a
-// devDependency; perform-web-task talks to a local scripted model.
+// devDependency; the server's language model and proxy pool are local (suiteServices).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { startScriptedModel, type ScriptedModelServer, type ScriptStep } from '../server/llm/scripted-server.js';
+import { Server as ProxyChainServer } from 'proxy-chain';
+import { startScriptedModel, type ScriptStep } from '../server/llm/scripted-server.js';
 import { startChildServer } from '../server/testing/child-server.js';
 
 export type Outcome = 'pass' | 'placeholder' | 'refused' | 'fail';
@@ -54,10 +55,6 @@ export const DELIBERATE: Record<string, { answer: RegExp; reason: string }> = {
     answer: /^400 .*url is required unless a sessionId/,
     reason: 'nothing to fetch: neither a url nor a session',
   },
-  '0.16.3/api-resources/profiles.test.ts › resource profiles create: required and optional params': {
-    answer: /^400 .*dedicated_sticky_ip: this server has no service proxy pool/,
-    reason: "dedicated_sticky_ip needs the operator's proxy pool (SERVICE_PROXY_POOL), which this server has not",
-  },
 };
 
 export interface SuiteResult {
@@ -70,15 +67,29 @@ export interface SuiteResult {
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** What the local model answers each perform-web-task of the suite: done at once. */
-export const AGENT_FINISHES: ScriptStep[] = Array.from({ length: 20 }, () => ({ toolCalls: [{ name: 'finish', arguments: { answer: 'done' } }] }));
+const AGENT_FINISHES: ScriptStep[] = Array.from({ length: 20 }, () => ({ toolCalls: [{ name: 'finish', arguments: { answer: 'done' } }] }));
 
-/** The settings that point the server's agent at the local model. */
-export const agentEnv = (model: ScriptedModelServer): Record<string, string> => ({
-  LLM_PROVIDER: 'openai',
-  LLM_BASE_URL: model.baseUrl('openai'),
-  LLM_MODEL: 'scripted',
-  LLM_IMAGES: 'false',
-});
+/**
+ * What the suite's server is given beside its defaults, as an operator would configure it:
+ * a language model (a local scripted one, answering each task "done") for perform-web-task
+ * and task generation, and a pool of one local proxy for what needs a service proxy.
+ */
+export async function suiteServices(): Promise<{ env: Record<string, string>; close(): Promise<void> }> {
+  const model = await startScriptedModel(AGENT_FINISHES);
+  const proxy = new ProxyChainServer({ port: 0, host: '127.0.0.1', verbose: false });
+  await proxy.listen();
+  const dir = mkdtempSync(join(tmpdir(), 'cb-sdk-suite-pool-'));
+  const pool = join(dir, 'pool.yaml');
+  writeFileSync(pool, `- url: "http://127.0.0.1:${proxy.port}"\n  country_code: us\n`);
+  return {
+    env: { LLM_PROVIDER: 'openai', LLM_BASE_URL: model.baseUrl('openai'), LLM_MODEL: 'scripted', LLM_IMAGES: 'false', SERVICE_PROXY_POOL: pool },
+    async close() {
+      await model.close();
+      await proxy.close(true);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 const suiteDir = join(root, 'vendor/anchorbrowser-sdk-tests');
 
 /**
@@ -144,13 +155,13 @@ async function main(): Promise<void> {
     const dataDir = mkdtempSync(join(tmpdir(), 'cb-sdk-suite-server-'));
     apiKey = `sk-${randomBytes(16).toString('hex')}`;
     process.stderr.write('starting the server on PGlite…\n');
-    const model = await startScriptedModel(AGENT_FINISHES);
-    const server = await startChildServer({ dataDir, apiKey, env: agentEnv(model) });
+    const services = await suiteServices();
+    const server = await startChildServer({ dataDir, apiKey, env: services.env });
     baseUrl = server.url;
     stop = async () => {
       server.child.kill('SIGTERM');
       await server.exited;
-      await model.close();
+      await services.close();
       rmSync(dataDir, { recursive: true, force: true });
     };
   }
