@@ -4,7 +4,7 @@
 // understood: an operation of the contract (no "No route"), authenticated, its body and
 // parameters valid (no 400 from the contract's schemas), no 5xx. What it then does may be a
 // refusal of the request's content (an id that does not exist here, a site this machine
-// cannot reach, no language model configured): the docs show the shape of a call, and
+// cannot reach): the docs show the shape of a call, and
 // the pages that document each answer are tested elsewhere. Every other command must name
 // something real: a `pnpm` script of package.json, a file of the tree, a documented setting.
 import { randomUUID } from 'node:crypto';
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SETTINGS } from '../server/config/settings.js';
 import { createSession, HEADLESS } from '../server/sessions/test-support.js';
 import { startTestServer, type TestServer } from '../server/testing/harness.js';
+import { suiteServices } from './sdk-suite.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_TOKEN = 'docs-admin-token-0123456789abcdef0123456789';
@@ -159,15 +160,19 @@ const packageScripts = new Set(Object.keys((JSON.parse(readFileSync(join(root, '
 const FOREIGN_ENV = new Set(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']);
 
 describe('the commands and requests of the docs', () => {
+  let services: Awaited<ReturnType<typeof suiteServices>>;
   let server: TestServer;
   let sessionId: string;
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { ADMIN_TOKEN } });
+    // Configured as the pages assume an operator did: a language model, a proxy pool.
+    services = await suiteServices();
+    server = await startTestServer({ env: { ...services.env, ADMIN_TOKEN } });
     sessionId = (await createSession(server, HEADLESS)).id;
   });
   afterAll(async () => {
     await server?.close();
+    await services?.close();
   });
 
   /** A block's variables before it runs: what the docs' readers have at hand. */
@@ -235,7 +240,7 @@ describe('the commands and requests of the docs', () => {
             expect(answer.status, what).not.toBe(415);
             expect(answer.text, what).not.toContain('No route for');
             if (answer.status === 400) expect(answer.text, what).not.toMatch(/"message":"(body|query|path)\//);
-            if (answer.status >= 500) expect(answer.text, what).toMatch(/No LLM provider is configured/);
+            expect(answer.status, what).toBeLessThan(500);
             if (assigned && c.jq) {
               const value = c.jq
                 .slice(1)
