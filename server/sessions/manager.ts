@@ -9,7 +9,7 @@ import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { trace } from '@opentelemetry/api';
 import { findKey } from '../auth/api-keys.js';
 import { sameToken } from '../auth/tokens.js';
 import type { EndReason, LeftNode, RunningSession, SessionEnd, SessionHooks, SessionOptions } from '../capability/index.js';
@@ -43,24 +43,7 @@ import { refusal } from './refusal.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
 import * as store from './store.js';
 import { sessionUpstream } from './upstream.js';
-
-// Asked for at each use: a server started again in this process (tests) registers a new
-// provider, which tracers obtained earlier would not see.
-const tracer = () => trace.getTracer('cloud-browser');
-
-/** Runs `fn` as a child trace span of the current one; a failure marks the span. */
-function spanned<T>(name: string, attributes: Record<string, string>, fn: () => Promise<T>): Promise<T> {
-  return tracer().startActiveSpan(name, { attributes }, async (span: Span) => {
-    try {
-      return await fn();
-    } catch (err) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
-}
+import { spanned, tracer } from '../tracing.js';
 
 interface LiveSession extends RunningSession {
   id: string;
@@ -477,7 +460,9 @@ export class SessionManager {
         const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
         warm = fits ? this.pool?.take(id) : undefined;
       }
-      sb = warm ?? (await spanned('browser.launch', { 'session.id': id }, () => this.launchCold(id, owner.projectId, launch, session, abort.signal)));
+      sb =
+        warm ??
+        (await spanned('browser.launch', { attributes: { 'session.id': id } }, () => this.launchCold(id, owner.projectId, launch, session, abort.signal)));
       trace.getActiveSpan()?.setAttribute('browser.warm', warm !== undefined);
       if (up.upstream) sb.traffic.setUpstream(up.upstream);
       cdp = (reservation ? await reservation.cdp : undefined) ?? (await CdpClient.connect(sb.browser.wsEndpoint));
@@ -518,7 +503,7 @@ export class SessionManager {
       if (session.initialUrl) {
         const [page] = await listPages(cdp);
         const targetId = page?.targetId ?? (await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' })).targetId;
-        await spanned('browser.navigate', { 'session.id': id }, () => navigate(cdp!, targetId, session.initialUrl!)).catch((err: Error) =>
+        await spanned('browser.navigate', { attributes: { 'session.id': id } }, () => navigate(cdp!, targetId, session.initialUrl!)).catch((err: Error) =>
           this.o.log.info({ sessionId: id, err: err.message }, 'initial_url did not finish loading'),
         );
       }
