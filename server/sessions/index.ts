@@ -10,7 +10,8 @@ import type { Db } from '../store/db.js';
 import { sessionHandlers, type SessionHandlers } from './handlers.js';
 import { SessionManager } from './manager.js';
 
-export { SessionManager, type CreateOptions, type CreateResult } from './manager.js';
+export { SessionManager } from './manager.js';
+export type { CreateOptions, CreateResult } from './create.js';
 export type { SessionCreateBody } from './options.js';
 export { onEndRecorded } from './end-recorded.js';
 export { findSessionRecord, historyBuckets, listSessions, type Granularity, type ListFilter, type SessionRow, type SessionStatus } from './store.js';
