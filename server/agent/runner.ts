@@ -12,7 +12,7 @@ import { roundCredits } from '../credits/prices.js';
 import type { LanguageModel } from '../llm/index.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import type { Interventions, InputType } from '../interventions/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLifecycle, SessionLookup } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { ActionError } from './actions.js';
 import { CdpRelay } from './cdp-relay.js';
@@ -60,7 +60,7 @@ export class WebTaskRunner {
   private readonly running = new Map<string, { sessionId?: string; abort: AbortController }>();
   private readonly relay = new CdpRelay();
 
-  constructor(private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionManager; interventions: Interventions }) {}
+  constructor(private readonly d: { db: Db; config: ServiceConfig; log: Logger; sessions: SessionLookup & SessionLifecycle; interventions: Interventions }) {}
 
   /** Refuses a URL the server may not load for users. Throws StartError (403/400). */
   async checkStartUrl(url: string): Promise<void> {

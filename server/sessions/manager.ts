@@ -20,6 +20,7 @@ import { SessionCreation, type CreateOptions, type CreateResult } from './create
 import { SessionEnds, type EndOptions } from './end.js';
 import { SessionTable } from './live.js';
 import type { SessionCreateBody } from './options.js';
+import type { NodeLoad, SessionLifecycle, SessionLookup, SessionUrls, WarmSource } from './roles.js';
 import * as store from './store.js';
 import { WarmBrowsers, type WarmReservation } from './warm.js';
 
@@ -38,7 +39,7 @@ const TICK_MS = 1_000;
 /** How long shutdown waits for the database to record ends; the next start settles the rest. */
 const STOP_RECORD_GRACE_MS = 10_000;
 
-export class SessionManager {
+export class SessionManager implements SessionLookup, SessionLifecycle, SessionUrls, NodeLoad, WarmSource {
   readonly nodeId: string;
   private readonly table = new SessionTable();
   private readonly access: CdpAccess;
