@@ -6,21 +6,18 @@
 // end asked for meanwhile, unwind (nothing of it outlives the attempt). One trace span.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
 import { trace } from '@opentelemetry/api';
 import { CdpClient, listPages, navigate } from '../browser/cdp-client.js';
 import { closeMeteredBrowser, turnAdblockOff } from '../browser/index.js';
-import type { SessionHooks, SessionOptions } from '../capability/index.js';
-import type { ServiceConfig } from '../config/config.js';
+import type { SessionOptions } from '../capability/index.js';
 import { refuseUnpaid } from '../credits/account.js';
 import type { RateLimiter } from '../http/rate-limit/index.js';
 import type { ServiceProxyPool } from '../net/service-proxies.js';
-import type { Db } from '../store/db.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
 import { spanned } from '../tracing.js';
 import type { CdpAccess } from './cdp-access.js';
 import type { SessionEnds } from './end.js';
-import type { EndRequest, LiveSession, Reservation, SessionTable } from './live.js';
+import type { EndRequest, LiveSession, Reservation, StepDeps } from './live.js';
 import { fitsWarmPool, normalize, storedConfiguration, type LaunchOptions, type SessionCreateBody } from './options.js';
 import { refusal } from './refusal.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
@@ -75,17 +72,12 @@ interface Claim {
 
 export class SessionCreation {
   constructor(
-    private readonly o: {
-      db: Db;
-      config: ServiceConfig;
-      log: Logger;
-      sessionHooks: SessionHooks;
+    private readonly o: StepDeps & {
       serviceProxies: ServiceProxyPool;
       /** The per-key creation rate. */
       creationRate: RateLimiter;
       nodeId: string;
       browsersDir: string;
-      table: SessionTable;
       warm: WarmBrowsers;
       cdp: Pick<CdpAccess, 'cdpUrl' | 'liveViewUrl'>;
       ends: Pick<SessionEnds, 'end' | 'endUnattended' | 'recordDurably'>;

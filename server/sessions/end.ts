@@ -4,14 +4,11 @@
 // the browser goes all the same; a caller that must answer now (a request) hears of the
 // failure at once (answerNow); shutdown stops waiting after a grace (giveUp) and leaves the
 // rest to the next start, which fails the sessions this node left.
-import type { Logger } from 'pino';
 import { closeMeteredBrowser } from '../browser/index.js';
-import type { EndReason, LeftNode, SessionEnd, SessionHooks } from '../capability/index.js';
-import type { ServiceConfig } from '../config/config.js';
-import type { Db } from '../store/db.js';
+import type { EndReason, LeftNode, SessionEnd } from '../capability/index.js';
 import { isDatabaseUnavailable, untilCommitted, type DatabaseUnavailableError } from '../store/unavailable.js';
 import type { CdpAccess } from './cdp-access.js';
-import type { EndRequest, SessionTable } from './live.js';
+import type { EndRequest, StepDeps } from './live.js';
 import { EndRecorder, recordEnds, type SessionUsage } from './record-end.js';
 import * as store from './store.js';
 
@@ -45,16 +42,7 @@ export class SessionEnds {
   /** Ends asked for at the same moment (shutdown, a timeout sweep) commit together. */
   private readonly ends: EndRecorder;
 
-  constructor(
-    private readonly o: {
-      db: Db;
-      config: ServiceConfig;
-      log: Logger;
-      sessionHooks: SessionHooks;
-      table: SessionTable;
-      cdp: Pick<CdpAccess, 'proxy'>;
-    },
-  ) {
+  constructor(private readonly o: StepDeps & { cdp: Pick<CdpAccess, 'proxy'> }) {
     this.ends = new EndRecorder(o, isDatabaseUnavailable);
   }
 

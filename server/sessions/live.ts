@@ -2,10 +2,13 @@
 // reserved for a session to come, and the table of both that every step reads (creation
 // claims a slot in it, the end empties it, the manager's drain, stop and time-outs walk
 // it). State only: the steps that change it live in create.ts, end.ts and warm.ts.
+import type { Logger } from 'pino';
 import type { CdpClient } from '../browser/cdp-client.js';
 import type { RunningBrowser } from '../browser/index.js';
-import type { EndReason, RunningSession, SessionOptions } from '../capability/index.js';
+import type { EndReason, RunningSession, SessionHooks, SessionOptions } from '../capability/index.js';
+import type { ServiceConfig } from '../config/config.js';
 import type { TrafficProxy } from '../net/traffic-proxy.js';
+import type { Db } from '../store/db.js';
 import type { SessionBrowser } from './session-browser.js';
 import type { SessionRow } from './store.js';
 
@@ -54,6 +57,20 @@ export interface EndRequest {
   status: 'completed' | 'failed';
   reason: EndReason;
   deleted: boolean;
+}
+
+/** What the lifecycle is given by the composition. */
+export interface LifecycleDeps {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  /** The composed capabilities' part in every session's life. */
+  sessionHooks: SessionHooks;
+}
+
+/** What each step of the lifecycle is given: the composition's, and this node's table. */
+export interface StepDeps extends LifecycleDeps {
+  table: SessionTable;
 }
 
 /** This node's sessions, running and starting, and whether it still takes new ones. */

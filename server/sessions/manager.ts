@@ -6,30 +6,22 @@
 // proxy (cdp-access.ts). Every role of roles.ts is played here; the capabilities take one.
 import { rmdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import type { Logger } from 'pino';
-import type { EndReason, LeftNode, RunningSession, SessionHooks } from '../capability/index.js';
-import type { ServiceConfig } from '../config/config.js';
+import type { EndReason, LeftNode, RunningSession } from '../capability/index.js';
 import type { RateLimits } from '../http/rate-limit/index.js';
 import type { ServiceProxyPool } from '../net/service-proxies.js';
-import type { Db } from '../store/db.js';
 import { browsersDirFor, installationId, sweepOrphans, type CdpProxy } from '../browser/index.js';
 import { listPages, type PageTarget } from '../browser/cdp-client.js';
 import { activePage, focused, PageSessions } from '../browser/pages.js';
 import { CdpAccess } from './cdp-access.js';
 import { SessionCreation, type CreateOptions, type CreateResult } from './create.js';
 import { SessionEnds, type EndOptions } from './end.js';
-import { SessionTable } from './live.js';
+import { SessionTable, type LifecycleDeps } from './live.js';
 import type { SessionCreateBody } from './options.js';
 import type { NodeLoad, SessionLifecycle, SessionLookup, SessionUrls, WarmSource } from './roles.js';
 import * as store from './store.js';
 import { WarmBrowsers, type WarmReservation } from './warm.js';
 
-export interface SessionManagerOptions {
-  db: Db;
-  config: ServiceConfig;
-  log: Logger;
-  /** The composed capabilities' part in every session's life. */
-  sessionHooks: SessionHooks;
+export interface SessionManagerOptions extends LifecycleDeps {
   serviceProxies: ServiceProxyPool;
   /** Where the per-key creation rate is counted (shared by the nodes of a cluster). */
   rateLimits: RateLimits;

@@ -4,13 +4,10 @@
 // not have; a reservation becomes its session only then, and is ended otherwise, never
 // handed to anything else.
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
 import { CdpClient } from '../browser/cdp-client.js';
 import { BrowserPool, DEFAULT_LAUNCH_OPTIONS } from '../browser/index.js';
-import type { SessionHooks } from '../capability/index.js';
-import type { ServiceConfig } from '../config/config.js';
 import type { CdpAccess } from './cdp-access.js';
-import type { Reservation, SessionTable } from './live.js';
+import type { Reservation, StepDeps } from './live.js';
 import { fitsWarmPool, normalize, type SessionCreateBody } from './options.js';
 import { launchSessionBrowser, type SessionBrowser } from './session-browser.js';
 
@@ -31,16 +28,7 @@ export class WarmBrowsers {
   /** Warm browsers set aside for sessions to come (reserve), by the session's id. */
   private readonly reserved = new Map<string, Reservation>();
 
-  constructor(
-    private readonly o: {
-      config: ServiceConfig;
-      log: Logger;
-      sessionHooks: SessionHooks;
-      browsersDir: string;
-      table: SessionTable;
-      cdp: Pick<CdpAccess, 'proxy' | 'cdpUrl'>;
-    },
-  ) {
+  constructor(private readonly o: Omit<StepDeps, 'db'> & { browsersDir: string; cdp: Pick<CdpAccess, 'proxy' | 'cdpUrl'> }) {
     if (o.config.browserPoolSize > 0) {
       this.pool = new BrowserPool<SessionBrowser>({
         size: o.config.browserPoolSize,
