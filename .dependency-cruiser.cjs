@@ -2,6 +2,7 @@
 //
 // Layers, bottom to top; a module imports its own layer or lower ones, never higher:
 //   base          config/ store/ http/ auth/ log.ts     what everything stands on
+//                 tracing.ts
 //   services      net/ browser/ page/ credits/ outbox/  shared by several capabilities,
 //                 storage/ secrets/ sandbox/ llm/       and the contract capabilities meet in
 //                 capability/
@@ -9,7 +10,7 @@
 //                 cluster/ too)                         capability only through its index.ts
 //   assembly      server.ts main.ts                     imported by nothing but tests
 // and no import circle anywhere, type-only imports included.
-const base = '^server/(?:(?:config|store|http|auth)/|log\\.ts$)';
+const base = '^server/(?:(?:config|store|http|auth)/|(?:log|tracing)\\.ts$)';
 const services = '^server/(?:net|browser|page|credits|outbox|storage|secrets|sandbox|llm|capability)/';
 const below = [base, services];
 const assembly = '^server/(?:server|main)\\.ts$';

@@ -2,10 +2,10 @@
 // (files.ts keeps them).
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import type { AgentFiles } from './files.js';
 
-export function agentFileHandlers(d: { sessions: Pick<SessionManager, 'lookup' | 'get'>; files: AgentFiles }): Pick<AppHandlers, 'uploadAgentFiles'> {
+export function agentFileHandlers(d: { sessions: SessionLookup; files: AgentFiles }): Pick<AppHandlers, 'uploadAgentFiles'> {
   return {
     async uploadAgentFiles(req, ctx) {
       const found = await d.sessions.lookup(ctx.projectId, req.params.sessionId);

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Interventions } from '../interventions/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLifecycle, SessionLookup } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { agentHandlers, type AgentHandlers } from './handlers.js';
 import { agentFileHandlers } from './files-handler.js';
@@ -17,7 +17,7 @@ export function agent(d: {
   db: Db;
   config: ServiceConfig;
   log: Logger;
-  sessions: SessionManager;
+  sessions: SessionLookup & SessionLifecycle;
   interventions: Interventions;
 }): Capability<keyof AgentHandlers | 'uploadAgentFiles'> {
   const log = d.log.child({ capability: 'agent' });

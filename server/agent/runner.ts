@@ -12,7 +12,7 @@ import { roundCredits } from '../credits/prices.js';
 import type { LanguageModel } from '../llm/index.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import type { Interventions, InputType } from '../interventions/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLifecycle, SessionLookup } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { ActionError } from './actions.js';
 import { CdpRelay } from './cdp-relay.js';
@@ -66,7 +66,7 @@ export class WebTaskRunner {
       db: Db;
       config: ServiceConfig;
       log: Logger;
-      sessions: SessionManager;
+      sessions: SessionLookup & SessionLifecycle;
       interventions: Interventions;
       /** Told each step, for the clients following the session's agent (GET /ws). */
       steps: StepSink;

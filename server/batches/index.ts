@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { NodeLoad, SessionLifecycle, SessionUrls } from '../sessions/index.js';
 import { asyncSessionHandlers, type AsyncSessionHandlers } from './async-session.js';
 import { batchHandlers, itemAnswer, type BatchHandlers } from './handlers.js';
 import { BatchWorker } from './worker.js';
@@ -14,7 +14,7 @@ export function batches(d: {
   db: Db;
   config: ServiceConfig;
   log: Logger;
-  sessions: SessionManager;
+  sessions: NodeLoad & SessionLifecycle & SessionUrls;
 }): Capability<keyof BatchHandlers | keyof AsyncSessionHandlers> {
   const worker = new BatchWorker(d);
   return {

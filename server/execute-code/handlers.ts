@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import { checkTypeScript, type Sandbox } from '../sandbox/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup, SessionUrls } from '../sessions/index.js';
 
 export type ExecuteCodeHandlers = Pick<AppHandlers, 'executeCode'>;
 
@@ -18,7 +18,7 @@ export const EXECUTE_CODE_TIMEOUT_MS = 60_000;
 /** Sandboxed children at once for this operation: each is a node process of up to 512 MB. */
 export const EXECUTE_CODE_CONCURRENCY = 4;
 
-export function executeCodeHandlers(d: { sandbox: Sandbox; sessions: Pick<SessionManager, 'lookup' | 'cdpUrlOf' | 'touch' | 'pages'>; log: Logger }) {
+export function executeCodeHandlers(d: { sandbox: Sandbox; sessions: SessionLookup & SessionUrls; log: Logger }) {
   const running = new Map<string, { sessionId: string; abort: AbortController }>();
   const endedSessions = new Set<AbortController>();
 

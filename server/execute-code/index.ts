@@ -6,10 +6,14 @@ import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup, SessionUrls } from '../sessions/index.js';
 import { executeCodeHandlers, type ExecuteCodeHandlers } from './handlers.js';
 
-export function executeCode(d: { config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof ExecuteCodeHandlers, { sandbox: Sandbox }> {
+export function executeCode(d: {
+  config: ServiceConfig;
+  log: Logger;
+  sessions: SessionLookup & SessionUrls;
+}): Capability<keyof ExecuteCodeHandlers, { sandbox: Sandbox }> {
   const sandbox = createSandbox({ config: d.config, log: d.log });
   const runs = executeCodeHandlers({ sandbox, sessions: d.sessions, log: d.log });
   return {

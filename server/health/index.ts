@@ -2,10 +2,10 @@
 // the cluster (its id, the nodes alive, whether it drains).
 import type { Capability } from '../capability/index.js';
 import type { ClusterNode } from '../cluster/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { NodeLoad } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 
-export function health(d: { db: Db; sessions: SessionManager; cluster: ClusterNode }): Capability {
+export function health(d: { db: Db; sessions: NodeLoad; cluster: ClusterNode }): Capability {
   return {
     name: 'health',
     routes(app) {

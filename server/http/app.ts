@@ -14,6 +14,7 @@ import { errorBody } from './errors.js';
 import { apiKeyOf, apiKeyRefusal } from '../auth/key-header.js';
 import { sameToken } from '../auth/tokens.js';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../store/unavailable.js';
+import { tracer } from '../tracing.js';
 import { compileSchema, createAjv, deref, describeErrors, loadSpec, type JsonObject } from './spec.js';
 
 export type AppHandlers = Handlers<AuthedContext, PublicContext>;
@@ -34,9 +35,6 @@ export interface HttpAppOptions {
   route?: MiddlewareHandler;
 }
 
-// Asked for at each use: a server started again in this process (tests) registers a new
-// provider, which tracers obtained earlier would not see.
-const tracer = () => trace.getTracer('cloud-browser');
 /** The contract's route that served the request, if one did. */
 const route = (c: Context) => c.get('route' as never) as Route | undefined;
 

@@ -8,7 +8,7 @@ import type { Capability } from '../capability/index.js';
 import type { Interventions } from '../interventions/index.js';
 import type { ProfileService } from '../profiles/index.js';
 import type { Secrets } from '../secrets/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLifecycle, SessionLookup } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { applicationHandlers, type ApplicationOperation } from './application-handlers.js';
 import { identityHandlers, type IdentityOperation } from './identity-handlers.js';
@@ -20,7 +20,7 @@ export function identities(d: {
   db: Db;
   log: Logger;
   secrets: Secrets;
-  sessions: SessionManager;
+  sessions: SessionLookup & SessionLifecycle;
   profiles: ProfileService;
   interventions: Interventions;
 }): Capability<ApplicationOperation | IdentityOperation | TokenOperation> {

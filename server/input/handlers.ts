@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { RunningSession } from '../capability/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import { navigate } from '../browser/cdp-client.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import { PageSessions, activePage } from '../browser/pages.js';
@@ -37,7 +37,7 @@ export type InputHandlers = Pick<
 >;
 
 export interface InputDeps {
-  sessions: Pick<SessionManager, 'get' | 'lookup' | 'touch'>;
+  sessions: SessionLookup;
   allowPrivateNetworks: boolean;
   log: Logger;
 }

@@ -2,10 +2,10 @@
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import { inputHandlers, type InputHandlers } from './handlers.js';
 
-export function input(d: { config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<keyof InputHandlers> {
+export function input(d: { config: ServiceConfig; log: Logger; sessions: SessionLookup }): Capability<keyof InputHandlers> {
   return {
     name: 'input',
     handlers: inputHandlers({ sessions: d.sessions, log: d.log, allowPrivateNetworks: d.config.allowPrivateNetworks }),

@@ -4,7 +4,7 @@ import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import { emitEvent } from '../outbox/emit.js';
 import type { Secrets } from '../secrets/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { answerContext } from './asker.js';
 import * as store from './store.js';
@@ -47,7 +47,7 @@ export async function answer(
   return done ? { ok: true } : { ok: false, status: 404, message: 'No pending request with this id' };
 }
 
-export function interventionHandlers(d: AnswerDeps & { sessions: Pick<SessionManager, 'lookup'> }): Pick<AppHandlers, InterventionOperation> {
+export function interventionHandlers(d: AnswerDeps & { sessions: SessionLookup }): Pick<AppHandlers, InterventionOperation> {
   /** The running session, or the contract's answer: 404 unknown, 400 not running. */
   const running = async (projectId: string, id: string) => {
     const s = await d.sessions.lookup(projectId, id);

@@ -7,7 +7,7 @@ import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { LiveView } from '../liveview/index.js';
 import type { Secrets } from '../secrets/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup, SessionUrls } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { interventions as asker, type Interventions } from './asker.js';
 import { answer, interventionHandlers, type InterventionOperation } from './handlers.js';
@@ -21,7 +21,7 @@ export function interventions(d: {
   config: ServiceConfig;
   log: Logger;
   secrets: Secrets;
-  sessions: SessionManager;
+  sessions: SessionLookup & SessionUrls;
   liveViews: LiveView;
 }): Capability<InterventionOperation, { interventions: Interventions }> {
   const service = asker({
@@ -47,7 +47,7 @@ export function interventions(d: {
 }
 
 /** The live-view page's view of the session's requests, by its viewer ticket. */
-function liveViewRoutes(app: Hono, d: { db: Db; secrets: Secrets; sessions: SessionManager; liveViews: LiveView }): void {
+function liveViewRoutes(app: Hono, d: { db: Db; secrets: Secrets; sessions: SessionLookup & SessionUrls; liveViews: LiveView }): void {
   const viewer = (id: string, ticket: string | undefined) => {
     const s = d.sessions.get(id);
     const grant = s && ticket ? d.liveViews.ticket(id, ticket) : undefined;

@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import { LiveView } from './live-view.js';
 import { Screencasts } from './screencast.js';
 
@@ -13,7 +13,7 @@ export { Screencasts, ScreencastHub, type Frame, type FrameMeta, type Tab } from
 export function liveView(d: {
   config: ServiceConfig;
   log: Logger;
-  sessions: SessionManager;
+  sessions: SessionLookup;
 }): Capability<never, { screencasts: Screencasts; liveViews: LiveView }> {
   const screencasts = new Screencasts({ quality: d.config.screencastQuality, log: d.log });
   const view = new LiveView({ sessions: d.sessions, screencasts, log: d.log, maxViewers: d.config.liveViewMaxViewers });

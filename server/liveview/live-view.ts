@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { sameToken } from '../auth/tokens.js';
 import type { RunningSession, SessionHooks } from '../capability/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import type { Frame, ScreencastHub, Screencasts, Tab } from './screencast.js';
 import { livePage, messagePage } from './page.js';
 
@@ -29,7 +29,7 @@ export interface TicketGrant {
 }
 
 export interface LiveViewOptions {
-  sessions: Pick<SessionManager, 'get' | 'touch'>;
+  sessions: Pick<SessionLookup, 'get' | 'touch'>;
   screencasts: Screencasts;
   log: Logger;
   maxViewers: number;

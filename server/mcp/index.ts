@@ -6,7 +6,7 @@ import { findKey } from '../auth/api-keys.js';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLifecycle, SessionLookup, SessionUrls } from '../sessions/index.js';
 import type { RecordingHandlers } from '../recording/index.js';
 import type { ToolHandlers } from '../tools/index.js';
 import { Drivers } from './driver.js';
@@ -16,7 +16,7 @@ export function mcp(d: {
   db: Db;
   config: ServiceConfig;
   log: Logger;
-  sessions: SessionManager;
+  sessions: SessionLookup & SessionLifecycle & SessionUrls;
   toolHandlers: ToolHandlers;
   recordingHandlers: RecordingHandlers;
 }): Capability {

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { EndReason, RunningSession } from '../capability/index.js';
 import type { KeyOwner } from '../auth/api-keys.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
-import type { SessionCreateBody, SessionManager } from '../sessions/index.js';
+import type { SessionCreateBody, SessionLifecycle, SessionLookup, SessionUrls } from '../sessions/index.js';
 import type { RecordingHandlers } from '../recording/index.js';
 import type { ToolHandlers } from '../tools/index.js';
 import type { Driver, Drivers } from './driver.js';
@@ -20,7 +20,7 @@ import { registerServiceTools } from './service-tools.js';
 import { registerSessionTools } from './session-tools.js';
 
 export interface McpSessionDeps {
-  sessions: Pick<SessionManager, 'create' | 'end' | 'get' | 'lookup' | 'touch' | 'runningOf' | 'liveViewUrl'>;
+  sessions: SessionLookup & SessionLifecycle & SessionUrls;
   drivers: Drivers;
   toolHandlers: ToolHandlers;
   recordingHandlers: Pick<RecordingHandlers, 'listSessionRecordings'>;

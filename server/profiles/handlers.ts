@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/types.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
 import * as store from './store.js';
@@ -33,7 +33,7 @@ export function resource(row: store.ProfileRow): components['schemas']['Profile'
 export function profileHandlers(d: {
   db: Db;
   storage: BlobStorage;
-  sessions: SessionManager;
+  sessions: SessionLookup;
   unpacked: UnpackedProfiles;
   hasServiceProxies: boolean;
 }): Pick<AppHandlers, ProfileOperation> {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { browsersDirFor } from '../browser/index.js';
 import type { Capability, LaunchingSession, RunningSession } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { NodeLoad, SessionLookup } from '../sessions/index.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
 import { profileHandlers, type ProfileOperation } from './handlers.js';
@@ -32,7 +32,7 @@ export function profiles(d: {
   blobs: BlobAreas;
   config: ServiceConfig;
   log: Logger;
-  sessions: SessionManager;
+  sessions: SessionLookup & NodeLoad;
 }): Capability<ProfileOperation, { profiles: ProfileService }> {
   const storage = d.blobs('profiles');
   const unpacked = new UnpackedProfiles(join(d.config.dataDir, 'profile-cache'));

@@ -5,7 +5,7 @@ import type { Db } from '../store/db.js';
 import type { Secrets } from '../secrets/index.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import type { Recorder } from './recorder.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import { readRanged } from '../storage/ranged.js';
@@ -19,7 +19,7 @@ export type RecordingHandlers = Pick<
 
 export interface RecordingDeps {
   db: Db;
-  sessions: Pick<SessionManager, 'get'>;
+  sessions: SessionLookup;
   recorder: Recorder;
   storage: BlobStorage;
   publicUrl: string;

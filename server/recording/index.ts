@@ -7,7 +7,7 @@ import type { ServiceConfig } from '../config/config.js';
 import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
 import type { Screencasts } from '../liveview/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import { Recorder } from './recorder.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import { RecordingLinks, recordingHandlers, recordingLinkRoute, type RecordingHandlers } from './handlers.js';
@@ -28,7 +28,7 @@ export function recordings(d: {
   blobs: BlobAreas;
   config: ServiceConfig;
   log: Logger;
-  sessions: SessionManager;
+  sessions: SessionLookup;
   screencasts: Screencasts;
 }): Capability<keyof RecordingHandlers, { recordingHandlers: RecordingHandlers; recordingLinks: RecordingLinkService }> {
   const storage = d.blobs('recordings');

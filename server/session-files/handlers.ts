@@ -4,7 +4,7 @@ import type { components } from '../../generated/types.js';
 import { attachmentHeader } from '../http/attachment.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import type { BlobStorage } from '../storage/blobs.js';
 import { readRanged } from '../storage/ranged.js';
 import type { Db } from '../store/db.js';
@@ -17,7 +17,7 @@ export type SessionFileOperation = 'listSessionDownloads' | 'fetchSessionDownloa
 export interface SessionFileDeps {
   db: Db;
   storage: BlobStorage;
-  sessions: Pick<SessionManager, 'lookup' | 'get'>;
+  sessions: SessionLookup;
   uploads: Uploads;
   publicUrl: string;
 }

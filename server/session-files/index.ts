@@ -5,14 +5,14 @@
 import type { Logger } from 'pino';
 import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
 import { DownloadKeeper } from './downloads.js';
 import { sessionFileHandlers, type SessionFileOperation } from './handlers.js';
 import { Uploads } from './uploads.js';
 
-export function sessionFiles(d: { db: Db; blobs: BlobAreas; config: ServiceConfig; log: Logger; sessions: SessionManager }): Capability<SessionFileOperation> {
+export function sessionFiles(d: { db: Db; blobs: BlobAreas; config: ServiceConfig; log: Logger; sessions: SessionLookup }): Capability<SessionFileOperation> {
   const storage = d.blobs('downloads');
   return {
     name: 'session-files',

@@ -4,7 +4,7 @@ import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
 import type { components } from '../../generated/types.js';
 import { versionDocument } from '../browser/index.js';
-import type { SessionManager } from './manager.js';
+import type { SessionLifecycle, SessionLookup, SessionUrls } from './roles.js';
 import * as store from './store.js';
 
 type Session = components['schemas']['Session'];
@@ -35,7 +35,7 @@ export type SessionHandlers = Pick<
 /** The newest this many are listed by GET /v1/sessions/all/status; count covers them all. */
 const MAX_STATUS_ITEMS = 1_000;
 
-export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionManager }): SessionHandlers {
+export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionLookup & SessionLifecycle & SessionUrls }): SessionHandlers {
   const record = (row: store.SessionRow): Session => ({
     id: row.id,
     // The vendor's names, which its SDKs read.

@@ -1,6 +1,6 @@
 // Sessions: browsers' lifecycle on this node (manager.ts), the Sessions and CDP operations
 // (handlers.ts), and the CDP proxy's WebSocket upgrade. Every capability that acts on
-// sessions depends on the SessionManager this provides.
+// sessions takes the role of the SessionManager it uses (roles.ts), not the class.
 import type { Context } from 'hono';
 import type { Logger } from 'pino';
 import type { Capability, SessionHooks } from '../capability/index.js';
@@ -11,7 +11,10 @@ import type { Db } from '../store/db.js';
 import { sessionHandlers, type SessionHandlers } from './handlers.js';
 import { SessionManager } from './manager.js';
 
-export { SessionManager, type CreateOptions, type CreateResult } from './manager.js';
+export { SessionManager } from './manager.js';
+export type { CreateOptions, CreateResult } from './create.js';
+export type { NodeLoad, SessionLifecycle, SessionLookup, SessionUrls, WarmSource } from './roles.js';
+export type { WarmReservation } from './warm.js';
 export type { SessionCreateBody } from './options.js';
 export { onEndRecorded } from './end-recorded.js';
 export { findSessionRecord, historyBuckets, listSessions, type Granularity, type ListFilter, type SessionRow, type SessionStatus } from './store.js';

@@ -84,6 +84,12 @@ export async function insertSession(db: Db, s: NewSession): Promise<SessionRow> 
   return row;
 }
 
+/** The project's cap on a session's duration (projects.max_session_minutes), in ms; undefined without one. */
+export async function maxSessionMs(db: Db, projectId: string): Promise<number | undefined> {
+  const [row] = await db.query<{ max_session_minutes: number | null }>('SELECT max_session_minutes FROM projects WHERE id = $1', [projectId]);
+  return row?.max_session_minutes ? row.max_session_minutes * 60_000 : undefined;
+}
+
 export async function markRunning(db: Db, id: string): Promise<void> {
   await db.query(`UPDATE sessions SET status = 'running', started_at = now() WHERE id = $1 AND status = 'starting'`, [id]);
 }

@@ -5,8 +5,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, SpanKind, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import { spanned } from '../tracing.js';
 import { PgliteThread, type Transaction } from './pglite-thread.js';
 import { asUnavailable, DatabaseUnavailableError, type UnavailableCause } from './unavailable.js';
 
@@ -20,10 +21,6 @@ export interface Db {
   poolStats?(): { max: number; total: number; idle: number; waiting: number };
 }
 
-// Asked for at each use: a server started again in this process (tests) registers a new
-// provider, which tracers obtained earlier would not see.
-const tracer = () => trace.getTracer('cloud-browser');
-
 /**
  * A query as a trace span (a no-op unless tracing is on), inside the work that made it: a
  * query outside any span (a worker's poll) makes none, so idle loops do not flood traces.
@@ -33,19 +30,10 @@ function traced(query: Db['query']): Db['query'] {
   return <T>(sql: string, params?: readonly unknown[]): Promise<T[]> => {
     if (!trace.getSpan(context.active())) return query<T>(sql, params);
     const operation = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase() ?? 'QUERY';
-    return tracer().startActiveSpan(
+    return spanned(
       `db ${operation}`,
       { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': sql } },
-      async (span) => {
-        try {
-          return await query<T>(sql, params);
-        } catch (err) {
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-          throw err;
-        } finally {
-          span.end();
-        }
-      },
+      () => query<T>(sql, params),
     );
   };
 }

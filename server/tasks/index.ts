@@ -8,7 +8,7 @@ import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import type { Secrets } from '../secrets/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { NodeLoad, SessionLifecycle, SessionUrls, WarmSource } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import type { Sandbox } from '../sandbox/index.js';
@@ -28,7 +28,7 @@ export function tasks(d: {
   blobs: BlobAreas;
   /** Derives the key of artifact links. */
   secrets: Secrets;
-  sessions: SessionManager;
+  sessions: NodeLoad & SessionLifecycle & SessionUrls & WarmSource;
   recordingLinks: RecordingLinkService;
   /** The server's one sandbox (execute-code makes it, with its warm children). */
   sandbox: Sandbox;

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
-import { onEndRecorded, type SessionManager } from '../sessions/index.js';
+import { onEndRecorded, type NodeLoad, type SessionLifecycle, type SessionUrls, type WarmSource } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { PreparedSandbox, Sandbox, SandboxOutcome } from '../sandbox/index.js';
 import type { Interventions } from '../interventions/index.js';
@@ -33,7 +33,7 @@ export interface RunDeps {
   db: Db;
   config: ServiceConfig;
   log: Logger;
-  sessions: Pick<SessionManager, 'nodeId' | 'capacity' | 'create' | 'end' | 'cdpUrl' | 'reservedFits'>;
+  sessions: NodeLoad & SessionLifecycle & SessionUrls & WarmSource;
   sandbox: Sandbox;
   /** The warm pair a run whose configuration the pool's browser serves takes (absent: none). */
   warm?: Pick<WarmPairs, 'take' | 'fill'>;

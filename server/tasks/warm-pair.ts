@@ -13,14 +13,14 @@
 // and the pool has a browser again, so an idle server holds none.
 import type { Logger } from 'pino';
 import type { PreparedSandbox, Sandbox } from '../sandbox/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { WarmReservation, WarmSource } from '../sessions/index.js';
 
 /** A pair nobody took for this long is ended (the next run builds one again). */
 const WARM_PAIR_IDLE_MS = 120_000;
 /** After a pair could not be built, the next attempt waits this long (no loop of failures). */
 const RETRY_AFTER_MS = 30_000;
 
-type Reservation = NonNullable<ReturnType<SessionManager['reserveWarm']>>;
+type Reservation = WarmReservation;
 
 export interface TakenPair {
   /** The id to create the run's session with (CreateOptions.reserved). */
@@ -37,9 +37,7 @@ export class WarmPairs {
   private wakeOnStop!: () => void;
   private readonly stopping = new Promise<void>((resolve) => (this.wakeOnStop = resolve));
 
-  constructor(
-    private readonly d: { sessions: Pick<SessionManager, 'reserveWarm' | 'whenWarm'>; sandbox: Pick<Sandbox, 'available' | 'prepare'>; log: Logger },
-  ) {}
+  constructor(private readonly d: { sessions: WarmSource; sandbox: Pick<Sandbox, 'available' | 'prepare'>; log: Logger }) {}
 
   /** Whether a pair is ready now. */
   get ready(): boolean {

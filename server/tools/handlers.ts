@@ -13,7 +13,7 @@ import { fail, failText } from '../http/errors.js';
 import type { RateLimits } from '../http/rate-limit/index.js';
 import type { Db } from '../store/db.js';
 import { isDatabaseUnavailable } from '../store/unavailable.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import { ToolError, type ToolService } from './fetch.js';
 import { toMarkdown } from './markdown.js';
 import { SessionPageError, readSessionPage } from './session-page.js';
@@ -25,7 +25,7 @@ export interface ToolDeps {
   config: Pick<Config, 'fetchRatePerMinute'>;
   log: Logger;
   tools: ToolService;
-  sessions: Pick<SessionManager, 'get' | 'lookup' | 'touch'>;
+  sessions: SessionLookup;
   rateLimits: RateLimits;
 }
 

@@ -4,7 +4,7 @@ import type { Capability } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { RateLimits } from '../http/rate-limit/index.js';
 import type { Db } from '../store/db.js';
-import type { SessionManager } from '../sessions/index.js';
+import type { SessionLookup } from '../sessions/index.js';
 import { ToolService } from './fetch.js';
 import { toolHandlers, type ToolHandlers } from './handlers.js';
 
@@ -14,7 +14,7 @@ export function tools(d: {
   db: Db;
   config: ServiceConfig;
   log: Logger;
-  sessions: SessionManager;
+  sessions: SessionLookup;
   rateLimits: RateLimits;
 }): Capability<keyof ToolHandlers, { toolHandlers: ToolHandlers }> {
   const service = new ToolService({ config: d.config, log: d.log });
