@@ -1,8 +1,9 @@
 // `pnpm mock [--port N]`: serves openapi.yaml with Prism, answering from its examples, for
 // frontend work without browsers. Prism validates requests against the contract. In front
-// of it sits a thin layer for the two things Prism answers differently from the contract:
+// of it sits a thin layer for the three things Prism answers differently from the contract:
 // an undocumented method on a documented path (405 with Allow, not Prism's 405 without
-// it, or 400) and a malformed JSON body (400 at once; Prism waits for its own timeout).
+// it, or 400), a malformed JSON body (400 at once; Prism waits for its own timeout), and a
+// plain GET of a WebSocket operation (426; Prism would answer its 101 and never switch).
 import { spawn } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import { join } from 'node:path';
@@ -32,6 +33,8 @@ const paths = [...new Set(routes.map((r) => r.path))].map((path) => ({
   pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
   methods: routes.filter((r) => r.path === path).map((r) => r.method),
   json: routes.filter((r) => r.path === path && r.body?.mediaTypes.includes('application/json')),
+  /** Operations that switch to a WebSocket (101), answering 426 without an upgrade. */
+  sockets: routes.filter((r) => r.path === path && r.statuses.includes(101) && r.statuses.includes(426)),
 }));
 
 const error = (code: number, message: string) => JSON.stringify({ error: { code, message } });
@@ -47,6 +50,11 @@ const front = createServer((req, res) => {
     if (match && !match.methods.includes(req.method as never)) {
       res.writeHead(405, { 'content-type': 'application/json', allow: match.methods.join(', ') });
       return res.end(error(405, `Method ${req.method} is not allowed here; allowed: ${match.methods.join(', ')}`));
+    }
+    const socket = match?.sockets.find((r) => r.method === req.method);
+    if (socket && !/websocket/i.test(req.headers.upgrade ?? '')) {
+      res.writeHead(426, { 'content-type': 'application/json', upgrade: 'websocket', connection: 'Upgrade' });
+      return res.end(JSON.stringify(errorBody(socket.errors[426], 426, 'This operation takes a WebSocket upgrade', docsUrl)));
     }
     const route = match?.json.find((r) => r.method === req.method);
     if (route && /application\/json/.test(req.headers['content-type'] ?? '') && body.length) {
