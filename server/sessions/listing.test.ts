@@ -81,10 +81,14 @@ describe.each(backends)('sessions API on %s', (backend) => {
         expect(res.status, bad).toBe(400);
         expect((await res.json()).error.code).toBe(400);
       }
-      // Every item is a full record.
+      // Every item is a full record, with the vendor SDK's names beside ours (session_id, team_id, playground).
       const full = (await (await own.request('/v1/sessions?limit=1')).json()).data[0];
+      expect(full.session_id).toBe(full.id);
       expect(Object.keys(full).sort()).toEqual(
         [
+          'session_id',
+          'team_id',
+          'playground',
           'cdp_url',
           'configuration',
           'created_at',
