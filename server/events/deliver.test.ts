@@ -27,7 +27,15 @@ afterAll(async () => {
 
 async function worker(options: Partial<DeliveryWorkerOptions> = {}): Promise<DeliveryWorker> {
   // Loopback receivers: the operator's "allow private networks" is given explicitly.
-  const w = new DeliveryWorker({ db: t.db, secrets: t.secrets, allowPrivate: true, pollIntervalMs: 50, releaseLeasesOnStart: false, ...options });
+  const w = new DeliveryWorker({
+    db: t.db,
+    secrets: t.secrets,
+    signals: t.signals,
+    allowPrivate: true,
+    pollIntervalMs: 50,
+    releaseLeasesOnStart: false,
+    ...options,
+  });
   await w.start();
   workers.push(w);
   return w;

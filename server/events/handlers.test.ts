@@ -87,7 +87,7 @@ function client(base: string, key: string) {
 
 beforeAll(async () => {
   t = await openTestDb();
-  worker = new DeliveryWorker({ db: t.db, secrets: t.secrets, allowPrivate: true, pollIntervalMs: 50, retrySchedule: [300, 300] });
+  worker = new DeliveryWorker({ db: t.db, secrets: t.secrets, signals: t.signals, allowPrivate: true, pollIntervalMs: 50, retrySchedule: [300, 300] });
   await worker.start();
 });
 afterAll(async () => {
