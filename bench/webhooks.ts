@@ -273,11 +273,11 @@ async function viaWorker(
         type: 'session.completed' as const,
         data: sampleEventData('session.completed'),
       }));
-      const evs = await db.transaction((tx) => emitEvents(tx, group));
+      const evs = await db.transaction((tx) => emitEvents(tx, signals, group));
       const at = now(); // committed
       for (const ev of evs) started.set(ev.id, at);
     } else {
-      const ev = await db.transaction((tx) => emitEvent(tx, project, 'session.completed', sampleEventData('session.completed')));
+      const ev = await db.transaction((tx) => emitEvent(tx, signals, project, 'session.completed', sampleEventData('session.completed')));
       started.set(ev.id, now()); // committed
     }
   }

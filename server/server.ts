@@ -104,7 +104,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     // `signals`: the in-process word between capabilities, this server's own (not the
     // `signals` capability, which coordinates the API's events across nodes). A capability's
     // deps name the signals it gives or waits for: sessions tell an end recorded, which tasks
-    // wait for; webhooks tell each delivery attempt's end, which tasks (composed before
+    // wait for; whoever writes an event (sessions, identities, interventions, recordings,
+    // batches, tasks, webhooks, the console) tells deliveries written, which webhooks' worker
+    // waits for; webhooks tell each delivery attempt's end, which tasks (composed before
     // them) wait for.
     const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics, rateLimits, signals: createSignals() })
       .add(sessions)

@@ -33,7 +33,6 @@
 // delivery-stats.ts (the counters behind stats()).
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
-import { onDeliveriesWritten } from '../outbox/nudge.js';
 import { createAgents } from './http-post.js';
 import { resolveOptions, type DeliveryLogger, type DeliveryWorkerOptions, type ResolvedOptions } from './delivery-options.js';
 import { anyDue, bySchedule, claimDue, localLeases, PlannerStats, releaseAllLeases, type Claimed, type LocalLeases } from './delivery-claim.js';
@@ -125,7 +124,7 @@ export class DeliveryWorker {
     this.started = true;
     this.stopping = false;
     if (this.o.releaseLeasesOnStart) await releaseAllLeases(this.db);
-    this.unsubscribe = onDeliveriesWritten(() => this.nudge());
+    this.unsubscribe = this.signals.deliveriesWritten.on(() => this.nudge());
     this.pollTimer = setInterval(() => void this.poll(), this.o.pollIntervalMs);
     this.pollTimer.unref?.();
     this.maybeMore = true;

@@ -14,8 +14,9 @@ export interface DeliveryWorkerOptions {
   db: Db;
   /** Opens the webhooks' sealed signing secrets (sealed-secrets.ts). */
   secrets: Secrets;
-  /** The server's signals: each attempt's end is told (a task run holds its teardown until its event's first). */
-  signals: Pick<Signals, 'deliveryAttempted'>;
+  /** The server's signals: deliveries written nudge the worker; each attempt's end is told
+   *  (a task run holds its teardown until its event's first). */
+  signals: Pick<Signals, 'deliveriesWritten' | 'deliveryAttempted'>;
   /** ALLOW_PRIVATE_NETWORKS: deliver to private, loopback and link-local addresses. */
   allowPrivate: boolean;
   /** Requests in flight at most (WEBHOOK_DELIVERY_CONCURRENCY). Default 64. */

@@ -25,7 +25,7 @@ const ajv = createAjv(spec);
 async function serve(allowPrivate: boolean, maxPerProject = 20): Promise<string> {
   // Only the webhook operations are exercised here; the others keep their placeholders.
   const handlers = {
-    ...webhookHandlers({ db: t.db, secrets: t.secrets, allowPrivate, maxPerProject, resolve: async () => ['93.184.215.14'] }),
+    ...webhookHandlers({ db: t.db, signals: t.signals, secrets: t.secrets, allowPrivate, maxPerProject, resolve: async () => ['93.184.215.14'] }),
   } as AppHandlers;
   const app = createHttpApp({
     handlers,

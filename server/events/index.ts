@@ -14,8 +14,9 @@ export function webhooks(d: {
   config: ServiceConfig;
   log: Logger;
   secrets: Secrets;
-  /** Told: each delivery attempt's end (tasks, composed before, wait for their events'). */
-  signals: Pick<Signals, 'deliveryAttempted'>;
+  /** Heard: deliveries written (the worker looks at once); told: each delivery attempt's
+   *  end (tasks, composed before, wait for their events'). */
+  signals: Pick<Signals, 'deliveriesWritten' | 'deliveryAttempted'>;
 }): Capability<WebhookOperation> {
   const log = d.log.child({ component: 'webhooks' });
   const worker = new DeliveryWorker({
@@ -30,6 +31,7 @@ export function webhooks(d: {
     name: 'webhooks',
     handlers: webhookHandlers({
       db: d.db,
+      signals: d.signals,
       secrets: d.secrets,
       allowPrivate: d.config.allowPrivateNetworks,
       publicUrl: d.config.publicUrl,

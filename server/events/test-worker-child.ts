@@ -41,7 +41,7 @@ if (emit > 0) {
         type: 'session.completed' as const,
         data: sampleEventData('session.completed'),
       }));
-      const evs = await db.transaction((tx) => emitEvents(tx, group));
+      const evs = await db.transaction((tx) => emitEvents(tx, signals, group));
       process.stdout.write(evs.map((ev) => `committed ${ev.id}\n`).join(''));
       await new Promise((r) => setTimeout(r, 5 * group.length));
     }

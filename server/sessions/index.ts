@@ -24,7 +24,7 @@ export function sessions(d: {
   log: Logger;
   sessionHooks: SessionHooks;
   rateLimits: RateLimits;
-  signals: Pick<Signals, 'endRecorded'>;
+  signals: Pick<Signals, 'endRecorded' | 'deliveriesWritten'>;
 }): Capability<keyof SessionHandlers, { sessions: SessionManager }> {
   // The operator's service proxies, one pool for the server: their health is shared by every session.
   const manager = new SessionManager({ ...d, serviceProxies: new ServiceProxyPool(d.config.serviceProxyPool, { log: d.log }) });

@@ -66,8 +66,8 @@ export interface LifecycleDeps {
   log: Logger;
   /** The composed capabilities' part in every session's life. */
   sessionHooks: SessionHooks;
-  /** Told when an end is recorded (a task run waits for its session's). */
-  signals: Pick<Signals, 'endRecorded'>;
+  /** Told when an end is recorded (a task run waits for its session's), and its event written. */
+  signals: Pick<Signals, 'endRecorded' | 'deliveriesWritten'>;
 }
 
 /** What each step of the lifecycle is given: the composition's, and this node's table. */

@@ -30,11 +30,11 @@ export interface EndToRecord {
   deleted?: boolean;
 }
 
-/** What recording an end needs: where, the prices, and whom to tell it was recorded. */
+/** What recording an end needs: where, the prices, and whom to tell (its event written, its end recorded). */
 export interface RecordEndDeps {
   db: Db;
   config: ServiceConfig;
-  signals: Pick<Signals, 'endRecorded'>;
+  signals: Pick<Signals, 'endRecorded' | 'deliveriesWritten'>;
 }
 
 /** Ends at most this many sessions in one transaction (a short one: requests wait on PGlite's). */
@@ -119,7 +119,7 @@ async function recordEndsTogether(o: RecordEndDeps, ends: readonly EndToRecord[]
       row.credits_used = await settleSession(tx, row, o.config);
       events.push(endEvent(o.config, row, status, reason));
     }
-    await emitEvents(tx, events);
+    await emitEvents(tx, o.signals, events);
     return rows;
   });
   // Committed: those waiting here for these ends may go on (rows already ended are undefined).

@@ -35,8 +35,9 @@ export function tasks(d: {
   /** ctx.requestIntervention: a run asks a person in its session. */
   interventions: Interventions;
   /** A run waits for its session's end to be recorded, and holds its browser's teardown
-   *  until its outcome's first delivery attempt (webhooks, composed after, signal it). */
-  signals: Pick<Signals, 'endRecorded' | 'deliveryAttempted'>;
+   *  until its outcome's first delivery attempt (webhooks, composed after, signal it); its
+   *  events tell deliveries written. */
+  signals: Pick<Signals, 'endRecorded' | 'deliveryAttempted' | 'deliveriesWritten'>;
 }): Capability<TaskOperation | GenerationOperation> {
   const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl, d.secrets);
   const healer = new TaskHealer(d);
@@ -47,7 +48,7 @@ export function tasks(d: {
   return {
     name: 'tasks',
     handlers: {
-      ...taskHandlers({ db: d.db, config: d.config, sessions: d.sessions, worker }),
+      ...taskHandlers({ db: d.db, config: d.config, sessions: d.sessions, worker, signals: d.signals }),
       ...generationHandlers({ db: d.db, config: d.config, sessions: d.sessions, generator }),
     },
     // GET /files/task-artifacts/{id}: the artifacts' signed links.

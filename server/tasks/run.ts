@@ -35,8 +35,9 @@ export interface RunDeps {
   log: Logger;
   sessions: NodeLoad & SessionLifecycle & SessionUrls & WarmSource;
   sandbox: Sandbox;
-  /** Heard: the session's end recorded (its credits), the outcome's first delivery attempt. */
-  signals: Pick<Signals, 'endRecorded' | 'deliveryAttempted'>;
+  /** Heard: the session's end recorded (its credits), the outcome's first delivery attempt;
+   *  told: the outcome's event written. */
+  signals: Pick<Signals, 'endRecorded' | 'deliveryAttempted' | 'deliveriesWritten'>;
   /** The warm pair a run whose configuration the pool's browser serves takes (absent: none). */
   warm?: Pick<WarmPairs, 'take' | 'fill'>;
   artifacts: ArtifactLinks;
@@ -153,7 +154,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
         return links;
       }),
     ]);
-    const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
+    const finished = await queue.finish(d.db, d.signals, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
       taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
     );
     if (finished && finished.event.deliveries > 0) out = d.signals.deliveryAttempted.next(finished.event.id, TEARDOWN_HOLD_MAX_MS);
