@@ -36,6 +36,7 @@ import { sampleEventData } from '../server/events/samples.js';
 import { generateSecret, signatureHeaders } from '../server/events/signing.js';
 import { sealSecret } from '../server/events/sealed-secrets.js';
 import { sealer } from '../server/secrets/index.js';
+import { createSignals } from '../server/capability/index.js';
 import { machine } from './machine.js';
 
 const now = () => performance.timeOrigin + performance.now();
@@ -248,7 +249,9 @@ async function viaWorker(
     `http://127.0.0.1:${receiver.port}/hook`,
     sealSecret(secrets, webhookId, generateSecret()),
   ]);
-  const worker = new DeliveryWorker({ db, secrets, allowPrivate: true, retrySchedule: options.schedule });
+  // The run's own signals, as a server's: its emits nudge its worker.
+  const signals = createSignals();
+  const worker = new DeliveryWorker({ db, secrets, signals, allowPrivate: true, retrySchedule: options.schedule });
   if (!options.backlog) await worker.start();
   const started = new Map<string, number>();
   let cpu0 = process.cpuUsage();
@@ -270,11 +273,11 @@ async function viaWorker(
         type: 'session.completed' as const,
         data: sampleEventData('session.completed'),
       }));
-      const evs = await db.transaction((tx) => emitEvents(tx, group));
+      const evs = await db.transaction((tx) => emitEvents(tx, signals, group));
       const at = now(); // committed
       for (const ev of evs) started.set(ev.id, at);
     } else {
-      const ev = await db.transaction((tx) => emitEvent(tx, project, 'session.completed', sampleEventData('session.completed')));
+      const ev = await db.transaction((tx) => emitEvent(tx, signals, project, 'session.completed', sampleEventData('session.completed')));
       started.set(ev.id, now()); // committed
     }
   }

@@ -15,7 +15,7 @@ import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { openRateLimits } from './http/rate-limit/index.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { keepIdleConnections } from './http/keep-alive.js';
-import { compose } from './capability/index.js';
+import { compose, createSignals } from './capability/index.js';
 import { openBlobAreas } from './storage/areas.js';
 import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
@@ -101,7 +101,14 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     log.info({ storage: blobs.describe }, 'blob storage');
 
     const metrics = new Metrics();
-    const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics, rateLimits })
+    // `signals`: the in-process word between capabilities, this server's own (not the
+    // `signals` capability, which coordinates the API's events across nodes). A capability's
+    // deps name the signals it gives or waits for: sessions tell an end recorded, which tasks
+    // wait for; whoever writes an event (sessions, identities, interventions, recordings,
+    // batches, tasks, webhooks, the console) tells deliveries written, which webhooks' worker
+    // waits for; webhooks tell each delivery attempt's end, which tasks (composed before
+    // them) wait for.
+    const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics, rateLimits, signals: createSignals() })
       .add(sessions)
       .add(extensions)
       .add(clientCertificates)

@@ -2,7 +2,7 @@
 // of one (async-session.ts), and the worker that provisions their items through the
 // SessionManager (worker.ts).
 import type { Logger } from 'pino';
-import type { Capability } from '../capability/index.js';
+import type { Capability, Signals } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import type { NodeLoad, SessionLifecycle, SessionUrls } from '../sessions/index.js';
@@ -15,6 +15,8 @@ export function batches(d: {
   config: ServiceConfig;
   log: Logger;
   sessions: NodeLoad & SessionLifecycle & SessionUrls;
+  /** Told: a batch's end event written. */
+  signals: Pick<Signals, 'deliveriesWritten'>;
 }): Capability<keyof BatchHandlers | keyof AsyncSessionHandlers> {
   const worker = new BatchWorker(d);
   return {

@@ -12,6 +12,7 @@ import { openDb, type Db } from '../store/db.js';
 import { backends, sharedPostgresSchema } from '../testing/harness.js';
 import { openTestPglite } from '../testing/pglite-template.js';
 import * as store from './store.js';
+import { createSignals } from '../capability/index.js';
 import { batchEnd, batchEvents, call, createBatch, expectValid, getBatch, serverPerTest } from './test-support.js';
 
 const HEADLESS = { browser: { headless: { active: true } }, session: { recording: { active: false } } };
@@ -88,6 +89,8 @@ describe.each(backends)('the store of batch retries on %s', (backend) => {
   let db: Db;
   let drop: (() => Promise<void>) | undefined;
   let projectId: string;
+  /** This store's own signals, as a server's (no worker hears them here). */
+  const signals = createSignals();
   beforeAll(async () => {
     if (backend === 'postgres') {
       const schema = await sharedPostgresSchema();
@@ -115,21 +118,21 @@ describe.each(backends)('the store of batch retries on %s', (backend) => {
   it('retries what failed while the batch runs; items in flight count as they finish; one event at the end', async () => {
     const b = await newBatch(3);
     const [a, c, d] = await store.claimItems(db, 'node-a', 3);
-    await store.finishItem(db, a, { status: 'failed', error: 'first' });
+    await store.finishItem(db, signals, a, { status: 'failed', error: 'first' });
     const r = await store.retryBatch(db, projectId, b.id, { attempts: 2, queueTimeoutSeconds: 60 });
     expect(r).toMatchObject({ retried: 1, batch: { status: 'pending', failed_requests: 0 } });
     // The items still being created were left alone.
-    await store.finishItem(db, c, { status: 'completed' });
-    await store.finishItem(db, d, { status: 'failed', error: 'second' });
+    await store.finishItem(db, signals, c, { status: 'completed' });
+    await store.finishItem(db, signals, d, { status: 'failed', error: 'second' });
     expect(await counts(b.id)).toEqual({ status: 'pending', completed: 1, failed: 1 });
     // The retried item fails once (one attempt left: back in the queue), then succeeds.
     const [again] = await store.claimItems(db, 'node-a', 5);
     expect(again).toMatchObject({ itemIndex: 0 });
     expect(again.sessionId).not.toBe(a.sessionId);
-    await store.finishItem(db, again, { status: 'failed', error: 'retry 1' });
+    await store.finishItem(db, signals, again, { status: 'failed', error: 'retry 1' });
     expect(await counts(b.id)).toEqual({ status: 'pending', completed: 1, failed: 1 });
     const [last] = await store.claimItems(db, 'node-a', 5);
-    await store.finishItem(db, last, { status: 'completed' });
+    await store.finishItem(db, signals, last, { status: 'completed' });
     expect(await counts(b.id)).toEqual({ status: 'completed', completed: 2, failed: 1 });
     expect((await events(b.id)).map((e) => e.type)).toEqual(['batch.completed']);
     const items = await store.listItems(db, projectId, (await store.getBatch(db, projectId, b.id))!);
@@ -144,16 +147,16 @@ describe.each(backends)('the store of batch retries on %s', (backend) => {
     for (let round = 0; round < 10; round++) {
       const b = await newBatch(2);
       const [x, y] = await store.claimItems(db, 'node-a', 2);
-      await store.finishItem(db, x, { status: 'failed', error: 'x' });
+      await store.finishItem(db, signals, x, { status: 'failed', error: 'x' });
       const [retried] = await Promise.all([
         store.retryBatch(db, projectId, b.id, { attempts: 1, queueTimeoutSeconds: 60 }),
-        store.finishItem(db, y, { status: 'completed' }),
+        store.finishItem(db, signals, y, { status: 'completed' }),
       ]);
       expect(retried).toMatchObject({ retried: 1 });
       // Whichever came first, item 0 waits again and the batch is pending with item 1 counted.
       expect(await counts(b.id)).toEqual({ status: 'pending', completed: 1, failed: 0 });
       const [z] = await store.claimItems(db, 'node-a', 2);
-      await store.finishItem(db, z, { status: 'failed', error: 'z' });
+      await store.finishItem(db, signals, z, { status: 'failed', error: 'z' });
       expect(await counts(b.id)).toEqual({ status: 'completed', completed: 1, failed: 1 });
       // The last outcome may have ended the batch before the retry reopened it: then two ends.
       const types = (await events(b.id)).map((e) => e.type);

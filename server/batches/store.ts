@@ -12,7 +12,7 @@
 // claim never waits for a lock (SKIP LOCKED on items and batches), so nothing deadlocks
 // with it on PostgreSQL.
 import type { Db } from '../store/db.js';
-import { emitEvent } from '../outbox/emit.js';
+import { emitEvent, type EmitSignals } from '../outbox/emit.js';
 import type { components } from '../../generated/types.js';
 
 export type BatchStatus = components['schemas']['BatchStatus'];
@@ -284,7 +284,12 @@ export async function releaseItem(db: Db, item: Pick<ClaimedItem, 'batchId' | 'i
 export type Outcome = { status: 'completed' } | { status: 'failed'; error: string };
 
 /** A claimed item's outcome, with the batch's counters and, when it was the last, its end. */
-export async function finishItem(db: Db, item: Pick<ClaimedItem, 'batchId' | 'itemIndex' | 'sessionId'>, outcome: Outcome): Promise<void> {
+export async function finishItem(
+  db: Db,
+  signals: EmitSignals,
+  item: Pick<ClaimedItem, 'batchId' | 'itemIndex' | 'sessionId'>,
+  outcome: Outcome,
+): Promise<void> {
   await db.transaction(async (tx) => {
     // The batch row first: every transaction that counts items of a batch locks it in the
     // same order, so counting and finishing serialize per batch.
@@ -307,12 +312,12 @@ export async function finishItem(db: Db, item: Pick<ClaimedItem, 'batchId' | 'it
     );
     if (done.length === 0) return;
     await count(tx, item.batchId, outcome.status, 1);
-    await finalize(tx, item.batchId);
+    await finalize(tx, signals, item.batchId);
   });
 }
 
 /** Fails the waiting items of every batch whose queue deadline has passed. Answers how many. */
-export async function expireDue(db: Db, error: (batch: { queue_deadline: Date; created_at: Date }) => string): Promise<number> {
+export async function expireDue(db: Db, signals: EmitSignals, error: (batch: { queue_deadline: Date; created_at: Date }) => string): Promise<number> {
   const due = await db.query<{ id: string; queue_deadline: Date; created_at: Date }>(
     `SELECT b.id, b.queue_deadline, b.created_at FROM batches b
       WHERE b.status = 'pending' AND b.queue_deadline <= now()
@@ -342,7 +347,7 @@ export async function expireDue(db: Db, error: (batch: { queue_deadline: Date; c
           WHERE id = $1`,
         [b.id, n, locked.waiting, message],
       );
-      await finalize(tx, b.id);
+      await finalize(tx, signals, b.id);
       return n;
     });
   }
@@ -373,7 +378,7 @@ export interface Recovered {
  * item completed (the restart ended that session, as it ends every session of the node);
  * a session that never ran → the item failed. An item is never provisioned twice.
  */
-export async function recoverNode(db: Db, nodeId: string, restartError: string, before?: Date): Promise<Recovered> {
+export async function recoverNode(db: Db, signals: EmitSignals, nodeId: string, restartError: string, before?: Date): Promise<Recovered> {
   // `before`: a node claimed dead by another; only its claims made before (see LeftNode).
   const items = await db.query<{ batch_id: string; item_index: number; session_id: string; started_at: Date | null; has_session: boolean }>(
     `SELECT i.batch_id, i.item_index, i.session_id, s.started_at, s.id IS NOT NULL AS has_session
@@ -388,10 +393,10 @@ export async function recoverNode(db: Db, nodeId: string, restartError: string, 
       await releaseItem(db, item);
       out.requeued++;
     } else if (i.started_at) {
-      await finishItem(db, item, { status: 'completed' });
+      await finishItem(db, signals, item, { status: 'completed' });
       out.completed++;
     } else {
-      await finishItem(db, item, { status: 'failed', error: restartError });
+      await finishItem(db, signals, item, { status: 'failed', error: restartError });
       out.failed++;
     }
   }
@@ -404,7 +409,7 @@ async function count(tx: Db, batchId: string, status: 'completed' | 'failed', n:
 }
 
 /** Ends a pending batch whose items are all terminal, with its event, inside `tx`. */
-async function finalize(tx: Db, batchId: string): Promise<void> {
+async function finalize(tx: Db, signals: EmitSignals, batchId: string): Promise<void> {
   const [b] = await tx.query<BatchRow>(
     `UPDATE batches SET status = CASE WHEN completed_requests > 0 THEN 'completed' ELSE 'failed' END, completed_at = now()
       WHERE id = $1 AND status = 'pending' AND completed_requests + failed_requests + cancelled_requests >= total_requests
@@ -418,6 +423,6 @@ async function finalize(tx: Db, batchId: string): Promise<void> {
     completed_requests: b.completed_requests,
     failed_requests: b.failed_requests,
   };
-  if (b.status === 'completed') await emitEvent(tx, b.project_id, 'batch.completed', { ...data, status: 'completed' });
-  else await emitEvent(tx, b.project_id, 'batch.failed', { ...data, status: 'failed' });
+  if (b.status === 'completed') await emitEvent(tx, signals, b.project_id, 'batch.completed', { ...data, status: 'completed' });
+  else await emitEvent(tx, signals, b.project_id, 'batch.failed', { ...data, status: 'failed' });
 }

@@ -13,7 +13,7 @@
 // goes back to the queue, and an item's outcome is recorded once the database is back (both
 // retried until they commit), so the batch resumes and its counts add up without a restart.
 import type { Logger } from 'pino';
-import { PollLoop, type LeftNode } from '../capability/index.js';
+import { PollLoop, type LeftNode, type Signals } from '../capability/index.js';
 import type { Db } from '../store/db.js';
 import { isDatabaseUnavailable, untilCommitted } from '../store/unavailable.js';
 import type { ServiceConfig } from '../config/config.js';
@@ -33,6 +33,8 @@ export interface BatchWorkerOptions {
   config: ServiceConfig;
   log: Logger;
   sessions: BatchSessions;
+  /** Told: a batch's end event written. */
+  signals: Pick<Signals, 'deliveriesWritten'>;
 }
 
 /** How often the worker looks for work while items wait (it is also woken on new batches). */
@@ -56,7 +58,7 @@ export class BatchWorker {
   }
 
   async start(): Promise<void> {
-    const r = await store.recoverNode(this.o.db, this.o.sessions.nodeId, RESTART_ERROR);
+    const r = await store.recoverNode(this.o.db, this.o.signals, this.o.sessions.nodeId, RESTART_ERROR);
     if (r.completed + r.failed + r.requeued > 0) this.o.log.warn(r, 'settled the batch items a previous run was provisioning');
     this.polling.start();
   }
@@ -64,7 +66,7 @@ export class BatchWorker {
   /** Another node died: its items are settled like a restart's (a session that ran: completed;
    *  one that was starting: failed; none made: back in the queue, for any node). */
   async recoverNode(node: LeftNode): Promise<void> {
-    const r = await store.recoverNode(this.o.db, node.id, NODE_DEAD_ERROR, node.before);
+    const r = await store.recoverNode(this.o.db, this.o.signals, node.id, NODE_DEAD_ERROR, node.before);
     if (r.completed + r.failed + r.requeued > 0) this.o.log.warn({ ...r, nodeId: node.id }, 'settled the batch items a dead node was provisioning');
     if (r.requeued > 0) this.nudge();
   }
@@ -89,7 +91,11 @@ export class BatchWorker {
     if (this.inflight.size === 0 && !(await store.anyWaiting(db))) return false;
     if (Date.now() - this.lastExpiry >= EXPIRE_EVERY_MS) {
       this.lastExpiry = Date.now();
-      await store.expireDue(db, () => `Queue timeout: no browser became available within ${config.batchQueueTimeoutSeconds} s of the batch's creation`);
+      await store.expireDue(
+        db,
+        this.o.signals,
+        () => `Queue timeout: no browser became available within ${config.batchQueueTimeoutSeconds} s of the batch's creation`,
+      );
     }
     const free = Math.min(config.batchConcurrency - this.inflight.size, sessions.capacity);
     if (free <= 0) return this.inflight.size > 0 || (await store.anyWaiting(db));
@@ -126,14 +132,14 @@ export class BatchWorker {
         // once the database is back; it was never handed to anyone.
         await store.releaseItem(db, item);
       } else if (outcome.ok) {
-        await store.finishItem(db, item, { status: 'completed' });
+        await store.finishItem(db, this.o.signals, item, { status: 'completed' });
         this.nudge();
       } else if (outcome.status === 429) {
         // Internal creations skip the rate limit: a 429 is the concurrent-browser limit,
         // reached between the claim and the creation. Wait for capacity in the queue.
         await store.releaseItem(db, item);
       } else {
-        await store.finishItem(db, item, { status: 'failed', error: outcome.message });
+        await store.finishItem(db, this.o.signals, item, { status: 'failed', error: outcome.message });
         this.nudge();
       }
     };

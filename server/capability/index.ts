@@ -4,3 +4,4 @@ export type { Capability, LeftNode, OperationId, RecoverNode, Upgrade, Worker } 
 export type { EndReason, LaunchAddition, LaunchingSession, RunningSession, SessionEnd, SessionHooks, SessionOptions, SessionProxy } from './session.js';
 export { compose, Composition, type Composed } from './compose.js';
 export { PollLoop, type PollLoopOptions } from './poll-loop.js';
+export { createSignals, KeyedSignal, Signal, type Signals } from './signals.js';

@@ -3,6 +3,7 @@
 // signed-in key; API keys, a session's events, a delivery's retry and the session rows
 // (the API forgets a session a DELETE ended) through the stores that own them, limited to
 // the signed-in project. Every POST carries the CSRF token.
+import type { Signals } from '../capability/index.js';
 import type { Context, Hono } from 'hono';
 import type { components } from '../../generated/types.js';
 import { createKey, listKeys, revokeKey } from '../admin/index.js';
@@ -26,6 +27,8 @@ export interface ConsoleDeps {
   auth: ConsoleAuth;
   liveViews: Pick<LiveView, 'mintTakeover' | 'mintWatch'>;
   publicUrl: string;
+  /** Told: a delivery retried from the console is due. */
+  signals: Pick<Signals, 'deliveriesWritten'>;
 }
 
 /** Form bodies are a few fields: more is not a console form. */
@@ -239,7 +242,7 @@ export function consoleRoutes(app: Hono, d: ConsoleDeps): void {
   });
 
   post('/console/webhooks/:id/deliveries/:delivery/retry', async (x) => {
-    const r = await retryDelivery(d.db, x.user.projectId, x.c.req.param('id')!, x.c.req.param('delivery')!);
+    const r = await retryDelivery(d.db, d.signals, x.user.projectId, x.c.req.param('id')!, x.c.req.param('delivery')!);
     if (!r) throw new ApiError(404, 'Delivery not found');
     return x.c.redirect(`/console/webhooks/${encodeURIComponent(x.c.req.param('id')!)}?retried=${encodeURIComponent(r.delivery_id)}`, 303);
   });

@@ -27,7 +27,15 @@ afterAll(async () => {
 
 async function worker(options: Partial<DeliveryWorkerOptions> = {}): Promise<DeliveryWorker> {
   // Loopback receivers: the operator's "allow private networks" is given explicitly.
-  const w = new DeliveryWorker({ db: t.db, secrets: t.secrets, allowPrivate: true, pollIntervalMs: 50, releaseLeasesOnStart: false, ...options });
+  const w = new DeliveryWorker({
+    db: t.db,
+    secrets: t.secrets,
+    signals: t.signals,
+    allowPrivate: true,
+    pollIntervalMs: 50,
+    releaseLeasesOnStart: false,
+    ...options,
+  });
   await w.start();
   workers.push(w);
   return w;
@@ -62,7 +70,7 @@ describe('delivery', () => {
     const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['session.completed'] }, { allowPrivate: true });
     await worker();
     const data = sampleEventData('session.completed');
-    const ev = await emitEvent(t.db, project, 'session.completed', data);
+    const ev = await emitEvent(t.db, t.signals, project, 'session.completed', data);
     await waitFor(() => rcv.received.length === 1, 5000, 'the delivery');
     const got = rcv.received[0];
     expect(got.headers['webhook-id']).toBe(ev.id);
@@ -89,7 +97,7 @@ describe('delivery', () => {
     });
     const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['task.failed'] }, { allowPrivate: true });
     await worker({ retrySchedule: [100, 200, 300] });
-    const ev = await emitEvent(t.db, project, 'task.failed', sampleEventData('task.failed'));
+    const ev = await emitEvent(t.db, t.signals, project, 'task.failed', sampleEventData('task.failed'));
     await waitFor(() => rcv.received.length === 3, 5000, 'three attempts');
     // webhook-id is stable across retries; each attempt is signed afresh.
     expect(new Set(rcv.received.map((r) => r.headers['webhook-id']))).toEqual(new Set([ev.id]));
@@ -126,6 +134,7 @@ describe('delivery', () => {
     const evs = await t.db.transaction((tx) =>
       emitEvents(
         tx,
+        t.signals,
         Array.from({ length: n }, (_, i) => ({
           projectId: project,
           type: 'session.failed' as const,
@@ -187,6 +196,7 @@ describe('delivery', () => {
     const n = 200;
     const evs = await emitEvents(
       t.db,
+      t.signals,
       Array.from({ length: n }, () => ({ projectId: project, type: 'task.completed' as const, data: sampleEventData('task.completed') })),
     );
     const rows = await waitFor(
@@ -226,7 +236,7 @@ describe('delivery', () => {
     });
     const wh = await insertWebhook(t.db, project, rcv.url, ['batch.failed']);
     await worker({ retrySchedule: [50, 50] });
-    const ev = await emitEvent(t.db, project, 'batch.failed', sampleEventData('batch.failed'));
+    const ev = await emitEvent(t.db, t.signals, project, 'batch.failed', sampleEventData('batch.failed'));
     const rows = await waitFor(async () => {
       const r = await rowsOf(ev.id, wh.id);
       return r.length === 3 && r[2].status !== 'pending' ? r : null;
@@ -245,7 +255,7 @@ describe('delivery', () => {
     });
     const wh = await insertWebhook(t.db, project, rcv.url, ['batch.failed']);
     await worker({ retrySchedule: [50] });
-    const ev = await emitEvent(t.db, project, 'batch.failed', sampleEventData('batch.failed'));
+    const ev = await emitEvent(t.db, t.signals, project, 'batch.failed', sampleEventData('batch.failed'));
     await waitFor(() => rcv.received.length === 2, 5000, 'the retry');
     expect(rcv.received[1].at - rcv.received[0].at).toBeGreaterThanOrEqual(900);
     const rows = await rowsOf(ev.id, wh.id);
@@ -258,7 +268,7 @@ describe('delivery', () => {
     const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['identity.authenticated'] }, { allowPrivate: true });
     await worker();
     const rotated = await rotateWebhookSecret(t.db, t.secrets, project, wh.id);
-    await emitEvent(t.db, project, 'identity.authenticated', sampleEventData('identity.authenticated'));
+    await emitEvent(t.db, t.signals, project, 'identity.authenticated', sampleEventData('identity.authenticated'));
     await waitFor(() => rcv.received.length === 1);
     const first = rcv.received[0];
     expect(String(first.headers['webhook-signature']).split(' ')).toHaveLength(2);
@@ -267,7 +277,7 @@ describe('delivery', () => {
 
     // Once the grace period is over, only the new secret signs.
     await t.db.query(`UPDATE webhooks SET previous_secret_expires_at = now() - interval '1 second' WHERE id = $1`, [wh.id]);
-    await emitEvent(t.db, project, 'identity.authenticated', sampleEventData('identity.authenticated'));
+    await emitEvent(t.db, t.signals, project, 'identity.authenticated', sampleEventData('identity.authenticated'));
     await waitFor(() => rcv.received.length === 2);
     const second = rcv.received[1];
     expect(String(second.headers['webhook-signature']).split(' ')).toHaveLength(1);
@@ -307,7 +317,7 @@ describe('delivery', () => {
     expect(again.n).toBe(0);
     expect(await sealStoredSecrets(t.db, t.secrets)).toBe(0);
     await worker();
-    await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'));
     await waitFor(() => rcv.received.length === 1);
     new Webhook(legacy.secret).verify(rcv.received[0].body, rcv.received[0].headers as Record<string, string>);
   });
@@ -318,7 +328,7 @@ describe('delivery', () => {
     const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['session.completed'] }, { allowPrivate: true });
     await t.db.query('UPDATE webhooks SET secret = $2 WHERE id = $1', [wh.id, sealer(randomBytes(32)).seal(wh.secret, `webhook:${wh.id}:signing-secret`)]);
     await worker({ retrySchedule: [60_000] });
-    await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'));
     const failed = await waitFor(async () => {
       const rows = await t.db.query<{ status: string; error_message: string | null }>(
         'SELECT d.status, d.error_message FROM webhook_deliveries d WHERE d.webhook_id = $1 AND d.error_message IS NOT NULL',
@@ -330,7 +340,7 @@ describe('delivery', () => {
     expect(rcv.received).toHaveLength(0);
     // Rotating mends it: the new secret signs, and the unreadable one (now the previous) is left out.
     const rotated = (await rotateWebhookSecret(t.db, t.secrets, project, wh.id))!;
-    await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'));
     await waitFor(() => rcv.received.length === 1);
     const mended = rcv.received[0];
     expect(String(mended.headers['webhook-signature']).split(' ')).toHaveLength(1);
@@ -342,7 +352,7 @@ describe('delivery', () => {
     const rcv = await receiver();
     const wh = await createWebhook(t.db, t.secrets, project, { url: rcv.url, subscribed_events: ['batch.completed'] }, { allowPrivate: true });
     await worker();
-    const r = await sendTestEvent(t.db, project, wh.id, 'task.completed');
+    const r = await sendTestEvent(t.db, t.signals, project, wh.id, 'task.completed');
     await waitFor(() => rcv.received.length === 1);
     const payload = new Webhook(wh.secret).verify(rcv.received[0].body, rcv.received[0].headers as Record<string, string>);
     expect(payload).toEqual(await getEvent(t.db, project, r!.event_id));
@@ -358,7 +368,7 @@ describe('delivery', () => {
     });
     const wh = await insertWebhook(t.db, project, redirector.url, ['session.failed']);
     await worker({ retrySchedule: [60_000] });
-    const ev = await emitEvent(t.db, project, 'session.failed', sampleEventData('session.failed'));
+    const ev = await emitEvent(t.db, t.signals, project, 'session.failed', sampleEventData('session.failed'));
     const rows = await waitFor(async () => {
       const r = await rowsOf(ev.id, wh.id);
       return r[0]?.status === 'failed' ? r : null;
@@ -393,7 +403,7 @@ describe('delivery', () => {
     });
     const wh = await insertWebhook(t.db, project, rcv.url, ['session.failed']);
     await worker();
-    const ev = await emitEvent(t.db, project, 'session.failed', sampleEventData('session.failed'));
+    const ev = await emitEvent(t.db, t.signals, project, 'session.failed', sampleEventData('session.failed'));
     const rows = await waitFor(async () => {
       const r = await rowsOf(ev.id, wh.id);
       return r[0]?.status === 'succeeded' ? r : null;
@@ -409,7 +419,7 @@ describe('delivery', () => {
     });
     const wh = await insertWebhook(t.db, project, rcv.url, ['session.failed']);
     await worker({ requestTimeoutMs: 300, leaseMs: 2000, retrySchedule: [100] });
-    const ev = await emitEvent(t.db, project, 'session.failed', sampleEventData('session.failed'));
+    const ev = await emitEvent(t.db, t.signals, project, 'session.failed', sampleEventData('session.failed'));
     const rows = await waitFor(async () => {
       const r = await rowsOf(ev.id, wh.id);
       return r.length === 2 && r[1].status === 'dead' ? r : null;
@@ -428,7 +438,7 @@ describe('delivery', () => {
     await insertWebhook(t.db, project, r.url, ['session.completed']);
     for (let i = 0; i < 2000; i += 500) {
       const group = Array.from({ length: 500 }, () => ({ projectId: project, type: 'session.completed' as const, data: sampleEventData('session.completed') }));
-      await t.db.transaction((tx) => emitEvents(tx, group));
+      await t.db.transaction((tx) => emitEvents(tx, t.signals, group));
     }
     const w = await worker({ pollIntervalMs: 3_600_000 });
     await waitFor(() => r.received.length >= 2000, 60_000, 'the whole backlog');
@@ -449,11 +459,11 @@ describe('delivery', () => {
     await insertWebhook(t.db, project, other.url, ['session.failed']);
     for (let i = 0; i < 3000; i += 500) {
       const group = Array.from({ length: 500 }, () => ({ projectId: project, type: 'session.completed' as const, data: sampleEventData('session.completed') }));
-      await t.db.transaction((tx) => emitEvents(tx, group));
+      await t.db.transaction((tx) => emitEvents(tx, t.signals, group));
     }
     await worker({ pollIntervalMs: 3_600_000 });
     await waitFor(() => busy.received.length >= 300, 30_000, 'the backlog to be draining');
-    for (let i = 0; i < 5; i++) await emitEvent(t.db, project, 'session.failed', sampleEventData('session.failed'));
+    for (let i = 0; i < 5; i++) await emitEvent(t.db, t.signals, project, 'session.failed', sampleEventData('session.failed'));
     await waitFor(() => other.received.length === 5, 60_000, 'the other webhook');
     // The other webhook's events did not wait for the backlog ahead of them to drain.
     expect(busy.received.length).toBeLessThan(3000);
@@ -469,10 +479,10 @@ describe('delivery', () => {
     await insertWebhook(t.db, project, slow.url, ['session.completed']);
     await insertWebhook(t.db, project, fast.url, ['session.failed']);
     await worker({ concurrency: 8, perWebhookConcurrency: 3, slowWebhookConcurrency: 1, requestTimeoutMs: 3000, leaseMs: 8000 });
-    for (let i = 0; i < 30; i++) await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    for (let i = 0; i < 30; i++) await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'));
     await waitFor(() => slow.received.length >= 3, 3000, 'the slow receiver to be busy');
     const started = performance.now();
-    for (let i = 0; i < 20; i++) await emitEvent(t.db, project, 'session.failed', sampleEventData('session.failed'));
+    for (let i = 0; i < 20; i++) await emitEvent(t.db, t.signals, project, 'session.failed', sampleEventData('session.failed'));
     await waitFor(() => fast.received.length === 20, 2500, 'the fast receiver');
     expect(performance.now() - started).toBeLessThan(2500);
     expect(slow.received.length).toBeLessThanOrEqual(3); // at most its in-flight share
@@ -485,7 +495,7 @@ describe('delivery', () => {
     const literal = await insertWebhook(t.db, project, rcv.url, ['task.cancelled']);
     const named = await insertWebhook(t.db, project, `http://localhost:${rcv.port}/hook`, ['task.cancelled']);
     await worker({ allowPrivate: false, retrySchedule: [60_000] });
-    const ev = await emitEvent(t.db, project, 'task.cancelled', sampleEventData('task.cancelled'));
+    const ev = await emitEvent(t.db, t.signals, project, 'task.cancelled', sampleEventData('task.cancelled'));
     for (const wh of [literal, named]) {
       const rows = await waitFor(async () => {
         const r = await rowsOf(ev.id, wh.id);
@@ -506,7 +516,7 @@ describe('delivery', () => {
     // Queued while enabled...
     const ev = await t.db.transaction(async (tx) => {
       await tx.query('UPDATE webhooks SET enabled = true WHERE id = $1', [wh.id]);
-      const e = await emitEvent(tx, project, 'batch.completed', sampleEventData('batch.completed'));
+      const e = await emitEvent(tx, t.signals, project, 'batch.completed', sampleEventData('batch.completed'));
       await tx.query('UPDATE webhooks SET enabled = false WHERE id = $1', [wh.id]);
       return e;
     });
@@ -535,7 +545,7 @@ describe('delivery', () => {
     for (let i = 0; i < 150; i++) {
       await t.db.transaction(async (tx) => {
         await tx.query('SELECT 1');
-        await emitEvent(tx, project, 'session.completed', sampleEventData('session.completed'));
+        await emitEvent(tx, t.signals, project, 'session.completed', sampleEventData('session.completed'));
         await new Promise((r) => setImmediate(r));
       });
     }
@@ -559,7 +569,7 @@ describe('delivery', () => {
     await insertWebhook(t.db, project, rcv.url.replace('/hook', '/other'), ['session.completed']);
     await Promise.all([worker({ concurrency: 4 }), worker({ concurrency: 4 }), worker({ concurrency: 4 })]);
     const ids: string[] = [];
-    for (let i = 0; i < 60; i++) ids.push((await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'))).id);
+    for (let i = 0; i < 60; i++) ids.push((await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'))).id);
     await waitFor(() => rcv.received.length >= 120, 10_000, '120 deliveries');
     await new Promise((r) => setTimeout(r, 200));
     expect(rcv.received).toHaveLength(120);
@@ -575,7 +585,7 @@ describe('delivery', () => {
     });
     const wh = await insertWebhook(t.db, project, rcv.url, ['session.completed']);
     const w = await worker();
-    const ev = await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    const ev = await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'));
     await waitFor(() => rcv.received.length === 1);
     await w.stop(5000);
     const rows = await rowsOf(ev.id, wh.id);
@@ -590,7 +600,7 @@ describe('delivery', () => {
     });
     const wh = await insertWebhook(t.db, project, rcv.url, ['session.completed']);
     const w = await worker();
-    const ev = await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    const ev = await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'));
     await waitFor(() => rcv.received.length === 1);
     await w.stop(100);
     const [row] = await t.db.query<{ status: string; locked_by: string | null; attempt: number }>(

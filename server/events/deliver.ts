@@ -33,8 +33,6 @@
 // delivery-stats.ts (the counters behind stats()).
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
-import { deliveryAttempted } from '../outbox/attempted.js';
-import { onDeliveriesWritten } from '../outbox/nudge.js';
 import { createAgents } from './http-post.js';
 import { resolveOptions, type DeliveryLogger, type DeliveryWorkerOptions, type ResolvedOptions } from './delivery-options.js';
 import { anyDue, bySchedule, claimDue, localLeases, PlannerStats, releaseAllLeases, type Claimed, type LocalLeases } from './delivery-claim.js';
@@ -107,9 +105,11 @@ export class DeliveryWorker {
   private readonly followUps = new Set<NodeJS.Timeout>();
   private unsubscribe: (() => void) | undefined;
   private readonly counters = newCounters();
+  private readonly signals: DeliveryWorkerOptions['signals'];
 
   constructor(options: DeliveryWorkerOptions) {
     this.db = options.db;
+    this.signals = options.signals;
     this.local = localLeases(options.db);
     this.nodeId = options.nodeId ?? `w${randomBytes(6).toString('hex')}`;
     this.logger = options.logger ?? { warn: () => {}, error: () => {} };
@@ -124,7 +124,7 @@ export class DeliveryWorker {
     this.started = true;
     this.stopping = false;
     if (this.o.releaseLeasesOnStart) await releaseAllLeases(this.db);
-    this.unsubscribe = onDeliveriesWritten(() => this.nudge());
+    this.unsubscribe = this.signals.deliveriesWritten.on(() => this.nudge());
     this.pollTimer = setInterval(() => void this.poll(), this.o.pollIntervalMs);
     this.pollTimer.unref?.();
     this.maybeMore = true;
@@ -380,7 +380,7 @@ export class DeliveryWorker {
         }
       }
       this.outcomes.push({ claim: c, result });
-      if (!result.aborted) deliveryAttempted(c.event_id);
+      if (!result.aborted) this.signals.deliveryAttempted.emit(c.event_id);
       this.inFlight--;
       DeliveryWorker.bump(this.inFlightBy, c.webhook_id, -1);
       if (this.inFlight === 0) for (const w of this.settledWaiters.splice(0)) w();

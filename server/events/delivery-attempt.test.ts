@@ -17,7 +17,7 @@ describe('envelopeBody', () => {
   it.each(EVENT_TYPES)('%s: the stored data spliced in reads as the envelope of the stored event', async (type) => {
     const project = await createProject(t.db);
     const data = { ...sampleEventData(type), odd: 'quote " backslash \\ newline \n ünïcødé \u2028 😀' } as never;
-    const ev = await emitEvent(t.db, project, type, data);
+    const ev = await emitEvent(t.db, t.signals, project, type, data);
     const [row] = await t.db.query<EventRow & { data_json: string }>(
       'SELECT id, type, created, project_id, text, data, data::text AS data_json FROM events WHERE id = $1',
       [ev.id],

@@ -1,5 +1,6 @@
 // The delivery worker's options: what an operator or a test may set, and the defaults the
 // worker runs with when they do not.
+import type { Signals } from '../capability/index.js';
 import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
 import { DEFAULT_RETRY_SCHEDULE_MS } from './retry.js';
@@ -13,6 +14,9 @@ export interface DeliveryWorkerOptions {
   db: Db;
   /** Opens the webhooks' sealed signing secrets (sealed-secrets.ts). */
   secrets: Secrets;
+  /** The server's signals: deliveries written nudge the worker; each attempt's end is told
+   *  (a task run holds its teardown until its event's first). */
+  signals: Pick<Signals, 'deliveriesWritten' | 'deliveryAttempted'>;
   /** ALLOW_PRIVATE_NETWORKS: deliver to private, loopback and link-local addresses. */
   allowPrivate: boolean;
   /** Requests in flight at most (WEBHOOK_DELIVERY_CONCURRENCY). Default 64. */
@@ -46,7 +50,7 @@ export interface DeliveryWorkerOptions {
   logger?: DeliveryLogger;
 }
 
-export type ResolvedOptions = Required<Omit<DeliveryWorkerOptions, 'db' | 'secrets' | 'logger' | 'random' | 'nodeId'>> & {
+export type ResolvedOptions = Required<Omit<DeliveryWorkerOptions, 'db' | 'secrets' | 'signals' | 'logger' | 'random' | 'nodeId'>> & {
   random: () => number;
 };
 

@@ -25,7 +25,7 @@ const ajv = createAjv(spec);
 async function serve(allowPrivate: boolean, maxPerProject = 20): Promise<string> {
   // Only the webhook operations are exercised here; the others keep their placeholders.
   const handlers = {
-    ...webhookHandlers({ db: t.db, secrets: t.secrets, allowPrivate, maxPerProject, resolve: async () => ['93.184.215.14'] }),
+    ...webhookHandlers({ db: t.db, signals: t.signals, secrets: t.secrets, allowPrivate, maxPerProject, resolve: async () => ['93.184.215.14'] }),
   } as AppHandlers;
   const app = createHttpApp({
     handlers,
@@ -87,7 +87,7 @@ function client(base: string, key: string) {
 
 beforeAll(async () => {
   t = await openTestDb();
-  worker = new DeliveryWorker({ db: t.db, secrets: t.secrets, allowPrivate: true, pollIntervalMs: 50, retrySchedule: [300, 300] });
+  worker = new DeliveryWorker({ db: t.db, secrets: t.secrets, signals: t.signals, allowPrivate: true, pollIntervalMs: 50, retrySchedule: [300, 300] });
   await worker.start();
 });
 afterAll(async () => {

@@ -1,4 +1,5 @@
 // The eight webhook operations, typed by the generated Handlers.
+import type { EmitSignals } from '../outbox/emit.js';
 import type { Secrets } from '../secrets/index.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
@@ -20,6 +21,8 @@ export type WebhookHandlers = Pick<AppHandlers, WebhookOperation>;
 
 export interface WebhookHandlerOptions {
   db: Db;
+  /** Told: deliveries became due (a webhook enabled, a test event sent). */
+  signals: EmitSignals;
   /** Seals the signing secrets stored (sealed-secrets.ts). */
   secrets: Secrets;
   /** ALLOW_PRIVATE_NETWORKS. */
@@ -72,7 +75,7 @@ export function webhookHandlers(options: WebhookHandlerOptions): WebhookHandlers
 
     async updateWebhook(req, ctx) {
       try {
-        const wh = await updateWebhook(db, ctx.projectId, req.params.id, req.body ?? {}, policy);
+        const wh = await updateWebhook(db, options.signals, ctx.projectId, req.params.id, req.body ?? {}, policy);
         return wh ? { status: 200, body: wh } : fail(404, NOT_FOUND);
       } catch (err) {
         return fail(400, asWebhookError(err).message);
@@ -91,7 +94,7 @@ export function webhookHandlers(options: WebhookHandlerOptions): WebhookHandlers
 
     async testWebhook(req, ctx) {
       try {
-        const r = await sendTestEvent(db, ctx.projectId, req.params.id, req.body?.event_type, { publicUrl: options.publicUrl });
+        const r = await sendTestEvent(db, options.signals, ctx.projectId, req.params.id, req.body?.event_type, { publicUrl: options.publicUrl });
         return r ? { status: 200, body: r } : fail(404, NOT_FOUND);
       } catch (err) {
         return fail(400, asWebhookError(err).message);

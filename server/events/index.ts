@@ -1,7 +1,7 @@
 // Webhooks: the webhook operations (handlers.ts) and the worker that delivers the outbox's
 // events to them (deliver.ts).
 import type { Logger } from 'pino';
-import type { Capability } from '../capability/index.js';
+import type { Capability, Signals } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import { DeliveryWorker } from './deliver.js';
@@ -9,11 +9,20 @@ import { webhookHandlers, type WebhookOperation } from './handlers.js';
 import type { Secrets } from '../secrets/index.js';
 import { sealStoredSecrets } from './sealed-secrets.js';
 
-export function webhooks(d: { db: Db; config: ServiceConfig; log: Logger; secrets: Secrets }): Capability<WebhookOperation> {
+export function webhooks(d: {
+  db: Db;
+  config: ServiceConfig;
+  log: Logger;
+  secrets: Secrets;
+  /** Heard: deliveries written (the worker looks at once); told: each delivery attempt's
+   *  end (tasks, composed before, wait for their events'). */
+  signals: Pick<Signals, 'deliveriesWritten' | 'deliveryAttempted'>;
+}): Capability<WebhookOperation> {
   const log = d.log.child({ component: 'webhooks' });
   const worker = new DeliveryWorker({
     db: d.db,
     secrets: d.secrets,
+    signals: d.signals,
     allowPrivate: d.config.allowPrivateNetworks,
     logger: { warn: (o, m) => log.warn(o, m), error: (o, m) => log.error(o, m) },
     concurrency: d.config.webhookDeliveryConcurrency,
@@ -22,6 +31,7 @@ export function webhooks(d: { db: Db; config: ServiceConfig; log: Logger; secret
     name: 'webhooks',
     handlers: webhookHandlers({
       db: d.db,
+      signals: d.signals,
       secrets: d.secrets,
       allowPrivate: d.config.allowPrivateNetworks,
       publicUrl: d.config.publicUrl,

@@ -6,12 +6,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createSignals } from '../capability/index.js';
 import { openDb, type Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
 import { emitEvent } from '../outbox/emit.js';
 import { sampleEventData } from './samples.js';
 import { createProject, insertWebhook, openTestDb, startReceiver, waitFor, type TestDb } from './test-support.js';
 import { seedPglite } from '../testing/pglite-template.js';
+
+/** This file's own signals, as a server's: nothing here listens (no worker in this process). */
+const signals = createSignals();
 
 const child = fileURLToPath(new URL('./test-worker-child.ts', import.meta.url));
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -98,7 +102,7 @@ describe('kill -9 during delivery', () => {
       const project = await createProject(db);
       await insertWebhook(db, project, rcv.url, ['session.completed']);
       const before = 150;
-      for (let i = 0; i < before; i++) await emitEvent(db, project, 'session.completed', sampleEventData('session.completed'));
+      for (let i = 0; i < before; i++) await emitEvent(db, signals, project, 'session.completed', sampleEventData('session.completed'));
       if (!pgUrl) await db.close(); // one process at a time opens a PGlite DATA_DIR
 
       // First worker: delivers and emits more events; killed mid-way.

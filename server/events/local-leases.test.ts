@@ -3,6 +3,7 @@
 // next, a lease that ran out is taken again, and a late outcome of a lease no longer held is
 // not recorded, as with a lease in the row.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSignals } from '../capability/index.js';
 import { emitEvent } from '../outbox/emit.js';
 import type { Db } from '../store/db.js';
 import { openTestPglite } from '../testing/pglite-template.js';
@@ -10,6 +11,9 @@ import { anyDue, claimDue, localLeases, type Claimed } from './delivery-claim.js
 import { recordOutcomes } from './delivery-record.js';
 import { sampleEventData } from './samples.js';
 import { createProject, insertWebhook } from './test-support.js';
+
+/** This file's own signals, as a server's: nothing here listens (no worker in this process). */
+const signals = createSignals();
 
 let db: Db;
 beforeAll(async () => {
@@ -29,7 +33,7 @@ describe('leases of a PGlite database, in memory', () => {
     expect(localLeases(db)).toBe(leases);
     const project = await createProject(db);
     await insertWebhook(db, project, 'http://127.0.0.1:9/hook', ['session.completed']);
-    const event = await emitEvent(db, project, 'session.completed', sampleEventData('session.completed'));
+    const event = await emitEvent(db, signals, project, 'session.completed', sampleEventData('session.completed'));
 
     const [first, ...none] = await claimDue(db, params('a', 300), leases);
     expect(none).toEqual([]);
@@ -66,7 +70,7 @@ describe('leases of a PGlite database, in memory', () => {
     const leases = localLeases(db)!;
     const project = await createProject(db);
     await insertWebhook(db, project, 'http://127.0.0.1:9/hook', ['session.failed']);
-    await emitEvent(db, project, 'session.failed', sampleEventData('session.failed'));
+    await emitEvent(db, signals, project, 'session.failed', sampleEventData('session.failed'));
     const [row] = await claimDue(db, params('d', 60_000), leases);
     const unsent = { ok: false, status: null, error: null, body: null, retryAfterMs: null, durationMs: 0, aborted: true } as const;
     await recordOutcomes(db, [{ claim: { ...row, token: 'd' } as Claimed, result: unsent }], retry, leases);

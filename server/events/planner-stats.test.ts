@@ -3,12 +3,16 @@
 // On a real PGlite database: an ANALYZE shows as the table's row estimate (pg_class.reltuples)
 // going from "never counted" to the rows it has.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSignals } from '../capability/index.js';
 import { emitEvent } from '../outbox/emit.js';
 import type { Db } from '../store/db.js';
 import { openTestPglite } from '../testing/pglite-template.js';
 import { looksLikeBadPlan, PlannerStats } from './delivery-claim.js';
 import { sampleEventData } from './samples.js';
 import { createProject, insertWebhook, waitFor } from './test-support.js';
+
+/** This file's own signals, as a server's: nothing here listens (no worker in this process). */
+const signals = createSignals();
 
 let db: Db;
 beforeAll(async () => {
@@ -41,7 +45,7 @@ describe('the planner statistics of the delivery claim', () => {
   it('refreshes for a bad plan only: not at the first claim, not for a large one', async () => {
     const project = await createProject(db);
     await insertWebhook(db, project, 'http://127.0.0.1:9/hook', ['session.completed']);
-    for (let i = 0; i < 30; i++) await db.transaction((tx) => emitEvent(tx, project, 'session.completed', sampleEventData('session.completed')));
+    for (let i = 0; i < 30; i++) await db.transaction((tx) => emitEvent(tx, signals, project, 'session.completed', sampleEventData('session.completed')));
     const before = await estimate();
     expect(before).toBeLessThan(30);
 

@@ -9,11 +9,14 @@ import { openDb, type Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
 import { sealer, type Secrets } from '../secrets/index.js';
 import { openTestPglite } from '../testing/pglite-template.js';
+import { createSignals, type Signals } from '../capability/index.js';
 
 export interface TestDb {
   db: Db;
   /** The secrets the webhooks' signing secrets are sealed with (a key of this test file's own). */
   secrets: Secrets;
+  /** Signals of this test file's own, as a server's: emits here nudge the workers given them. */
+  signals: Signals;
   /** Connection options a child process can use to reach the same database. */
   databaseUrl?: string;
   close(): Promise<void>;
@@ -31,7 +34,7 @@ export async function openTestDb(): Promise<TestDb> {
   const base = process.env.DATABASE_URL;
   if (!base) {
     const db = await openTestPglite();
-    return { db, secrets, close: () => db.close() };
+    return { db, secrets, signals: createSignals(), close: () => db.close() };
   }
   const schema = `t_events_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
@@ -44,6 +47,7 @@ export async function openTestDb(): Promise<TestDb> {
   return {
     db,
     secrets,
+    signals: createSignals(),
     databaseUrl,
     async close() {
       await db.close();

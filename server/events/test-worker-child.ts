@@ -7,13 +7,17 @@ import { sealer } from '../secrets/index.js';
 import { migrate } from '../store/migrate.js';
 import { DeliveryWorker } from './deliver.js';
 import { emitEvents } from '../outbox/emit.js';
+import { createSignals } from '../capability/index.js';
 import { sampleEventData } from './samples.js';
 
 const env = process.env;
 const db = await openDb({ databaseUrl: env.DATABASE_URL || undefined, dataDir: env.DATA_DIR });
 await migrate(db);
+/** The process's own signals, as a server's: its emits nudge its worker. */
+const signals = createSignals();
 const worker = new DeliveryWorker({
   db,
+  signals,
   // The kill test's webhooks are inserted with plain secrets (read as stored before sealing).
   secrets: sealer(randomBytes(32)),
   allowPrivate: true,
@@ -37,7 +41,7 @@ if (emit > 0) {
         type: 'session.completed' as const,
         data: sampleEventData('session.completed'),
       }));
-      const evs = await db.transaction((tx) => emitEvents(tx, group));
+      const evs = await db.transaction((tx) => emitEvents(tx, signals, group));
       process.stdout.write(evs.map((ev) => `committed ${ev.id}\n`).join(''));
       await new Promise((r) => setTimeout(r, 5 * group.length));
     }

@@ -137,9 +137,9 @@ describe('list, get, patch, delete', () => {
     expect(second.data.map((w) => w.id)).toEqual([a.id]);
     expect(second.pagination).toEqual({ page: 2, limit: 1, total: 2, total_pages: 2 });
     expect(await getWebhook(t.db, other, a.id)).toBeNull();
-    expect(await updateWebhook(t.db, other, a.id, { enabled: false }, publicDns)).toBeNull();
+    expect(await updateWebhook(t.db, t.signals, other, a.id, { enabled: false }, publicDns)).toBeNull();
     expect(await rotateWebhookSecret(t.db, t.secrets, other, a.id)).toBeNull();
-    expect(await sendTestEvent(t.db, other, a.id, 'task.failed')).toBeNull();
+    expect(await sendTestEvent(t.db, t.signals, other, a.id, 'task.failed')).toBeNull();
     expect(await listDeliveries(t.db, other, a.id, { page: 1, limit: 20 })).toBeNull();
     expect(await deleteWebhook(t.db, other, a.id)).toBe(false);
     expect(await getWebhook(t.db, project, a.id)).not.toBeNull();
@@ -151,9 +151,10 @@ describe('list, get, patch, delete', () => {
     const { secret, ...resource } = wh;
     expect(secret).toBeTruthy();
     await new Promise((r) => setTimeout(r, 5));
-    expect(await updateWebhook(t.db, project, wh.id, {}, publicDns)).toEqual(resource);
+    expect(await updateWebhook(t.db, t.signals, project, wh.id, {}, publicDns)).toEqual(resource);
     const patched = await updateWebhook(
       t.db,
+      t.signals,
       project,
       wh.id,
       { url: 'https://new.example.com/x', description: 'd', subscribed_events: ['identity.authenticated'], enabled: false },
@@ -162,17 +163,17 @@ describe('list, get, patch, delete', () => {
     expect(patched).toMatchObject({ url: 'https://new.example.com/x', description: 'd', subscribed_events: ['identity.authenticated'], enabled: false });
     expect(patched!.updated_at > wh.updated_at).toBe(true);
     expect(patched!.created_at).toBe(wh.created_at);
-    await expectError(updateWebhook(t.db, project, wh.id, { url: 'http://127.0.0.1/' }, publicDns), 400, 'private_url');
-    await expectError(updateWebhook(t.db, project, wh.id, { subscribed_events: ['x.y'] }, publicDns), 400, 'unknown_event_type');
-    await expectError(updateWebhook(t.db, project, wh.id, { enabled: 'yes' }, publicDns), 400, 'invalid_body');
-    await expectError(updateWebhook(t.db, project, wh.id, { secret: 'whsec_x' }, publicDns), 400, 'invalid_body');
-    expect(await updateWebhook(t.db, project, 'wh_missing', {}, publicDns)).toBeNull();
+    await expectError(updateWebhook(t.db, t.signals, project, wh.id, { url: 'http://127.0.0.1/' }, publicDns), 400, 'private_url');
+    await expectError(updateWebhook(t.db, t.signals, project, wh.id, { subscribed_events: ['x.y'] }, publicDns), 400, 'unknown_event_type');
+    await expectError(updateWebhook(t.db, t.signals, project, wh.id, { enabled: 'yes' }, publicDns), 400, 'invalid_body');
+    await expectError(updateWebhook(t.db, t.signals, project, wh.id, { secret: 'whsec_x' }, publicDns), 400, 'invalid_body');
+    expect(await updateWebhook(t.db, t.signals, project, 'wh_missing', {}, publicDns)).toBeNull();
   });
 
   it('delete removes the webhook and its deliveries; get then finds nothing', async () => {
     const project = await createProject(t.db);
     const wh = await createWebhook(t.db, t.secrets, project, body(), publicDns);
-    await emitEvent(t.db, project, 'session.completed', sampleEventData('session.completed'));
+    await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'));
     expect(await t.db.query('SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1', [wh.id])).toHaveLength(1);
     expect(await deleteWebhook(t.db, project, wh.id)).toBe(true);
     expect(await getWebhook(t.db, project, wh.id)).toBeNull();
@@ -205,7 +206,7 @@ describe('test event', () => {
     const project = await createProject(t.db);
     const wh = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['batch.completed'] }), publicDns);
     const other = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: [...EVENT_TYPES] }), publicDns);
-    const r = await sendTestEvent(t.db, project, wh.id, 'intervention.requested');
+    const r = await sendTestEvent(t.db, t.signals, project, wh.id, 'intervention.requested');
     expect(r).toEqual({
       event_id: expect.stringMatching(/^evt_[A-Za-z0-9]+$/),
       event_type: 'intervention.requested',
@@ -229,8 +230,8 @@ describe('test event', () => {
     expect(await t.db.query('SELECT 1 FROM webhook_deliveries WHERE webhook_id = $1', [other.id])).toHaveLength(0);
     const [ev] = await t.db.query<{ test: boolean }>('SELECT test FROM events WHERE id = $1', [r!.event_id]);
     expect(ev.test).toBe(true);
-    await expectError(sendTestEvent(t.db, project, wh.id, 'nope'), 400, 'unknown_event_type');
-    await expectError(sendTestEvent(t.db, project, wh.id, undefined), 400, 'unknown_event_type');
+    await expectError(sendTestEvent(t.db, t.signals, project, wh.id, 'nope'), 400, 'unknown_event_type');
+    await expectError(sendTestEvent(t.db, t.signals, project, wh.id, undefined), 400, 'unknown_event_type');
   });
 });
 
@@ -238,8 +239,8 @@ describe('deliveries list', () => {
   it('filters by status and event_type and pages newest first', async () => {
     const project = await createProject(t.db);
     const wh = await createWebhook(t.db, t.secrets, project, body({ subscribed_events: ['batch.completed', 'batch.failed'] }), publicDns);
-    for (let i = 0; i < 5; i++) await emitEvent(t.db, project, 'batch.completed', sampleEventData('batch.completed'));
-    for (let i = 0; i < 3; i++) await emitEvent(t.db, project, 'batch.failed', sampleEventData('batch.failed'));
+    for (let i = 0; i < 5; i++) await emitEvent(t.db, t.signals, project, 'batch.completed', sampleEventData('batch.completed'));
+    for (let i = 0; i < 3; i++) await emitEvent(t.db, t.signals, project, 'batch.failed', sampleEventData('batch.failed'));
     await t.db.query(
       `UPDATE webhook_deliveries SET status = 'succeeded', response_status = 200, completed_at = now() WHERE webhook_id = $1 AND event_type = 'batch.failed'`,
       [wh.id],

@@ -2,9 +2,8 @@
 // webhook of another project is simply not found (404). Bodies follow design.md: not
 // wrapped in `data`; `secret` only in the create and rotate answers.
 import type { Db } from '../store/db.js';
-import { DELIVERY_ID_SQL, toEnvelope, type EventRow } from '../outbox/emit.js';
+import { DELIVERY_ID_SQL, toEnvelope, type EmitSignals, type EventRow } from '../outbox/emit.js';
 import { newEventId, newWebhookId } from '../outbox/ids.js';
-import { deliveriesWritten } from '../outbox/nudge.js';
 import { sampleEventData, type SampleContext } from './samples.js';
 import { generateSecret, ROTATION_GRACE_MS } from './signing.js';
 import type { Secrets } from '../secrets/index.js';
@@ -170,7 +169,14 @@ export async function getWebhook(db: Db, projectId: string, id: string): Promise
 }
 
 /** PATCH /v1/webhooks/{id}; `{}` changes nothing (not even updated_at). null → 404. */
-export async function updateWebhook(db: Db, projectId: string, id: string, body: unknown, policy: WebhookPolicy): Promise<WebhookResource | null> {
+export async function updateWebhook(
+  db: Db,
+  signals: EmitSignals,
+  projectId: string,
+  id: string,
+  body: unknown,
+  policy: WebhookPolicy,
+): Promise<WebhookResource | null> {
   const patch = await validatePatchWebhook(body, policy);
   const sets: string[] = [];
   const params: unknown[] = [projectId, id];
@@ -189,7 +195,7 @@ export async function updateWebhook(db: Db, projectId: string, id: string, body:
       RETURNING ${WEBHOOK_COLUMNS}`,
     params,
   );
-  if (row && patch.enabled === true) deliveriesWritten(); // paused deliveries may go now
+  if (row && patch.enabled === true) signals.deliveriesWritten.emit(); // paused deliveries may go now
   return row ? toResource(row) : null;
 }
 
@@ -239,7 +245,14 @@ export interface TestEventResult {
  * signed, retried path as real events, and is sent even while the webhook is disabled.
  * Throws WebhookError 400 for an unknown type; null → 404.
  */
-export async function sendTestEvent(db: Db, projectId: string, id: string, eventType: unknown, ctx: SampleContext = {}): Promise<TestEventResult | null> {
+export async function sendTestEvent(
+  db: Db,
+  signals: EmitSignals,
+  projectId: string,
+  id: string,
+  eventType: unknown,
+  ctx: SampleContext = {},
+): Promise<TestEventResult | null> {
   const type = validateEventType(eventType);
   const data = sampleEventData(type, ctx);
   const eventId = newEventId();
@@ -261,7 +274,7 @@ export async function sendTestEvent(db: Db, projectId: string, id: string, event
     [projectId, id, eventId, type, created, text, JSON.stringify(data)],
   );
   const result: TestEventResult | null = rows.length === 0 ? null : { event_id: eventId, event_type: type, delivery_ids: rows.map((r) => r.id) };
-  if (result) deliveriesWritten();
+  if (result) signals.deliveriesWritten.emit();
   return result;
 }
 
@@ -313,7 +326,13 @@ export async function getEvent(db: Db, projectId: string, eventId: string): Prom
  * usual way, signed, and records it as one more attempt of the event. Null when the
  * project has no such delivery on that webhook.
  */
-export async function retryDelivery(db: Db, projectId: string, webhookId: string, deliveryId: string): Promise<{ delivery_id: string } | null> {
+export async function retryDelivery(
+  db: Db,
+  signals: EmitSignals,
+  projectId: string,
+  webhookId: string,
+  deliveryId: string,
+): Promise<{ delivery_id: string } | null> {
   const [one] = await db.query<{ event_id: string; event_type: string }>(
     'SELECT event_id, event_type FROM webhook_deliveries WHERE project_id = $1 AND webhook_id = $2 AND id = $3',
     [projectId, webhookId, deliveryId],
@@ -326,7 +345,7 @@ export async function retryDelivery(db: Db, projectId: string, webhookId: string
     [projectId, webhookId, one.event_id],
   );
   if (waiting) {
-    deliveriesWritten();
+    signals.deliveriesWritten.emit();
     return { delivery_id: waiting.id };
   }
   const [pending] = await db.query<{ id: string }>(
@@ -346,7 +365,7 @@ export async function retryDelivery(db: Db, projectId: string, webhookId: string
     [projectId, webhookId, one.event_id, one.event_type],
   );
   if (inserted[0]) {
-    deliveriesWritten();
+    signals.deliveriesWritten.emit();
     return { delivery_id: inserted[0].id };
   }
   const [other] = await db.query<{ id: string }>(

@@ -4,7 +4,7 @@
 // session's browser (login.ts), and the sessions created with identities (sign-in.ts),
 // whose signed-in state is kept as the identity's profile through the profiles capability.
 import type { Logger } from 'pino';
-import type { Capability } from '../capability/index.js';
+import type { Capability, Signals } from '../capability/index.js';
 import type { Interventions } from '../interventions/index.js';
 import type { ProfileService } from '../profiles/index.js';
 import type { Secrets } from '../secrets/index.js';
@@ -23,6 +23,8 @@ export function identities(d: {
   sessions: SessionLookup & SessionLifecycle;
   profiles: ProfileService;
   interventions: Interventions;
+  /** Told: a login's event written. */
+  signals: Pick<Signals, 'deliveriesWritten'>;
 }): Capability<ApplicationOperation | IdentityOperation | TokenOperation> {
   const signIn = new IdentitySignIn({
     db: d.db,
@@ -30,6 +32,7 @@ export function identities(d: {
     profiles: d.profiles,
     interventions: d.interventions,
     log: d.log,
+    signals: d.signals,
     running: (sessionId) => d.sessions.get(sessionId) !== undefined,
   });
   return {

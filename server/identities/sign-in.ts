@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { LaunchAddition, LaunchingSession, RunningSession, SessionHooks, SessionOptions } from '../capability/index.js';
-import { emitEvent } from '../outbox/emit.js';
+import { emitEvent, type EmitSignals } from '../outbox/emit.js';
 import type { Interventions } from '../interventions/index.js';
 import type { ProfileService } from '../profiles/index.js';
 import type { Secrets } from '../secrets/index.js';
@@ -44,6 +44,7 @@ export class IdentitySignIn implements SessionHooks {
       profiles: ProfileService;
       interventions: Interventions;
       log: Logger;
+      signals: EmitSignals;
       /** Whether the session is still running (not ending): only then can its state still be kept. */
       running(sessionId: string): boolean;
     },
@@ -216,7 +217,7 @@ export class IdentitySignIn implements SessionHooks {
     await this.d.db.transaction(async (tx) => {
       if (outcome.ok) {
         if (!(await store.setOutcome(tx, row.id, { status: 'active' }))) return;
-        await emitEvent(tx, s.projectId, 'identity.authenticated', {
+        await emitEvent(tx, this.d.signals, s.projectId, 'identity.authenticated', {
           identity_id: row.id,
           application_id: row.application_id,
           session_id: s.id,
@@ -224,7 +225,7 @@ export class IdentitySignIn implements SessionHooks {
         });
       } else {
         if (!(await store.setOutcome(tx, row.id, { status: 'failed', failureType: outcome.failureType, message: outcome.message }))) return;
-        await emitEvent(tx, s.projectId, 'identity.authentication_failed', {
+        await emitEvent(tx, this.d.signals, s.projectId, 'identity.authentication_failed', {
           identity_id: row.id,
           application_id: row.application_id,
           execution_id: executionId,

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { emitEvent } from '../outbox/emit.js';
+import { emitEvent, type EmitSignals } from '../outbox/emit.js';
 import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
 import * as store from './store.js';
@@ -46,6 +46,8 @@ export interface AskerDeps {
   db: Db;
   secrets: Secrets;
   log: Logger;
+  /** Told: intervention.requested written. */
+  signals: EmitSignals;
   /** The takeover link for a session running on this node; undefined when it is not. */
   takeoverUrl(sessionId: string): string | undefined;
   /** The session's own live-view link, when no takeover link can be made. */
@@ -72,7 +74,7 @@ export function interventions(d: AskerDeps): Interventions {
           liveViewUrl: link,
           expiresAt: new Date(Date.now() + timeoutMs),
         });
-        await emitEvent(tx, session.projectId, 'intervention.requested', {
+        await emitEvent(tx, d.signals, session.projectId, 'intervention.requested', {
           session_id: session.id,
           request_id: id,
           message: q.message,

@@ -2,7 +2,7 @@
 // requests, answering one, and pausing and resuming the agent.
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import { emitEvent } from '../outbox/emit.js';
+import { emitEvent, type EmitSignals } from '../outbox/emit.js';
 import type { Secrets } from '../secrets/index.js';
 import type { SessionLookup } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
@@ -14,6 +14,8 @@ export type InterventionOperation = 'listRequestedHumanInterventions' | 'respond
 export interface AnswerDeps {
   db: Db;
   secrets: Secrets;
+  /** Told: intervention.resolved written. */
+  signals: EmitSignals;
 }
 
 /** Checks an answer against its request's input type; the message when it does not fit. */
@@ -41,7 +43,7 @@ export async function answer(
   if (problem) return { ok: false, status: 400, message: problem };
   const done = await d.db.transaction(async (tx) => {
     if (!(await store.resolve(tx, projectId, sessionId, requestId, d.secrets.seal(response, answerContext(requestId))))) return false;
-    await emitEvent(tx, projectId, 'intervention.resolved', { session_id: sessionId, request_id: requestId });
+    await emitEvent(tx, d.signals, projectId, 'intervention.resolved', { session_id: sessionId, request_id: requestId });
     return true;
   });
   return done ? { ok: true } : { ok: false, status: 404, message: 'No pending request with this id' };

@@ -3,14 +3,14 @@
 // (the page polls them with its viewer ticket); and an agent's pause and resume.
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
-import type { Capability } from '../capability/index.js';
+import type { Capability, Signals } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { LiveView } from '../liveview/index.js';
 import type { Secrets } from '../secrets/index.js';
 import type { SessionLookup, SessionUrls } from '../sessions/index.js';
 import type { Db } from '../store/db.js';
 import { interventions as asker, type Interventions } from './asker.js';
-import { answer, interventionHandlers, type InterventionOperation } from './handlers.js';
+import { answer, interventionHandlers, type AnswerDeps, type InterventionOperation } from './handlers.js';
 import * as store from './store.js';
 
 export { InterventionError, type Interventions, type Question } from './asker.js';
@@ -23,11 +23,14 @@ export function interventions(d: {
   secrets: Secrets;
   sessions: SessionLookup & SessionUrls;
   liveViews: LiveView;
+  /** Told: a request's and an answer's events written. */
+  signals: Pick<Signals, 'deliveriesWritten'>;
 }): Capability<InterventionOperation, { interventions: Interventions }> {
   const service = asker({
     db: d.db,
     secrets: d.secrets,
     log: d.log,
+    signals: d.signals,
     takeoverUrl: (id) => {
       const token = d.liveViews.mintTakeover(id);
       return token ? `${d.config.publicUrl}/live/${id}?takeover=${token}` : undefined;
@@ -39,7 +42,7 @@ export function interventions(d: {
   });
   return {
     name: 'interventions',
-    handlers: interventionHandlers({ db: d.db, secrets: d.secrets, sessions: d.sessions }),
+    handlers: interventionHandlers({ db: d.db, secrets: d.secrets, signals: d.signals, sessions: d.sessions }),
     routes: (app) => liveViewRoutes(app, d),
     sessionHooks: { ended: (s) => store.endSession(d.db, s.id) },
     provides: { interventions: service },
@@ -47,7 +50,7 @@ export function interventions(d: {
 }
 
 /** The live-view page's view of the session's requests, by its viewer ticket. */
-function liveViewRoutes(app: Hono, d: { db: Db; secrets: Secrets; sessions: SessionLookup & SessionUrls; liveViews: LiveView }): void {
+function liveViewRoutes(app: Hono, d: AnswerDeps & { sessions: SessionLookup & SessionUrls; liveViews: LiveView }): void {
   const viewer = (id: string, ticket: string | undefined) => {
     const s = d.sessions.get(id);
     const grant = s && ticket ? d.liveViews.ticket(id, ticket) : undefined;

@@ -19,7 +19,7 @@ describe('emitEvent', () => {
   it('writes the envelope row: evt_ id, ISO created, one-line text, data', async () => {
     const project = await createProject(t.db);
     const data = sampleEventData('session.failed');
-    const out = await emitEvent(t.db, project, 'session.failed', data);
+    const out = await emitEvent(t.db, t.signals, project, 'session.failed', data);
     expect(out.id).toMatch(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(new Date(out.created).toISOString()).toBe(out.created);
     const [row] = await t.db.query<EventRow>('SELECT id, type, created, project_id, text, data FROM events WHERE id = $1', [out.id]);
@@ -40,13 +40,13 @@ describe('emitEvent', () => {
     const ids: string[] = [];
     await expect(
       t.db.transaction(async (tx) => {
-        ids.push((await emitEvent(tx, project, 'batch.failed', sampleEventData('batch.failed'))).id);
+        ids.push((await emitEvent(tx, t.signals, project, 'batch.failed', sampleEventData('batch.failed'))).id);
         throw new Error('state change failed');
       }),
     ).rejects.toThrow('state change failed');
     expect(await t.db.query('SELECT 1 FROM events WHERE id = $1', [ids[0]])).toHaveLength(0);
     expect(await t.db.query('SELECT 1 FROM webhook_deliveries WHERE event_id = $1', [ids[0]])).toHaveLength(0);
-    const ok = await t.db.transaction((tx) => emitEvent(tx, project, 'batch.failed', sampleEventData('batch.failed')));
+    const ok = await t.db.transaction((tx) => emitEvent(tx, t.signals, project, 'batch.failed', sampleEventData('batch.failed')));
     expect(await t.db.query('SELECT 1 FROM events WHERE id = $1', [ok.id])).toHaveLength(1);
     expect(await t.db.query('SELECT 1 FROM webhook_deliveries WHERE event_id = $1', [ok.id])).toHaveLength(1);
   });
@@ -59,7 +59,7 @@ describe('emitEvent', () => {
     await insertWebhook(t.db, project, 'http://127.0.0.1:9/c', ['task.failed']);
     await insertWebhook(t.db, project, 'http://127.0.0.1:9/d', ['task.completed'], { enabled: false });
     await insertWebhook(t.db, other, 'http://127.0.0.1:9/e', ['task.completed']);
-    const out = await emitEvent(t.db, project, 'task.completed', sampleEventData('task.completed'));
+    const out = await emitEvent(t.db, t.signals, project, 'task.completed', sampleEventData('task.completed'));
     expect(out.deliveries).toBe(2);
     const rows = await t.db.query<{ webhook_id: string; attempt: number; status: string; event_type: string; project_id: string }>(
       'SELECT webhook_id, attempt, status, event_type, project_id FROM webhook_deliveries WHERE event_id = $1 ORDER BY webhook_id',
@@ -71,7 +71,7 @@ describe('emitEvent', () => {
 
   it('refuses an unknown type', async () => {
     const project = await createProject(t.db);
-    await expect(emitEvent(t.db, project, 'nope.nope' as never, {} as never)).rejects.toThrow(/unknown event type/);
+    await expect(emitEvent(t.db, t.signals, project, 'nope.nope' as never, {} as never)).rejects.toThrow(/unknown event type/);
   });
 });
 
@@ -89,7 +89,7 @@ describe('emitEvents', () => {
       { projectId: project, type: 'batch.completed', data: sampleEventData('batch.completed') },
       { projectId: project, type: 'session.completed', data: { ...sampleEventData('session.completed'), session_id: 'last' } },
     ];
-    const out = await t.db.transaction((tx) => emitEvents(tx, events));
+    const out = await t.db.transaction((tx) => emitEvents(tx, t.signals, events));
     expect(out.map((o) => o.deliveries)).toEqual([1, 2, 1, 0, 1]);
     expect(new Set(out.map((o) => o.id)).size).toBe(5);
     // Each event row is what emitEvent writes for it alone.
@@ -126,7 +126,7 @@ describe('emitEvents', () => {
     const many = Array.from({ length: 20 }, () => ({ projectId: project, type: 'task.failed' as const, data: sampleEventData('task.failed') }));
     await expect(
       t.db.transaction(async (tx) => {
-        ids.push(...(await emitEvents(tx, many)).map((o) => o.id));
+        ids.push(...(await emitEvents(tx, t.signals, many)).map((o) => o.id));
         throw new Error('state change failed');
       }),
     ).rejects.toThrow('state change failed');
@@ -137,10 +137,10 @@ describe('emitEvents', () => {
 
   it('writes nothing for no events, and refuses an unknown type before writing any', async () => {
     const project = await createProject(t.db);
-    expect(await emitEvents(t.db, [])).toEqual([]);
+    expect(await emitEvents(t.db, t.signals, [])).toEqual([]);
     const [{ n: before }] = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM events WHERE project_id = $1', [project]);
     await expect(
-      emitEvents(t.db, [
+      emitEvents(t.db, t.signals, [
         { projectId: project, type: 'task.failed', data: sampleEventData('task.failed') },
         { projectId: project, type: 'nope.nope', data: {} } as never,
       ]),
@@ -184,7 +184,7 @@ describe('event payloads validate against openapi.yaml', () => {
     it.skipIf(!schemas.documented.has(type))(`${type} (emitted and test events)`, async () => {
       const validate = schemas.validator(type)!;
       const project = await createProject(t.db);
-      const out = await emitEvent(t.db, project, type, sampleEventData(type));
+      const out = await emitEvent(t.db, t.signals, project, type, sampleEventData(type));
       const [row] = await t.db.query<EventRow>('SELECT id, type, created, project_id, text, data FROM events WHERE id = $1', [out.id]);
       const env = toEnvelope(row);
       expect(validate(env), JSON.stringify(validate.errors)).toBe(true);

@@ -3,12 +3,14 @@
 //
 //   await db.transaction(async (tx) => {
 //     await tx.query('UPDATE sessions SET status = ... WHERE ...');
-//     await emitEvent(tx, projectId, 'session.completed', { session_id, ... });
+//     await emitEvent(tx, d.signals, projectId, 'session.completed', { session_id, ... });
 //   });
 //
 // One statement writes the event row (the outbox) and its first delivery attempt for every
 // enabled webhook of the project subscribed to the type, so even a call outside a
-// transaction is atomic, and nothing is lost between the event and its fan-out.
+// transaction is atomic, and nothing is lost between the event and its fan-out. The server's
+// signals are told deliveries were written (before the commit: the delivery worker treats it
+// as a hint and looks again shortly after).
 //
 // Several things ending together (a node's sessions failed at once, a batch's items) emit
 // with emitEvents: the same single statement for all their events, in one transaction with
@@ -16,7 +18,7 @@
 // queued in the order given, so a webhook is sent them in that order when it keeps up.
 import type { Db } from '../store/db.js';
 import { newEventId } from './ids.js';
-import { deliveriesWritten } from './nudge.js';
+import type { Signals } from '../capability/signals.js';
 import { summarize } from './summarize.js';
 import { isEventType, type AnyEventEnvelope, type EventDataMap, type EventEnvelope, type EventType } from './types.js';
 
@@ -41,13 +43,16 @@ export interface EventToEmit<T extends EventType = EventType> {
 /** An event of any type, its data checked against its type. */
 export type AnyEventToEmit = { [T in EventType]: EventToEmit<T> }[EventType];
 
-export async function emitEvent<T extends EventType>(tx: Db, projectId: string, type: T, data: EventDataMap[T]): Promise<EmittedEvent> {
-  const [out] = await emitEvents(tx, [{ projectId, type, data } as AnyEventToEmit]);
+/** Whom an emit tells that deliveries were written: the server's signals. */
+export type EmitSignals = Pick<Signals, 'deliveriesWritten'>;
+
+export async function emitEvent<T extends EventType>(tx: Db, signals: EmitSignals, projectId: string, type: T, data: EventDataMap[T]): Promise<EmittedEvent> {
+  const [out] = await emitEvents(tx, signals, [{ projectId, type, data } as AnyEventToEmit]);
   return out;
 }
 
 /** Emits several events in one statement; answers one EmittedEvent per event, in order. */
-export async function emitEvents(tx: Db, events: readonly AnyEventToEmit[]): Promise<EmittedEvent[]> {
+export async function emitEvents(tx: Db, signals: EmitSignals, events: readonly AnyEventToEmit[]): Promise<EmittedEvent[]> {
   if (events.length === 0) return [];
   for (const e of events) if (!isEventType(e.type)) throw new TypeError(`unknown event type ${String(e.type)}`);
   const created = new Date().toISOString();
@@ -79,7 +84,7 @@ export async function emitEvents(tx: Db, events: readonly AnyEventToEmit[]): Pro
   );
   const deliveries = new Map<string, number>();
   for (const r of rows) deliveries.set(r.event_id, (deliveries.get(r.event_id) ?? 0) + 1);
-  if (rows.length > 0) deliveriesWritten();
+  if (rows.length > 0) signals.deliveriesWritten.emit();
   return ids.map((id) => ({ id, created, deliveries: deliveries.get(id) ?? 0 }));
 }
 

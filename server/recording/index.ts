@@ -2,7 +2,7 @@
 // the file-system storage under DATA_DIR/recordings, the contract's Recordings operations
 // and the signed-link route (handlers.ts).
 import type { Logger } from 'pino';
-import type { Capability } from '../capability/index.js';
+import type { Capability, Signals } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
@@ -30,6 +30,8 @@ export function recordings(d: {
   log: Logger;
   sessions: SessionLookup;
   screencasts: Screencasts;
+  /** Told: session.recording.ready written. */
+  signals: Pick<Signals, 'deliveriesWritten'>;
 }): Capability<keyof RecordingHandlers, { recordingHandlers: RecordingHandlers; recordingLinks: RecordingLinkService }> {
   const storage = d.blobs('recordings');
   const recorder = new Recorder({
@@ -41,6 +43,7 @@ export function recordings(d: {
     ffmpegPath: d.config.ffmpegPath,
     fps: d.config.recordingFps,
     publicUrl: d.config.publicUrl,
+    signals: d.signals,
   });
   const links = new RecordingLinks(d.secrets, d.config.publicUrl);
   const deps = { db: d.db, sessions: d.sessions, recorder, storage, publicUrl: d.config.publicUrl };

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { RunningSession, SessionEnd, SessionHooks } from '../capability/index.js';
-import { emitEvent } from '../outbox/emit.js';
+import { emitEvent, type EmitSignals } from '../outbox/emit.js';
 import type { Frame, Screencasts } from '../liveview/index.js';
 import { encode, type Timeline, type TimelineFrame } from './encode.js';
 import type { BlobStorage } from '../storage/blobs.js';
@@ -32,6 +32,7 @@ export interface RecorderOptions {
   ffmpegPath: string;
   fps: number;
   publicUrl: string;
+  signals: EmitSignals;
 }
 
 export type RecordingState = 'recording' | 'paused' | 'discarded';
@@ -355,7 +356,7 @@ export class Recorder implements SessionHooks {
             size_bytes: size,
             paused_ms: Math.round(pausedMs),
           });
-          await emitEvent(tx, projectId, 'session.recording.ready', {
+          await emitEvent(tx, this.o.signals, projectId, 'session.recording.ready', {
             session_id: sessionId,
             duration_ms: Math.round(timeline.endMs),
             size_bytes: size,

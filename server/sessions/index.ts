@@ -3,7 +3,7 @@
 // sessions takes the role of the SessionManager it uses (roles.ts), not the class.
 import type { Context } from 'hono';
 import type { Logger } from 'pino';
-import type { Capability, SessionHooks } from '../capability/index.js';
+import type { Capability, SessionHooks, Signals } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { ServiceProxyPool } from '../net/service-proxies.js';
 import type { RateLimits } from '../http/rate-limit/index.js';
@@ -16,7 +16,6 @@ export type { CreateOptions, CreateResult } from './create.js';
 export type { NodeLoad, SessionLifecycle, SessionLookup, SessionUrls, WarmSource } from './roles.js';
 export type { WarmReservation } from './warm.js';
 export type { SessionCreateBody } from './options.js';
-export { onEndRecorded } from './end-recorded.js';
 export { findSessionRecord, historyBuckets, listSessions, type Granularity, type ListFilter, type SessionRow, type SessionStatus } from './store.js';
 
 export function sessions(d: {
@@ -25,6 +24,7 @@ export function sessions(d: {
   log: Logger;
   sessionHooks: SessionHooks;
   rateLimits: RateLimits;
+  signals: Pick<Signals, 'endRecorded' | 'deliveriesWritten'>;
 }): Capability<keyof SessionHandlers, { sessions: SessionManager }> {
   // The operator's service proxies, one pool for the server: their health is shared by every session.
   const manager = new SessionManager({ ...d, serviceProxies: new ServiceProxyPool(d.config.serviceProxyPool, { log: d.log }) });

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { CdpClient } from '../browser/cdp-client.js';
 import type { RunningBrowser } from '../browser/index.js';
-import type { EndReason, RunningSession, SessionHooks, SessionOptions } from '../capability/index.js';
+import type { EndReason, RunningSession, SessionHooks, SessionOptions, Signals } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { TrafficProxy } from '../net/traffic-proxy.js';
 import type { Db } from '../store/db.js';
@@ -66,6 +66,8 @@ export interface LifecycleDeps {
   log: Logger;
   /** The composed capabilities' part in every session's life. */
   sessionHooks: SessionHooks;
+  /** Told when an end is recorded (a task run waits for its session's), and its event written. */
+  signals: Pick<Signals, 'endRecorded' | 'deliveriesWritten'>;
 }
 
 /** What each step of the lifecycle is given: the composition's, and this node's table. */

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/config.js';
 import { createProject, insertWebhook, openTestDb, type TestDb } from '../events/test-support.js';
-import { onEndRecorded } from './end-recorded.js';
+import { createSignals } from '../capability/index.js';
 import { EndRecorder, recordEnds } from './record-end.js';
 import { insertSession, markRunning } from './store.js';
 
@@ -18,6 +18,8 @@ afterAll(async () => {
 });
 
 const config = { ...loadConfig({}), publicUrl: 'http://127.0.0.1:3000' };
+/** This test's own signals, as a server's: the ends recorded here are announced on them. */
+const signals = createSignals();
 
 async function newSession(projectId: string): Promise<string> {
   const id = randomUUID();
@@ -32,9 +34,9 @@ describe('recordEnds', () => {
     const wh = await insertWebhook(t.db, project, 'http://127.0.0.1:9/', ['session.failed', 'session.completed']);
     const ids = await Promise.all(Array.from({ length: 150 }, () => newSession(project)));
     // One already ended by another path: recordEnds leaves it (and its single event) alone.
-    await recordEnds({ db: t.db, config }, [{ id: ids[3], status: 'completed', reason: 'api', deleted: true }]);
+    await recordEnds({ db: t.db, config, signals }, [{ id: ids[3], status: 'completed', reason: 'api', deleted: true }]);
     const rows = await recordEnds(
-      { db: t.db, config },
+      { db: t.db, config, signals },
       ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })),
     );
     expect(rows).toHaveLength(150);
@@ -57,7 +59,7 @@ describe('recordEnds', () => {
     expect(
       (
         await recordEnds(
-          { db: t.db, config },
+          { db: t.db, config, signals },
           ids.map((id) => ({ id, status: 'failed' as const, reason: 'browser_pod_not_found' as const })),
         )
       ).every((r) => r === undefined),
@@ -72,7 +74,7 @@ describe('recordEnds', () => {
     const heard: { id: string; credits: number | null; committed: string | undefined }[] = [];
     const reads: Promise<unknown>[] = [];
     const listen = (sessionId: string) =>
-      onEndRecorded(sessionId, (row) => {
+      signals.endRecorded.on(sessionId, (row) => {
         // Read on another statement: the end is visible, so it was committed.
         reads.push(
           t.db
@@ -83,12 +85,12 @@ describe('recordEnds', () => {
     const stop = listen(id);
     const stopOther = listen(other);
     stopOther();
-    const [row] = await recordEnds({ db: t.db, config }, [
+    const [row] = await recordEnds({ db: t.db, config, signals }, [
       { id, status: 'completed', reason: 'api' },
       { id: other, status: 'completed', reason: 'api' },
     ]);
     // Again, through an EndRecorder: already ended, so not announced again.
-    await new EndRecorder({ db: t.db, config }, () => false).record({ id, status: 'completed', reason: 'api' });
+    await new EndRecorder({ db: t.db, config, signals }, () => false).record({ id, status: 'completed', reason: 'api' });
     stop();
     // Those reads may run on other connections (PostgreSQL): waited for, not raced.
     await Promise.all(reads);
@@ -112,10 +114,10 @@ describe('EndRecorder', () => {
     const project = await createProject(t.db);
     const ids = await Promise.all(Array.from({ length: 60 }, () => newSession(project)));
     const { db, transactions } = counting();
-    const recorder = new EndRecorder({ db, config }, () => false);
+    const recorder = new EndRecorder({ db, config, signals }, () => false);
     // A grouped end is announced like any other (a task run waits for its session's).
     const heard: string[] = [];
-    const stop = onEndRecorded(ids[30]!, (row) => heard.push(String(row.credits_used)));
+    const stop = signals.endRecorded.on(ids[30]!, (row) => heard.push(String(row.credits_used)));
     const rows = await Promise.all(
       ids.map((id, i) => recorder.record({ id, status: i % 2 ? 'completed' : 'failed', reason: i % 2 ? 'idle_timeout' : 'server_shutdown' })),
     );
@@ -141,7 +143,7 @@ describe('EndRecorder', () => {
   it('an end that fails does not fail the others committed with it', async () => {
     const project = await createProject(t.db);
     const ids = await Promise.all(Array.from({ length: 4 }, () => newSession(project)));
-    const recorder = new EndRecorder({ db: t.db, config }, () => false);
+    const recorder = new EndRecorder({ db: t.db, config, signals }, () => false);
     const first = recorder.record({ id: ids[0], status: 'completed', reason: 'api' });
     // A byte count that is not a number: its statement fails, and with it its group's transaction.
     const broken = { networkBytes: Number.NaN, proxyBytes: 0, domains: [], steps: 0, screenshots: 0 };

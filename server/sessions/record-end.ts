@@ -6,13 +6,12 @@
 // but at the same moment (a server's shutdown, a timeout sweep, a batch's sessions expiring
 // together, many clients ending theirs) are gathered by an EndRecorder into the same few
 // transactions: a group commit.
-import type { EndReason } from '../capability/index.js';
+import type { EndReason, Signals } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { settleSession } from '../credits/settle.js';
 import { emitEvents, type AnyEventToEmit } from '../outbox/emit.js';
 import type { Db } from '../store/db.js';
 import * as store from './store.js';
-import { endsRecorded } from './end-recorded.js';
 import { sessionDashboardUrl } from '../outbox/links.js';
 
 export interface SessionUsage {
@@ -31,6 +30,13 @@ export interface EndToRecord {
   deleted?: boolean;
 }
 
+/** What recording an end needs: where, the prices, and whom to tell (its event written, its end recorded). */
+export interface RecordEndDeps {
+  db: Db;
+  config: ServiceConfig;
+  signals: Pick<Signals, 'endRecorded' | 'deliveriesWritten'>;
+}
+
 /** Ends at most this many sessions in one transaction (a short one: requests wait on PGlite's). */
 const ENDS_PER_TRANSACTION = 100;
 
@@ -47,7 +53,7 @@ export class EndRecorder {
   private committing = false;
 
   constructor(
-    private readonly o: { db: Db; config: ServiceConfig },
+    private readonly o: RecordEndDeps,
     private readonly isUnavailable: (err: unknown) => boolean,
   ) {}
 
@@ -85,7 +91,7 @@ export class EndRecorder {
  * one statement for all their events; answers each one's row in order (undefined when it
  * had already ended).
  */
-export async function recordEnds(o: { db: Db; config: ServiceConfig }, ends: readonly EndToRecord[]): Promise<Array<store.SessionRow | undefined>> {
+export async function recordEnds(o: RecordEndDeps, ends: readonly EndToRecord[]): Promise<Array<store.SessionRow | undefined>> {
   const out: Array<store.SessionRow | undefined> = [];
   for (let i = 0; i < ends.length; i += ENDS_PER_TRANSACTION) {
     out.push(...(await recordEndsTogether(o, ends.slice(i, i + ENDS_PER_TRANSACTION))));
@@ -93,7 +99,7 @@ export async function recordEnds(o: { db: Db; config: ServiceConfig }, ends: rea
   return out;
 }
 
-async function recordEndsTogether(o: { db: Db; config: ServiceConfig }, ends: readonly EndToRecord[]): Promise<Array<store.SessionRow | undefined>> {
+async function recordEndsTogether(o: RecordEndDeps, ends: readonly EndToRecord[]): Promise<Array<store.SessionRow | undefined>> {
   const rows = await o.db.transaction(async (tx) => {
     const rows: Array<store.SessionRow | undefined> = [];
     const events: AnyEventToEmit[] = [];
@@ -113,11 +119,11 @@ async function recordEndsTogether(o: { db: Db; config: ServiceConfig }, ends: re
       row.credits_used = await settleSession(tx, row, o.config);
       events.push(endEvent(o.config, row, status, reason));
     }
-    await emitEvents(tx, events);
+    await emitEvents(tx, o.signals, events);
     return rows;
   });
-  // Committed: those waiting here for these ends may go on.
-  endsRecorded(rows);
+  // Committed: those waiting here for these ends may go on (rows already ended are undefined).
+  for (const row of rows) if (row) o.signals.endRecorded.emit(row.id, row);
   return rows;
 }
 

@@ -2,6 +2,7 @@
 // numbered versions, executions, legacy runs) and the /v2 runs (run, status, cancel). Runs
 // are queued here and executed by the worker (worker.ts, run.ts).
 import { randomUUID } from 'node:crypto';
+import type { EmitSignals } from '../outbox/emit.js';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { AppHandlers } from '../http/app.js';
@@ -46,6 +47,8 @@ export interface TaskHandlerOptions {
   /** What the handlers need of the SessionManager: the checks a session creation makes. */
   sessions: { validate(projectId: string, body: SessionCreateBody | undefined): Promise<string | undefined> };
   worker: Pick<TaskWorker, 'reserve' | 'abort' | 'waitLocal'>;
+  /** Told: a cancelled run's event written. */
+  signals: EmitSignals;
 }
 
 /** How long a cancel waits for the running run to stop before it answers. */
@@ -129,7 +132,7 @@ function runView(e: queue.ExecutionRow): Schemas['TaskRun'] {
 
 const isTerminal = (s: queue.ExecutionStatus) => s !== 'queued' && s !== 'running';
 
-export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOptions): TaskHandlers {
+export function taskHandlers({ db, config, sessions, worker, signals }: TaskHandlerOptions): TaskHandlers {
   /**
    * The fields of a draft or version, checked beyond the schema: the code decodes to UTF-8
    * TypeScript that parses, and the configuration is one a session can have.
@@ -491,7 +494,7 @@ export function taskHandlers({ db, config, sessions, worker }: TaskHandlerOption
     async cancelTaskRun(req, ctx) {
       const run = await queue.getRun(db, ctx.projectId, req.params.runId);
       if (!run) return fail(404, 'Task run not found');
-      const result = await queue.cancel(db, run, (r) => {
+      const result = await queue.cancel(db, signals, run, (r) => {
         const e = taskEvent(r, { artifacts: [] }, config.publicUrl);
         if (e.type !== 'task.cancelled') throw new Error('a cancelled run has a task.cancelled event');
         return e.data;

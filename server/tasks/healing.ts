@@ -12,7 +12,7 @@ import { chromium, type Browser } from 'playwright-core';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
-import type { Worker } from '../capability/index.js';
+import type { Signals, Worker } from '../capability/index.js';
 import { emitEvent } from '../outbox/emit.js';
 import { ariaSnapshot } from '../page/aria.js';
 import { languageModel, type LanguageModel, type Message, type ToolCall, type ToolSpec } from '../llm/index.js';
@@ -71,6 +71,8 @@ export interface HealerDeps {
   db: Db;
   config: Pick<ServiceConfig, 'llm' | 'llmTimeoutSeconds'>;
   log: Logger;
+  /** Told: task.healed written. */
+  signals: Pick<Signals, 'deliveriesWritten'>;
 }
 
 export class TaskHealer implements Worker {
@@ -123,7 +125,7 @@ export class TaskHealer implements Worker {
   }
 
   private async healNow(row: ExecutionRow, scene: FailureScene, signal: AbortSignal): Promise<void> {
-    const { db, log } = this.d;
+    const { db, log, signals } = this.d;
     const claimed = await db.query(
       'INSERT INTO task_healings (execution_id, project_id, task_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING execution_id',
       [row.id, row.project_id, row.task_id],
@@ -146,7 +148,7 @@ export class TaskHealer implements Worker {
     const healed = await db.transaction(async (tx) => {
       const saved = asDraft ? await store.saveDraft(tx, task, fields) : await store.deploy(tx, task, fields);
       await tx.query(`UPDATE task_healings SET status = 'healed', healed_task_version_id = $2, updated_at = now() WHERE execution_id = $1`, [row.id, saved.id]);
-      await emitEvent(tx, row.project_id, 'task.healed', {
+      await emitEvent(tx, signals, row.project_id, 'task.healed', {
         task_id: row.task_id,
         healed_task_version_id: saved.id,
         source_execution_id: row.id,

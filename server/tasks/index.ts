@@ -4,7 +4,7 @@
 // storage and signed links (artifact-links.ts). Task code asks a person through the
 // interventions capability (composed before this one).
 import type { Logger } from 'pino';
-import type { Capability } from '../capability/index.js';
+import type { Capability, Signals } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import type { Secrets } from '../secrets/index.js';
@@ -34,6 +34,10 @@ export function tasks(d: {
   sandbox: Sandbox;
   /** ctx.requestIntervention: a run asks a person in its session. */
   interventions: Interventions;
+  /** A run waits for its session's end to be recorded, and holds its browser's teardown
+   *  until its outcome's first delivery attempt (webhooks, composed after, signal it); its
+   *  events tell deliveries written. */
+  signals: Pick<Signals, 'endRecorded' | 'deliveryAttempted' | 'deliveriesWritten'>;
 }): Capability<TaskOperation | GenerationOperation> {
   const artifacts = new ArtifactLinks(d.db, d.blobs('task-artifacts'), d.config.publicUrl, d.secrets);
   const healer = new TaskHealer(d);
@@ -44,7 +48,7 @@ export function tasks(d: {
   return {
     name: 'tasks',
     handlers: {
-      ...taskHandlers({ db: d.db, config: d.config, sessions: d.sessions, worker }),
+      ...taskHandlers({ db: d.db, config: d.config, sessions: d.sessions, worker, signals: d.signals }),
       ...generationHandlers({ db: d.db, config: d.config, sessions: d.sessions, generator }),
     },
     // GET /files/task-artifacts/{id}: the artifacts' signed links.

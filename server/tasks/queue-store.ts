@@ -5,7 +5,7 @@
 // so the event exists exactly when the outcome does.
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../store/db.js';
-import { emitEvent, type EmittedEvent } from '../outbox/emit.js';
+import { emitEvent, type EmitSignals, type EmittedEvent } from '../outbox/emit.js';
 import type { EventDataMap } from '../outbox/types.js';
 import type { components } from '../../generated/types.js';
 import type { BrowserConfiguration } from './store.js';
@@ -185,7 +185,12 @@ export type CancelResult = { outcome: 'cancelled'; row: ExecutionRow } | { outco
  * A cancel: a queued run is cancelled here, with its event; a running one is marked, and the
  * node running it stops it (the event follows from there); an ended one is left as it is.
  */
-export async function cancel(db: Db, row: ExecutionRow, data: (row: ExecutionRow) => EventDataMap['task.cancelled']): Promise<CancelResult> {
+export async function cancel(
+  db: Db,
+  signals: EmitSignals,
+  row: ExecutionRow,
+  data: (row: ExecutionRow) => EventDataMap['task.cancelled'],
+): Promise<CancelResult> {
   return db.transaction(async (tx) => {
     const [queued] = await tx.query<ExecutionRow>(
       `UPDATE task_executions SET status = 'cancelled', cancel_requested = true, finished_at = now(), duration_ms = 0, error_message = 'Cancelled before it started'
@@ -193,7 +198,7 @@ export async function cancel(db: Db, row: ExecutionRow, data: (row: ExecutionRow
       [row.id],
     );
     if (queued) {
-      await emitEvent(tx, queued.project_id, 'task.cancelled', data(queued));
+      await emitEvent(tx, signals, queued.project_id, 'task.cancelled', data(queued));
       return { outcome: 'cancelled', row: queued };
     }
     const [running] = await tx.query<ExecutionRow>(`UPDATE task_executions SET cancel_requested = true WHERE id = $1 AND status = 'running' RETURNING *`, [
@@ -225,6 +230,7 @@ export interface Finish {
  */
 export async function finish(
   db: Db,
+  signals: EmitSignals,
   id: string,
   f: Finish,
   event: (
@@ -252,7 +258,7 @@ export async function finish(
     );
     if (!row) return undefined;
     const e = event(row);
-    return { row, event: await emitEvent(tx, row.project_id, e.type, e.data as never) };
+    return { row, event: await emitEvent(tx, signals, row.project_id, e.type, e.data as never) };
   });
 }
 

@@ -15,13 +15,13 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
-import { onEndRecorded, type NodeLoad, type SessionLifecycle, type SessionUrls, type WarmSource } from '../sessions/index.js';
+import type { Signals } from '../capability/index.js';
+import type { NodeLoad, SessionLifecycle, SessionUrls, WarmSource } from '../sessions/index.js';
 import type { RecordingLinkService } from '../recording/index.js';
 import type { PreparedSandbox, Sandbox, SandboxOutcome } from '../sandbox/index.js';
 import type { Interventions } from '../interventions/index.js';
 import { within } from '../browser/procfs.js';
 import { priceTable, sessionCredits } from '../credits/prices.js';
-import { firstAttempt } from '../outbox/attempted.js';
 import type { ArtifactLinks } from './artifact-links.js';
 import { runTimeoutMs, sessionBody } from './configuration.js';
 import { taskEvent } from './events.js';
@@ -35,6 +35,9 @@ export interface RunDeps {
   log: Logger;
   sessions: NodeLoad & SessionLifecycle & SessionUrls & WarmSource;
   sandbox: Sandbox;
+  /** Heard: the session's end recorded (its credits), the outcome's first delivery attempt;
+   *  told: the outcome's event written. */
+  signals: Pick<Signals, 'endRecorded' | 'deliveryAttempted' | 'deliveriesWritten'>;
   /** The warm pair a run whose configuration the pool's browser serves takes (absent: none). */
   warm?: Pick<WarmPairs, 'take' | 'fill'>;
   artifacts: ArtifactLinks;
@@ -80,7 +83,7 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
   let ending: ReturnType<typeof settle> | undefined;
   // The run's own session is recorded as ended at once, and its browser (frozen meanwhile)
   // is torn down once the run's outcome is out: recorded, and its event's first delivery
-  // attempt ended (outbox/attempted.ts). Killing Chromium and removing its root took both
+  // attempt ended (Signals.deliveryAttempted). Killing Chromium and removing its root took both
   // cores for 50-140 ms (measured on 2 cores), and the end's and the outcome's transactions
   // and the event's claim and request waited behind it. Held at most TEARDOWN_HOLD_MAX_MS.
   let isOut!: () => void;
@@ -151,10 +154,10 @@ export async function executeRun(d: RunDeps, row: queue.ClaimedRow, signal: Abor
         return links;
       }),
     ]);
-    const finished = await queue.finish(d.db, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
+    const finished = await queue.finish(d.db, d.signals, row.id, { outcome, durationMs, costCredits, logs, sessionId }, (r) =>
       taskEvent(r, { artifacts, recordingUrl }, d.config.publicUrl),
     );
-    if (finished && finished.event.deliveries > 0) out = firstAttempt(finished.event.id, TEARDOWN_HOLD_MAX_MS);
+    if (finished && finished.event.deliveries > 0) out = d.signals.deliveryAttempted.next(finished.event.id, TEARDOWN_HOLD_MAX_MS);
     // The outcome and task.failed are recorded: healing goes on in the background.
     if (finished && healing) d.healer.heal(finished.row, healing);
     d.log.info({ executionId: row.id, status: outcome.status, durationMs, warmPair: usedPair }, 'task run ended');
@@ -315,7 +318,7 @@ export function asOutput(value: unknown): Record<string, unknown> {
 async function endSession(d: RunDeps, sessionId: string, teardownAfter: Promise<unknown> | undefined): Promise<number> {
   let announce!: (credits: number) => void;
   const announced = new Promise<number>((resolve) => (announce = resolve));
-  const unsubscribe = onEndRecorded(sessionId, (row) => announce(Number(row.credits_used ?? 0)));
+  const unsubscribe = d.signals.endRecorded.on(sessionId, (row) => announce(Number(row.credits_used ?? 0)));
   try {
     const ending = d.sessions.end(sessionId, 'completed', 'api', teardownAfter ? { teardownAfter } : {});
     ending.catch((err: unknown) => d.log.error({ err, sessionId }, 'task run: its session did not end cleanly'));

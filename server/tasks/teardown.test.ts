@@ -1,5 +1,5 @@
 // A run's own browser is torn down once the run's outcome is out (run.ts): recorded, and its
-// event's first delivery attempt ended (outbox/attempted.ts), not while that event is on its
+// event's first delivery attempt ended (Signals.deliveryAttempted), not while that event is on its
 // way; and never held longer than two seconds, whatever the webhook does. Real server, real
 // Chromium, a real receiver that answers when the test says.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -63,6 +63,7 @@ export class TaskWorker {
         : `Node ${node.id} stopped heartbeating during the run (killed, crashed or cut off); another node marked the run failed`;
       const done = await queue.finish(
         db,
+        this.o.signals,
         row.id,
         {
           outcome: { status: 'failure', error: { type: 'system_error', message, rootCause } },
@@ -191,6 +192,7 @@ export class TaskWorker {
         await queue
           .finish(
             this.o.db,
+            this.o.signals,
             row.id,
             {
               outcome: {
