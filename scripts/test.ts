@@ -17,6 +17,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { readOwner } from '../server/browser/owner.js';
 import { withPostgresSchema } from '../server/store/pg-schema.js';
 import { freePort } from '../server/testing/free-port.js';
 import { DURATIONS_FILE, type Durations } from '../server/testing/durations.js';
@@ -185,11 +186,27 @@ async function conformanceAgainstMock(out: Out): Promise<boolean> {
 
 /** Chromium processes still running with a root under a temporary directory of ours. */
 function leftoverBrowsers(): string[] {
+  let left: string[];
   try {
-    return execFileSync('pgrep', ['-af', 'chromium.*--user-data-dir=.*cb-'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+    left = execFileSync('pgrep', ['-af', 'chromium.*--user-data-dir=.*cb-'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
   } catch {
     return [];
   }
+  // Whose they are: each root's owner record names the server process that launched it, so
+  // the test that left them can be found (its process, if it still runs, and its command).
+  const roots = new Set(left.map((l) => /--user-data-dir=(\S+)\/user-data/.exec(l)?.[1]).filter((r): r is string => !!r));
+  const owners = [...roots].map((root) => {
+    const owner = readOwner(root);
+    if (!owner) return `root ${root}: no owner record`;
+    let cmd = 'gone';
+    try {
+      cmd = readFileSync(`/proc/${owner.serverPid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+    } catch {
+      // the server process has ended
+    }
+    return `root ${root}: session ${owner.sessionId ?? '(pool)'}, launched by pid ${owner.serverPid} (${cmd})`;
+  });
+  return [...owners, ...left];
 }
 
 /** Every line of scripts/inventory.txt ran, or moved to a test that ran (inventory-moved.txt). */

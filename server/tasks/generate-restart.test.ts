@@ -10,6 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModelServer } from '../llm/scripted-server.js';
 import { sharedPostgresSchema } from '../testing/harness.js';
+import { browsersDirFor, sweepOrphans } from '../browser/index.js';
+import { testLog } from '../browser/test-support.js';
 import { startChildServer, type ChildServer } from '../testing/child-server.js';
 import { freePort } from '../testing/free-port.js';
 import { call, until } from './test-support.js';
@@ -41,7 +43,12 @@ function keep(s: ChildServer): ChildServer {
 
 function dataDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'cb-task-generate-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  cleanups.push(async () => {
+    // A node killed and not started again leaves its browsers (the warm pool's) as a real
+    // crash does; the next start on the folder would sweep them, so the test does.
+    await sweepOrphans(browsersDirFor(dir), testLog());
+    rmSync(dir, { recursive: true, force: true });
+  });
   return dir;
 }
 
