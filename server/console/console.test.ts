@@ -6,12 +6,10 @@
 // answers 401; forms without their CSRF token are refused.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Frame, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ZipFile } from 'yazl';
+import { zipOfDir } from '../testing/zip-of.js';
 import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession, endSession, HEADLESS } from '../sessions/test-support.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
@@ -43,19 +41,6 @@ addEventListener('mousedown', () => { document.title = 'clicked'; });</script>`)
     url: (path) => `http://127.0.0.1:${port}${path}`,
     close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
   };
-}
-
-function zipOf(dir: string): Promise<Buffer> {
-  const zip = new ZipFile();
-  for (const f of readdirSync(dir)) zip.addBuffer(readFileSync(join(dir, f)), f);
-  zip.end();
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    zip.outputStream
-      .on('data', (c: Buffer) => chunks.push(c))
-      .on('end', () => resolve(Buffer.concat(chunks)))
-      .on('error', reject);
-  });
 }
 
 /** The embedded live view's frame, once its page has loaded. */
@@ -300,7 +285,7 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     await endSession(server, s.id);
     const form = new FormData();
     form.set('name', 'Marker');
-    form.set('file', new Blob([new Uint8Array(await zipOf(extensionFixture))], { type: 'application/zip' }), 'marker.zip');
+    form.set('file', new Blob([new Uint8Array(await zipOfDir(extensionFixture))], { type: 'application/zip' }), 'marker.zip');
     const up = await server.request('/v1/extensions', { method: 'POST', body: form });
     expect(up.status).toBeLessThan(300);
 

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ZipFile } from 'yazl';
+import { zipOfDir } from '../testing/zip-of.js';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 import { listDir } from '../browser/test-support.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
@@ -31,19 +31,6 @@ const ADMIN_TOKEN = randomBytes(32).toString('hex');
 const HEADLESS = { headless: { active: true } };
 const NO_RECORDING = { recording: { active: false } };
 const markerDir = fileURLToPath(new URL('../../fixtures/extensions/marker/', import.meta.url));
-
-function markerZip(): Promise<Buffer> {
-  const zip = new ZipFile();
-  for (const f of readdirSync(markerDir)) zip.addBuffer(readFileSync(join(markerDir, f)), f);
-  zip.end();
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    zip.outputStream
-      .on('data', (c: Buffer) => chunks.push(c))
-      .on('end', () => resolve(Buffer.concat(chunks)))
-      .on('error', reject);
-  });
-}
 
 /** Files of a DATA_DIR's area folder, the file-system backend's place (a recording's `.work` frames aside): none on S3. */
 function filesOfArea(dataDir: string, area: string): string[] {
@@ -189,7 +176,7 @@ describe('the server on S3 storage', () => {
   it('keeps an uploaded extension and a saved profile in the bucket, and a session launches with both', { timeout: 120_000 }, async () => {
     const form = new FormData();
     form.set('name', 'marker');
-    form.set('file', new Blob([new Uint8Array(await markerZip())], { type: 'application/zip' }), 'marker.zip');
+    form.set('file', new Blob([new Uint8Array(await zipOfDir(markerDir))], { type: 'application/zip' }), 'marker.zip');
     const uploaded = await server.request('/v1/extensions', { method: 'POST', body: form });
     expect(uploaded.status).toBe(200);
     const extensionId = ((await uploaded.json()) as any).data.id as string;
