@@ -1,5 +1,7 @@
-// `pnpm test`: everything CI checks, with progress and timings, in two lanes side by side:
+// `pnpm test`: everything CI checks, with progress and timings, in four lanes side by side:
 //   the unit and integration tests (vitest, its files longest first on two workers);
+//   the files that wait out a whole-minute limit, all at once; the files that start several
+//   servers, one at a time (vitest.config.ts, `lanes`);
 //   the static checks (lint → generated/ freshness → type check → import rules), then
 //   conformance against pnpm mock, then against a freshly started server on PGlite, then on
 //   PostgreSQL when DATABASE_URL is set;
@@ -21,6 +23,7 @@ import { readOwner } from '../server/browser/owner.js';
 import { withPostgresSchema } from '../server/store/pg-schema.js';
 import { freePort } from '../server/testing/free-port.js';
 import { DURATIONS_FILE, type Durations } from '../server/testing/durations.js';
+import { lanes } from '../vitest.config.js';
 import { compare, conformanceLines, readLines, readMoved, vitestLines, type ConformanceReport, type VitestReport } from './inventory.js';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -229,32 +232,38 @@ function slowest(n: number): string {
     .join('\n');
 }
 
-/** vitest, its JSON report read for the counts, the failures, the inventory and the durations. */
-async function vitest(out: Out): Promise<boolean> {
+/** Seconds each test file took, from every vitest run of this `pnpm test`; `complete` until a
+ *  run lacks its report or a file's times. */
+const fileSeconds: { seconds: Durations; complete: boolean } = { seconds: {}, complete: true };
+
+/** vitest on the given projects, its JSON report read for the counts, the failures, the
+ *  inventory and the durations. */
+async function vitest(args: string[], out: Out): Promise<boolean> {
   const dir = mkdtempSync(join(tmpdir(), 'cb-vitest-'));
   const report = join(dir, 'vitest.json');
-  const code = await run(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], out);
+  const code = await run(bin('vitest'), ['run', ...args, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], out);
   try {
     const r = JSON.parse(readFileSync(report, 'utf8')) as VitestReport;
     ranLines.push(...vitestLines(r, root));
     totals.passed += r.numPassedTests;
     totals.failed += r.numFailedTests;
     totals.skipped += r.numPendingTests + r.numTodoTests;
-    const seconds: Durations = {};
     for (const file of r.testResults) {
       const path = file.name.replace(root, '');
-      if (file.startTime && file.endTime) seconds[path] = Math.max(1, Math.round((file.endTime - file.startTime) / 1000));
+      if (file.startTime && file.endTime) {
+        const s = Math.max(1, Math.round((file.endTime - file.startTime) / 1000));
+        fileSeconds.seconds[path] = s;
+        durations.push({ what: path, seconds: s });
+      } else fileSeconds.complete = false;
       const failed = file.assertionResults.filter((a) => a.status === 'failed');
       for (const a of failed) failures.push(`[vitest] ${path} › ${a.fullName}\n${firstLines(a.failureMessages.join('\n'))}`);
       // A file that failed outside any test (an import, a hook) has no failed test to name.
       if (file.status === 'failed' && !failed.length) failures.push(`[vitest] ${path}\n${firstLines(file.message ?? '')}`);
     }
-    for (const [what, s] of Object.entries(seconds)) durations.push({ what, seconds: s });
-    // The next run's order (server/testing/sequencer.ts), from a run of every file.
-    if (r.testResults.length === Object.keys(seconds).length) writeFileSync(DURATIONS_FILE, `${JSON.stringify(sortedByValue(seconds), null, 2)}\n`);
   } catch {
+    fileSeconds.complete = false;
     totals.failed += 1;
-    failures.push('[vitest] no report was written');
+    failures.push(`[vitest ${args.join(' ')}] no report was written`);
   }
   rmSync(dir, { recursive: true, force: true });
   return code === 0;
@@ -268,7 +277,17 @@ async function main() {
   // Two lanes side by side: vitest on its two workers, and beside it the static checks, then
   // the conformance runs (most of a conformance run is waiting on one check after another).
   await Promise.all([
-    step('unit and integration tests (vitest)', vitest, { counted: true, live: true }),
+    step('unit and integration tests (vitest)', (out) => vitest(['--project', 'shared', '--project', 'own process'], out), { counted: true, live: true }),
+    // Lanes of their own (vitest.config.ts, `lanes`): the files that wait out a minute, all
+    // at once; the files that start several servers, one after the other.
+    step(
+      `tests that wait out a minute (vitest, ${lanes.waits.length} at once)`,
+      (out) => vitest(['--project', 'waits', '--maxWorkers', String(lanes.waits.length)], out),
+      {
+        counted: true,
+      },
+    ),
+    step('tests of several servers (vitest, one at a time)', (out) => vitest(['--project', 'apart', '--maxWorkers', '1'], out), { counted: true }),
     (async () => {
       await step('lint openapi.yaml (redocly)', async (out) => (await run(bin('redocly'), ['lint', 'openapi.yaml'], out)) === 0);
       await step('generated/ is fresh', async (out) => (await run(bin('tsx'), ['scripts/generate.ts', '--check'], out)) === 0);
@@ -289,6 +308,8 @@ async function main() {
         });
     })(),
   ]);
+  // The next run's order (server/testing/sequencer.ts), from a run of every file.
+  if (fileSeconds.complete) writeFileSync(DURATIONS_FILE, `${JSON.stringify(sortedByValue(fileSeconds.seconds), null, 2)}\n`);
   await step('no browser left behind', async (out) => {
     const left = leftoverBrowsers();
     if (left.length && out !== 'inherit') out.push(...left);

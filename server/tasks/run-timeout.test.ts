@@ -19,9 +19,12 @@ describe(`task runs on ${backends[0]}`, () => {
 
   it('timeout: code that loops forever is stopped at max_duration and reported as timeout, before its session would end', { timeout: 150_000 }, async () => {
     const { t, fixtures } = bench;
+    // A loop that never gives the event loop back (so only a stop from outside ends it),
+    // asleep in Atomics.wait rather than spinning: a spinning one held a core for the minute.
     const source = `export default async function run(ctx: any) {
   await ctx.page.goto(ctx.input.url);
-  for (;;) {}
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) Atomics.wait(cell, 0, 0, 1000);
 }
 `;
     const taskId = await deployedTask(t, source, { recording: { active: false }, timeout: { max_duration: 1, idle_timeout: 2 } });
