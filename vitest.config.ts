@@ -30,6 +30,7 @@ export const lanes = {
     'server/cluster/lifecycle.test.ts',
     'server/profiles/shutdown.test.ts',
     'server/cluster/routing.test.ts',
+    'server/cluster/router-node.test.ts',
     'server/storage/shared-storage.test.ts',
     'server/sessions/recovery.test.ts',
     'server/cluster/conformance-capabilities.test.ts',

@@ -6380,7 +6380,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. */
+        /** @description The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room. */
         ServiceUnavailable: {
             headers: {
                 /** @description Seconds to wait before trying again. */
@@ -6428,7 +6428,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds. Or the node that took the request is draining (it received SIGTERM and takes no new sessions): try again, another node answers. */
+        /** @description Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds. Or the node that took the request is draining (it received SIGTERM and takes no new sessions): try again, another node answers. Or the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`, a node that routes for a cluster) and no other node has room. */
         SessionCreateUnavailable: {
             headers: {
                 /** @description Seconds until the first matching proxy may be tried again, or to wait for the database. */

@@ -18,7 +18,8 @@ try {
   throw err;
 }
 try {
-  accessSync(config.chromiumPath, constants.X_OK);
+  // A node without browsers (MAX_CONCURRENT_BROWSERS=0) launches none: it needs no Chromium.
+  if (config.maxConcurrentBrowsers > 0) accessSync(config.chromiumPath, constants.X_OK);
 } catch {
   fatal(
     `Invalid configuration:\n  - CHROMIUM_PATH=${JSON.stringify(config.chromiumPath)} is not an executable file ` +

@@ -5032,7 +5032,7 @@ export type ListSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5085,7 +5085,7 @@ export type CreateSessionErrors = {
      */
     500: Error;
     /**
-     * Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds. Or the node that took the request is draining (it received SIGTERM and takes no new sessions): try again, another node answers.
+     * Every service proxy of the pool that matches the request is failing its connects and resting, or the server's database is unreachable or out of disk space; try again after Retry-After seconds. Or the node that took the request is draining (it received SIGTERM and takes no new sessions): try again, another node answers. Or the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`, a node that routes for a cluster) and no other node has room.
      */
     503: Error;
 };
@@ -5134,7 +5134,7 @@ export type CreateSessionAsyncErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5180,7 +5180,7 @@ export type GetAsyncSessionStatusErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5242,7 +5242,7 @@ export type GetSessionHistoryErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5275,7 +5275,7 @@ export type EndAllSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5345,7 +5345,7 @@ export type ListSessionStatusesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5391,7 +5391,7 @@ export type EndSessionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5437,7 +5437,7 @@ export type GetSessionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5491,7 +5491,7 @@ export type ReplaceSessionTagsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5541,7 +5541,7 @@ export type ListSessionPagesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5596,7 +5596,7 @@ export type ConnectCdpErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5647,7 +5647,7 @@ export type GetCdpVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5697,7 +5697,7 @@ export type GetCdpDiscoveryVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5743,7 +5743,7 @@ export type ListSessionRecordingsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5799,7 +5799,7 @@ export type FetchPrimaryRecordingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5853,7 +5853,7 @@ export type PauseSessionRecordingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5903,7 +5903,7 @@ export type ResumeSessionRecordingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -5957,7 +5957,7 @@ export type DeleteSessionRecordingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6003,7 +6003,7 @@ export type ListSessionDownloadsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6053,7 +6053,7 @@ export type DeleteSessionDownloadErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6113,7 +6113,7 @@ export type FetchSessionDownloadErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6175,7 +6175,7 @@ export type UploadSessionFileErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6233,7 +6233,7 @@ export type UploadAgentFilesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6291,7 +6291,7 @@ export type MouseClickErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6349,7 +6349,7 @@ export type MouseDoubleClickErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6407,7 +6407,7 @@ export type MouseDownErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6465,7 +6465,7 @@ export type MouseUpErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6523,7 +6523,7 @@ export type MouseMoveErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6581,7 +6581,7 @@ export type DragAndDropErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6639,7 +6639,7 @@ export type ScrollErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6697,7 +6697,7 @@ export type KeyboardTypeErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6755,7 +6755,7 @@ export type KeyboardShortcutErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6805,7 +6805,7 @@ export type GetClipboardErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6863,7 +6863,7 @@ export type SetClipboardErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6913,7 +6913,7 @@ export type CopySelectionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -6971,7 +6971,7 @@ export type PasteTextErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7029,7 +7029,7 @@ export type GotoUrlErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7079,7 +7079,7 @@ export type TakeSessionScreenshotErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7125,7 +7125,7 @@ export type ListRequestedHumanInterventionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7179,7 +7179,7 @@ export type RespondToHumanInterventionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7225,7 +7225,7 @@ export type PauseAgentErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7271,7 +7271,7 @@ export type ResumeAgentErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7328,7 +7328,7 @@ export type FetchWebpageErrors = {
      */
     502: FetchError;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
     /**
@@ -7400,7 +7400,7 @@ export type FetchWebpageContentErrors = {
      */
     502: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
     /**
@@ -7461,7 +7461,7 @@ export type TakeScreenshotErrors = {
      */
     502: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
     /**
@@ -7522,7 +7522,7 @@ export type RenderPagePdfErrors = {
      */
     502: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
     /**
@@ -7592,7 +7592,7 @@ export type ExecuteCodeErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7724,7 +7724,7 @@ export type StreamAgentStepsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7761,7 +7761,7 @@ export type GetPerformWebTaskStatusErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7815,7 +7815,7 @@ export type SignalEventErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7869,7 +7869,7 @@ export type WaitForEventErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7919,7 +7919,7 @@ export type ListBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -7972,7 +7972,7 @@ export type CreateBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8022,7 +8022,7 @@ export type CancelBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8068,7 +8068,7 @@ export type GetBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8126,7 +8126,7 @@ export type RetryBatchSessionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8176,7 +8176,7 @@ export type GetBillingErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8222,7 +8222,7 @@ export type ListTasksErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8271,7 +8271,7 @@ export type CreateTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8332,7 +8332,7 @@ export type ExecuteTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8398,7 +8398,7 @@ export type ExecuteTaskByNameErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8444,7 +8444,7 @@ export type DeleteTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8490,7 +8490,7 @@ export type GetTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8548,7 +8548,7 @@ export type UpdateTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8594,7 +8594,7 @@ export type GetTaskDraftErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8648,7 +8648,7 @@ export type SaveTaskDraftErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8702,7 +8702,7 @@ export type DeployTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8748,7 +8748,7 @@ export type ListTaskVersionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8794,7 +8794,7 @@ export type GetLatestTaskVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8857,7 +8857,7 @@ export type ListTaskExecutionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8907,7 +8907,7 @@ export type GetTaskExecutionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -8957,7 +8957,7 @@ export type DeleteTaskVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9007,7 +9007,7 @@ export type GetTaskVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9065,7 +9065,7 @@ export type PublishTaskVersionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9131,7 +9131,7 @@ export type RunTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9177,7 +9177,7 @@ export type GetTaskRunStatusErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9227,7 +9227,7 @@ export type CancelTaskRunErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9284,7 +9284,7 @@ export type GenerateTaskErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9330,7 +9330,7 @@ export type GetTaskGenerationStatusErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9376,7 +9376,7 @@ export type ListProfilesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9429,7 +9429,7 @@ export type CreateProfileErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9475,7 +9475,7 @@ export type DeleteProfileErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9521,7 +9521,7 @@ export type GetProfileErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9554,7 +9554,7 @@ export type ListExtensionsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9599,7 +9599,7 @@ export type UploadExtensionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9645,7 +9645,7 @@ export type DeleteExtensionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9691,7 +9691,7 @@ export type GetExtensionErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9852,7 +9852,7 @@ export type ListWebhooksErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9901,7 +9901,7 @@ export type CreateWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9947,7 +9947,7 @@ export type DeleteWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -9993,7 +9993,7 @@ export type GetWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10047,7 +10047,7 @@ export type UpdateWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10093,7 +10093,7 @@ export type RotateWebhookSecretErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10147,7 +10147,7 @@ export type TestWebhookErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10210,7 +10210,7 @@ export type ListWebhookDeliveriesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10268,7 +10268,7 @@ export type ListIdentitiesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10318,7 +10318,7 @@ export type CreateIdentityErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10364,7 +10364,7 @@ export type DeleteIdentityErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10410,7 +10410,7 @@ export type GetIdentityErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10464,7 +10464,7 @@ export type UpdateIdentityErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10510,7 +10510,7 @@ export type GetIdentityCredentialsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10560,7 +10560,7 @@ export type ListApplicationsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10605,7 +10605,7 @@ export type CreateApplicationErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10655,7 +10655,7 @@ export type DeleteApplicationErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10701,7 +10701,7 @@ export type GetApplicationErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10755,7 +10755,7 @@ export type UpdateApplicationErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10812,7 +10812,7 @@ export type ListApplicationIdentitiesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10858,7 +10858,7 @@ export type ListApplicationAuthFlowsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10912,7 +10912,7 @@ export type CreateApplicationAuthFlowErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -10962,7 +10962,7 @@ export type DeleteApplicationAuthFlowErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11020,7 +11020,7 @@ export type UpdateApplicationAuthFlowErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11074,7 +11074,7 @@ export type CreateIdentityTokenErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11120,7 +11120,7 @@ export type ListClientCertificatesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11165,7 +11165,7 @@ export type UploadClientCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11211,7 +11211,7 @@ export type DeleteClientCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11257,7 +11257,7 @@ export type GetClientCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11290,7 +11290,7 @@ export type ListCaCertificatesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11339,7 +11339,7 @@ export type UploadCaCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11385,7 +11385,7 @@ export type DeleteCaCertificateErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11422,7 +11422,7 @@ export type AdminListProjectsErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11471,7 +11471,7 @@ export type AdminCreateProjectErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11521,7 +11521,7 @@ export type AdminDeleteProjectErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11567,7 +11567,7 @@ export type AdminGetProjectErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11621,7 +11621,7 @@ export type AdminUpdateProjectErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11667,7 +11667,7 @@ export type AdminListKeysErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11721,7 +11721,7 @@ export type AdminCreateKeyErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11767,7 +11767,7 @@ export type AdminRevokeKeyErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
@@ -11804,7 +11804,7 @@ export type AdminListNodesErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };

@@ -71,7 +71,6 @@ describe('requests that need the node of a browser', () => {
       ['GET', '/v1/sessions/history'],
       ['GET', '/v1/sessions/all/status'],
       ['POST', '/v1/tools/execute-code'],
-      ['POST', '/v1/tools/fetch/webpage'],
       ['GET', '/healthz'],
       ['POST', '/mcp'],
       ['GET', '/?sessionId=abc'],
@@ -82,6 +81,11 @@ describe('requests that need the node of a browser', () => {
       expect(needs(m, p), `${m} ${p}`).toBeUndefined();
     expect(needs('POST', '/v1/sessions')).toEqual({ kind: 'placement' });
     expect(needs('POST', '/v1/tools/perform-web-task')).toEqual({ kind: 'placement' });
+    // The browser tools render on browsers of their own (a node without browsers sends them on),
+    // or read a session's page on its node.
+    for (const p of ['/v1/tools/fetch/webpage', '/v1/tools/fetch-webpage', '/v1/tools/screenshot', '/v1/tools/page-pdf'])
+      expect(needs('POST', p), p).toEqual({ kind: 'browsers' });
+    expect(needs('POST', '/v1/tools/fetch-webpage?sessionId=abc')).toEqual({ kind: 'session', id: 'abc' });
     expect(needs('DELETE', '/v1/sessions/all')).toEqual({ kind: 'end-all' });
     expect(needs('POST', '/v1/profiles')).toEqual({ kind: 'session-in-body', field: 'session_id' });
     expect(needs('GET', '/files/recordings/0b0e4f4e-7a43-4d38-9d0e-3b5d1b1e2f00.mp4?expires=1')).toEqual({

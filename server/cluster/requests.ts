@@ -19,6 +19,9 @@ export type Needs =
   | { kind: 'task-run'; id: string }
   /** A new session: this node if it has room, else another one with room. */
   | { kind: 'placement' }
+  /** The browser tools (fetch, screenshot, page PDF) on browsers of their own: this node if it
+   *  runs browsers, else a node with room (a node without browsers launches none). */
+  | { kind: 'browsers' }
   /** Every running session of the caller's project, wherever it runs (DELETE /v1/sessions/all). */
   | { kind: 'end-all' };
 
@@ -37,6 +40,9 @@ const LIVE_PATH = /^\/live\/([^/]+)(?:\/.*)?$/;
 const RECORDING_LINK = /^\/files\/recordings\/([^/]+?)(?:\.mp4)?$/;
 /** Operations that act in a running session named by a query parameter. */
 const SESSION_IN_QUERY = new Set(['/v1/tools/execute-code', '/v1/tools/perform-web-task', '/ws']);
+
+/** The tools that render a URL on browsers of their own, not a session's. */
+const BROWSER_TOOLS = new Set(['/v1/tools/fetch/webpage', '/v1/tools/fetch-webpage', '/v1/tools/screenshot', '/v1/tools/page-pdf']);
 
 const TASK_RUN_CANCEL = /^\/v2\/tasks\/runs\/([^/]+)\/cancel$/;
 /** An id worth looking up: anything else (control characters, megabytes) is answered where it lands, by validation. */
@@ -71,6 +77,8 @@ function tableOf(method: string, url: URL, header: (name: string) => string | un
     // Without a session, a web task starts a temporary one: placed like any other.
     return method === 'POST' && path === '/v1/tools/perform-web-task' ? { kind: 'placement' } : undefined;
   }
+  if (method === 'POST' && BROWSER_TOOLS.has(path))
+    return url.searchParams.get('sessionId') ? { kind: 'session', id: url.searchParams.get('sessionId')! } : { kind: 'browsers' };
   const run = method === 'POST' ? TASK_RUN_CANCEL.exec(path) : null;
   if (run) return { kind: 'task-run', id: decodeURIComponent(run[1]) };
   const rec = RECORDING_LINK.exec(path);

@@ -64,6 +64,8 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
   // Several nodes: this one is reachable by the others, and they by it.
   const clustered = config.nodeInternalUrl !== undefined && secret !== undefined;
   const dead = config.nodeDeadAfterSeconds;
+  // A node without browsers (MAX_CONCURRENT_BROWSERS=0) sends what needs one elsewhere.
+  const runsBrowsers = config.maxConcurrentBrowsers > 0;
 
   const owners = new OwnerCache({ max: OWNER_CACHE_SIZE, ttlMs: heartbeatPeriodMs(dead) });
 
@@ -101,8 +103,12 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
         peer = await routing.nodeOfTaskRun(db, needs.id, dead);
         break;
       case 'placement':
-        // Room here: here. Otherwise the node with the most room; none: here, which says 429.
+        // Room here: here. Otherwise the node with the most room; none: here, which says 429
+        // (a node without browsers says 503 before its handler would).
         peer = node.capacity() > 0 ? undefined : await routing.nodeWithRoom(db, node.id, dead);
+        break;
+      case 'browsers':
+        peer = runsBrowsers ? undefined : await routing.nodeWithRoom(db, node.id, dead);
         break;
       case 'end-all':
         return undefined;
@@ -198,6 +204,14 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
           owners.drop(needs.id);
         return alreadySent(status);
       }
+    }
+    if (!runsBrowsers && (needs?.kind === 'placement' || needs?.kind === 'browsers')) {
+      // No node with room answered: this one has no browser to fall back on.
+      c.header('Retry-After', '5');
+      return c.json(
+        { error: { code: 503, message: 'No node of the cluster has a free browser: this node runs none (MAX_CONCURRENT_BROWSERS=0). Try again later.' } },
+        503,
+      );
     }
     const endedElsewhere = needs?.kind === 'end-all' && !proof.forwarded ? await endRemote(c) : 0;
     await next();

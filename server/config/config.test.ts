@@ -51,4 +51,9 @@ describe('loadConfig', () => {
     const page = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     for (const name of Object.keys(SETTINGS)) expect(page).toContain(`| \`${name}\` |`);
   });
+  it('takes MAX_CONCURRENT_BROWSERS=0 for a node that routes for a cluster, never alone; it keeps no warm browser', () => {
+    const cluster = { DATABASE_URL: 'postgres://u@h/db', NODE_INTERNAL_URL: 'http://10.0.0.1:8080', CLUSTER_SECRET: 's'.repeat(40) };
+    expect(loadConfig({ ...cluster, MAX_CONCURRENT_BROWSERS: '0', BROWSER_POOL_SIZE: '3' })).toMatchObject({ maxConcurrentBrowsers: 0, browserPoolSize: 0 });
+    expect(() => loadConfig({ MAX_CONCURRENT_BROWSERS: '0' })).toThrow(/MAX_CONCURRENT_BROWSERS=0 .* needs NODE_INTERNAL_URL/);
+  });
 });

@@ -91,6 +91,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (s.NODE_INTERNAL_URL !== undefined && s.DATABASE_URL === undefined) {
     problems.push('NODE_INTERNAL_URL (several nodes) needs DATABASE_URL: the embedded PGlite database serves one node only');
   }
+  // A node without browsers routes for the others (docs/operations/scaling.md): alone it
+  // would have nothing to serve a session on. It keeps no warm browser.
+  if (s.MAX_CONCURRENT_BROWSERS === 0) {
+    if (s.NODE_INTERNAL_URL === undefined) problems.push('MAX_CONCURRENT_BROWSERS=0 (a node without browsers, routing for the others) needs NODE_INTERNAL_URL');
+    direct.browserPoolSize = 0;
+  }
   const storage = readStorage(env, problems, s.S3_FORCE_PATH_STYLE);
   const rateLimitStore = s.RATE_LIMIT_STORE ?? (s.REDIS_URL ? 'redis' : s.DATABASE_URL ? 'postgres' : 'memory');
   if (rateLimitStore === 'redis' && !s.REDIS_URL) problems.push('RATE_LIMIT_STORE=redis needs REDIS_URL');

@@ -116,9 +116,10 @@ export const SETTINGS = {
     section: 'Browsers and sessions',
     type: 'int',
     default: 10,
-    min: 1,
+    min: 0,
     max: 10_000,
-    description: 'Most session browsers running at once per server.',
+    description:
+      'Most session browsers running at once per server. `0` makes a node without browsers in a cluster (`NODE_INTERNAL_URL`): it answers the API, routes CDP and live view, and sends new sessions and the browser tools to nodes with room ([Scaling](operations/scaling.md)).',
   },
   BROWSER_POOL_SIZE: {
     section: 'Browsers and sessions',

@@ -14,6 +14,8 @@ const run = promisify(execFile);
 
 export interface OwnPostgres {
   url: string;
+  /** Its data directory (postmaster.pid names the server's process). */
+  dataDir: string;
   /** `pg_ctl stop -m immediate`: every backend is killed, as in a crash. */
   crash(): Promise<void>;
   /** Starts it again (crash recovery), answering once it accepts connections. */
@@ -45,7 +47,8 @@ export function ownPostgresUnavailable(): string | undefined {
   return undefined;
 }
 
-export async function startOwnPostgres(): Promise<OwnPostgres> {
+/** `settings`: more of PostgreSQL's settings (`-c name=value`), e.g. max_connections. */
+export async function startOwnPostgres(settings: Record<string, string> = {}): Promise<OwnPostgres> {
   const bin = postgresBinaries();
   if (!bin) throw new Error('no PostgreSQL binaries');
   const asRoot = process.getuid?.() === 0;
@@ -60,7 +63,10 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
   }
   const port = await freePort();
   const pgCtl = join(bin, 'pg_ctl');
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=40`;
+  const all = { listen_addresses: '127.0.0.1', fsync: 'off', full_page_writes: 'off', max_connections: '40', ...settings };
+  const options = `-p ${port} -k ${dir} ${Object.entries(all)
+    .map(([k, v]) => `-c ${k}=${v}`)
+    .join(' ')}`;
   const start = async () => {
     await as(pgCtl, ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start']);
   };
@@ -69,6 +75,7 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
   let removed = false;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    dataDir: data,
     crash: async () => {
       await as(pgCtl, ['-D', data, '-m', 'immediate', '-w', 'stop']);
     },
