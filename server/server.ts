@@ -3,7 +3,9 @@
 // tests start it in-process on an ephemeral port and talk to it over real HTTP.
 //
 // Adding a capability is one line in the list below: its place is after what it depends
-// on, and its start, shutdown and session hooks follow from that place (capability/).
+// on, and its start, shutdown, session hooks, middleware and upgrade wrappers follow from
+// that place (capability/). Where a place matters for another reason than a dependency,
+// `order` below says so, and the composition refuses a list that breaks it.
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
@@ -15,7 +17,7 @@ import { bootstrapKey, findKey } from './auth/api-keys.js';
 import { openRateLimits } from './http/rate-limit/index.js';
 import { createHttpApp, finishApp } from './http/app.js';
 import { keepIdleConnections } from './http/keep-alive.js';
-import { compose, createSignals } from './capability/index.js';
+import { compose, createSignals, type OrderRule } from './capability/index.js';
 import { openBlobAreas } from './storage/areas.js';
 import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
@@ -40,14 +42,13 @@ import { signals } from './signals/index.js';
 import { billing } from './billing/index.js';
 import { agentAccess } from './agent-access/index.js';
 import { health } from './health/index.js';
-import { cluster as clusterNode } from './cluster/index.js';
+import { cluster as clusterNode, clusterRouting } from './cluster/index.js';
 import { admin } from './admin/index.js';
 import { Metrics, metricsEndpoint, startTracing } from './metrics/index.js';
 import { installationId } from './browser/index.js';
 import { hostname } from 'node:os';
 import { webConsole } from './console/index.js';
 import { docs } from './docs/index.js';
-import { clusterRouter } from './cluster/router.js';
 
 export interface RunningServer {
   /** The address the server listens on, e.g. http://127.0.0.1:41234. */
@@ -65,6 +66,25 @@ export interface RunningServer {
   /** Graceful: stops accepting, finishes requests, ends browsers, closes the database. */
   close(): Promise<void>;
 }
+
+/** Where the list's order matters beyond its types (compose checks it; capability/order.ts). */
+const order: OrderRule[] = [
+  {
+    first: [profiles],
+    then: [sessionCaptcha, liveView, recordings],
+    why: "a session's ending hooks run in reverse: profiles' closes the browser gracefully to save a profile, after the captcha watch, the live view and the recording have stopped",
+  },
+  {
+    first: [recordings],
+    then: [identities],
+    why: "a session's started hooks run in order: an identity's logins run once the recording has started, so that it shows them",
+  },
+  {
+    first: { everyWith: 'recoverNode' },
+    then: [clusterNode],
+    why: "the cluster's reaper takes a dead node's work over through every capability's recoverNode, from the cluster's start to its close: they start before it and close after it",
+  },
+];
 
 export async function startServer(initial: Config, log: Logger): Promise<RunningServer> {
   // Listen first, so an ephemeral port (PORT=0) is known before anything builds URLs.
@@ -108,14 +128,11 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     // batches, tasks, webhooks, the console) tells deliveries written, which webhooks' worker
     // waits for; webhooks tell each delivery attempt's end, which tasks (composed before
     // them) wait for.
-    const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics, rateLimits, signals: createSignals() })
+    const service = compose({ db, config, log, blobs: blobs.areas, secrets, metrics, rateLimits, signals: createSignals() }, order)
       .add(sessions)
       .add(extensions)
       .add(clientCertificates)
-      // Before live view and recordings: its ending hook runs after theirs, and closes the
-      // browser gracefully to save a profile.
       .add(profiles)
-      // After profiles: its watch stops before the browser is closed gracefully.
       .add(sessionCaptcha)
       .add(liveView)
       .add(interventions)
@@ -125,8 +142,6 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(tools)
       .add(executeCode)
       .add(mcp)
-      // After profiles, whose service keeps an identity's signed-in state; its logins run
-      // after the other capabilities' started hooks (the recording sees them).
       .add(identities)
       .add(agent)
       .add(batches)
@@ -134,8 +149,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(webhooks)
       .add(signals)
       .add(agentAccess)
-      // After every capability a dead node's work is taken over by (recoverNode), before health.
       .add(clusterNode)
+      // Sends a request or upgrade that another node must answer there (middleware, aroundUpgrade).
+      .add(clusterRouting)
       // After the cluster: a project's browser limit is the cluster's.
       .add(billing)
       .add(health)
@@ -148,26 +164,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .build();
     await service.start();
     cleanups.push(() => service.stop());
-    // After the capabilities' start (the node's sessions are swept before it says it is live).
-    const manager = service.provided.sessions;
-    const cluster = clusterRouter({
-      db,
-      config,
-      log,
-      // No room from the drain's first moment: it tells the cluster (a heartbeat) before the
-      // manager stops taking sessions, and a creation placed here meanwhile would meet the
-      // manager's refusal (503) after its first awaits instead of going to another node.
-      node: {
-        id: manager.nodeId,
-        capacity: () => (service.provided.cluster.isDraining ? 0 : manager.capacity),
-        running: () => manager.running,
-        has: (id) => manager.get(id) !== undefined,
-      },
-      authenticate: (key) => findKey(db, key),
-    });
-    await cluster.start();
-    cleanups.push(() => cluster.stop());
-    server.on('upgrade', (req, socket, head) => cluster.upgrade(req, socket, head, service.upgrade));
+    server.on('upgrade', (req, socket, head) => service.upgrade(req, socket, head) || socket.destroy());
 
     const api = createHttpApp({
       handlers: service.handlers,
@@ -178,7 +175,7 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       publicUrl: config.publicUrl,
       adminToken: config.adminToken,
       observe: metrics.observeRequest,
-      route: cluster.middleware,
+      middleware: service.middleware,
     });
     service.routes(api);
     finishApp(api);

@@ -1,10 +1,14 @@
 // compose() at run time: the order its header promises (start in order, workers after every
 // start, shutdown in reverse: workers, drains, closes), a failed start undoing exactly what
-// started, and the session hooks' order. compose.typetest.ts proves the rest at compile time.
+// started, the session hooks' order, middleware and upgrade wrappers in order, and the order
+// rules refused when broken. compose.typetest.ts proves the rest at compile time.
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
-import type { Capability, Composed, RunningSession, SessionEnd, Worker } from './index.js';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { MiddlewareHandler } from 'hono';
+import type { Capability, Composed, OrderRule, RunningSession, SessionEnd, Upgrade, Worker } from './index.js';
 import { compose } from './index.js';
 
 /** A logger whose error lines the test reads. */
@@ -37,7 +41,11 @@ function part(name: string, events: string[], fail: { start?: boolean; drain?: b
 
 /** The composition of the given parts, built without serving the contract's operations (the type check's business). */
 function build(...factories: (() => Capability)[]): Composed {
-  let c = compose({ log: recordingLog().log }) as unknown as { add(f: () => Capability): typeof c; build(): Composed };
+  return buildOrdered([], ...factories);
+}
+
+function buildOrdered(order: OrderRule[], ...factories: (() => Capability)[]): Composed {
+  let c = compose({ log: recordingLog().log }, order) as unknown as { add(f: () => Capability): typeof c; build(): Composed };
   for (const f of factories) c = c.add(f);
   return c.build();
 }
@@ -186,5 +194,55 @@ describe('compose', () => {
     release();
     await ended;
     expect(events.at(-1)).toBe('ended a done');
+  });
+
+  it('runs middleware in order; wraps upgrades first-composed outermost, then the first own upgrade that takes it answers', async () => {
+    const events: string[] = [];
+    const middleware =
+      (name: string): MiddlewareHandler =>
+      async (_c, next) => {
+        events.push(`before ${name}`);
+        await next();
+        events.push(`after ${name}`);
+      };
+    const wrapping =
+      (name: string, answers = false) =>
+      () =>
+        ({
+          name,
+          middleware: middleware(name),
+          aroundUpgrade: (req, socket, head, next) => (events.push(`around ${name}`), answers || next(req, socket, head)),
+        }) as Capability;
+    const own = (name: string, takes: boolean) => () => ({ name, upgrade: (() => (events.push(`own ${name}`), takes)) as Upgrade }) as Capability;
+    const service = build(wrapping('a'), own('x', false), wrapping('b'), own('y', true), own('z', true));
+    const [req, socket, head] = [{} as IncomingMessage, {} as Duplex, Buffer.alloc(0)];
+
+    expect(service.upgrade(req, socket, head)).toBe(true);
+    expect(events.splice(0)).toEqual(['around a', 'around b', 'own x', 'own y']);
+    expect(build(wrapping('a'), own('x', false)).upgrade(req, socket, head)).toBe(false);
+    events.length = 0;
+    expect(build(wrapping('a', true), wrapping('b'), own('y', true)).upgrade(req, socket, head)).toBe(true);
+    expect(events.splice(0)).toEqual(['around a']);
+
+    const { Hono } = await import('hono');
+    const app = new Hono();
+    for (const m of service.middleware) app.use('*', m);
+    app.get('/', (c) => (events.push('route'), c.text('ok')));
+    expect((await app.request('/')).status).toBe(200);
+    expect(events).toEqual(['before a', 'before b', 'route', 'after b', 'after a']);
+  });
+
+  it('builds a list that keeps its order rules, and refuses one that breaks a rule or lacks what a rule names', () => {
+    const plain = (name: string) => Object.defineProperty(() => ({ name }) as Capability, 'name', { value: name });
+    const recovering = (name: string) => Object.defineProperty(() => ({ name, recoverNode: async () => {} }) as Capability, 'name', { value: name });
+    const [a, b, c, r1, r2] = [plain('a'), plain('b'), plain('c'), recovering('r1'), recovering('r2')];
+    const rules: OrderRule[] = [
+      { first: [a], then: [b, c], why: 'a ends last' },
+      { first: { everyWith: 'recoverNode' }, then: [c], why: 'c takes dead nodes over through them' },
+    ];
+    expect(() => buildOrdered(rules, a, r1, b, r2, c)).not.toThrow();
+    expect(() => buildOrdered(rules, b, a, r1, c)).toThrow('b must be composed after a: a ends last');
+    expect(() => buildOrdered(rules, a, b, c, r1)).toThrow('c must be composed after r1: c takes dead nodes over through them');
+    expect(() => buildOrdered(rules, a, b)).toThrow('An order rule names c, which is not composed (a ends last)');
   });
 });

@@ -2,12 +2,15 @@
 // written down: a factory can be given only what the capabilities before it provide (the
 // type check says so), so that order is a dependency order, and everything else derives
 // from it: start in that order, workers after every start, shutdown in reverse (workers,
-// then drains, then closes), session hooks as SessionHooks says. The type check also proves
-// that each operation of the contract is served by exactly one capability.
-import type { Hono } from 'hono';
+// then drains, then closes), session hooks as SessionHooks says, middleware and upgrade
+// wrappers first-composed outermost. The type check also proves that each operation of the
+// contract is served by exactly one capability; the order rules the type check cannot see
+// are stated by the assembly and checked at build (order.ts).
+import type { Hono, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { AppHandlers } from '../http/app.js';
 import type { AnyCapability, Capability, LeftNode, OperationId, RecoverNode, Upgrade, Worker } from './contract.js';
+import { checkOrder, type AnyFactory, type OrderRule, type Placed } from './order.js';
 import type { LaunchAddition, LaunchingSession, RunningSession, SessionEnd, SessionHooks, SessionOptions } from './session.js';
 
 /** The composed service: what server.ts wires into HTTP and runs. */
@@ -17,7 +20,10 @@ export interface Composed<Provided extends object = object> {
   readonly handlers: AppHandlers;
   /** Adds every capability's own routes, in order. */
   routes(app: Hono): void;
-  /** The first capability that takes the upgrade answers it. */
+  /** Every capability's middleware, in order: to run before every route. */
+  readonly middleware: readonly MiddlewareHandler[];
+  /** Through every capability's upgrade wrapper, the first composed outermost; then the
+   *  first capability that takes the upgrade answers it. False: nobody took it. */
   readonly upgrade: Upgrade;
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -27,6 +33,7 @@ type Factory<Deps, O extends OperationId, P extends object> = (deps: Deps) => Ca
 
 export class Composition<Deps extends object, Ops extends OperationId> {
   private readonly capabilities: AnyCapability[] = [];
+  private readonly placed: Placed[] = [];
   private readonly deps: Record<string, unknown>;
 
   /** @internal compose() makes the first. */
@@ -34,6 +41,7 @@ export class Composition<Deps extends object, Ops extends OperationId> {
     base: Deps,
     private readonly hooks: HookList,
     private readonly log: Logger,
+    private readonly order: readonly OrderRule[],
   ) {
     this.deps = { ...(base as Record<string, unknown>) };
   }
@@ -54,6 +62,7 @@ export class Composition<Deps extends object, Ops extends OperationId> {
     Object.assign(this.deps, c.provides);
     if (c.sessionHooks) this.hooks.add(c.name, c.sessionHooks);
     this.capabilities.push(c);
+    this.placed.push({ factory: factory as AnyFactory, capability: c });
     return this as unknown as Composition<Deps & P, Ops | O>;
   }
 
@@ -74,8 +83,14 @@ export class Composition<Deps extends object, Ops extends OperationId> {
 
   /** The service, once every operation has its capability. */
   build(..._unserved: [Exclude<OperationId, Ops>] extends [never] ? [] : [unserved: Exclude<OperationId, Ops>]): Composed<Deps> {
+    checkOrder(this.placed, this.order);
     const list = [...this.capabilities];
     const log = this.log;
+    const own: Upgrade = (req, socket, head) => list.some((c) => c.upgrade?.(req, socket, head) ?? false);
+    const upgrade = list.reduceRight<Upgrade>((next, c) => {
+      const around = c.aroundUpgrade;
+      return around ? (req, socket, head) => around(req, socket, head, next) : next;
+    }, own);
     const handlers = Object.assign({}, ...list.map((c) => c.handlers)) as AppHandlers;
     const workers: Worker[] = list.flatMap((c) => c.workers ?? []);
     // What has started, so that a failed start, or a stop, undoes exactly that.
@@ -105,7 +120,8 @@ export class Composition<Deps extends object, Ops extends OperationId> {
       routes: (app) => {
         for (const c of list) c.routes?.(app);
       },
-      upgrade: (req, socket, head) => list.some((c) => c.upgrade?.(req, socket, head) ?? false),
+      middleware: list.flatMap((c) => (c.middleware ? [c.middleware] : [])),
+      upgrade,
       start: async () => {
         try {
           for (const c of list) {
@@ -126,14 +142,18 @@ export class Composition<Deps extends object, Ops extends OperationId> {
   }
 }
 
-/** Starts a composition on the base every factory may use. */
-export function compose<Base extends { log: Logger }>(base: Base): Composition<Base & { sessionHooks: SessionHooks; recoverNode: RecoverNode }, never> {
+/** Starts a composition on the base every factory may use; `order`: the rules its list must keep (checked at build). */
+export function compose<Base extends { log: Logger }>(
+  base: Base,
+  order: readonly OrderRule[] = [],
+): Composition<Base & { sessionHooks: SessionHooks; recoverNode: RecoverNode }, never> {
   const hooks = new HookList(base.log);
   const composition: Composition<Base & { sessionHooks: SessionHooks; recoverNode: RecoverNode }, never> = new Composition(
     // Called at run time (a node found dead), when every capability has been added.
     { ...base, sessionHooks: hooks, recoverNode: (node: LeftNode) => composition.recoverNode(node) },
     hooks,
     base.log,
+    order,
   );
   return composition;
 }

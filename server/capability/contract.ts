@@ -6,7 +6,7 @@
 // shutdown. `server.ts` lists the factories once; compose.ts derives everything else.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Hono } from 'hono';
+import type { Hono, MiddlewareHandler } from 'hono';
 import type { AppHandlers } from '../http/app.js';
 import type { SessionHooks } from './session.js';
 
@@ -14,6 +14,10 @@ export type OperationId = keyof AppHandlers;
 
 /** Answers a WebSocket upgrade that is its own (true), or leaves it to the next (false). */
 export type Upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+/** Sees an upgrade before the capabilities' own upgrades (`next`): answers it itself (true,
+ *  as when it sends it to another node), or hands it on and answers what `next` answers. */
+export type AroundUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer, next: Upgrade) => boolean;
 
 /** A loop that takes queued work. Started after every capability has started, stopped first. */
 export interface Worker {
@@ -37,6 +41,11 @@ interface Parts<Provides extends object> {
   /** Routes outside the contract (pages, signed file links), added after the contract's. */
   routes?(app: Hono): void;
   readonly upgrade?: Upgrade;
+  /** Runs before every route of the HTTP app (after request ids and logging), in composition
+   *  order: what decides where a request is answered (a cluster's forwarding). */
+  readonly middleware?: MiddlewareHandler;
+  /** Wraps every WebSocket upgrade, in composition order (the first outermost). */
+  readonly aroundUpgrade?: AroundUpgrade;
   readonly sessionHooks?: SessionHooks;
   readonly workers?: readonly Worker[];
   readonly provides?: Provides;

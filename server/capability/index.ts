@@ -1,6 +1,7 @@
 // The capability contract (contract.ts), what capabilities see of sessions (session.ts),
-// and their composition (compose.ts).
-export type { Capability, LeftNode, OperationId, RecoverNode, Upgrade, Worker } from './contract.js';
+// their composition (compose.ts) and its order rules (order.ts).
+export type { AroundUpgrade, Capability, LeftNode, OperationId, RecoverNode, Upgrade, Worker } from './contract.js';
+export type { OrderRule } from './order.js';
 export type { EndReason, LaunchAddition, LaunchingSession, RunningSession, SessionEnd, SessionHooks, SessionOptions, SessionProxy } from './session.js';
 export { compose, Composition, type Composed } from './compose.js';
 export { PollLoop, type PollLoopOptions } from './poll-loop.js';

@@ -1,13 +1,16 @@
 // The cluster: this node's registration, heartbeat, reaper and drain (node.ts),
 // the `nodes` table (store.ts), and the operator's listing, GET /admin/v1/nodes. Other
 // capabilities see the cluster through ClusterNode: health shows `cluster`, billing its
-// capacity.
+// capacity. Its routing (router.ts) is a capability of its own, `clusterRouting`: a
+// middleware and an upgrade wrapper that send a request to the node that must answer it.
 import type { Logger } from 'pino';
 import type { components } from '../../generated/types.js';
+import { findKey } from '../auth/api-keys.js';
 import type { Capability, RecoverNode } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import { NodeLifecycle, type NodeSessions } from './node.js';
+import { clusterRouter } from './router.js';
 import * as store from './store.js';
 
 export { NodeLifecycle, type NodeSessions } from './node.js';
@@ -45,6 +48,33 @@ export function cluster(d: {
     start: () => node.start(),
     close: () => node.close(),
   };
+}
+
+/** What routing sees of this node's sessions (the session manager's NodeLoad and lookup). */
+export interface RoutedSessions {
+  readonly nodeId: string;
+  readonly capacity: number;
+  readonly running: number;
+  get(id: string): unknown;
+}
+
+/** Any node serves any session: requests and upgrades go to the node that must answer them. */
+export function clusterRouting(d: { db: Db; config: ServiceConfig; log: Logger; sessions: RoutedSessions; cluster: ClusterNode }): Capability {
+  const { sessions } = d;
+  const router = clusterRouter({
+    ...d,
+    // No room from the drain's first moment: it tells the cluster (a heartbeat) before the
+    // manager stops taking sessions, and a creation placed here meanwhile would meet the
+    // manager's refusal (503) after its first awaits instead of going to another node.
+    node: {
+      id: sessions.nodeId,
+      capacity: () => (d.cluster.isDraining ? 0 : sessions.capacity),
+      running: () => sessions.running,
+      has: (id) => sessions.get(id) !== undefined,
+    },
+    authenticate: (key) => findKey(d.db, key),
+  });
+  return { name: 'cluster routing', middleware: router.middleware, aroundUpgrade: router.upgrade, start: () => router.start() };
 }
 
 function listed(r: store.NodeRow, now: Date, deadAfterSeconds: number): components['schemas']['AdminNode'] {

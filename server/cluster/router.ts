@@ -15,6 +15,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { KeyOwner } from '../auth/api-keys.js';
+import type { AroundUpgrade } from '../capability/index.js';
 import { apiKeyOf } from '../auth/key-header.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
@@ -25,15 +26,13 @@ import { checkProof, proofHeaders, TARGET_HEADER } from './proof.js';
 import { needsOf, type Needs } from './requests.js';
 import * as routing from './routing-store.js';
 
-export type LocalUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
-
 export interface ClusterRouter {
   /** Installed before every route of the HTTP app. */
   readonly middleware: MiddlewareHandler;
-  /** Takes every upgrade: forwards it to the owner, or hands it to `local`. */
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, local: LocalUpgrade): void;
+  /** Takes every upgrade (true): forwards it to the owner, or hands it to `local`, the
+   *  capabilities' own upgrades (none taking it: the socket is destroyed). */
+  readonly upgrade: AroundUpgrade;
   start(): Promise<void>;
-  stop(): Promise<void>;
 }
 
 export interface ClusterRouterOptions {
@@ -242,37 +241,8 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
       const handLocal = () => {
         if (!local(req, socket, head)) socket.destroy();
       };
-      const header = (n: string) => {
-        const v = req.headers[n];
-        return Array.isArray(v) ? v[0] : v;
-      };
-      const proof = checkProof(secret, { method: req.method ?? 'GET', path: req.url ?? '/', header });
-      if (proof.forwarded && !proof.ok) return refuseUpgrade(socket, proof.why);
-      const meant = proof.forwarded ? header(TARGET_HEADER) : undefined;
-      if (meant !== undefined && meant !== node.id) return refuseMisdirected(socket, meant);
-      const needs = clustered && !proof.forwarded ? needsOf(req.method ?? 'GET', new URL(req.url ?? '/', 'http://node'), header) : undefined;
-      if (!needs) return handLocal();
-      socket.on('error', () => socket.destroy());
-      const lookupFailed = (err: Error) => {
-        log.error({ err: err.message }, 'could not look up the owner of an upgrade');
-        handLocal();
-      };
-      const forward = (owner: Owner | undefined) => {
-        if (!owner) return handLocal();
-        const again = () => {
-          forget(owner);
-          ownerOf(needs, undefined, true).then(forward, lookupFailed);
-        };
-        forwardUpgrade(
-          req,
-          socket,
-          head,
-          owner.peer.internalUrl,
-          forwardHeaders(owner.peer, req.method ?? 'GET', req.url ?? '/'),
-          owner.cached ? { again } : {},
-        );
-      };
-      ownerOf(needs).then(forward, lookupFailed);
+      route(req, socket, head, handLocal);
+      return true;
     },
     async start() {
       if (!clustered) return;
@@ -280,8 +250,35 @@ export function clusterRouter(o: ClusterRouterOptions): ClusterRouter {
       // cluster capability, started before this).
       await routing.forgetMcpSessionsOf(db, node.id);
     },
-    async stop() {},
   };
+
+  /** An upgrade forwarded to its owner, or handed to `handLocal`. */
+  function route(req: IncomingMessage, socket: Duplex, head: Buffer, handLocal: () => void): void {
+    const header = (n: string) => {
+      const v = req.headers[n];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const proof = checkProof(secret, { method: req.method ?? 'GET', path: req.url ?? '/', header });
+    if (proof.forwarded && !proof.ok) return refuseUpgrade(socket, proof.why);
+    const meant = proof.forwarded ? header(TARGET_HEADER) : undefined;
+    if (meant !== undefined && meant !== node.id) return refuseMisdirected(socket, meant);
+    const needs = clustered && !proof.forwarded ? needsOf(req.method ?? 'GET', new URL(req.url ?? '/', 'http://node'), header) : undefined;
+    if (!needs) return handLocal();
+    socket.on('error', () => socket.destroy());
+    const lookupFailed = (err: Error) => {
+      log.error({ err: err.message }, 'could not look up the owner of an upgrade');
+      handLocal();
+    };
+    const forward = (owner: Owner | undefined) => {
+      if (!owner) return handLocal();
+      const again = () => {
+        forget(owner);
+        ownerOf(needs, undefined, true).then(forward, lookupFailed);
+      };
+      forwardUpgrade(req, socket, head, owner.peer.internalUrl, forwardHeaders(owner.peer, req.method ?? 'GET', req.url ?? '/'), owner.cached ? { again } : {});
+    };
+    ownerOf(needs).then(forward, lookupFailed);
+  }
 }
 
 /** Bodies that name a session are small JSON; a larger one is not read (it is answered here, and refused there if wrong). */

@@ -29,16 +29,18 @@
 // This file is the worker loop (buffer, concurrency limits, nudges, polling, flushing,
 // shutdown); its parts: delivery-options.ts (options and defaults), delivery-claim.ts
 // (claiming due rows), delivery-attempt.ts (one signed POST and its result),
-// delivery-record.ts (recording outcomes, scheduling retries, marking dead) and
-// delivery-stats.ts (the counters behind stats()).
+// delivery-record.ts (recording outcomes, scheduling retries, marking dead),
+// delivery-outcomes.ts (outcomes written together) and delivery-stats.ts (the counters
+// behind stats()).
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
 import { createAgents } from './http-post.js';
 import { resolveOptions, type DeliveryLogger, type DeliveryWorkerOptions, type ResolvedOptions } from './delivery-options.js';
 import { anyDue, bySchedule, claimDue, localLeases, PlannerStats, releaseAllLeases, type Claimed, type LocalLeases } from './delivery-claim.js';
 import { attempt, wasSlow, type AttemptOptions } from './delivery-attempt.js';
-import { givenBack, recordOutcomes, type Outcome } from './delivery-record.js';
-import { countAttempt, deliveryStats, newCounters, type DeliveryWorkerStats } from './delivery-stats.js';
+import { OutcomeWriter } from './delivery-outcomes.js';
+import { givenBack } from './delivery-record.js';
+import { deliveryStats, newCounters, type DeliveryWorkerStats } from './delivery-stats.js';
 import { secretOpener } from './sealed-secrets.js';
 
 export type { DeliveryLogger, DeliveryWorkerOptions, DeliveryWorkerStats };
@@ -52,15 +54,6 @@ const HOLD_FACTOR = 3;
 const FAST_HOLD_FACTOR = 64;
 /** Rows buffered at most, in all, as a multiple of `concurrency`. */
 const BUFFER_FACTOR = 16;
-/**
- * Outcomes are written together: after this long, or at once when this many are waiting.
- * Each statement costs about as much as a few dozen rows in it, so while draining, batches
- * of a handful (a 5 ms linger) spent more on statements than on rows; on PGlite a row costs
- * ~200 µs of CPU in a batch of 16, ~100 in one of 128. An outcome waiting
- * here delays only its row's status, never a receipt; stop() writes what is left.
- */
-const FLUSH_LINGER_MS = 100;
-const FLUSH_BATCH = 512;
 /** Claims are spaced by a few times their own cost (bounds), so they take at most ~20 % of the time. */
 const CLAIM_SPACING = 4;
 const MIN_CLAIM_INTERVAL_MS = 2;
@@ -85,7 +78,6 @@ export class DeliveryWorker {
   /** Webhooks whose last attempt was slow, with when: forgotten after SLOW_MEMORY_MS. */
   private readonly slow = new Map<string, number>();
   private readonly controllers = new Set<AbortController>();
-  private readonly outcomes: Outcome[] = [];
   private readonly settledWaiters: Array<() => void> = [];
   private inFlight = 0;
   private claimSeq = 0;
@@ -97,8 +89,6 @@ export class DeliveryWorker {
   private pumpAgain = false;
   private pumpScheduled = false;
   private maybeMore = true;
-  private flushing: Promise<void> | null = null;
-  private flushTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryTimerAt = Infinity;
@@ -106,6 +96,7 @@ export class DeliveryWorker {
   private unsubscribe: (() => void) | undefined;
   private readonly counters = newCounters();
   private readonly signals: DeliveryWorkerOptions['signals'];
+  private readonly outcomes: OutcomeWriter;
 
   constructor(options: DeliveryWorkerOptions) {
     this.db = options.db;
@@ -116,6 +107,15 @@ export class DeliveryWorker {
     this.o = resolveOptions(options);
     this.attemptOptions = { ...this.o, agents: this.agents, openSecret: secretOpener(options.secrets) };
     this.planner = new PlannerStats(this.db, this.logger);
+    this.outcomes = new OutcomeWriter({
+      db: this.db,
+      local: this.local,
+      options: this.o,
+      logger: this.logger,
+      counters: this.counters,
+      retryIn: (ms) => this.wakeAt(Date.now() + ms),
+      stopping: () => this.stopping,
+    });
   }
 
   /** Starts polling and listening for nudges. */
@@ -184,18 +184,14 @@ export class DeliveryWorker {
       for (const c of this.controllers) c.abort();
       await this.allSettled();
     }
-    clearTimeout(this.flushTimer);
-    // Record every outcome, including those a flush already in progress is writing.
-    for (let i = 0; i < 5 && (this.outcomes.length > 0 || this.flushing); i++) {
-      await (this.flushing ?? this.flush()).catch((err) => this.logger.error({ err }, 'recording webhook outcomes failed at shutdown'));
-    }
+    await this.outcomes.drain();
     this.agents.http.destroy();
     this.agents.https.destroy();
     this.started = false;
   }
 
   stats(): DeliveryWorkerStats {
-    return deliveryStats(this.inFlight, this.counters, this.outcomes.length);
+    return deliveryStats(this.inFlight, this.counters, this.outcomes.pending);
   }
 
   private allSettled(): Promise<void> {
@@ -317,8 +313,7 @@ export class DeliveryWorker {
     const given = oldest ? q.splice(0, q.length - keep) : q.splice(keep);
     this.buffered -= given.length;
     if (q.length === 0) this.queues.delete(webhookId);
-    for (const c of given) this.outcomes.push(givenBack(c));
-    this.scheduleFlush();
+    this.outcomes.add(...given.map(givenBack));
   }
 
   /**
@@ -379,12 +374,11 @@ export class DeliveryWorker {
           this.slow.delete(c.webhook_id);
         }
       }
-      this.outcomes.push({ claim: c, result });
+      this.outcomes.add({ claim: c, result });
       if (!result.aborted) this.signals.deliveryAttempted.emit(c.event_id);
       this.inFlight--;
       DeliveryWorker.bump(this.inFlightBy, c.webhook_id, -1);
       if (this.inFlight === 0) for (const w of this.settledWaiters.splice(0)) w();
-      this.scheduleFlush();
       if (this.stopping) return;
       this.dispatch();
       // Refill before this webhook's buffered rows run out: at half its hold, so a claim
@@ -393,53 +387,6 @@ export class DeliveryWorker {
       // claim under way brings rows already: asking again would only add an empty claim.
       if (this.maybeMore && !this.pumping && (this.queues.get(c.webhook_id)?.length ?? 0) <= this.holdFor(c.webhook_id) / 2) this.schedulePump();
     });
-  }
-
-  private scheduleFlush(): void {
-    if (this.outcomes.length >= FLUSH_BATCH) {
-      clearTimeout(this.flushTimer);
-      this.flushTimer = undefined;
-      void this.flush().catch((err) => this.logger.warn({ err }, 'recording webhook outcomes failed; retrying'));
-      return;
-    }
-    if (this.flushTimer) return;
-    this.flushTimer = setTimeout(() => {
-      this.flushTimer = undefined;
-      void this.flush().catch((err) => this.logger.warn({ err }, 'recording webhook outcomes failed; retrying'));
-    }, FLUSH_LINGER_MS);
-  }
-
-  /** Records every queued outcome together; concurrent callers share the run. */
-  private flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
-    if (this.outcomes.length === 0) return Promise.resolve();
-    this.flushing = (async () => {
-      try {
-        while (this.outcomes.length > 0) {
-          const batch = this.outcomes.splice(0);
-          try {
-            await this.record(batch);
-          } catch (err) {
-            this.outcomes.unshift(...batch);
-            if (!this.stopping) {
-              const t = setTimeout(() => void this.flush().catch(() => {}), 500);
-              t.unref?.();
-            }
-            throw err;
-          }
-        }
-      } finally {
-        this.flushing = null;
-      }
-    })();
-    return this.flushing;
-  }
-
-  /** Records a batch (delivery-record.ts), then counts what was recorded and wakes for the soonest retry. */
-  private async record(batch: Outcome[]): Promise<void> {
-    const { statuses, earliestRetryMs } = await recordOutcomes(this.db, batch, { schedule: this.o.retrySchedule, random: this.o.random }, this.local);
-    for (const status of statuses) countAttempt(this.counters, status);
-    if (earliestRetryMs < Infinity) this.wakeAt(Date.now() + earliestRetryMs);
   }
 
   /** Looks for due work at `at` (a retry sooner than the next poll). */

@@ -31,8 +31,8 @@ export interface HttpAppOptions {
   adminToken?: string;
   /** Told of every answered request (metrics); the contract's operationId when one served it. */
   observe?(sample: { operationId: string | undefined; status: number; seconds: number }): void;
-  /** Runs before every route (after request ids and logging): a cluster's forwarding to the node that owns a session. */
-  route?: MiddlewareHandler;
+  /** Run before every route (after request ids and logging), in order: a cluster's forwarding to the node that owns a session. */
+  middleware?: readonly MiddlewareHandler[];
 }
 
 /** The contract's route that served the request, if one did. */
@@ -172,7 +172,7 @@ export function createHttpApp(options: HttpAppOptions): Hono {
     options.observe?.({ operationId, status: c.res.status, seconds: ms / 1000 });
   });
 
-  if (options.route) app.use('*', options.route);
+  for (const m of options.middleware ?? []) app.use('*', m);
 
   // The admin API, before any route: off (no ADMIN_TOKEN), everything under /admin is
   // unknown, so a scan learns nothing; on, every request needs the token, checked before its

@@ -12,7 +12,9 @@ import { chromium } from 'playwright-core';
 import { Server as ProxyChainServer } from 'proxy-chain';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSocks5Server, type Socks5Server } from './test-support.js';
-import { pinnedLookup, startTrafficProxy, upstreamProxyUrl, type TrafficProxy, type TrafficProxyOptions } from './traffic-proxy.js';
+import { pinnedLookup } from './pinned-lookup.js';
+import { startTrafficProxy, type TrafficProxy, type TrafficProxyOptions } from './traffic-proxy.js';
+import { upstreamProxyUrl } from './upstream-proxy.js';
 
 // Names under .pinned.test "resolve" to a public-looking answer that really is 127.0.0.1 (as
 // a DNS-rebinding attacker would arrange), so the check passes and the test can see that the

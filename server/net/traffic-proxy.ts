@@ -28,29 +28,18 @@
 // Credentials: the upstream password only lives in the upstream URL handed to proxy-chain,
 // which sends it as Proxy-Authorization to the upstream. Neither that URL nor any request
 // header is ever logged.
-import type { LookupAddress, lookup as dnsLookupFn } from 'node:dns';
+//
+// Apart from this module: an upstream setting checked and made a URL (upstream-proxy.ts), the
+// lookup pinned to checked addresses (pinned-lookup.ts), and the upstream's metered agents
+// (metered-agents.ts).
 import http from 'node:http';
-import https from 'node:https';
 import net from 'node:net';
-import tls from 'node:tls';
-import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { RequestError, Server, type ConnectionStats, type PrepareRequestFunctionOpts, type PrepareRequestFunctionResult } from 'proxy-chain';
 import { assertPublicUrl, UrlPolicyError } from './address-policy.js';
-
-export interface UpstreamProxy {
-  /** http://, https:// or socks5:// host and port, credentials allowed in it. */
-  server: string;
-  username?: string;
-  password?: string;
-  /**
-   * Configured by the operator (the service proxy pool), not by a user: its address is not
-   * held to the private-network policy, which protects the operator from users' requests.
-   */
-  operator?: boolean;
-  /** Told when a connection to the upstream cannot be made (refused, unreachable, TLS or SOCKS handshake failed). */
-  onConnectFailure?: () => void;
-}
+import { AGENT_OPTIONS, reportConnectFailure, SocketMeter, WatchedHttpAgent, WatchedHttpsAgent } from './metered-agents.js';
+import { pinnedLookup, type LookupFunction } from './pinned-lookup.js';
+import { stripBrackets, upstreamProxyUrl, withAddress, type ResolvedUpstream, type UpstreamProxy } from './upstream-proxy.js';
 
 export interface TrafficProxyOptions {
   allowPrivateNetworks: boolean;
@@ -78,27 +67,11 @@ export interface TrafficProxy {
   close(): Promise<void>;
 }
 
-interface ResolvedUpstream {
-  /** Handed to proxy-chain; carries the credentials. Never log it. */
-  proxyUrl: string;
-  /** host without brackets, for policy checks and log lines */
-  host: string;
-  socks: boolean;
-  operator: boolean;
-  onConnectFailure?: () => void;
-}
-
-type LookupFunction = typeof dnsLookupFn;
-
 const LOOPBACK = '127.0.0.1';
 /** Bound on the recorded domain set (a page can invent hostnames without end). */
 const MAX_DOMAINS = 10_000;
 /** How long a checked upstream address list is reused. */
 const UPSTREAM_RESOLVE_TTL_MS = 30_000;
-
-function stripBrackets(host: string): string {
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-}
 
 /** The hostname as recorded in the domain list: lower case, no brackets, no trailing dot. */
 function domainOf(hostname: string): string {
@@ -109,177 +82,6 @@ function domainOf(hostname: string): string {
 function redact(text: string): string {
   return text.replace(/\/\/[^\s/@"']*@/g, '//[redacted]@');
 }
-
-/** The SOCKS proxy's port when its URL names none. */
-const SOCKS_DEFAULT_PORT = '1080';
-
-/**
- * Validates an upstream setting and builds the URL proxy-chain wants
- * (http://user:pass@host:port, credentials percent-encoded). A socks5 upstream is handed over
- * as socks5h: the upstream resolves destination names, as an HTTP upstream does (the exit's
- * DNS answers, and nothing resolved here that the policy did not check). Throws on a bad
- * setting; the message never contains the password.
- */
-export function upstreamProxyUrl(upstream: UpstreamProxy): ResolvedUpstream {
-  let url: URL;
-  try {
-    url = new URL(upstream.server);
-  } catch {
-    throw new TypeError('upstream proxy server must be an absolute URL such as http://host:port');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:' && url.protocol !== 'socks5:') {
-    throw new TypeError(`upstream proxy server must use http, https or socks5, not ${url.protocol.replace(/:$/, '')}`);
-  }
-  const socks = url.protocol === 'socks5:';
-  const host = stripBrackets(url.hostname);
-  if (host === '') throw new TypeError('upstream proxy server has no host');
-  const out = socks ? new URL(`socks5h://${url.hostname}:${url.port || SOCKS_DEFAULT_PORT}`) : new URL(`${url.protocol}//${url.host}`);
-  if (upstream.username !== undefined || upstream.password !== undefined) {
-    const username = upstream.username ?? '';
-    if (username.includes(':')) throw new TypeError('upstream proxy username must not contain ":" (Basic authentication)');
-    out.username = encodeURIComponent(username);
-    out.password = encodeURIComponent(upstream.password ?? '');
-  } else if (url.username || url.password) {
-    // Credentials given inside the server URL; already percent-encoded there.
-    out.username = url.username;
-    out.password = url.password;
-  }
-  return { proxyUrl: out.href, host, socks, operator: upstream.operator ?? false, onConnectFailure: upstream.onConnectFailure };
-}
-
-/** The proxy URL with its host replaced by a checked address (SOCKS connects resolve names themselves, past any lookup we give). */
-function withAddress(proxyUrl: string, address: string): string {
-  const u = new URL(proxyUrl);
-  u.hostname = net.isIPv6(address) ? `[${address}]` : address;
-  return u.href;
-}
-
-/**
- * A `lookup` that answers with addresses already resolved and checked, whatever name it is
- * asked about: the connection goes to exactly what the policy saw.
- */
-export function pinnedLookup(addresses: readonly string[]): LookupFunction {
-  const list: LookupAddress[] = addresses.map((address) => ({ address, family: net.isIPv6(address) ? 6 : 4 }));
-  const fn = (
-    hostname: string,
-    options: unknown,
-    callback?: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
-  ) => {
-    let opts: { family?: number | string; all?: boolean } = {};
-    let cb = callback;
-    if (typeof options === 'function') cb = options as typeof callback;
-    else if (typeof options === 'number') opts = { family: options };
-    else if (typeof options === 'object' && options !== null) opts = options as typeof opts;
-    const family = opts.family === 'IPv4' ? 4 : opts.family === 'IPv6' ? 6 : typeof opts.family === 'number' ? opts.family : 0;
-    const matches = family === 4 || family === 6 ? list.filter((a) => a.family === family) : list;
-    process.nextTick(() => {
-      if (!cb) return;
-      if (matches.length === 0) {
-        const err: NodeJS.ErrnoException = new Error(`host ${hostname} has no usable checked address`);
-        err.code = 'ENOTFOUND';
-        cb(err, opts.all ? [] : '', undefined);
-      } else if (opts.all) {
-        cb(
-          null,
-          matches.map((a) => ({ ...a })),
-        );
-      } else {
-        cb(null, matches[0].address, matches[0].family);
-      }
-    });
-  };
-  return fn as unknown as LookupFunction;
-}
-
-/** Keeps a running byte total over the sockets it is given, open ones included. */
-class SocketMeter {
-  private closedBytes = 0;
-  private readonly open = new Set<net.Socket>();
-
-  track(socket: net.Socket): void {
-    if (this.open.has(socket)) return;
-    this.open.add(socket);
-    socket.once('close', () => {
-      if (!this.open.delete(socket)) return;
-      this.closedBytes += (socket.bytesRead ?? 0) + (socket.bytesWritten ?? 0);
-    });
-  }
-
-  total(): number {
-    let n = this.closedBytes;
-    for (const s of this.open) n += (s.bytesRead ?? 0) + (s.bytesWritten ?? 0);
-    return n;
-  }
-}
-
-function asSocket(stream: Duplex | null | undefined): net.Socket | null {
-  return stream instanceof net.Socket ? stream : null;
-}
-
-type Connect = (err: Error | null, stream: Duplex) => void;
-
-type OnSocket = (socket: net.Socket) => void;
-
-/** Opens a connection with the agent's own method and hands its socket over, sync or async. */
-function watched(onSocket: OnSocket, create: (callback?: Connect) => Duplex | null | undefined, callback?: Connect) {
-  const seen = new WeakSet<net.Socket>();
-  const hand = (stream: Duplex | null | undefined) => {
-    const s = asSocket(stream);
-    if (s && !seen.has(s)) {
-      seen.add(s);
-      onSocket(s);
-    }
-  };
-  const wrapped = callback
-    ? (err: Error | null, stream: Duplex) => {
-        hand(stream);
-        callback(err, stream);
-      }
-    : undefined;
-  const stream = create(wrapped);
-  hand(stream);
-  return stream;
-}
-
-/** An http.Agent whose new sockets are handed to `onSocket` (metered and watched: the upstream proxy's). */
-class WatchedHttpAgent extends http.Agent {
-  constructor(
-    options: http.AgentOptions,
-    private readonly onSocket: OnSocket,
-  ) {
-    super(options);
-  }
-
-  override createConnection(options: http.ClientRequestArgs, callback?: Connect): Duplex | null | undefined {
-    return watched(this.onSocket, (cb) => super.createConnection(options, cb), callback);
-  }
-}
-
-class WatchedHttpsAgent extends https.Agent {
-  constructor(
-    options: https.AgentOptions,
-    private readonly onSocket: OnSocket,
-  ) {
-    super(options);
-  }
-
-  override createConnection(options: https.RequestOptions, callback?: Connect): Duplex | null | undefined {
-    return watched(this.onSocket, (cb) => super.createConnection(options, cb), callback);
-  }
-}
-
-/** Calls `report` when the socket fails before it is connected (TLS: before its handshake is done). */
-function reportConnectFailure(socket: net.Socket, report: () => void): void {
-  let connected = false;
-  socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', () => {
-    connected = true;
-  });
-  socket.once('error', () => {
-    if (!connected) report();
-  });
-}
-
-const AGENT_OPTIONS: http.AgentOptions = { keepAlive: true, keepAliveMsecs: 1000, maxFreeSockets: 32, scheduling: 'lifo', timeout: 60_000 };
 
 function targetBytes(stats: ConnectionStats | undefined): number {
   if (!stats) return 0;

@@ -5,7 +5,7 @@ import type { SessionOptions } from '../capability/index.js';
 import type { ServiceConfig } from '../config/config.js';
 import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import type { ServiceProxyPool } from '../net/service-proxies.js';
-import { upstreamProxyUrl } from '../net/traffic-proxy.js';
+import { upstreamProxyUrl } from '../net/upstream-proxy.js';
 import type { SessionCreateBody } from './options.js';
 
 /** The hosted vendor's options this server accepts turned off, and refuses turned on. */

@@ -4,7 +4,7 @@
 // connects during the session are reported to the pool, which rests it for new sessions.
 import type { SessionProxy } from '../capability/index.js';
 import type { ServiceProxyPool } from '../net/service-proxies.js';
-import type { UpstreamProxy } from '../net/traffic-proxy.js';
+import type { UpstreamProxy } from '../net/upstream-proxy.js';
 
 export type SessionUpstream =
   | { ok: true; upstream: UpstreamProxy | undefined; serviceProxyId: string | undefined }

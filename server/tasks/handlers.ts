@@ -1,22 +1,18 @@
 // The Tasks operations of the contract: the legacy /v1/task family (tasks, the draft,
-// numbered versions, executions, legacy runs) and the /v2 runs (run, status, cancel). Runs
-// are queued here and executed by the worker (worker.ts, run.ts).
+// numbered versions, executions, legacy runs) and the /v2 runs (run, status, cancel). Each
+// reads its request and shapes its answer (views.ts); runs are submitted through
+// run-submission.ts and executed by the worker (worker.ts, run.ts).
 import { randomUUID } from 'node:crypto';
 import type { EmitSignals } from '../outbox/emit.js';
-import type { Db } from '../store/db.js';
-import type { ServiceConfig } from '../config/config.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import type { components } from '../../generated/types.js';
-import { refuseUnpaid } from '../credits/account.js';
-import type { SessionCreateBody } from '../sessions/index.js';
-import { checkConfiguration as checkSessionConfiguration, decodeCode, draftView, sessionBody } from './configuration.js';
+import { checkConfiguration as checkSessionConfiguration, decodeCode } from './configuration.js';
 import { taskEvent } from './events.js';
 import * as queue from './queue-store.js';
+import { runSubmission, type RunSubmissionOptions } from './run-submission.js';
 import * as store from './store.js';
+import { draftVersionView, executionView, isTerminal, iso, label, metadataView, runView, taskView, versionView } from './views.js';
 import type { TaskWorker } from './worker.js';
-
-type Schemas = components['schemas'];
 
 export type TaskOperation =
   | 'createTask'
@@ -41,11 +37,7 @@ export type TaskOperation =
   | 'cancelTaskRun';
 export type TaskHandlers = Pick<AppHandlers, TaskOperation>;
 
-export interface TaskHandlerOptions {
-  db: Db;
-  config: ServiceConfig;
-  /** What the handlers need of the SessionManager: the checks a session creation makes. */
-  sessions: { validate(projectId: string, body: SessionCreateBody | undefined): Promise<string | undefined> };
+export interface TaskHandlerOptions extends RunSubmissionOptions {
   worker: Pick<TaskWorker, 'reserve' | 'abort' | 'waitLocal'>;
   /** Told: a cancelled run's event written. */
   signals: EmitSignals;
@@ -54,85 +46,9 @@ export interface TaskHandlerOptions {
 /** How long a cancel waits for the running run to stop before it answers. */
 const CANCEL_WAIT_MS = 15_000;
 
-const iso = (d: Date | string) => new Date(d).toISOString();
-const label = (v: store.VersionRow) => (v.version === null ? 'draft' : String(v.version));
-
-function versionView(v: store.VersionRow): Schemas['TaskVersion'] {
-  return {
-    id: v.id,
-    taskId: v.task_id,
-    version: label(v),
-    code: v.code,
-    deleted: v.deleted,
-    createdAt: iso(v.created_at),
-    updatedAt: iso(v.updated_at),
-    language: v.language,
-    description: v.description,
-    browserConfiguration: v.browser_configuration ?? {},
-  };
-}
-
-function draftVersionView(v: store.VersionRow): Schemas['TaskDraftVersion'] {
-  return { ...versionView(v), version: 'draft', browserConfiguration: draftView(v.browser_configuration ?? {}) };
-}
-
-function metadataView(t: store.TaskRow, latest: store.VersionRow | undefined): Schemas['TaskMetadata'] {
-  return {
-    id: t.id,
-    name: t.name,
-    teamId: t.project_id,
-    ...(t.description !== null ? { description: t.description } : {}),
-    latest: latest ? label(latest) : 'draft',
-    selfHealing: store.selfHealingOf(t.self_healing),
-    deleted: false,
-    createdAt: iso(t.created_at),
-    updatedAt: iso(t.updated_at),
-  };
-}
-
-function taskView(t: store.TaskRow, shown: store.VersionRow | undefined): Schemas['Task'] {
-  return {
-    id: t.id,
-    name: t.name,
-    teamId: t.project_id,
-    ...(t.description !== null ? { description: t.description } : {}),
-    latestVersion: shown && shown.version !== null ? String(shown.version) : 'draft',
-    code: shown?.code ?? '',
-    language: shown?.language ?? 'typescript',
-    browserConfiguration: shown?.browser_configuration ?? {},
-    selfHealing: store.selfHealingOf(t.self_healing),
-    deleted: false,
-    createdAt: iso(t.created_at),
-    updatedAt: iso(t.updated_at),
-  };
-}
-
-function executionView(e: queue.ExecutionRow): Schemas['TaskExecutionResult'] {
-  return {
-    id: e.id,
-    taskVersionId: e.task_version_id,
-    version: e.version_label,
-    status: e.status,
-    output: e.status === 'success' ? JSON.stringify(e.output ?? {}) : null,
-    errorMessage: e.status === 'success' || e.status === 'queued' || e.status === 'running' ? null : e.error_message,
-    startTime: iso(e.created_at),
-    executionTime: e.duration_ms,
-  };
-}
-
-function runView(e: queue.ExecutionRow): Schemas['TaskRun'] {
-  return {
-    run_id: e.run_id ?? e.id,
-    status: e.status,
-    ...(e.status === 'success' ? { result: e.output ?? {} } : {}),
-    ...((e.status === 'failure' || e.status === 'timeout') && e.error_message ? { error: e.error_message } : {}),
-    ...(e.session_id ? { session_id: e.session_id } : {}),
-  };
-}
-
-const isTerminal = (s: queue.ExecutionStatus) => s !== 'queued' && s !== 'running';
-
 export function taskHandlers({ db, config, sessions, worker, signals }: TaskHandlerOptions): TaskHandlers {
+  const { waitForEnd, queueRun, versionOf, legacyRun } = runSubmission({ db, config, sessions, worker });
+
   /**
    * The fields of a draft or version, checked beyond the schema: the code decodes to UTF-8
    * TypeScript that parses, and the configuration is one a session can have.
@@ -157,130 +73,6 @@ export function taskHandlers({ db, config, sessions, worker, signals }: TaskHand
   }
 
   const checkConfiguration = (projectId: string, configuration: store.BrowserConfiguration) => checkSessionConfiguration(sessions, projectId, configuration);
-
-  /** Polls the run until it ends (the worker wakes us at once when it ends on this node). */
-  async function waitForEnd(projectId: string, id: string, timeoutMs: number): Promise<queue.ExecutionRow> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const row = (await queue.getExecution(db, projectId, id))!;
-      if (isTerminal(row.status) || Date.now() >= deadline) return row;
-      await worker.waitLocal(id, Math.min(1_000, Math.max(1, deadline - Date.now())));
-    }
-  }
-
-  /** Queues a run of `version`; 404/409/400 answers as the run operations document them. */
-  async function queueRun(
-    ctx: { projectId: string; apiKeyId: string },
-    task: store.TaskRow,
-    version: store.VersionRow,
-    o: {
-      runId?: string;
-      input: Record<string, string>;
-      sessionId?: string;
-      cleanup: boolean;
-      identityId?: string;
-      identitySkipValidation?: boolean;
-      configuration?: store.BrowserConfiguration;
-    },
-  ) {
-    const configuration = o.configuration ?? version.browser_configuration ?? {};
-    if (o.configuration) {
-      const refused = await checkConfiguration(ctx.projectId, configuration);
-      if (refused) return fail(400, refused);
-    }
-    if (o.sessionId) {
-      const s = await queue.sessionFacts(db, o.sessionId);
-      const [owned] = await db.query('SELECT 1 FROM sessions WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL', [o.sessionId, ctx.projectId]);
-      if (!s || !owned) return fail(404, 'Session not found');
-      if (s.status !== 'running') return fail(409, 'Session is not running');
-    }
-    if (o.identityId && !o.sessionId) {
-      // The identity is checked as the session's creation will check it, so a run is not
-      // queued that can only fail.
-      const refused = await sessions.validate(
-        ctx.projectId,
-        sessionBody(configuration, { id: o.identityId, skipValidation: o.identitySkipValidation ?? false }),
-      );
-      if (refused) return /identit/i.test(refused) ? fail(404, refused) : fail(400, `browserConfiguration: ${refused}`);
-    }
-    const unpaid = await refuseUnpaid(db, ctx.projectId, config);
-    if (unpaid) return fail(402, unpaid);
-    // Room here and nothing queued: the run is this node's from its insert.
-    const slot = worker.reserve();
-    const row = await queue
-      .enqueue(
-        db,
-        {
-          projectId: ctx.projectId,
-          apiKeyId: ctx.apiKeyId,
-          taskId: task.id,
-          versionId: version.id,
-          versionLabel: label(version),
-          runId: o.runId,
-          input: o.input,
-          browserConfiguration: configuration,
-          sessionId: o.sessionId,
-          cleanupSessions: o.cleanup,
-          identityId: o.identityId,
-          identitySkipValidation: o.identitySkipValidation,
-        },
-        slot?.nodeId,
-      )
-      .catch((err: unknown) => {
-        slot?.giveBack();
-        throw err;
-      });
-    if (slot && row.status === 'running') slot.take({ ...row, version_code: version.code });
-    else slot?.giveBack();
-    return row;
-  }
-
-  const versionOf = (task: store.TaskRow, v: string) => store.getVersion(db, task, v === 'latest' || v === 'draft' ? v : Number(v));
-
-  async function legacyRun(
-    ctx: { projectId: string; apiKeyId: string },
-    task: store.TaskRow,
-    b: {
-      version?: string;
-      sessionId?: string;
-      async?: boolean;
-      overrideBrowserConfiguration?: store.BrowserConfiguration;
-      inputs?: Record<string, string>;
-      cleanupSessions?: boolean;
-    },
-  ) {
-    const version = await versionOf(task, b.version ?? 'latest');
-    if (!version) return fail(404, b.version && b.version !== 'latest' ? `Task version ${b.version} not found` : 'The task has no deployed version');
-    const row = await queueRun(ctx, task, version, {
-      input: b.inputs ?? {},
-      sessionId: b.sessionId,
-      cleanup: b.cleanupSessions ?? true,
-      configuration: b.overrideBrowserConfiguration,
-    });
-    if ('status' in row && typeof row.status === 'number') return row;
-    const queued = row as queue.ExecutionRow;
-    if (b.async) {
-      return {
-        status: 200 as const,
-        body: { data: { success: true, async: true, message: 'Task execution started', taskId: task.id, executionResultId: queued.id } },
-      };
-    }
-    const e = await waitForEnd(ctx.projectId, queued.id, Number.MAX_SAFE_INTEGER);
-    return {
-      status: 200 as const,
-      body: {
-        data: {
-          success: e.status === 'success',
-          async: false,
-          message: e.status === 'success' ? 'Task executed successfully' : `Task execution ended: ${e.status}`,
-          taskId: task.id,
-          executionTime: e.duration_ms ?? 0,
-          ...(e.status === 'success' ? { output: JSON.stringify(e.output ?? {}) } : { error: e.error_message ?? e.status }),
-          executionResultId: e.id,
-        },
-      },
-    };
-  }
 
   return {
     async createTask(req, ctx) {

@@ -314,3 +314,9 @@ export async function sessionFacts(db: Db, sessionId: string): Promise<{ status:
   );
   return row;
 }
+
+/** Whether the session is the project's and not deleted: a run may be queued on it. */
+export async function isSessionOfProject(db: Db, sessionId: string, projectId: string): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM sessions WHERE id = $1 AND project_id = $2 AND deleted_at IS NULL', [sessionId, projectId]);
+  return rows.length > 0;
+}
