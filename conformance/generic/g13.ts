@@ -21,7 +21,7 @@ import { check, defineRules, type Check, type T } from '../runner.js';
 import { exchangeLine } from './common.js';
 
 /** Valid cases an operation, at most: each may load a page or launch a browser. */
-export const VALID_BUDGET = 24;
+export const VALID_BUDGET = 12;
 
 function hash(text: string): number {
   let h = 2166136261;
