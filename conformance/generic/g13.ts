@@ -14,7 +14,7 @@
 import type { Operation } from '../contract.js';
 import { extractId, type CallOptions, type Exchange, type SuiteContext } from '../context.js';
 import { applyToBody, boundaryCases, jsonMedia, prepareBase, type BoundaryCase } from '../boundaries.js';
-import { prng } from '../prng.js';
+import { hash, prng } from '../prng.js';
 import { buildRequest, type BuiltRequest } from '../requests.js';
 import { documentedAnswerProblems } from '../responses.js';
 import { check, defineRules, type Check, type T } from '../runner.js';
@@ -22,12 +22,6 @@ import { exchangeLine } from './common.js';
 
 /** Valid cases an operation, at most: each may load a page or launch a browser. */
 export const VALID_BUDGET = 12;
-
-function hash(text: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
-  return h >>> 0;
-}
 
 /** The cases that run: every refused one, and the valid ones up to the budget, by rank, the seed breaking ties. */
 export function chooseCases(all: BoundaryCase[], seed: number, opId: string, budget = VALID_BUDGET): BoundaryCase[] {
