@@ -119,6 +119,21 @@ console.log(
 type Row = { steps: number; calls: number; tokens: number; snapshotTokens: number };
 const results: Record<string, Record<string, Row>> = {};
 try {
+  // Raw Playwright: each task's first page, its own snapshot against the trimmed one.
+  const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: flags });
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 720 } })).newPage();
+  const raw: Record<string, { full: number; trimmed: number }> = {};
+  for (const task of TASKS) {
+    await page.goto(site.url(task.path));
+    const full = await page.ariaSnapshot({ mode: 'ai' });
+    const trimmed = trimSnapshot(await page.ariaSnapshot({ mode: 'ai', boxes: true }), 720).text;
+    raw[task.name] = { full: estimateTokens(full.length), trimmed: estimateTokens(trimmed.length) };
+  }
+  await browser.close();
+  for (const task of TASKS) {
+    const r = raw[task.name];
+    console.log(`${task.name}: first page, raw Playwright's snapshot ${r.full} tokens, trimmed ${r.trimmed} (${((r.trimmed / r.full) * 100).toFixed(0)} %)`);
+  }
   for (const [mode, contextTokens] of [
     ['full', '0'],
     ['trimmed', '8192'],
@@ -154,17 +169,6 @@ try {
       await server.stop();
     }
   }
-  // Raw Playwright: each task's first page, its own snapshot against the trimmed one.
-  const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: flags });
-  const page = await (await browser.newContext({ viewport: { width: 1280, height: 720 } })).newPage();
-  const raw: Record<string, { full: number; trimmed: number }> = {};
-  for (const task of TASKS) {
-    await page.goto(site.url(task.path));
-    const full = await page.ariaSnapshot({ mode: 'ai' });
-    const trimmed = trimSnapshot(await page.ariaSnapshot({ mode: 'ai', boxes: true }), 720).text;
-    raw[task.name] = { full: estimateTokens(full.length), trimmed: estimateTokens(trimmed.length) };
-  }
-  await browser.close();
 
   console.log(
     '| task | steps | model calls | tokens sent, full | tokens sent, trimmed | of which snapshot, full / trimmed | first page alone (raw Playwright), full / trimmed |',
