@@ -1,14 +1,16 @@
-// The agent loop of perform-web-task: observe the page (its aria snapshot with element refs,
-// and a screenshot when the model takes images), ask the model, perform the actions it
-// calls, record each as a step, until it calls finish with an answer (checked against the
-// output_schema) or gives up, or the step budget or the time limit runs out.
+// The agent loop of perform-web-task: observe the page (observation.ts), ask the model,
+// perform the actions it calls, record each as a step, until it calls finish with an answer
+// (checked against the output_schema) or gives up, or the step budget or the time limit
+// runs out. A model that writes its calls or its answer as text (text-reply.ts) is read as
+// if it had called; one that errs is told what was wrong and retries, within a bound.
 import type { Page } from 'playwright-core';
 import { InterventionError, type InputType } from '../interventions/index.js';
-import { ariaSnapshot, missingRef } from '../page/aria.js';
-import { LlmError, type Content, type LanguageModel, type Message, type ToolSpec } from '../llm/index.js';
-import { ActionError, actionTools, describeTarget, fileTools, perform, redactSecrets, showStep } from './actions.js';
+import { LlmError, type LanguageModel, type Message, type ToolSpec } from '../llm/index.js';
+import { actionTools, describeTarget, fileTools, perform, redactSecrets, showStep } from './actions.js';
 import type { AgentFile, AgentFileAccess } from './files.js';
 import type { AnswerSchema } from './answer-schema.js';
+import { firstLine, makeRoom, observe } from './observation.js';
+import { readTextReply } from './text-reply.js';
 import { BROWSER_ACTIONS, type BrowserAction, type StepRecord } from './steps.js';
 
 export interface WebTaskRun {
@@ -29,19 +31,30 @@ export interface WebTaskRun {
   askHuman?(message: string, inputType: InputType): Promise<string>;
   /** The files the session's agent was given, offered through read_file and upload_file. */
   files: AgentFileAccess;
+  /** The model's context in tokens (LLM_CONTEXT_TOKENS): the observation is trimmed to fit; 0 or unset: no limit. */
+  contextTokens?: number;
   /** Called after each step, for progress. */
   onStep?(steps: readonly StepRecord[]): void;
 }
 
 export type WebTaskOutcome =
-  | { ok: true; answer: unknown; steps: StepRecord[]; modelCalls: number }
+  | { ok: true; answer: unknown; steps: StepRecord[]; modelCalls: number; usage: Usage }
   /** kind: the agent's failure (gave up, out of steps or time: 422), or the model's (502). */
-  | { ok: false; kind: 'agent' | 'model'; error: string; steps: StepRecord[]; modelCalls: number };
+  | { ok: false; kind: 'agent' | 'model'; error: string; steps: StepRecord[]; modelCalls: number; usage: Usage };
 
-/** Model turns in a row that perform no action before the run is failed. */
+/** Tokens the model's server counted, over the run's calls, and characters of snapshot shown. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  snapshotChars: number;
+}
+
+/**
+ * Model turns in a row that perform no action and give no answer (text without a call,
+ * malformed calls, unknown tools, refused answers) before the run is failed: each is told
+ * what was wrong and may retry, within this bound.
+ */
 const MAX_IDLE_TURNS = 3;
-/** Most characters of a snapshot the model is shown. */
-const MAX_SNAPSHOT_CHARS = 40_000;
 
 export class TimeLimit extends Error {}
 
@@ -50,39 +63,71 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
   const messages: Message[] = [];
   const files = await r.files.list();
   const tools = [...actionTools, ...(files.length ? fileTools : []), finishTool(r.answerSchema), GIVE_UP, ...(r.askHuman ? [ASK_HUMAN] : [])];
+  const toolNames = tools.map((t) => t.name);
   let modelCalls = 0;
+  const usage: Usage = { inputTokens: 0, outputTokens: 0, snapshotChars: 0 };
   let idle = 0;
-  const fail = (kind: 'agent' | 'model', error: string): WebTaskOutcome => ({ ok: false, kind, error, steps, modelCalls });
+  const fail = (kind: 'agent' | 'model', error: string): WebTaskOutcome => ({ ok: false, kind, error, steps, modelCalls, usage });
+  const done = (answer: unknown): WebTaskOutcome => ({ ok: true, answer, steps, modelCalls, usage });
   const system = systemPrompt(r, files);
   // Screenshots would show typed secrets, which the model must never see.
   const images = r.model.images && Object.keys(r.secrets).length === 0;
+  const contextTokens = r.contextTokens ?? 0;
   try {
     let note = `Task: ${r.prompt}`;
+    // Set after an answer in text that did not conform: the next turn asks for it in the
+    // protocol's structured output mode.
+    let answerTurn = false;
     for (;;) {
       if (r.signal.aborted) throw r.signal.reason;
-      forgetOldObservations(messages);
+      const maxChars = makeRoom(messages, { contextTokens, system, tools });
       await r.whilePaused();
-      messages.push({ role: 'user', content: await observe(r.page(), note, images, r.secrets, steps.length, r.maxSteps) });
+      const seen = await observe(r.page(), { note, images, secrets: r.secrets, used: steps.length, max: r.maxSteps, trimmed: contextTokens > 0, maxChars });
+      usage.snapshotChars += seen.snapshotChars;
+      messages.push({ role: 'user', content: seen.content });
       modelCalls++;
-      const reply = await r.model.chat({ system, messages, tools, signal: r.signal });
-      messages.push({ role: 'assistant', text: reply.text, toolCalls: reply.toolCalls });
-      if (reply.toolCalls.length === 0) {
+      const reply = await r.model.chat({ system, messages, tools, signal: r.signal, ...(answerTurn ? { answerSchema: r.answerSchema!.schema } : {}) });
+      usage.inputTokens += reply.usage.inputTokens;
+      usage.outputTokens += reply.usage.outputTokens;
+      answerTurn = false;
+      let calls = reply.toolCalls;
+      if (calls.length === 0) {
+        const read = readTextReply(reply.text, toolNames, r.answerSchema);
+        if (read.kind === 'answer') return done(read.answer);
         // Free text is the answer when none is asked for in a shape.
-        if (!r.answerSchema && reply.text.trim()) return { ok: true, answer: reply.text.trim(), steps, modelCalls };
-        if (++idle >= MAX_IDLE_TURNS) return fail('agent', 'The agent gave up: it stopped acting without an answer');
-        note = 'Call one of the tools: act on the page, finish with the answer, or give_up.';
-        continue;
+        if (read.kind === 'none' && !r.answerSchema && reply.text.trim()) return done(reply.text.trim());
+        if (read.kind === 'calls') {
+          // A call written as text: performed as if called, and kept as a call in the
+          // conversation so its result has something to answer.
+          calls = read.calls.map((c, i) => ({ ...c, id: `text_call_${modelCalls}_${i + 1}` }));
+        } else {
+          messages.push({ role: 'assistant', text: reply.text, toolCalls: [] });
+          if (++idle >= MAX_IDLE_TURNS) return fail('agent', 'The agent gave up: it stopped acting without an answer');
+          answerTurn = read.kind === 'wrong-answer';
+          note =
+            read.kind === 'wrong-answer'
+              ? `Your answer does not conform to the JSON Schema: ${read.why}. Give the corrected answer.`
+              : 'Call one of the tools: act on the page, finish with the answer, or give_up.';
+          continue;
+        }
       }
+      messages.push({ role: 'assistant', text: calls === reply.toolCalls ? reply.text : '', toolCalls: calls });
       note = '';
       const before = steps.length;
       // Refs of a snapshot name elements, not positions: a later call of the same turn
       // acts on its element still, or fails to find it once the page has replaced it.
-      for (const call of reply.toolCalls) {
+      for (const call of calls) {
         const answerTool = (text: string) => messages.push({ role: 'tool', callId: call.id, name: call.name, text });
+        if ('_invalid' in call.arguments) {
+          answerTool(
+            `The arguments of ${call.name} were not valid JSON: ${String(call.arguments._invalid).slice(0, 200)}. Call it again with its arguments as one JSON object.`,
+          );
+          continue;
+        }
         if (call.name === 'finish') {
           const answer = call.arguments.answer;
           const wrong = answer === undefined ? 'finish needs an answer' : r.answerSchema?.check(answer);
-          if (!wrong) return { ok: true, answer, steps, modelCalls };
+          if (!wrong) return done(answer);
           answerTool(`The answer was not accepted: ${wrong}. Correct it and call finish again.`);
           continue;
         }
@@ -91,15 +136,11 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
           answerTool(await askHuman(r, call.arguments));
           continue;
         }
-        if (!(BROWSER_ACTIONS as readonly string[]).includes(call.name)) {
-          answerTool(`There is no tool ${call.name}.`);
+        if (!toolNames.includes(call.name) || !(BROWSER_ACTIONS as readonly string[]).includes(call.name)) {
+          answerTool(`There is no tool ${JSON.stringify(call.name).slice(0, 100)}. The tools are: ${toolNames.join(', ')}.`);
           continue;
         }
         if (steps.length >= r.maxSteps) return fail('agent', 'Maximum number of steps exceeded');
-        if ('_invalid' in call.arguments) {
-          answerTool('The arguments were not valid JSON.');
-          continue;
-        }
         await r.whilePaused();
         const step = await act(steps.length + 1, call.name as BrowserAction, call.arguments, r);
         steps.push(step);
@@ -138,50 +179,6 @@ async function act(n: number, name: BrowserAction, args: Record<string, unknown>
   };
   await showStep(r.page(), `Agent step ${n}: ${name}${step.target ? ` ${redactSecrets(step.target, r.secrets)}` : ''}: ${step.outcome.split('\n')[0]}`);
   return step;
-}
-
-/** Playwright's messages carry a call log after the first line: the model needs the first. */
-function firstLine(err: unknown): string {
-  if (err instanceof ActionError) return err.message;
-  const ref = missingRef(err);
-  if (ref) return `Element ref ${ref} is not on the page (it changed since the snapshot): use the refs of the latest snapshot`;
-  return String((err as Error)?.message ?? err)
-    .split('\n')[0]
-    .replace(/^\w+\.\w+: /, '');
-}
-
-async function observe(page: Page, note: string, images: boolean, secrets: Record<string, string>, used: number, max: number): Promise<Content[]> {
-  // An action that started a navigation returns once it commits: the page is read once parsed.
-  await page.waitForLoadState('domcontentloaded', { timeout: 10_000 }).catch(() => {});
-  let snapshot: string;
-  try {
-    snapshot = await ariaSnapshot(page);
-  } catch (err) {
-    snapshot = `(the page could not be read: ${firstLine(err)})`;
-  }
-  if (snapshot.length > MAX_SNAPSHOT_CHARS) snapshot = `${snapshot.slice(0, MAX_SNAPSHOT_CHARS)}\n[… cut]`;
-  const title = await page.title().catch(() => '');
-  const text = [note, `Steps used: ${used} of ${max}.`, `Page URL: ${page.url()}`, `Page title: ${title}`, 'Page snapshot:', '```yaml', snapshot, '```']
-    .filter(Boolean)
-    .join('\n');
-  // The URL holds what a form sent, the snapshot what fields hold: both may show a secret.
-  const content: Content[] = [{ type: 'text', text: redactSecrets(text, secrets) }];
-  if (images) {
-    const jpeg = await page.screenshot({ type: 'jpeg', quality: 60, timeout: 10_000 }).catch(() => undefined);
-    if (jpeg) content.push({ type: 'image', mediaType: 'image/jpeg', data: jpeg.toString('base64') });
-  }
-  return content;
-}
-
-/** Only the latest observation keeps its snapshot and screenshot: older ones are stale and cost tokens. */
-function forgetOldObservations(messages: Message[]): void {
-  for (const m of messages) {
-    if (m.role !== 'user') continue;
-    const text = m.content.find((c) => c.type === 'text');
-    if (m.content.length === 1 && text?.type === 'text' && !text.text.includes('Page snapshot:')) continue;
-    const kept = text?.type === 'text' ? text.text.replace(/Page snapshot:\n```yaml\n[\s\S]*?\n```/, 'Page snapshot: (stale, omitted)') : '';
-    m.content = [{ type: 'text', text: kept }];
-  }
 }
 
 const GIVE_UP: ToolSpec = {

@@ -130,6 +130,7 @@ export class WebTaskRunner {
         signal: abort.signal,
         secrets: spec.secrets,
         highlight: spec.highlight,
+        contextTokens: this.d.config.llmContextTokens,
         files: agentFileAccess(session.browser.rootDir),
         // POST .../agent/pause holds the agent before its next model call and action.
         whilePaused: () => this.d.interventions.whilePaused(session.id, abort.signal),

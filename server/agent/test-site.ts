@@ -1,6 +1,7 @@
-// The fixture site of the agent's tests and benchmark: a two-page form to fill, a table to
-// extract, a page whose button moves (and is replaced) after a click, and file inputs. It records what
-// reached it, so a test checks the effect of the agent's actions, not only what it said.
+// The fixture site of the agent's tests and benchmarks: a two-page form to fill, a table to
+// extract, a page whose button moves (and is replaced) after a click, file inputs, and a
+// long catalog page. It records what reached it, so a test checks the effect of the agent's
+// actions, not only what it said.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -82,6 +83,24 @@ export async function startTestSite(): Promise<TestSite> {
                  box.appendChild(b); wire(b);
                });
              </script>`,
+          ),
+        );
+      case '/catalog':
+        // A page like a shop's: a menu, a long list of products and a footer, most of it
+        // below the fold; the benchmark counts what the model is shown of it.
+        return html(
+          page(
+            'Catalog',
+            `<nav>${Array.from({ length: 16 }, (_, i) => `<a href="/catalog?section=${i}">Section ${i + 1}</a>`).join(' ')}</nav>
+             <h1>Catalog</h1><label>Search <input type="search" name="q"></label>${[
+               ...PRODUCTS,
+               ...Array.from({ length: 57 }, (_, i) => ({ name: `Accessory ${i + 1}`, price: 5 + i, stock: i % 3 })),
+             ]
+               .map(
+                 (p) =>
+                   `<div class="card"><div><h2>${p.name}</h2><div><p>Price: ${p.price.toFixed(2)} EUR, ${p.stock} in stock.</p></div><div><button>Add to cart</button> <a href="/catalog?item=${encodeURIComponent(p.name)}">Details</a></div></div></div>`,
+               )
+               .join('')}<footer>${Array.from({ length: 12 }, (_, i) => `<a href="/about/${i}">About ${i + 1}</a>`).join(' ')}</footer>`,
           ),
         );
       case '/upload':

@@ -1,5 +1,7 @@
 // Reading a recorded request to the model the way a scripted conversation needs to: the
-// latest observation it was sent, and the ref of an element in its snapshot.
+// latest observation it was sent, and the ref of an element in its snapshot; and replaying
+// a recorded conversation against it.
+import type { ScriptedReply } from '../llm/scripted-server.js';
 
 /** The text of the last user turn (the latest observation), in either protocol. */
 export function lastObservation(body: any): string {
@@ -34,4 +36,32 @@ export function lastToolResults(body: any): string[] {
     if (m.role === 'user' && Array.isArray(m.content)) for (const c of m.content) if (c.type === 'tool_result') out.push(c.content);
   }
   return out;
+}
+
+/** A model conversation recorded as a fixture (fixtures/agent/*.json): the task and the model's replies. */
+export interface Recording {
+  task: { prompt: string; path: string; output_schema?: Record<string, unknown> };
+  replies: { text?: string; tool_calls?: { name: string; arguments: Record<string, unknown> | string }[] }[];
+}
+
+/**
+ * The replies of a recording, as a scripted model server's script: each {{ref:ROLE "NAME"}}
+ * (quotes escaped or not) becomes that element's ref in the latest snapshot the model was sent.
+ */
+export function replay(recording: Recording): ((body: any) => ScriptedReply)[] {
+  return recording.replies.map((r) => (body: any) => {
+    const seen = lastObservation(body);
+    const refs = (s: string) => s.replace(/\{\{ref:(\w+) \\?"(.*?)\\?"\}\}/g, (_, role: string, name: string) => refOf(seen, role, name));
+    return {
+      ...(r.text !== undefined ? { text: refs(r.text) } : {}),
+      ...(r.tool_calls
+        ? {
+            toolCalls: r.tool_calls.map((c) => ({
+              name: c.name,
+              arguments: typeof c.arguments === 'string' ? refs(c.arguments) : (JSON.parse(refs(JSON.stringify(c.arguments))) as Record<string, unknown>),
+            })),
+          }
+        : {}),
+    };
+  });
 }

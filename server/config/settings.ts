@@ -399,6 +399,15 @@ export const SETTINGS = {
     into: 'llm',
     description: '`true` when the model takes images, so the agent sends it a screenshot with each observation; `false` for text-only models.',
   },
+  LLM_CONTEXT_TOKENS: {
+    section: 'Agent tools and MCP',
+    type: 'int',
+    default: 0,
+    min: 0,
+    max: 10_000_000,
+    description:
+      "The model's context window in tokens, for small local models (e.g. `4096` or `8192`): the agent then shows the page trimmed to what is in view (its interactive elements and text, without wrappers), cut to fit with the conversation so far, and drops its oldest turns when they fill half the context. `0`: no limit, the full snapshot (up to 40,000 characters).",
+  },
   AGENT_STEPS_REQUIRE_KEY: {
     section: 'Agent tools and MCP',
     type: 'bool',

@@ -2,10 +2,12 @@
 // assistant's turn, tool_result and image blocks in the user's; turns alternate, so the
 // tool results and the observation that follows them go in one user turn.
 import { postJson } from './http.js';
-import { LlmError, type ChatReply, type ChatRequest, type Content, type Message } from './types.js';
+import { answerEnvelope, LlmError, type ChatReply, type ChatRequest, type Content, type Message, type ToolSpec } from './types.js';
 
 const VERSION = '2023-06-01';
 const DEFAULT_MAX_TOKENS = 4096;
+/** The forced tool of a structured answer (ChatRequest.answerSchema). */
+const ANSWER_TOOL = 'answer';
 
 type Block = Record<string, unknown>;
 
@@ -26,9 +28,15 @@ export function anthropicBody(model: string, req: ChatRequest): Record<string, u
     max_tokens: req.maxTokens ?? DEFAULT_MAX_TOKENS,
     system: req.system,
     messages,
-    ...(req.tools.length ? { tools: req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })) } : {}),
+    ...(req.tools.length || req.answerSchema ? { tools: [...req.tools, ...(req.answerSchema ? [answerTool(req.answerSchema)] : [])].map(wireTool) } : {}),
+    // The protocol's structured output: a tool the model must call. The others stay listed,
+    // as the API wants for a conversation that holds their calls.
+    ...(req.answerSchema ? { tool_choice: { type: 'tool', name: ANSWER_TOOL } } : {}),
   };
 }
+
+const answerTool = (schema: Record<string, unknown>): ToolSpec => ({ name: ANSWER_TOOL, description: 'Give the answer.', parameters: answerEnvelope(schema) });
+const wireTool = (t: ToolSpec) => ({ name: t.name, description: t.description, input_schema: t.parameters });
 
 function blocks(m: Message): Block[] {
   switch (m.role) {
@@ -48,17 +56,21 @@ function content(c: Content): Block {
   return c.type === 'text' ? { type: 'text', text: c.text } : { type: 'image', source: { type: 'base64', media_type: c.mediaType, data: c.data } };
 }
 
-export function readAnthropicReply(body: unknown): ChatReply {
+export function readAnthropicReply(body: unknown, structured = false): ChatReply {
   const b = body as { content?: Block[]; usage?: { input_tokens?: number; output_tokens?: number } };
   if (!Array.isArray(b?.content)) throw new LlmError('The model answered no content');
   const text = b.content
     .filter((x) => x.type === 'text')
     .map((x) => String(x.text ?? ''))
     .join('\n');
+  const usage = { inputTokens: b.usage?.input_tokens ?? 0, outputTokens: b.usage?.output_tokens ?? 0 };
+  // A structured answer is the forced tool's input, given back as the reply's text.
+  const forced = structured ? b.content.find((x) => x.type === 'tool_use' && x.name === ANSWER_TOOL) : undefined;
+  if (forced) return { text: JSON.stringify(forced.input ?? {}), toolCalls: [], usage };
   const toolCalls = b.content
     .filter((x) => x.type === 'tool_use')
     .map((x) => ({ id: String(x.id), name: String(x.name), arguments: (x.input && typeof x.input === 'object' ? x.input : {}) as Record<string, unknown> }));
-  return { text, toolCalls, usage: { inputTokens: b.usage?.input_tokens ?? 0, outputTokens: b.usage?.output_tokens ?? 0 } };
+  return { text, toolCalls, usage };
 }
 
 /** {base}/v1/messages, whether the base names the version or not. */
@@ -68,5 +80,5 @@ export function messagesUrl(baseUrl: string): string {
 
 export async function anthropicChat(o: { baseUrl: string; apiKey?: string; model: string; timeoutMs: number }, req: ChatRequest): Promise<ChatReply> {
   const headers: Record<string, string> = { 'anthropic-version': VERSION, ...(o.apiKey ? { 'x-api-key': o.apiKey } : {}) };
-  return readAnthropicReply(await postJson(messagesUrl(o.baseUrl), headers, anthropicBody(o.model, req), o.timeoutMs, req.signal));
+  return readAnthropicReply(await postJson(messagesUrl(o.baseUrl), headers, anthropicBody(o.model, req), o.timeoutMs, req.signal), Boolean(req.answerSchema));
 }

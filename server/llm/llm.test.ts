@@ -130,6 +130,35 @@ describe('language model adapter', () => {
     ]);
   });
 
+  it('a structured answer turn: OpenAI response_format json_schema without tools; Anthropic the tools and a forced answer tool, read back as text', async () => {
+    const schema = { type: 'object', required: ['price'], properties: { price: { type: 'number' } } };
+    const envelope = { type: 'object', properties: { answer: schema }, required: ['answer'], additionalProperties: false };
+    model.script([{ text: '{"answer": {"price": 3}}' }, { toolCalls: [{ name: 'answer', arguments: { answer: { price: 3 } } }] }]);
+    const openai = await languageModel(
+      { provider: 'openai', baseUrl: model.baseUrl('openai'), apiKey: KEY, model: 'm', images: false },
+      { timeoutMs: 5000 },
+    ).chat({
+      ...request(),
+      answerSchema: schema,
+    });
+    expect(openai).toMatchObject({ text: '{"answer": {"price": 3}}', toolCalls: [] });
+    const o = model.received.at(-1)!.body;
+    expect(o.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'answer', strict: false, schema: envelope } });
+    expect(o.tools).toBeUndefined();
+    const anthropic = await languageModel(
+      { provider: 'anthropic', baseUrl: model.baseUrl('anthropic'), apiKey: KEY, model: 'm', images: false },
+      { timeoutMs: 5000 },
+    ).chat({
+      ...request(),
+      answerSchema: schema,
+    });
+    expect(anthropic).toMatchObject({ text: '{"answer":{"price":3}}', toolCalls: [] });
+    const a = model.received.at(-1)!.body;
+    expect(a.tool_choice).toEqual({ type: 'tool', name: 'answer' });
+    expect(a.tools.map((t: any) => t.name)).toEqual(['click', 'answer']);
+    expect(a.tools[1].input_schema).toEqual(envelope);
+  });
+
   it('no key configured: no authorization header (a local Ollama)', async () => {
     model.script([{ text: 'done' }]);
     await languageModel({ provider: 'openai', baseUrl: model.baseUrl('openai'), apiKey: undefined, model: 'llama', images: false }, { timeoutMs: 5000 }).chat(

@@ -2,7 +2,7 @@
 // compatible servers (vLLM, Ollama, LM Studio, most gateways) speak: tools as functions,
 // images as data: URLs in user messages.
 import { postJson } from './http.js';
-import { LlmError, type ChatReply, type ChatRequest, type Content, type Message, type ToolCall } from './types.js';
+import { answerEnvelope, LlmError, type ChatReply, type ChatRequest, type Content, type Message, type ToolCall } from './types.js';
 
 interface WireToolCall {
   id: string;
@@ -14,8 +14,14 @@ export function openAiBody(model: string, req: ChatRequest): Record<string, unkn
   return {
     model,
     messages: [{ role: 'system', content: req.system }, ...req.messages.map(wireMessage)],
-    ...(req.tools.length
+    // A structured answer goes without tools: llama.cpp refuses a schema beside them.
+    ...(req.tools.length && !req.answerSchema
       ? { tools: req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
+      : {}),
+    // OpenAI, Ollama, llama.cpp and vLLM all take json_schema; not strict, which would refuse
+    // many schemas a client may send (optional properties, formats).
+    ...(req.answerSchema
+      ? { response_format: { type: 'json_schema', json_schema: { name: 'answer', strict: false, schema: answerEnvelope(req.answerSchema) } } }
       : {}),
     // No max_tokens: newer OpenAI models refuse it (max_completion_tokens), compatible servers
     // may not know the other; the agent's answers are short anyway.

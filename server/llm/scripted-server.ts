@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface ScriptedReply {
   text?: string;
-  toolCalls?: { name: string; arguments: Record<string, unknown> }[];
+  /** Arguments as a string go on the wire as they are (a malformed call of a small model). */
+  toolCalls?: { name: string; arguments: Record<string, unknown> | string }[];
   /** Answer this HTTP status with an error body instead. */
   status?: number;
   /** Wait this long before answering (the model's "thinking"). */
@@ -90,7 +91,7 @@ export async function startScriptedModel(steps: ScriptStep[] = []): Promise<Scri
                     tool_calls: reply.toolCalls.map((c) => ({
                       id: id(),
                       type: 'function',
-                      function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                      function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
                     })),
                   }
                 : {}),

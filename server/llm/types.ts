@@ -29,6 +29,17 @@ export interface ChatRequest {
   tools: ToolSpec[];
   maxTokens?: number;
   signal?: AbortSignal;
+  /**
+   * This turn is the answer, in this JSON Schema: the adapter asks for it in its protocol's
+   * structured output mode (OpenAI response_format json_schema, Anthropic a forced tool),
+   * and the reply's text is the JSON `{"answer": …}`.
+   */
+  answerSchema?: Record<string, unknown>;
+}
+
+/** The one property of the object a structured answer comes in: some modes take an object only. */
+export function answerEnvelope(schema: Record<string, unknown>): Record<string, unknown> {
+  return { type: 'object', properties: { answer: schema }, required: ['answer'], additionalProperties: false };
 }
 
 export interface ChatReply {

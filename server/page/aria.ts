@@ -6,8 +6,9 @@ import type { Locator, Page } from 'playwright-core';
 
 const SNAPSHOT_TIMEOUT_MS = 10_000;
 
-export function ariaSnapshot(page: Page): Promise<string> {
-  return page.ariaSnapshot({ mode: 'ai', timeout: SNAPSHOT_TIMEOUT_MS });
+/** boxes: each element's [box=x,y,width,height] in the viewport, to trim the snapshot to what is in view. */
+export function ariaSnapshot(page: Page, o: { boxes?: boolean } = {}): Promise<string> {
+  return page.ariaSnapshot({ mode: 'ai', timeout: SNAPSHOT_TIMEOUT_MS, ...(o.boxes ? { boxes: true } : {}) });
 }
 
 /** The element of a ref of the last snapshot; it fails to resolve once the page changed past it. */
