@@ -31,7 +31,12 @@ const CLIENTS = (arg('clients') ?? '1,10').split(',').map(Number);
 const BLOCKS = Math.min(4, N);
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const flags = ['--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic', '--no-sandbox'];
-const env = Object.fromEntries((arg('env') ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]));
+const env = Object.fromEntries(
+  (arg('env') ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((kv) => kv.split('=') as [string, string]),
+);
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
@@ -80,7 +85,7 @@ async function fixtures(server: ServerProcess): Promise<{ profile: object; exten
   form.set('name', 'bench-extension');
   const manifest = { manifest_version: 3, name: 'bench', version: '1.0', content_scripts: [{ matches: ['<all_urls>'], js: ['c.js'] }] };
   const zip = await zipOf({ 'manifest.json': JSON.stringify(manifest), 'c.js': 'document.documentElement.dataset.bench = "1";' });
-  form.set('file', new Blob([zip]), 'bench.zip');
+  form.set('file', new Blob([new Uint8Array(zip)]), 'bench.zip');
   const up = await fetch(`${server.base}/v1/extensions`, { method: 'POST', body: form, headers: { 'service-api-key': server.apiKey } });
   const ext = (await up.json()) as { data: { id: string } };
   if (up.status !== 200) throw new Error(`extension upload answered ${up.status}: ${JSON.stringify(ext)}`);
