@@ -1,7 +1,8 @@
 // How many warm browsers the pool should hold: enough to cover the creations that arrive
 // while one launch takes its time (Little's law: rate x launch time), on top of the floor the
 // operator keeps, within a ceiling (a memory budget over what one warm browser is measured
-// to hold), and back to the floor once no creation has asked for a while.
+// to hold), and back to the floor once no creation has asked for a while. It grows only
+// once a creation has found the pool empty: a floor that keeps up is left alone.
 
 /** Demands kept to estimate the rate: the last this many, or those within WINDOW_MS. */
 const SAMPLES = 32;
@@ -27,10 +28,14 @@ export class PoolDemand {
     },
   ) {}
 
-  /** A creation asked the pool for a browser (served or not). */
-  ask(now = Date.now()): void {
+  /** When a creation last found the pool empty. */
+  private lastMiss = -Infinity;
+
+  /** A creation asked the pool for a browser; `served` false: it found none ready. */
+  ask(served: boolean, now = Date.now()): void {
     this.asked.push(now);
     if (this.asked.length > SAMPLES) this.asked.shift();
+    if (!served) this.lastMiss = now;
   }
 
   /** A pool launch took `ms`; its browser holds `bytes` (when measured). */
@@ -39,8 +44,12 @@ export class PoolDemand {
     if (bytes !== undefined && bytes > 0) this.browserBytes = this.browserBytes === undefined ? bytes : 0.7 * this.browserBytes + 0.3 * bytes;
   }
 
-  /** Creations per ms over the recent window, 0 when idle. */
+  /**
+   * Creations per ms over the recent window; 0 when idle, and 0 while the floor has served
+   * every creation of the last idleMs (growth is for a demand the floor does not meet).
+   */
   rate(now = Date.now()): number {
+    if (now - this.lastMiss > this.o.idleMs) return 0;
     const recent = this.asked.filter((t) => now - t <= WINDOW_MS);
     const last = recent[recent.length - 1];
     if (recent.length < 2 || last === undefined || now - last > this.o.idleMs) return 0;

@@ -124,8 +124,8 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
    */
   take(sessionId?: string): T | undefined {
     if (this.closed) return undefined;
-    this.demand.ask();
     const browser = this.idle.shift();
+    this.demand.ask(browser !== undefined);
     if (browser) {
       if (sessionId !== undefined) browser.adopt(sessionId);
       this.options.onTake?.(browser);
