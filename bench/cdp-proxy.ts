@@ -6,14 +6,16 @@
 // (nothing looked at) against the proxy with the session's per-message work (its metering
 // of activity, steps and screenshots; the checks of local files and download folders).
 // Goal (issue 46): through cdp_url ≤ 1.1x direct at p50.
-// Usage: pnpm exec tsx bench/cdp-proxy.ts [--n 2000]
+// Usage: pnpm exec tsx bench/cdp-proxy.ts [--n 2000] [--no-server]
+//   --no-server: the in-process part only, on a headless browser launched here (no server
+//   process to start: quick on a loaded machine).
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadavg } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { createCdpProxy, downloadsDirOf, rootPaths, type CdpTarget } from '../server/browser/index.js';
+import { createCdpProxy, DEFAULT_LAUNCH_OPTIONS, downloadsDirOf, launchBrowser, rootPaths, type CdpTarget } from '../server/browser/index.js';
 import { silentLog } from '../server/browser/log.js';
 import { meter } from '../server/sessions/cdp-access.js';
 import { machine, percentile } from './machine.js';
@@ -86,23 +88,35 @@ async function pageSession(conn: Conn): Promise<string> {
 }
 
 console.log(`bench/cdp-proxy on ${machine()}; ${N} round trips a side; load average ${load()}`);
-const server = await startServerProcess({ SESSION_CREATE_RATE_PER_MINUTE: '100000', BROWSER_POOL_SIZE: '0' });
+const noServer = process.argv.includes('--no-server');
+const server = noServer ? undefined : await startServerProcess({ SESSION_CREATE_RATE_PER_MINUTE: '100000', BROWSER_POOL_SIZE: '0' });
+const own = noServer
+  ? await launchBrowser(
+      { ...DEFAULT_LAUNCH_OPTIONS, headless: true, adblock: false },
+      { chromiumPath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', rootDir: join(tmpdir(), `cb-bench-cdp-${process.pid}`), log: silentLog },
+    )
+  : undefined;
 try {
-  const res = await server.request('/v1/sessions', {
-    method: 'POST',
-    body: JSON.stringify({ browser: { headless: { active: true } }, session: { recording: { active: false } } }),
-  });
-  const s = ((await res.json()) as { data: { id: string; cdp_url: string } }).data;
-  // The browser's own endpoint, from its root (owner.json names the session).
-  const root = readdirSync(server.browsersDir)
-    .map((d) => join(server.browsersDir, d))
-    .find((d) => {
-      try {
-        return JSON.parse(readFileSync(join(d, 'owner.json'), 'utf8')).sessionId === s.id;
-      } catch {
-        return false;
-      }
-    })!;
+  let s: { id: string; cdp_url: string } | undefined;
+  let root: string;
+  if (server) {
+    const res = await server.request('/v1/sessions', {
+      method: 'POST',
+      body: JSON.stringify({ browser: { headless: { active: true } }, session: { recording: { active: false } } }),
+    });
+    const created = ((await res.json()) as { data: { id: string; cdp_url: string } }).data;
+    s = created;
+    // The browser's own endpoint, from its root (owner.json names the session).
+    root = readdirSync(server.browsersDir)
+      .map((d) => join(server.browsersDir, d))
+      .find((d) => {
+        try {
+          return JSON.parse(readFileSync(join(d, 'owner.json'), 'utf8')).sessionId === created.id;
+        } catch {
+          return false;
+        }
+      })!;
+  } else root = own!.rootDir;
   const [port, path] = readFileSync(join(root, 'user-data', 'DevToolsActivePort'), 'utf8')
     .trim()
     .split('\n');
@@ -125,9 +139,9 @@ try {
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
   const local = `ws://127.0.0.1:${(http.address() as AddressInfo).port}/v1/cdp`;
 
-  const conns = {
+  const conns: Record<string, Conn> = {
     direct: await connect(direct),
-    'cdp_url (server)': await connect(s.cdp_url),
+    ...(s ? { 'cdp_url (server)': await connect(s.cdp_url) } : {}),
     'proxy here, bare': await connect(`${local}/bare?token=x`),
     'proxy here, metered': await connect(`${local}/metered?token=x`),
   };
@@ -145,5 +159,6 @@ try {
   proxy.close();
   http.close();
 } finally {
-  await server.stop();
+  await server?.stop();
+  await own?.close();
 }
