@@ -65,7 +65,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     ));
     i++
   ) {
-    if (i > 120 || child.exitCode !== null) {
+    if (i > 1200 || child.exitCode !== null) {
       kill();
       process.off('exit', kill);
       rmSync(dataDir, { recursive: true, force: true });

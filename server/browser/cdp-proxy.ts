@@ -144,13 +144,17 @@ export function createCdpProxy(options: CdpProxyOptions): CdpProxy {
   const { log } = options;
   const maxPayload = options.maxPayload ?? 256 * 1024 * 1024;
   // noServer: the HTTP server is the HTTP layer's; we only take the upgrades it hands us.
-  // No compression: Chromium does not negotiate it, and it would cost CPU on both hops.
-  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload });
+  // No compression: Chromium does not negotiate it, and it would cost CPU on both hops. No
+  // UTF-8 validation: the frames pass through, and the end that reads them validates them.
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload, skipUTF8Validation: true });
   const bySession = new Map<string, Set<Bridge>>();
   let closed = false;
 
   function bridge(client: WebSocket, upstreamUrl: string, target: CdpTarget, sessionId: string): void {
-    const upstream = new WebSocket(upstreamUrl, { perMessageDeflate: false, maxPayload });
+    // The hop to the browser is loopback, to a process of ours: masking its frames (which
+    // protects HTTP intermediaries from script-chosen bytes) would only cost a pass over
+    // every message; an all-zero mask makes ws skip it.
+    const upstream = new WebSocket(upstreamUrl, { perMessageDeflate: false, maxPayload, skipUTF8Validation: true, generateMask: (mask) => void mask.fill(0) });
     const b: Bridge = { client, upstream };
     let set = bySession.get(sessionId);
     if (!set) bySession.set(sessionId, (set = new Set()));
@@ -168,13 +172,14 @@ export function createCdpProxy(options: CdpProxyOptions): CdpProxy {
 
     client.on('message', (received, binary) => {
       count('client', received);
-      const refused = target.uploadsDir ? refuseLocalFiles(asBuffer(received), target.uploadsDir) : undefined;
+      const bytes = asBuffer(received);
+      const refused = target.uploadsDir ? refuseLocalFiles(bytes, target.uploadsDir) : undefined;
       if (refused) {
         const { message, ...ids } = refused;
         if (client.readyState === WebSocket.OPEN) client.send(JSON.stringify({ ...ids, error: { code: -32000, message } }));
         return;
       }
-      const data = target.downloadsDir ? (pinDownloadPath(asBuffer(received), target.downloadsDir) ?? received) : received;
+      const data = target.downloadsDir ? (pinDownloadPath(bytes, target.downloadsDir) ?? bytes) : bytes;
       if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary });
       else if (upstream.readyState === WebSocket.CONNECTING) pending.push({ data, binary });
     });

@@ -12,5 +12,7 @@ export { ADBLOCK, turnAdblockOff } from './adblock.js';
 export { browsersDirFor, installationId } from './roots.js';
 export { downloadsDirOf } from './download-path.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
+export { prioritiesWork, toBackground, toForeground } from './cpu-priority.js';
+export { groupPssBytes } from './group-memory.js';
 export { createCdpProxy, parseCdpPath, versionDocument, type CdpProxy, type CdpProxyOptions, type CdpResolution, type CdpTarget } from './cdp-proxy.js';
 export type { Log } from './log.js';

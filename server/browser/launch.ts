@@ -55,6 +55,8 @@ export interface LaunchEnv {
    * record, so whatever this writes goes with it on every end path.
    */
   prepare?(rootDir: string): Promise<RootAddition | undefined>;
+  /** Told Chromium's pid as soon as it is spawned (the warm pool lowers a refill's CPU weight, cpu-priority.ts). */
+  onSpawn?(pid: number): void;
 }
 
 /** What a root's preparation adds to the launch. */
@@ -240,6 +242,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     const spawnFailed = new Promise<never>((_, rej) => spawned.once('error', rej));
     spawnFailed.catch(() => {}); // observed below; never unhandled
     if (spawned.pid !== undefined) {
+      env.onSpawn?.(spawned.pid);
       owner.pids = [spawned.pid, ...(xvfb ? [xvfb.pid] : [])];
       owner.pgids = [...owner.pids];
       if (xvfb) owner.display = xvfb.display;

@@ -4,6 +4,7 @@ import { chromium } from 'playwright-core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
 import { launchBrowser } from './launch.js';
+import { autogroupNice, prioritiesWork, toBackground, toForeground } from './cpu-priority.js';
 import { BrowserPool } from './pool.js';
 import { findRootProcesses } from './procfs.js';
 import { chromiumPath, eventually, leftovers, listDir, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
@@ -106,6 +107,50 @@ describe('BrowserPool', () => {
     expect(pool.available).toBe(0);
     await pool.whenFull();
     expect(launches).toBe(2);
+    await taken.close();
+  });
+
+  it('grows while browsers are asked for faster than one launches, and shrinks back when idle', async () => {
+    const launchHeadless = (rootDir: string, signal: AbortSignal) => launchBrowser(headless, { chromiumPath, rootDir, log, sessionId: null, signal });
+    pool = new BrowserPool({ size: 1, max: 3, idleMs: 10_000, parallel: 2, browsersDir, chromiumPath, log, launch: launchHeadless });
+    await pool.whenFull();
+    const roots = () => listDir(browsersDir).filter((d) => d.startsWith('pool-')).length;
+    // Three creations at once: far more than one launch's time covers.
+    const taken = [pool.take('a'), pool.take('b'), pool.take('c')].filter((b) => b !== undefined);
+    expect(pool.target).toBe(3);
+    await Promise.all(taken.map((b) => b.close()));
+    // Two launches at once: the pool holds more than its floor (three, unless the burst's
+    // rate, which decays while nobody asks, has called for fewer by the time they are up).
+    await eventually(() => pool!.available >= 2, 45_000, 'the pool grown past one');
+    // Nobody asks any more: back to one warm browser, the others closed and their roots gone.
+    await eventually(() => pool!.available === 1 && roots() === 1, 30_000, 'the pool shrunk back to one');
+    expect(pool.target).toBe(1);
+    await pool.close();
+    expect(listDir(browsersDir)).toEqual([]);
+    expect(processesUnder(browsersDir)).toEqual([]);
+  });
+
+  it.skipIf(!prioritiesWork())('starts refills at a background CPU weight and gives a taken browser its full share', async () => {
+    pool = new BrowserPool({
+      size: 1,
+      refillDelayMs: 0,
+      browsersDir,
+      chromiumPath,
+      log,
+      onTake: (b) => void toForeground(b.pid),
+      launch: (rootDir, signal) => launchBrowser(headless, { chromiumPath, rootDir, log, sessionId: null, signal, onSpawn: (pid) => void toBackground(pid) }),
+    });
+    await pool.whenFull();
+    const [root] = listDir(browsersDir).filter((d) => d.startsWith('pool-'));
+    const pid = ownerOf(join(browsersDir, root!)).pids[0]!;
+    expect(autogroupNice(pid)).toBe(15);
+    const taken = pool.take('session-1')!;
+    expect(taken.pid).toBe(pid);
+    expect(autogroupNice(pid)).toBe(0);
+    // Its replacement starts at once (refillDelayMs 0), at the background weight.
+    await pool.whenFull();
+    const next = listDir(browsersDir).find((d) => d.startsWith('pool-') && d !== root)!;
+    expect(autogroupNice(ownerOf(join(browsersDir, next)).pids[0]!)).toBe(15);
     await taken.close();
   });
 

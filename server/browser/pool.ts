@@ -7,18 +7,41 @@
 // later, so cookies set before and after the rename were lost, a download was cancelled
 // (the download directory had moved) and at exit Chromium re-created the old directory
 // tree, which would then leak. The sweep reads the session id from owner.json.
+//
+// The pool holds `size` browsers whatever the demand, and grows from the rate at which
+// browsers are asked for and the time a launch takes (pool-demand.ts), up to `max` and
+// within a memory budget, launching up to `parallel` at once; it shrinks back to `size`
+// once nobody has asked for a while (`idleMs`).
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { launchBrowser, type RunningBrowser } from './launch.js';
 import { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from './launch-options.js';
 import type { Log } from './log.js';
+import { PoolDemand } from './pool-demand.js';
 
 /** What the pool keeps warm: a browser, or a browser with what the caller attaches to it. */
 export type Poolable = Pick<RunningBrowser, 'rootDir' | 'adopt' | 'close' | 'exited'>;
 
 export interface BrowserPoolOptions<T extends Poolable = RunningBrowser> {
-  /** Browsers kept warm; 0 disables the pool. */
+  /** Browsers kept warm whatever the demand; 0 disables the pool. */
   size: number;
+  /** Most browsers the pool grows to from the demand it sees (default: size, a fixed pool). */
+  max?: number;
+  /** Memory all warm browsers may hold, in bytes, as memoryOf measures one (default: no budget). */
+  memoryBudgetBytes?: number;
+  /** What one warm browser holds, in bytes (measured once it is ready). */
+  memoryOf?: (item: T) => number;
+  /** No browser asked for during this long: the pool shrinks back to `size` (default 60 s). */
+  idleMs?: number;
+  /** Launches running at once while the pool is short (default 1). */
+  parallel?: number;
+  /**
+   * How long after a take its replacement starts launching (default 1 s, see refillSoon);
+   * 0 when the launches run at a background CPU priority and so compete with nothing.
+   */
+  refillDelayMs?: number;
+  /** Called with each browser as it is taken (to give it its full CPU share back, say). */
+  onTake?: (item: T) => void;
   /** Where roots are created (the directory sweepOrphans sweeps). */
   browsersDir: string;
   chromiumPath: string;
@@ -39,29 +62,54 @@ export interface BrowserPoolOptions<T extends Poolable = RunningBrowser> {
 
 /** How long after a browser is taken its replacement starts launching (see refillSoon). */
 const REFILL_DELAY_MS = 1_000;
+/** One browser in this many has its memory measured. */
+const MEASURE_EVERY = 8;
 
 export class BrowserPool<T extends Poolable = RunningBrowser> {
   readonly size: number;
   readonly launchOptions: LaunchOptions;
   private readonly idle: T[] = [];
+  private readonly demand: PoolDemand;
+  private readonly parallel: number;
   private closed = false;
   private closing: Promise<void> | undefined;
-  private filling: Promise<void> | undefined;
+  /** Launches in progress. */
+  private readonly launching = new Set<Promise<void>>();
   private failures = 0;
-  private retryTimer: { timer: NodeJS.Timeout; wake(): void } | undefined;
+  /** Backoffs after failed launches in progress (close wakes them). */
+  private readonly retries = new Set<() => void>();
   private refillTimer: NodeJS.Timeout | undefined;
+  private trimTimer: NodeJS.Timeout | undefined;
   private readonly abort = new AbortController();
   private waiters: (() => void)[] = [];
 
   constructor(private readonly options: BrowserPoolOptions<T>) {
     this.size = Math.max(0, Math.floor(options.size));
     this.launchOptions = options.launchOptions ?? DEFAULT_LAUNCH_OPTIONS;
+    this.parallel = Math.max(1, Math.floor(options.parallel ?? 1));
+    const idleMs = options.idleMs ?? 60_000;
+    this.demand = new PoolDemand({
+      floor: this.size,
+      max: this.size === 0 ? 0 : Math.max(this.size, Math.floor(options.max ?? this.size)),
+      ...(options.memoryBudgetBytes !== undefined ? { budgetBytes: options.memoryBudgetBytes } : {}),
+      idleMs,
+    });
+    if (this.demand.ceiling() > this.size) {
+      // A pool that grew shrinks back once the demand is gone.
+      this.trimTimer = setInterval(() => this.trim(), Math.max(1_000, idleMs / 4));
+      this.trimTimer.unref();
+    }
     this.refill();
   }
 
   /** Warm browsers ready to be taken. */
   get available(): number {
     return this.idle.length;
+  }
+
+  /** Warm browsers the pool aims to hold now (size, or more while creations come fast). */
+  get target(): number {
+    return this.closed ? 0 : this.demand.target();
   }
 
   /** Whether a pooled browser serves a session launched with these options. */
@@ -72,12 +120,16 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
   /**
    * A warm browser, at once, or undefined when none is ready. The browser is the
    * caller's from here on (the caller closes it); the pool launches a replacement a
-   * moment later (REFILL_DELAY_MS).
+   * moment later (refillDelayMs). Every call counts as demand, served or not.
    */
   take(sessionId?: string): T | undefined {
     if (this.closed) return undefined;
     const browser = this.idle.shift();
-    if (browser && sessionId !== undefined) browser.adopt(sessionId);
+    this.demand.ask(browser !== undefined);
+    if (browser) {
+      if (sessionId !== undefined) browser.adopt(sessionId);
+      this.options.onTake?.(browser);
+    }
     this.refillSoon();
     return browser;
   }
@@ -88,15 +140,16 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
     return new Promise((r) => this.waiters.push(r));
   }
 
-  /** Stops refilling, aborts a launch in progress and closes every warm browser. */
+  /** Stops refilling, aborts the launches in progress and closes every warm browser. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
       clearTimeout(this.refillTimer);
+      clearInterval(this.trimTimer);
       this.abort.abort(new Error('browser pool closed'));
-      this.retryTimer?.wake();
+      for (const wake of [...this.retries]) wake();
       const idle = this.idle.splice(0);
-      await Promise.all([this.filling, ...idle.map((b) => b.close())]);
+      await Promise.all([...this.launching, ...idle.map((b) => b.close())]);
       this.notify();
     })();
     return this.closing;
@@ -106,63 +159,87 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
    * A launch takes most of a core for half a second. Started at once, it would compete
    * with the session that just took the browser during that session's busiest moment (its
    * client connecting and loading the first page): measured on 2 cores, every step of that
-   * session's first second was 30-60 % slower. So the replacement starts a little later.
+   * session's first second was 30-60 % slower. So the replacement starts a little later,
+   * unless the launches run at a background priority (refillDelayMs 0). A pool short of
+   * more than the browser just taken (a burst) launches at once.
    */
   private refillSoon(): void {
     if (this.refillTimer || this.closed) return;
+    const delay = this.options.refillDelayMs ?? REFILL_DELAY_MS;
+    if (delay <= 0 || this.idle.length + this.launching.size + 1 < this.demand.target()) return this.refill();
     this.refillTimer = setTimeout(() => {
       this.refillTimer = undefined;
       this.refill();
-    }, REFILL_DELAY_MS);
+    }, delay);
     this.refillTimer.unref();
   }
 
+  /** Starts launches while the pool is short of its target, up to `parallel` at once. */
   private refill(): void {
-    // A take's delayed refill is pending: it decides when the next launch starts.
-    if (this.closed || this.filling || this.refillTimer || this.idle.length >= this.size) return;
-    this.filling = this.fill().finally(() => {
-      this.filling = undefined;
-      // A browser taken or crashed while the loop was finishing.
-      this.refill();
-    });
+    if (this.closed || this.retries.size > 0) return;
+    const target = this.demand.target();
+    while (this.launching.size < this.parallel && this.idle.length + this.launching.size < target) {
+      const launch: Promise<void> = this.launchOne().finally(() => {
+        this.launching.delete(launch);
+        // A browser taken or crashed while it launched, or the demand grew.
+        this.refill();
+        this.notify();
+      });
+      this.launching.add(launch);
+    }
   }
 
-  // One launch at a time: a launch is CPU-heavy, and sessions being created or running
-  // should not be starved by the pool.
-  private async fill(): Promise<void> {
+  private async launchOne(): Promise<void> {
     const { log } = this.options;
-    while (!this.closed && this.idle.length < this.size) {
-      const rootDir = join(resolve(this.options.browsersDir), `pool-${randomBytes(8).toString('hex')}`);
-      try {
-        const browser = this.options.launch
-          ? await this.options.launch(rootDir, this.abort.signal)
-          : ((await launchBrowser(this.launchOptions, {
-              chromiumPath: this.options.chromiumPath,
-              rootDir,
-              log,
-              sessionId: null,
-              signal: this.abort.signal,
-              ...(this.options.xvfbPath ? { xvfbPath: this.options.xvfbPath } : {}),
-              ...(this.options.startTimeoutMs ? { startTimeoutMs: this.options.startTimeoutMs } : {}),
-            })) as unknown as T);
-        this.failures = 0;
-        if (this.closed) {
-          await browser.close();
-          break;
-        }
-        this.idle.push(browser);
-        this.watch(browser);
-        log.debug({ rootDir, available: this.idle.length }, 'pool browser ready');
-        this.notify();
-      } catch (err) {
-        if (this.closed) break;
-        this.failures++;
-        const delay = Math.min((this.options.retryDelayMs ?? 1_000) * 2 ** (this.failures - 1), 60_000);
-        log.error({ err: (err as Error).message, retryInMs: delay }, 'pool browser launch failed');
-        await this.sleep(delay);
-      }
+    const rootDir = join(resolve(this.options.browsersDir), `pool-${randomBytes(8).toString('hex')}`);
+    const started = performance.now();
+    try {
+      const browser = this.options.launch
+        ? await this.options.launch(rootDir, this.abort.signal)
+        : ((await launchBrowser(this.launchOptions, {
+            chromiumPath: this.options.chromiumPath,
+            rootDir,
+            log,
+            sessionId: null,
+            signal: this.abort.signal,
+            ...(this.options.xvfbPath ? { xvfbPath: this.options.xvfbPath } : {}),
+            ...(this.options.startTimeoutMs ? { startTimeoutMs: this.options.startTimeoutMs } : {}),
+          })) as unknown as T);
+      this.failures = 0;
+      if (this.closed) return void (await browser.close());
+      this.demand.launched(performance.now() - started, this.measure(browser));
+      this.idle.push(browser);
+      this.watch(browser);
+      log.debug({ rootDir, available: this.idle.length }, 'pool browser ready');
+    } catch (err) {
+      if (this.closed) return;
+      this.failures++;
+      const delay = Math.min((this.options.retryDelayMs ?? 1_000) * 2 ** (this.failures - 1), 60_000);
+      log.error({ err: (err as Error).message, retryInMs: delay }, 'pool browser launch failed');
+      await this.sleep(delay);
     }
-    this.notify();
+  }
+
+  /** Browsers launched so far: one in MEASURE_EVERY is measured (a walk of /proc, on this thread). */
+  private launched = 0;
+
+  private measure(browser: T): number | undefined {
+    if (this.launched++ % MEASURE_EVERY !== 0) return undefined;
+    try {
+      return this.options.memoryOf?.(browser);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Closes warm browsers beyond the target (the demand went away), the oldest first. */
+  private trim(): void {
+    const target = this.demand.target();
+    while (!this.closed && this.idle.length > target) {
+      const extra = this.idle.shift()!;
+      this.options.log.debug({ rootDir: extra.rootDir, available: this.idle.length }, 'pool shrinks: no demand');
+      void extra.close();
+    }
   }
 
   /** A warm browser that dies is dropped, cleaned up and replaced. */
@@ -181,11 +258,11 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
     return new Promise((resolveSleep) => {
       const wake = () => {
         clearTimeout(timer);
-        this.retryTimer = undefined;
+        this.retries.delete(wake);
         resolveSleep();
       };
       const timer = setTimeout(wake, ms);
-      this.retryTimer = { timer, wake };
+      this.retries.add(wake);
     });
   }
 

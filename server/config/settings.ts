@@ -171,6 +171,21 @@ export const SETTINGS = {
     description: 'Base URL of a captcha-solving service speaking the createTask/getTaskResult protocol; unset: only proof-of-work captchas are solved.',
   },
   CAPTCHA_SERVICE_KEY: { section: 'Browsers and sessions', type: 'text', secret: true, description: 'The clientKey for CAPTCHA_SERVICE_URL (never logged).' },
+  BROWSER_POOL_MEMORY_MB: {
+    section: 'Browsers and sessions',
+    type: 'int',
+    default: 1024,
+    min: 0,
+    description:
+      "Memory the warm pool may hold, in MiB (its browsers' proportional set size, measured): while sessions are created faster than a launch takes, the pool grows past BROWSER_POOL_SIZE within it (and within MAX_CONCURRENT_BROWSERS); 0 keeps the pool at BROWSER_POOL_SIZE.",
+  },
+  BROWSER_POOL_IDLE_SECONDS: {
+    section: 'Browsers and sessions',
+    type: 'int',
+    default: 60,
+    min: 1,
+    description: 'A pool grown by demand shrinks back to BROWSER_POOL_SIZE once no session has asked for a warm browser for this long.',
+  },
   // Recording and live view
   FFMPEG_PATH: {
     section: 'Recording and live view',

@@ -10,6 +10,7 @@ import { createCdpProxy, downloadsDirOf, rootPaths, type CdpProxy, type CdpTarge
 import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import type { Counted, Reservation, SessionTable } from './live.js';
+import type { RawData } from 'ws';
 
 export class CdpAccess {
   readonly proxy: CdpProxy;
@@ -55,15 +56,7 @@ export class CdpAccess {
       wsEndpoint: browser.wsEndpoint,
       downloadsDir: downloadsDirOf(browser.rootDir),
       uploadsDir: rootPaths(browser.rootDir).uploads,
-      onMessage: (from, data) => {
-        const s = counted();
-        s.lastActivity = Date.now();
-        if (from !== 'client') return;
-        s.steps++;
-        const text = data.toString();
-        if (text.includes('"Page.captureScreenshot"')) s.screenshots++;
-        if (text.includes('"Browser.close"') && isBrowserClose(text)) s.closeRequested = true;
-      },
+      onMessage: (from, data) => meter(counted(), from, data),
     };
   }
 
@@ -105,10 +98,32 @@ export class CdpAccess {
   }
 }
 
+/**
+ * What one message through the CDP proxy counts: any is activity, a client's is a step, and
+ * a client's screenshot or Browser.close is told apart. The bytes are searched as they came
+ * (no decoding, no parse): this runs for every message of every session.
+ */
+export function meter(s: Counted, from: 'client' | 'browser', data: RawData): void {
+  s.lastActivity = Date.now();
+  if (from !== 'client') return;
+  s.steps++;
+  const bytes = asBuffer(data);
+  if (bytes.includes(SCREENSHOT)) s.screenshots++;
+  if (bytes.includes(BROWSER_CLOSE) && isBrowserClose(bytes)) s.closeRequested = true;
+}
+
+const SCREENSHOT = Buffer.from('"Page.captureScreenshot"');
+const BROWSER_CLOSE = Buffer.from('"Browser.close"');
+
+function asBuffer(data: RawData): Buffer {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return data instanceof ArrayBuffer ? Buffer.from(data) : data;
+}
+
 /** Whether a CDP message from a client is the command Browser.close (not just mentions it). */
-function isBrowserClose(text: string): boolean {
+function isBrowserClose(bytes: Buffer): boolean {
   try {
-    return (JSON.parse(text) as { method?: unknown }).method === 'Browser.close';
+    return (JSON.parse(bytes.toString()) as { method?: unknown }).method === 'Browser.close';
   } catch {
     return false;
   }

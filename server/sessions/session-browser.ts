@@ -14,6 +14,7 @@ export async function launchSessionBrowser(
   signal: AbortSignal | undefined,
   sessionId: string | null,
   prepare?: LaunchEnv['prepare'],
+  onSpawn?: LaunchEnv['onSpawn'],
 ): Promise<SessionBrowser> {
   const metered = await launchMeteredBrowser(
     {
@@ -28,7 +29,7 @@ export async function launchSessionBrowser(
       extraStealth: launch.extraStealth,
       extensionDirs: launch.extensionDirs,
     },
-    { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId, prepare },
+    { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId, prepare, onSpawn },
     { allowPrivateNetworks: o.config.allowPrivateNetworks, log: o.log },
   );
   const { browser } = metered;

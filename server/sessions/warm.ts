@@ -5,7 +5,8 @@
 // handed to anything else.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CdpClient } from '../browser/cdp-client.js';
-import { BrowserPool, DEFAULT_LAUNCH_OPTIONS } from '../browser/index.js';
+import { availableParallelism } from 'node:os';
+import { BrowserPool, DEFAULT_LAUNCH_OPTIONS, groupPssBytes, prioritiesWork, toBackground, toForeground } from '../browser/index.js';
 import type { CdpAccess } from './cdp-access.js';
 import type { Reservation, StepDeps } from './live.js';
 import { fitsWarmPool, normalize, type SessionCreateBody } from './options.js';
@@ -30,12 +31,25 @@ export class WarmBrowsers {
 
   constructor(private readonly o: Omit<StepDeps, 'db'> & { browsersDir: string; cdp: Pick<CdpAccess, 'proxy' | 'cdpUrl'> }) {
     if (o.config.browserPoolSize > 0) {
+      // Refills at a background CPU weight, where this server may set one and give it back:
+      // then they start at once and take only what the sessions leave (cpu-priority.ts).
+      const background = prioritiesWork();
+      const budget = o.config.browserPoolMemoryMb * 2 ** 20;
       this.pool = new BrowserPool<SessionBrowser>({
         size: o.config.browserPoolSize,
+        max: budget > 0 ? o.config.maxConcurrentBrowsers : o.config.browserPoolSize,
+        memoryBudgetBytes: budget,
+        memoryOf: (sb) => groupPssBytes(sb.browser.pid),
+        idleMs: o.config.browserPoolIdleSeconds * 1000,
+        // Two at once on a machine of two cores or more: one launch alone leaves a core idle
+        // for much of its time (it waits on Xvfb, the first paint, the window's fitting).
+        parallel: Math.min(2, availableParallelism()),
+        ...(background ? { refillDelayMs: 0, onTake: (sb: SessionBrowser) => void toForeground(sb.browser.pid) } : {}),
         browsersDir: o.browsersDir,
         chromiumPath: o.config.chromiumPath,
         log: o.log,
-        launch: (rootDir, signal) => launchSessionBrowser(o, DEFAULT_LAUNCH_OPTIONS, rootDir, signal, null),
+        launch: (rootDir, signal) =>
+          launchSessionBrowser(o, DEFAULT_LAUNCH_OPTIONS, rootDir, signal, null, undefined, background ? (pid) => void toBackground(pid) : undefined),
       });
     }
   }
