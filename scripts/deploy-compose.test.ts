@@ -21,10 +21,10 @@ if (!databaseUrl) console.log('scripts/deploy-compose.test.ts skipped: two nodes
 
 const file = (name: string) => readFileSync(fileURLToPath(new URL(`../deploy/${name}`, import.meta.url)), 'utf8');
 
-/** deploy/.env.example's NAME=value lines, empty secrets filled with fresh random ones. */
+/** deploy/.env.example's NAME=value lines, empty values filled as the file says (openssl rand -hex 32). */
 export function envExample(): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const m of file('.env.example').matchAll(/^([A-Z][A-Z0-9_]*)=(.*)$/gm)) env[m[1]] = m[2] || `sk_${randomBytes(24).toString('hex')}`;
+  for (const m of file('.env.example').matchAll(/^([A-Z][A-Z0-9_]*)=(.*)$/gm)) env[m[1]] = m[2] || randomBytes(32).toString('hex');
   return env;
 }
 
@@ -49,7 +49,7 @@ describe('deploy/.env.example', () => {
       else expect(Object.keys(SETTINGS), `${name} is a setting`).toContain(name);
     }
     // Both nodes read the file, and nginx fronts exactly them.
-    const services = (parse(compose) as { services: Record<string, { env_file?: string }> }).services;
+    const services = (parse(compose, { merge: true }) as { services: Record<string, { env_file?: string }> }).services;
     expect(services['node-a'].env_file).toBe('.env');
     expect(services['node-b'].env_file).toBe('.env');
     expect(file('nginx.conf')).toMatch(/server node-a:8080;\s+server node-b:8080;/);
@@ -71,7 +71,7 @@ describe.skipIf(!databaseUrl)("compose.yaml's topology: two nodes, PostgreSQL, S
       // The store's address and keys, as compose.yaml gives its nodes MinIO's.
       env: { ...shared, S3_ENDPOINT: s3.endpoint, AWS_ACCESS_KEY_ID: s3.env().AWS_ACCESS_KEY_ID!, AWS_SECRET_ACCESS_KEY: s3.env().AWS_SECRET_ACCESS_KEY! },
     });
-  }, 55_000);
+  }, 180_000); // two nodes starting: each may take up to child-server.ts's 120 s on a loaded machine
   afterAll(async () => {
     await cluster?.close();
     await s3?.stop();
@@ -92,7 +92,10 @@ describe.skipIf(!databaseUrl)("compose.yaml's topology: two nodes, PostgreSQL, S
     }
     // Both nodes took requests from the front, and the end is asked of whichever node gets it.
     expect(cluster.front.targets.every((t) => (cluster.front.counts.get(t) ?? 0) > 0)).toBe(true);
-    const ended = await fetch(`${cluster.front.url}/v1/sessions/${session.data.id}`, { method: 'DELETE', headers: { 'service-api-key': env.BOOTSTRAP_API_KEY } });
+    const ended = await fetch(`${cluster.front.url}/v1/sessions/${session.data.id}`, {
+      method: 'DELETE',
+      headers: { 'service-api-key': env.BOOTSTRAP_API_KEY },
+    });
     expect(ended.status).toBe(200);
-  }, 40_000);
+  }, 90_000);
 });
