@@ -68,7 +68,8 @@ ENV NODE_ENV=production \
 VOLUME /data
 EXPOSE 8080
 USER 10001:10001
-HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+# A first start migrates the database: over 100 s at load average 50 on 2 cores.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=180s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # tini as PID 1: it reaps the zombies Chromium's helpers leave and hands SIGTERM to the
 # server, which drains (sessions end server_shutdown) and exits 0.

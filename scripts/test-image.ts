@@ -69,9 +69,10 @@ async function memoryMiB(name: string): Promise<number> {
 const health = async (name: string) => (await docker('inspect', '-f', '{{.State.Health.Status}}', name)).trim();
 async function waitHealthy(name: string): Promise<void> {
   const t0 = Date.now();
-  await until('container healthy', 240, async () => {
+  await until('container healthy', 420, async () => {
+    // 'unhealthy' is not final: a start slower than the start period (a loaded machine) turns
+    // healthy at the first check that passes.
     const h = await health(name);
-    if (h === 'unhealthy') throw new Error(`unhealthy: ${(await run('docker', ['logs', name])).stderr.slice(-2_000)}`);
     const state = (await docker('inspect', '-f', '{{.State.Status}}', name)).trim();
     if (state === 'exited') throw new Error(`exited during start: ${(await run('docker', ['logs', name])).stderr.slice(-2_000)}`);
     return h === 'healthy' ? true : undefined;
