@@ -13,7 +13,14 @@ import { SETTINGS } from '../server/config/settings.js';
 const dir = fileURLToPath(new URL('../deploy/kubernetes/', import.meta.url));
 const require = createRequire(import.meta.url);
 
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string }; spec?: any; data?: Record<string, string>; stringData?: Record<string, string> };
+type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string };
+  spec?: any;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+};
 const manifests: { file: string; doc: Manifest }[] = readdirSync(dir)
   .filter((f) => f.endsWith('.yaml'))
   .flatMap((file) => parseAllDocuments(readFileSync(dir + file, 'utf8')).map((d) => ({ file, doc: d.toJS() as Manifest })));
@@ -63,7 +70,7 @@ describe('deploy/kubernetes', () => {
     expect(readFileSync(fileURLToPath(new URL('../Dockerfile', import.meta.url)), 'utf8')).toContain('USER 10001:10001');
   });
 
-  it("requests the memory of MAX_CONCURRENT_BROWSERS sessions as measured in the image", () => {
+  it('requests the memory of MAX_CONCURRENT_BROWSERS sessions as measured in the image', () => {
     const { idle, perSession } = measuredMiB();
     const sessions = Number(of('ConfigMap').data!.MAX_CONCURRENT_BROWSERS);
     const { requests, limits } = of('Deployment').spec.template.spec.containers[0].resources;
