@@ -119,7 +119,8 @@ async function main(): Promise<void> {
     // The README's first session, as its curl sends it.
     const created = await fetch(`${url}/v1/sessions`, { method: 'POST', headers, body: '{}' });
     const session = (await created.json()) as { data: { id: string; cdp_url: string } };
-    check(created.status === 200, `POST /v1/sessions answered ${created.status}`);
+    check(created.status === 200, `POST /v1/sessions answered ${created.status} ${created.status === 200 ? '' : JSON.stringify(session)}`);
+    if (created.status !== 200) return;
     const browser = await chromium.connectOverCDP(session.data.cdp_url);
     const context = browser.contexts()[0];
     const tab = context.pages()[0] ?? (await context.newPage());
