@@ -35,6 +35,7 @@ export const lanes = {
     'server/sessions/recovery.test.ts',
     'server/cluster/conformance-capabilities.test.ts',
     'server/main.test.ts',
+    'scripts/deploy-compose.test.ts',
   ],
 };
 
