@@ -47,7 +47,8 @@ try {
     run: async () => {
       const s = await api('POST', '/v1/sessions', { ...HEADLESS, identities: [{ id: identityId }] });
       sessionId = s.data.id;
-      const progress = s.data.identities?.[0];
+      // The answer came once the login ran; the session's record says how it went.
+      const progress = (await api('GET', `/v1/sessions/${sessionId}`)).data.identities?.[0];
       if (progress?.status !== 'authenticated') throw new Error(`not signed in: ${JSON.stringify(progress)}`);
     },
     // Untimed: the session ends (saving the identity's profile), and the next round's identity is made, pending.
