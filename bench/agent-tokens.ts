@@ -15,7 +15,7 @@ import { estimateTokens } from '../server/agent/observation.js';
 import { trimSnapshot } from '../server/agent/snapshot-trim.js';
 import { lastObservation, refOf } from '../server/agent/test-support.js';
 import { startTestSite, PRODUCTS } from '../server/agent/test-site.js';
-import { startScriptedModel, type ScriptStep } from '../server/llm/scripted-server.js';
+import { startScriptedModel, type ScriptStep, type ScriptedReply } from '../server/llm/scripted-server.js';
 import { machine } from './machine.js';
 import { startServerProcess } from './server-process.js';
 
@@ -25,7 +25,7 @@ const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ n
 const has = (body: any, role: string, name: string) => lastObservation(body).includes(`${role} "${name}"`);
 /** Clicks the element, scrolling first while it is out of view. */
 const clickWhenSeen =
-  (role: string, name: string): ScriptStep =>
+  (role: string, name: string): ((body: any) => ScriptedReply) =>
   (body) =>
     has(body, role, name) ? call('click', { ref: refOf(lastObservation(body), role, name) }) : call('scroll', { direction: 'down' });
 

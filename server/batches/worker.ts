@@ -86,6 +86,9 @@ export class BatchWorker {
   /** One pass: fail what waited too long, claim what fits. Answers whether items wait. */
   private async tick(): Promise<boolean> {
     const { db, config, sessions } = this.o;
+    // A node without browsers (MAX_CONCURRENT_BROWSERS=0) claims no item: it does not ask
+    // (the nodes with browsers also expire what waited too long).
+    if (config.maxConcurrentBrowsers === 0) return false;
     // Idle, the usual state: one cheap look rather than an expiry pass and a claim (together
     // about 4 ms of an embedded database's CPU every second, for nothing).
     if (this.inflight.size === 0 && !(await store.anyWaiting(db))) return false;

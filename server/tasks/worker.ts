@@ -164,6 +164,9 @@ export class TaskWorker {
   /** One pass: stop what was cancelled elsewhere, claim what fits. Answers whether work waits. */
   private async tick(): Promise<boolean> {
     const { db, sessions } = this.o;
+    // A node without browsers (MAX_CONCURRENT_BROWSERS=0) claims no run: it does not ask.
+    // Each look is a statement a second a node (bench/control-plane).
+    if (this.o.config.maxConcurrentBrowsers === 0) return false;
     if (this.inflight.size > 0) {
       for (const id of await queue.cancelRequested(db, sessions.nodeId)) this.abort(id, 'cancel');
     }
