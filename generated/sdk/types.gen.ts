@@ -10564,7 +10564,7 @@ export type GetIdentityLoginScreenshotErrors = {
      */
     500: Error;
     /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself.
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
      */
     503: Error;
 };
