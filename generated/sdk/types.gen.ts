@@ -4243,13 +4243,13 @@ export type AuthFlowUpdateRequest = {
 };
 
 /**
- * How the server signs an identity in (an extension of the hosted vendor's flows): where the login starts, its steps, and how success and a wrong password show. `kind` picks ready-made steps: `auto` (the default) looks at each page for what it asks (a user name or e-mail, a password, a one-time code, "stay signed in?", an account chooser, a cookie wall, a "next" button), answers what belongs to the identity and submits, until signed in or a failure it can name; `one_page` fills the user name and password on one page and submits; `two_pages` fills the user name, submits, then the password and submits; both then enter a TOTP code when the flow's `methods` include `authenticator`. `custom` runs `steps` in order. Selectors are CSS (Playwright selectors work too); the ready-made kinds find the usual fields when `selectors` leaves them out.
+ * How the server signs an identity in (an extension of the hosted vendor's flows): where the login starts, its steps, and how success and a wrong password show. `kind` picks ready-made steps: `one_page` fills the user name and password on one page and submits; `two_pages` fills the user name, submits, then the password and submits; both then enter a TOTP code when the flow's `methods` include `authenticator`. `custom` runs `steps` in order. Selectors are CSS (Playwright selectors work too); the ready-made kinds find the usual fields when `selectors` leaves them out.
  */
 export type AuthFlowLogin = {
     /**
      * The shape of the login.
      */
-    kind?: 'auto' | 'one_page' | 'two_pages' | 'custom';
+    kind?: 'one_page' | 'two_pages' | 'custom';
     /**
      * Where the login starts; null means the application's `url`.
      */
@@ -4325,14 +4325,6 @@ export type SessionIdentityProgress = {
      */
     execution_id?: string;
     failure_type?: 'invalid_credentials' | 'automation_failure';
-    /**
-     * What a failed login met, for the caller to act on (a `kind: auto` login names it): `wrong_password` and `wrong_code` (the site refused them; `failure_type` is `invalid_credentials`), `account_locked`, `captcha` (the session's solver and a person, asked through an intervention, did not get past it), `needs_person` (a step only a person can take, such as a code sent by e-mail or SMS, and no one answered), `unknown_page` (a page the login could not read: see `screenshot_url`), `timeout` (the flow's time limit passed).
-     */
-    failure_reason?: 'wrong_password' | 'wrong_code' | 'account_locked' | 'captcha' | 'needs_person' | 'unknown_page' | 'timeout';
-    /**
-     * With `failure_reason: unknown_page`: a PNG of the page the login stopped on (the API key's authorization is needed to read it).
-     */
-    screenshot_url?: string;
     error_message?: string;
 };
 
@@ -10534,6 +10526,7 @@ export type GetIdentityCredentialsResponses = {
 
 export type GetIdentityCredentialsResponse = GetIdentityCredentialsResponses[keyof GetIdentityCredentialsResponses];
 
+<<<<<<< HEAD
 export type GetIdentityLoginScreenshotData = {
     body?: never;
     path: {
@@ -10580,6 +10573,8 @@ export type GetIdentityLoginScreenshotResponses = {
 
 export type GetIdentityLoginScreenshotResponse = GetIdentityLoginScreenshotResponses[keyof GetIdentityLoginScreenshotResponses];
 
+=======
+>>>>>>> parent of a15103e (Merge branch 'logins')
 export type ListApplicationsData = {
     body?: never;
     path?: never;
