@@ -29,8 +29,7 @@ const usage = `Usage: pnpm conformance --base-url URL [options]
   --timeout-ms N        time limit of one request (default 30000; requests that must be
                         refused at once wait at most 10000)
   --fuzz N              G12's hostile cases an operation (default 2; more for a longer run)
-  --seed S              the seed that picks G12's cases and G13's past its budget
-                        (default 1; a failure names its seed)
+  --seed S              the seed that picks G12's cases (default 1; a failure names its seed)
   --spec FILE           the contract (default generated/openapi.json, else openapi.yaml)
   --list                print the checks and exit
 `;
