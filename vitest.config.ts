@@ -5,37 +5,17 @@ const include = ['server/**/*.test.ts', 'conformance/**/*.test.ts', 'scripts/**/
 // A file that replaces one of the server's modules for its own tests (vi.mock) runs in a
 // process of its own: in a shared one the module may already be loaded, or stay replaced.
 const ownProcess = ['server/net/traffic-proxy.test.ts'];
-// Files that `pnpm test` runs in lanes of their own beside the two workers, each lane a
-// vitest process (scripts/test.ts; the figures in docs/testing.md). Measured, the suite used
-// about one of the two cores on average: most of its wall time is waiting, not work.
+// Files that `pnpm test` runs in a lane of their own beside the two workers, a vitest process
+// (scripts/test.ts; the figures in docs/testing.md). Measured, the suite used about one of
+// the two cores on average: most of its wall time is waiting, not work.
 export const lanes = {
   // They wait out one of the contract's whole-minute limits on the server's own timer, idle:
-  // all at once. In the workers each held one for a minute.
+  // two at a time. In the workers each held one for a minute.
   waits: [
     'server/sessions/timeouts.test.ts',
     'server/profiles/idle-timeout.test.ts',
     'server/execute-code/timeout.test.ts',
     'server/tasks/run-timeout.test.ts',
-  ],
-  // They start several servers (child processes, a cluster of three) or load the CPU for a
-  // minute (the soak): one at a time, so that two never meet. Side by side they ran two to
-  // three times their time alone, and a task's restart timed out.
-  apart: [
-    'server/tasks/restart.test.ts',
-    'bench/soak/soak.test.ts',
-    'server/cluster/cluster.test.ts',
-    'server/cluster/rolling-restart.test.ts',
-    'server/cluster/conformance.test.ts',
-    'server/tasks/generate-restart.test.ts',
-    'server/cluster/lifecycle.test.ts',
-    'server/profiles/shutdown.test.ts',
-    'server/cluster/routing.test.ts',
-    'server/cluster/router-node.test.ts',
-    'server/storage/shared-storage.test.ts',
-    'server/sessions/recovery.test.ts',
-    'server/cluster/conformance-capabilities.test.ts',
-    'server/main.test.ts',
-    'scripts/deploy-compose.test.ts',
   ],
 };
 
@@ -61,10 +41,9 @@ export default defineConfig({
     silent: 'passed-only',
     reporters: ['default'],
     projects: [
-      { extends: true, test: { name: 'shared', include, exclude: [...ownProcess, ...lanes.waits, ...lanes.apart], isolate: false } },
+      { extends: true, test: { name: 'shared', include, exclude: [...ownProcess, ...lanes.waits], isolate: false } },
       { extends: true, test: { name: 'own process', include: ownProcess } },
       { extends: true, test: { name: 'waits', include: lanes.waits, isolate: false } },
-      { extends: true, test: { name: 'apart', include: lanes.apart, isolate: false } },
     ],
   },
 });

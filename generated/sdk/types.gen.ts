@@ -10526,55 +10526,6 @@ export type GetIdentityCredentialsResponses = {
 
 export type GetIdentityCredentialsResponse = GetIdentityCredentialsResponses[keyof GetIdentityCredentialsResponses];
 
-<<<<<<< HEAD
-export type GetIdentityLoginScreenshotData = {
-    body?: never;
-    path: {
-        /**
-         * The identity id.
-         */
-        id: string;
-    };
-    query?: never;
-    url: '/v1/identities/{id}/login-screenshot';
-};
-
-export type GetIdentityLoginScreenshotErrors = {
-    /**
-     * The request is invalid.
-     */
-    400: Error;
-    /**
-     * The API key is missing or invalid.
-     */
-    401: Error;
-    /**
-     * No such resource in this project.
-     */
-    404: Error;
-    /**
-     * The server failed; the message names no internals.
-     */
-    500: Error;
-    /**
-     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
-     */
-    503: Error;
-};
-
-export type GetIdentityLoginScreenshotError = GetIdentityLoginScreenshotErrors[keyof GetIdentityLoginScreenshotErrors];
-
-export type GetIdentityLoginScreenshotResponses = {
-    /**
-     * The screenshot.
-     */
-    200: string;
-};
-
-export type GetIdentityLoginScreenshotResponse = GetIdentityLoginScreenshotResponses[keyof GetIdentityLoginScreenshotResponses];
-
-=======
->>>>>>> parent of a15103e (Merge branch 'logins')
 export type ListApplicationsData = {
     body?: never;
     path?: never;

@@ -174,10 +174,10 @@ export const SETTINGS = {
   BROWSER_POOL_MEMORY_MB: {
     section: 'Browsers and sessions',
     type: 'int',
-    default: 1024,
+    default: 0,
     min: 0,
     description:
-      "Memory the warm pool may hold, in MiB (its browsers' proportional set size, measured): while sessions are created faster than a launch takes, the pool grows past BROWSER_POOL_SIZE within it (and within MAX_CONCURRENT_BROWSERS); 0 keeps the pool at BROWSER_POOL_SIZE.",
+      "Memory the warm pool may hold, in MiB (its browsers' proportional set size, measured): while sessions are created faster than a launch takes, the pool grows past BROWSER_POOL_SIZE within it (and within MAX_CONCURRENT_BROWSERS); 0 (the default, until its benchmark is run) keeps the pool at BROWSER_POOL_SIZE.",
   },
   BROWSER_POOL_IDLE_SECONDS: {
     section: 'Browsers and sessions',
