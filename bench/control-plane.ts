@@ -24,8 +24,8 @@ import pg from 'pg';
 import { chromium } from 'playwright-core';
 import { WebSocket } from 'ws';
 import { machine, percentile } from './machine.js';
-import { startFront, TEST_CLUSTER_SECRET, type Front } from '../server/cluster/test-support.js';
-import { startChildServer, type ChildServer } from '../server/testing/child-server.js';
+import { startClusterNode, startFront, type Front } from '../server/cluster/test-support.js';
+import type { ChildServer } from '../server/testing/child-server.js';
 import { freePort } from '../server/testing/free-port.js';
 import { ownPostgresUnavailable, startOwnPostgres, type OwnPostgres } from '../server/testing/own-postgres.js';
 import { listPids } from '../server/browser/procfs.js';
@@ -152,21 +152,15 @@ async function startCluster(databaseUrl: string, n: number): Promise<Cluster> {
     const id = `node-${i}`;
     const dataDir = mkdtempSync(join(tmpdir(), `cb-cp-${id}-`));
     const port = await freePort();
-    const node = await startChildServer({
+    const node = await startClusterNode({
+      id,
       dataDir,
       apiKey,
       databaseUrl,
       port,
-      env: {
-        PUBLIC_URL: front.url,
-        NODE_ID: id,
-        NODE_INTERNAL_URL: `http://127.0.0.1:${port}`,
-        CLUSTER_SECRET: TEST_CLUSTER_SECRET,
-        SECRETS_KEY: secretsKey,
-        NODE_DEAD_AFTER_SECONDS: String(DEAD_AFTER),
-        MAX_CONCURRENT_BROWSERS: i < BROWSER_NODES ? '6' : '0',
-        CHROMIUM_PATH: chromiumPath,
-      },
+      publicUrl: front.url,
+      secretsKey,
+      env: { NODE_DEAD_AFTER_SECONDS: String(DEAD_AFTER), MAX_CONCURRENT_BROWSERS: i < BROWSER_NODES ? '6' : '0', CHROMIUM_PATH: chromiumPath },
     });
     nodes[i] = Object.assign(node, { id, dataDir });
   };

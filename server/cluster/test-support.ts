@@ -79,6 +79,33 @@ export interface TestCluster {
 
 export const TEST_CLUSTER_SECRET = 'test-cluster-secret-0123456789abcdef0123456789';
 
+/** One node of a cluster on 127.0.0.1:port, with what every node of it shares. */
+export function startClusterNode(n: {
+  id: string;
+  dataDir: string;
+  apiKey: string;
+  databaseUrl: string;
+  port: number;
+  publicUrl: string;
+  secretsKey: string;
+  env?: Record<string, string>;
+}): Promise<ChildServer> {
+  return startChildServer({
+    dataDir: n.dataDir,
+    apiKey: n.apiKey,
+    databaseUrl: n.databaseUrl,
+    port: n.port,
+    env: {
+      PUBLIC_URL: n.publicUrl,
+      NODE_ID: n.id,
+      NODE_INTERNAL_URL: `http://127.0.0.1:${n.port}`,
+      CLUSTER_SECRET: TEST_CLUSTER_SECRET,
+      SECRETS_KEY: n.secretsKey,
+      ...n.env,
+    },
+  });
+}
+
 /**
  * Starts `count` nodes (ids node-a, node-b, ...) behind a front, on a fresh schema of
  * DATABASE_URL. The first node migrates the schema; the others start together after it.
@@ -105,20 +132,15 @@ export async function startTestCluster(o: {
     const id = `node-${String.fromCharCode(97 + i)}`;
     const dataDir = again?.dataDir ?? mkdtempSync(join(tmpdir(), `cb-${id}-`));
     const port = again?.port ?? (await freePort());
-    const node = await startChildServer({
+    const node = await startClusterNode({
+      id,
       dataDir,
       apiKey,
       databaseUrl,
       port,
-      env: {
-        PUBLIC_URL: front.url,
-        NODE_ID: id,
-        NODE_INTERNAL_URL: `http://127.0.0.1:${port}`,
-        CLUSTER_SECRET: TEST_CLUSTER_SECRET,
-        SECRETS_KEY: secretsKey,
-        ...o.env,
-        ...o.nodeEnv?.(i),
-      },
+      publicUrl: front.url,
+      secretsKey,
+      env: { ...o.env, ...o.nodeEnv?.(i) },
     }).catch((err: Error) => {
       if (!again) rmSync(dataDir, { recursive: true, force: true });
       throw err;
