@@ -280,7 +280,7 @@ async function main() {
     step('unit and integration tests (vitest)', (out) => vitest(['--project', 'shared', '--project', 'own process'], out), { counted: true, live: true }),
     // A lane of its own (vitest.config.ts, `lanes`): the files that wait out a minute, idle,
     // two at a time beside the workers.
-    step('tests that wait out a minute (vitest, two at a time)', (out) => vitest(['--project', 'waits', '--maxWorkers', '2'], out), { counted: true }),
+    step('tests that wait out a minute (vitest, one at a time)', (out) => vitest(['--project', 'waits', '--maxWorkers', '1'], out), { counted: true }),
     (async () => {
       await step('lint openapi.yaml (redocly)', async (out) => (await run(bin('redocly'), ['lint', 'openapi.yaml'], out)) === 0);
       await step('generated/ is fresh', async (out) => (await run(bin('tsx'), ['scripts/generate.ts', '--check'], out)) === 0);

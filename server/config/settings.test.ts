@@ -11,6 +11,15 @@ const problemsOf = (env: Record<string, string>): string => {
   return '';
 };
 const entries = Object.entries(SETTINGS) as [VariableName, Setting][];
+// What a value needs beside it: a node without browsers (0) routes for the others, so it is
+// a cluster's node (its address, the shared secret and database, a shared rate limit).
+const cluster = {
+  NODE_INTERNAL_URL: 'http://10.0.0.7:8080',
+  CLUSTER_SECRET: 'c'.repeat(32),
+  DATABASE_URL: 'postgres://db.internal/cb',
+  RATE_LIMIT_STORE: 'postgres',
+};
+const needs: Partial<Record<VariableName, Record<string, string>>> = { MAX_CONCURRENT_BROWSERS: cluster };
 
 describe('the settings table', () => {
   it('gives every variable that stands alone its Config field, under its camel-case name, with its default', () => {
@@ -27,7 +36,7 @@ describe('the settings table', () => {
   it('reads a value within its limits and refuses one past them, naming the variable and the limits', () => {
     for (const [name, s] of entries) {
       if (s.type !== 'int') continue;
-      expect((loadConfig({ [name]: String(s.min) }) as unknown as Record<string, unknown>)[camel(name)], name).toBe(s.min);
+      expect((loadConfig({ ...needs[name], [name]: String(s.min) }) as unknown as Record<string, unknown>)[camel(name)], name).toBe(s.min);
       expect(problemsOf({ [name]: String(s.min - 1) })).toContain(
         `${name}="${s.min - 1}" must be a whole number from ${s.min} to ${s.max ?? Number.MAX_SAFE_INTEGER}`,
       );
