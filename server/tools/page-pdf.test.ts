@@ -1,6 +1,6 @@
 // The page PDF tool's refusals: print options the contract accepts but the page cannot
 // honour (a range past its last page, a range that ends before it starts, margins with no
-// room left) answer 400 saying what to change, not 500. The happy path is in fetch.test.ts.
+// room left, a margin too long for a number) answer 400 saying what to change, not 500. The happy path is in fetch.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
@@ -33,6 +33,8 @@ describe('page PDF: options the page cannot honour', () => {
     [{ page_ranges: '99999999999999999999' }, 'page_ranges is invalid: pages are numbered from 1, and a range cannot end before it starts'],
     [{ margin: { top: '100in' } }, 'margin leaves no room for the page on the paper: make the margins smaller than the paper'],
     [{ format: 'A6', margin: { left: '3in', right: '3in' } }, 'margin leaves no room for the page on the paper: make the margins smaller than the paper'],
+    // 400 digits read as Infinity, which reached Chromium as null: "Invalid parameters", a 500.
+    [{ margin: { bottom: `${'9'.repeat(400)}cm` } }, 'margin leaves no room for the page on the paper: make the margins smaller than the paper'],
   ])('%j answers 400', async (options, message) => {
     const res = await pdf(options);
     expect(res.status).toBe(400);

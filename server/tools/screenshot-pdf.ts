@@ -46,6 +46,8 @@ export async function screenshotOf(v: Visit, url: URL, o: ScreenshotOptions): Pr
 /** The page at `url` printed to PDF, once prepared. */
 export async function pdfOf(v: Visit, url: URL, o: PdfOptions): Promise<Buffer> {
   const { page, deadline, pipeline } = v;
+  const margin = marginRefusal(o.margin);
+  if (margin) throw new ToolError(400, margin);
   await prepare(v, url, o.waitUntil);
   return withDeadline(deadline, pipeline.config, () =>
     page
@@ -64,6 +66,8 @@ export async function pdfOf(v: Visit, url: URL, o: PdfOptions): Promise<Buffer> 
   );
 }
 
+const NO_ROOM = 'margin leaves no room for the page on the paper: make the margins smaller than the paper';
+
 /**
  * Print options the contract lets through but Chromium refuses once it has the page: only
  * the document knows its page count, and margins that leave no room depend on the paper
@@ -75,7 +79,18 @@ export function printRefusal(err: unknown): string | undefined {
   if (/Page range is invalid|Page range syntax error/.test(message)) {
     return 'page_ranges is invalid: pages are numbered from 1, and a range cannot end before it starts';
   }
-  if (message.includes('content area is empty')) return 'margin leaves no room for the page on the paper: make the margins smaller than the paper';
+  if (message.includes('content area is empty')) return NO_ROOM;
+  return undefined;
+}
+
+/**
+ * A margin the contract's pattern lets through but no number can hold: past ~308 digits it
+ * reads as Infinity, which reaches Chromium as null ("Invalid parameters", a 500). Wider than
+ * any paper, so refused as the margins Chromium finds too wide are, before the page loads.
+ */
+export function marginRefusal(margin: PdfOptions['margin']): string | undefined {
+  const sides = Object.values(margin ?? {}).filter((m): m is string => typeof m === 'string');
+  if (sides.some((m) => !Number.isFinite(Number.parseFloat(m)))) return NO_ROOM;
   return undefined;
 }
 
