@@ -6,7 +6,7 @@ import type { Db } from '../store/db.js';
 import type { ServiceConfig } from '../config/config.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
-import { historyBuckets, type Granularity } from '../sessions/index.js';
+import { EARLIEST_HISTORY, EARLIEST_HISTORY_MESSAGE, historyBuckets, type Granularity } from '../sessions/index.js';
 import { account } from '../credits/account.js';
 import type { ClusterNode } from '../cluster/index.js';
 
@@ -26,6 +26,7 @@ export function usageRange(q: { from_date?: string; to_date?: string; granularit
   if (Number.isNaN(to.getTime())) return { error: 'to_date is not a valid ISO 8601 date-time' };
   if (Number.isNaN(from.getTime())) return { error: 'from_date is not a valid ISO 8601 date-time' };
   if (from >= to) return { error: 'from_date must be before to_date' };
+  if (from < EARLIEST_HISTORY) return { error: EARLIEST_HISTORY_MESSAGE };
   const granularity = q.granularity ?? 'day';
   if ((to.getTime() - from.getTime()) / 3_600_000 / periodHours[granularity] > MAX_PERIODS) {
     return { error: `The range holds more than ${MAX_PERIODS} periods of one ${granularity}; choose a longer granularity` };

@@ -144,6 +144,7 @@ export function sessionHandlers({ db, sessions }: { db: Db; sessions: SessionLoo
       const to = req.query.to_date ? new Date(req.query.to_date) : new Date();
       const from = req.query.from_date ? new Date(req.query.from_date) : new Date(to.getTime() - 30 * 86_400_000);
       if (from >= to) return fail(400, 'from_date must be before to_date');
+      if (from < store.EARLIEST_HISTORY) return fail(400, store.EARLIEST_HISTORY_MESSAGE);
       const granularity = req.query.granularity ?? 'day';
       if ((to.getTime() - from.getTime()) / 3_600_000 / periodHours[granularity] > MAX_PERIODS) {
         return fail(400, `The range holds more than ${MAX_PERIODS} periods of one ${granularity}; choose a longer granularity`);

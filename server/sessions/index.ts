@@ -16,7 +16,17 @@ export type { CreateOptions, CreateResult } from './create.js';
 export type { NodeLoad, SessionLifecycle, SessionLookup, SessionUrls, WarmSource } from './roles.js';
 export type { WarmReservation } from './warm.js';
 export type { SessionCreateBody } from './options.js';
-export { findSessionRecord, historyBuckets, listSessions, type Granularity, type ListFilter, type SessionRow, type SessionStatus } from './store.js';
+export {
+  EARLIEST_HISTORY,
+  EARLIEST_HISTORY_MESSAGE,
+  findSessionRecord,
+  historyBuckets,
+  listSessions,
+  type Granularity,
+  type ListFilter,
+  type SessionRow,
+  type SessionStatus,
+} from './store.js';
 
 export function sessions(d: {
   db: Db;

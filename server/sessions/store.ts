@@ -222,6 +222,14 @@ export interface HistoryBucket {
 }
 
 /**
+ * The earliest start of a history range. The database has no year 0: a range starting before
+ * the year 1 (to_date 0001-01-01 alone starts 30 days before it) was "date/time field value out
+ * of range", a 500.
+ */
+export const EARLIEST_HISTORY = new Date('0001-01-01T00:00:00Z');
+export const EARLIEST_HISTORY_MESSAGE = 'The range starts before 0001-01-01 (without from_date it starts 30 days before to_date)';
+
+/**
  * Per-period sums over sessions created in [from, to), bucketed by creation time in UTC,
  * every period present (zeros where nothing happened). Weeks start on Monday, as in
  * Postgres's date_trunc. Running sessions count their duration so far.
