@@ -211,6 +211,7 @@ export function taskHandlers({ db, config, sessions, worker, signals }: TaskHand
       });
       if (v === 'no_code') return fail(400, 'code is required for a new version');
       if (v === 'deleted') return fail(404, `Task version ${req.params.taskVersion} was deleted`);
+      if (v === 'out_of_range') return fail(400, `taskVersion must be at most ${store.MAX_VERSION}`);
       return { status: 200, body: { data: versionView(v) } };
     },
 

@@ -141,7 +141,17 @@ export async function latestVersions(db: Db, taskIds: string[]): Promise<Map<str
 }
 
 /** A version of the task: its number, `latest` (highest deployed) or `draft`; deleted ones are not found. */
+/** The largest version number the column holds (integer): the contract's pattern allows any digits. */
+export const MAX_VERSION = 2 ** 31 - 1;
+
+/** Whether `n` can be a version number at all; past the column's range no version is. */
+export function isVersionNumber(n: number): boolean {
+  return Number.isSafeInteger(n) && n >= 1 && n <= MAX_VERSION;
+}
+
 export async function getVersion(db: Db, task: TaskRow, which: number | 'latest' | 'draft'): Promise<VersionRow | undefined> {
+  // Asked of the database, 99999999999 was "out of range for type integer": a 500, not a 404.
+  if (typeof which === 'number' && !isVersionNumber(which)) return undefined;
   const where = which === 'draft' ? 'version IS NULL' : which === 'latest' ? 'version IS NOT NULL' : 'version = $3';
   const params: unknown[] = [task.project_id, task.id];
   if (typeof which === 'number') params.push(which);
@@ -215,7 +225,8 @@ export async function publish(
   task: Pick<TaskRow, 'id' | 'project_id'>,
   n: number,
   f: Partial<VersionFields>,
-): Promise<VersionRow | 'no_code' | 'deleted'> {
+): Promise<VersionRow | 'no_code' | 'deleted' | 'out_of_range'> {
+  if (!isVersionNumber(n)) return 'out_of_range';
   const [existing] = await db.query<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM task_versions WHERE task_id = $1 AND version = $2`, [task.id, n]);
   if (existing?.deleted) return 'deleted';
   if (existing) {
