@@ -30,7 +30,7 @@ describe('a task version number past the column', () => {
   it('is not found when read, deleted or run', async () => {
     expect((await call('GET', `/v1/task/${taskId}/${HUGE}`)).status).toBe(404);
     expect((await call('DELETE', `/v1/task/${taskId}/2147483648`)).status).toBe(404);
-    const run = await call('POST', `/v2/tasks/${taskId}/run`, { version: HUGE });
+    const run = await call('POST', `/v2/tasks/${taskId}/run`, { version: HUGE, input_params: {} });
     expect(run.status).toBe(404);
     expect(((await run.json()) as { error: { message: string } }).error.message).toBe(`Task version ${HUGE} not found`);
   });
