@@ -856,6 +856,15 @@ export type GetIdentityCredentialsResponse =
   | { status: 500; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
   | { status: 503; contentType?: "application/json"; body: operations["getIdentityCredentials"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
 
+export type GetIdentityLoginScreenshotRequest = { params: operations["getIdentityLoginScreenshot"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
+export type GetIdentityLoginScreenshotResponse =
+  | { status: 200; contentType: "image/png"; body: BinaryBody; headers?: ExtraHeaders }
+  | { status: 400; contentType?: "application/json"; body: operations["getIdentityLoginScreenshot"]["responses"][400]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 401; contentType?: "application/json"; body: operations["getIdentityLoginScreenshot"]["responses"][401]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 404; contentType?: "application/json"; body: operations["getIdentityLoginScreenshot"]["responses"][404]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 500; contentType?: "application/json"; body: operations["getIdentityLoginScreenshot"]["responses"][500]["content"]["application/json"]; headers?: ExtraHeaders }
+  | { status: 503; contentType?: "application/json"; body: operations["getIdentityLoginScreenshot"]["responses"][503]["content"]["application/json"]; headers?: ExtraHeaders };
+
 export type ListSessionDownloadsRequest = { params: operations["listSessionDownloads"]["parameters"]["path"]; query: NoFields; body: undefined; headers: Headers };
 export type ListSessionDownloadsResponse =
   | { status: 200; contentType?: "application/json"; body: operations["listSessionDownloads"]["responses"][200]["content"]["application/json"]; headers?: ExtraHeaders }
@@ -1457,6 +1466,7 @@ export interface Handlers<AuthedCtx, PublicCtx> {
   retryBatchSessions(req: RetryBatchSessionsRequest, ctx: AuthedCtx): MaybePromise<RetryBatchSessionsResponse>;
   waitForEvent(req: WaitForEventRequest, ctx: AuthedCtx): MaybePromise<WaitForEventResponse>;
   getIdentityCredentials(req: GetIdentityCredentialsRequest, ctx: AuthedCtx): MaybePromise<GetIdentityCredentialsResponse>;
+  getIdentityLoginScreenshot(req: GetIdentityLoginScreenshotRequest, ctx: AuthedCtx): MaybePromise<GetIdentityLoginScreenshotResponse>;
   listSessionDownloads(req: ListSessionDownloadsRequest, ctx: AuthedCtx): MaybePromise<ListSessionDownloadsResponse>;
   listSessionPages(req: ListSessionPagesRequest, ctx: AuthedCtx): MaybePromise<ListSessionPagesResponse>;
   listSessionRecordings(req: ListSessionRecordingsRequest, ctx: AuthedCtx): MaybePromise<ListSessionRecordingsResponse>;

@@ -108,6 +108,7 @@ export type OperationId =
   | "retryBatchSessions"
   | "waitForEvent"
   | "getIdentityCredentials"
+  | "getIdentityLoginScreenshot"
   | "listSessionDownloads"
   | "listSessionPages"
   | "listSessionRecordings"
@@ -1161,6 +1162,18 @@ export const routes: readonly Route[] = [
     method: "GET",
     path: "/v1/identities/{id}/credentials",
     honoPath: "/v1/identities/:id/credentials",
+    secured: true,
+    admin: false,
+    body: null,
+    arrayQuery: [],
+    statuses: [200,400,401,404,500,503],
+    errors: {"400":"general","401":"general","404":"general","500":"general","503":"general"},
+  },
+  {
+    operationId: "getIdentityLoginScreenshot",
+    method: "GET",
+    path: "/v1/identities/{id}/login-screenshot",
+    honoPath: "/v1/identities/:id/login-screenshot",
     secured: true,
     admin: false,
     body: null,

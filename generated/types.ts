@@ -2025,6 +2025,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/identities/{id}/login-screenshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity id. */
+                id: components["parameters"]["IdentityIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The page a login could not read
+         * @description A PNG of the page the identity's last login stopped on when it failed with `failure_reason: unknown_page` (the session's `screenshot_url`). 404 when the identity has no such login, or it was deleted.
+         */
+        get: operations["getIdentityLoginScreenshot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/applications": {
         parameters: {
             query?: never;
@@ -5932,14 +5955,14 @@ export interface components {
             custom_fields?: components["schemas"]["AuthFlowCustomField"][];
             login?: components["schemas"]["AuthFlowLogin"];
         };
-        /** @description How the server signs an identity in (an extension of the hosted vendor's flows): where the login starts, its steps, and how success and a wrong password show. `kind` picks ready-made steps: `one_page` fills the user name and password on one page and submits; `two_pages` fills the user name, submits, then the password and submits; both then enter a TOTP code when the flow's `methods` include `authenticator`. `custom` runs `steps` in order. Selectors are CSS (Playwright selectors work too); the ready-made kinds find the usual fields when `selectors` leaves them out. */
+        /** @description How the server signs an identity in (an extension of the hosted vendor's flows): where the login starts, its steps, and how success and a wrong password show. `kind` picks ready-made steps: `auto` (the default) looks at each page for what it asks (a user name or e-mail, a password, a one-time code, "stay signed in?", an account chooser, a cookie wall, a "next" button), answers what belongs to the identity and submits, until signed in or a failure it can name; `one_page` fills the user name and password on one page and submits; `two_pages` fills the user name, submits, then the password and submits; both then enter a TOTP code when the flow's `methods` include `authenticator`. `custom` runs `steps` in order. Selectors are CSS (Playwright selectors work too); the ready-made kinds find the usual fields when `selectors` leaves them out. */
         AuthFlowLogin: {
             /**
              * @description The shape of the login.
-             * @default one_page
+             * @default auto
              * @enum {string}
              */
-            kind?: "one_page" | "two_pages" | "custom";
+            kind?: "auto" | "one_page" | "two_pages" | "custom";
             /**
              * Format: uri
              * @description Where the login starts; null means the application's `url`.
@@ -6001,6 +6024,16 @@ export interface components {
             execution_id?: string;
             /** @enum {string} */
             failure_type?: "invalid_credentials" | "automation_failure";
+            /**
+             * @description What a failed login met, for the caller to act on (a `kind: auto` login names it): `wrong_password` and `wrong_code` (the site refused them; `failure_type` is `invalid_credentials`), `account_locked`, `captcha` (the session's solver and a person, asked through an intervention, did not get past it), `needs_person` (a step only a person can take, such as a code sent by e-mail or SMS, and no one answered), `unknown_page` (a page the login could not read: see `screenshot_url`), `timeout` (the flow's time limit passed).
+             * @enum {string}
+             */
+            failure_reason?: "wrong_password" | "wrong_code" | "account_locked" | "captcha" | "needs_person" | "unknown_page" | "timeout";
+            /**
+             * Format: uri
+             * @description With `failure_reason: unknown_page`: a PNG of the page the login stopped on (the API key's authorization is needed to read it).
+             */
+            screenshot_url?: string;
             error_message?: string;
         };
         /** @description Authentication flows of the application. */
@@ -12283,6 +12316,34 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["IdentityCredentialsResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getIdentityLoginScreenshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The identity id. */
+                id: components["parameters"]["IdentityIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The screenshot. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": string;
                 };
             };
             400: components["responses"]["BadRequest"];

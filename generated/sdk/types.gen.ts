@@ -4243,13 +4243,13 @@ export type AuthFlowUpdateRequest = {
 };
 
 /**
- * How the server signs an identity in (an extension of the hosted vendor's flows): where the login starts, its steps, and how success and a wrong password show. `kind` picks ready-made steps: `one_page` fills the user name and password on one page and submits; `two_pages` fills the user name, submits, then the password and submits; both then enter a TOTP code when the flow's `methods` include `authenticator`. `custom` runs `steps` in order. Selectors are CSS (Playwright selectors work too); the ready-made kinds find the usual fields when `selectors` leaves them out.
+ * How the server signs an identity in (an extension of the hosted vendor's flows): where the login starts, its steps, and how success and a wrong password show. `kind` picks ready-made steps: `auto` (the default) looks at each page for what it asks (a user name or e-mail, a password, a one-time code, "stay signed in?", an account chooser, a cookie wall, a "next" button), answers what belongs to the identity and submits, until signed in or a failure it can name; `one_page` fills the user name and password on one page and submits; `two_pages` fills the user name, submits, then the password and submits; both then enter a TOTP code when the flow's `methods` include `authenticator`. `custom` runs `steps` in order. Selectors are CSS (Playwright selectors work too); the ready-made kinds find the usual fields when `selectors` leaves them out.
  */
 export type AuthFlowLogin = {
     /**
      * The shape of the login.
      */
-    kind?: 'one_page' | 'two_pages' | 'custom';
+    kind?: 'auto' | 'one_page' | 'two_pages' | 'custom';
     /**
      * Where the login starts; null means the application's `url`.
      */
@@ -4325,6 +4325,14 @@ export type SessionIdentityProgress = {
      */
     execution_id?: string;
     failure_type?: 'invalid_credentials' | 'automation_failure';
+    /**
+     * What a failed login met, for the caller to act on (a `kind: auto` login names it): `wrong_password` and `wrong_code` (the site refused them; `failure_type` is `invalid_credentials`), `account_locked`, `captcha` (the session's solver and a person, asked through an intervention, did not get past it), `needs_person` (a step only a person can take, such as a code sent by e-mail or SMS, and no one answered), `unknown_page` (a page the login could not read: see `screenshot_url`), `timeout` (the flow's time limit passed).
+     */
+    failure_reason?: 'wrong_password' | 'wrong_code' | 'account_locked' | 'captcha' | 'needs_person' | 'unknown_page' | 'timeout';
+    /**
+     * With `failure_reason: unknown_page`: a PNG of the page the login stopped on (the API key's authorization is needed to read it).
+     */
+    screenshot_url?: string;
     error_message?: string;
 };
 
@@ -10525,6 +10533,52 @@ export type GetIdentityCredentialsResponses = {
 };
 
 export type GetIdentityCredentialsResponse = GetIdentityCredentialsResponses[keyof GetIdentityCredentialsResponses];
+
+export type GetIdentityLoginScreenshotData = {
+    body?: never;
+    path: {
+        /**
+         * The identity id.
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/identities/{id}/login-screenshot';
+};
+
+export type GetIdentityLoginScreenshotErrors = {
+    /**
+     * The request is invalid.
+     */
+    400: Error;
+    /**
+     * The API key is missing or invalid.
+     */
+    401: Error;
+    /**
+     * No such resource in this project.
+     */
+    404: Error;
+    /**
+     * The server failed; the message names no internals.
+     */
+    500: Error;
+    /**
+     * The server cannot serve the request right now: its database is unreachable (restarting, down, or out of connections) or out of disk space. Nothing was changed, but for a session's DELETE: the browser closes at once, and the session's end is recorded (and the session deleted: a DELETE again then answers 404) once the database answers. Try again after Retry-After seconds; the server reconnects by itself. For the browser tools (fetch, screenshot, page PDF): the node runs no browsers (`MAX_CONCURRENT_BROWSERS=0`) and no other node of its cluster has room.
+     */
+    503: Error;
+};
+
+export type GetIdentityLoginScreenshotError = GetIdentityLoginScreenshotErrors[keyof GetIdentityLoginScreenshotErrors];
+
+export type GetIdentityLoginScreenshotResponses = {
+    /**
+     * The screenshot.
+     */
+    200: string;
+};
+
+export type GetIdentityLoginScreenshotResponse = GetIdentityLoginScreenshotResponses[keyof GetIdentityLoginScreenshotResponses];
 
 export type ListApplicationsData = {
     body?: never;

@@ -20,6 +20,8 @@ export const DEFAULT_TIMEOUT_SECONDS = 30;
 
 /** A login ready to run. */
 export interface LoginPlan {
+  /** `auto` reads each page (auto-login.ts) and has no steps; the others run `steps`. */
+  auto: boolean;
   loginUrl: string;
   steps: Step[];
   /** undefined: the default (left the login URL, no password or code field shown). */
@@ -34,7 +36,7 @@ export interface LoginPlan {
 /** The login of a flow with every default filled in (answered by reads, stored by writes). */
 export function completeLogin(login: AuthFlowLogin | undefined): AuthFlowLogin {
   return {
-    kind: login?.kind ?? 'one_page',
+    kind: login?.kind ?? 'auto',
     login_url: login?.login_url ?? null,
     ...(login?.selectors ? { selectors: login.selectors } : {}),
     ...(login?.steps ? { steps: login.steps } : {}),
@@ -75,6 +77,7 @@ export function loginRefusal(login: AuthFlowLogin, methods: CredentialMethod[], 
     return undefined;
   }
   if (login.steps) return `login.steps: only a custom login has steps (kind is ${login.kind})`;
+  if (login.kind === 'auto' && login.selectors) return 'login.selectors: an auto login finds the fields itself; name them with kind one_page or two_pages';
   if (!methods.includes('username_password')) return `login.kind ${login.kind} signs in with a user name and password: methods must include username_password`;
   return undefined;
 }
@@ -86,9 +89,14 @@ export function planLogin(app: ApplicationRow, flow: Pick<AuthFlowRow, 'login' |
   const methods = flow?.methods ?? identityMethods;
   const loginUrl = login.login_url ?? app.url;
   return {
+    auto: login.kind === 'auto',
     loginUrl,
     steps:
-      login.kind === 'custom' ? [{ action: 'goto', url: loginUrl }, ...(login.steps ?? [])] : readyMade(login, loginUrl, methods.includes('authenticator')),
+      login.kind === 'auto'
+        ? []
+        : login.kind === 'custom'
+          ? [{ action: 'goto', url: loginUrl }, ...(login.steps ?? [])]
+          : readyMade(login, loginUrl, methods.includes('authenticator')),
     success: login.success,
     failure: login.failure,
     timeoutMs: (login.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS) * 1000,

@@ -71,7 +71,7 @@ describe.each(backends)('identities API on %s', (backend) => {
         is_recommended: true,
         methods: ['username_password'],
         custom_fields: [],
-        login: { kind: 'one_page', login_url: null, timeout_seconds: 30 },
+        login: { kind: 'auto', login_url: null, timeout_seconds: 30 },
       },
     });
     const custom = await api('POST', `/v1/applications/${id}/auth-flows`, {

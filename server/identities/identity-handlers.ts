@@ -10,9 +10,17 @@ import type { Db } from '../store/db.js';
 import { pageOf } from './application-handlers.js';
 import { metadataFilter } from './metadata-filter.js';
 import { CredentialError, credentialFields, sealCredentials, type SealedCredentials } from './credentials.js';
+import type { LoginScreenshots } from './screenshots.js';
 import * as store from './store.js';
 
-export type IdentityOperation = 'createIdentity' | 'listIdentities' | 'getIdentity' | 'updateIdentity' | 'deleteIdentity' | 'getIdentityCredentials';
+export type IdentityOperation =
+  | 'createIdentity'
+  | 'listIdentities'
+  | 'getIdentity'
+  | 'updateIdentity'
+  | 'deleteIdentity'
+  | 'getIdentityCredentials'
+  | 'getIdentityLoginScreenshot';
 
 const NOT_FOUND = 'Identity not found';
 
@@ -34,8 +42,9 @@ export interface IdentityHandlerDeps {
   secrets: Secrets;
   /** Signs the identity in now, in a session of its own that ends after; answers why it could not start one. */
   signInNow(owner: { projectId: string; apiKeyId: string }, identityId: string): Promise<string | undefined>;
-  /** Removes the identity's saved state (its profile). */
+  /** Removes the identity's saved state (its profile, the screenshot of a login that failed). */
   forgetState(projectId: string, identityId: string): Promise<void>;
+  screenshots: LoginScreenshots;
 }
 
 export function identityHandlers(d: IdentityHandlerDeps): Pick<AppHandlers, IdentityOperation> {
@@ -137,6 +146,13 @@ export function identityHandlers(d: IdentityHandlerDeps): Pick<AppHandlers, Iden
       const row = await store.getIdentity(d.db, ctx.projectId, req.params.id);
       if (!row) return fail(404, NOT_FOUND);
       return { status: 200, body: { id: row.id, name: row.name, source: row.source, credentials: credentialFields(row.credentials) } };
+    },
+
+    async getIdentityLoginScreenshot(req, ctx) {
+      const row = await store.getIdentity(d.db, ctx.projectId, req.params.id);
+      const png = row && (await d.screenshots.read(ctx.projectId, row.id));
+      if (!png) return fail(404, row ? 'The identity has no screenshot of a login that stopped on an unknown page' : NOT_FOUND);
+      return { status: 200, contentType: 'image/png', body: png, headers: { 'Cache-Control': 'private, no-store' } };
     },
   };
 }

@@ -9,9 +9,12 @@ import type { Interventions } from '../interventions/index.js';
 import type { ProfileService } from '../profiles/index.js';
 import type { Secrets } from '../secrets/index.js';
 import type { SessionLifecycle, SessionLookup } from '../sessions/index.js';
+import type { BlobAreas } from '../storage/blobs.js';
+import type { ServiceConfig } from '../config/config.js';
 import type { Db } from '../store/db.js';
 import { applicationHandlers, type ApplicationOperation } from './application-handlers.js';
 import { identityHandlers, type IdentityOperation } from './identity-handlers.js';
+import { LoginScreenshots } from './screenshots.js';
 import { IdentitySignIn, profileNameOf } from './sign-in.js';
 import { failInterrupted } from './store.js';
 import { connectRoutes, tokenHandlers, type TokenOperation } from './tokens.js';
@@ -20,13 +23,18 @@ export function identities(d: {
   db: Db;
   log: Logger;
   secrets: Secrets;
+  blobs: BlobAreas;
+  config: ServiceConfig;
   sessions: SessionLookup & SessionLifecycle;
   profiles: ProfileService;
   interventions: Interventions;
   /** Told: a login's event written. */
   signals: Pick<Signals, 'deliveriesWritten'>;
 }): Capability<ApplicationOperation | IdentityOperation | TokenOperation> {
+  const screenshots = new LoginScreenshots(d.blobs('login-screenshots'));
   const signIn = new IdentitySignIn({
+    screenshots,
+    publicUrl: d.config.publicUrl,
     db: d.db,
     secrets: d.secrets,
     profiles: d.profiles,
@@ -51,7 +59,11 @@ export function identities(d: {
           await d.sessions.end(made.id, 'completed', 'api');
           return undefined;
         },
-        forgetState: (projectId, identityId) => d.profiles.remove(projectId, profileNameOf(identityId)),
+        forgetState: async (projectId, identityId) => {
+          await screenshots.forget(projectId, identityId);
+          await d.profiles.remove(projectId, profileNameOf(identityId));
+        },
+        screenshots,
       }),
     },
     // The page an identity token opens: {PUBLIC_URL}/connect/{token}.

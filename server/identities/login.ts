@@ -6,18 +6,20 @@
 import type { Page } from 'playwright-core';
 import { totp, type PlainCredentials } from './credentials.js';
 import { DEFAULT_SELECTORS, type Condition, type LoginPlan, type Step } from './flows.js';
-import type { FailureType } from './store.js';
+import type { FailureReason, FailureType } from './store.js';
 
-export type LoginOutcome = { ok: true } | { ok: false; failureType: FailureType; message: string };
+/** A failure names its type (the vendor's two), and what the login met when it can tell (`reason`). */
+export type LoginOutcome = { ok: true } | { ok: false; failureType: FailureType; message: string; reason?: FailureReason; screenshot?: Buffer };
 
 /** Asks a person (an intervention): the one-time code, or `done` after taking over the page; throws when no one answers. */
 export type AskHuman = (message: string, inputType: 'otp' | 'takeover') => Promise<string>;
 
 /** Failure happened in a way worth naming; everything else is reported as automation_failure. */
-class LoginFailure extends Error {
+export class LoginFailure extends Error {
   constructor(
     readonly failureType: FailureType,
     message: string,
+    readonly reason?: FailureReason,
   ) {
     super(message);
   }
@@ -25,7 +27,7 @@ class LoginFailure extends Error {
 
 const POLL_MS = 200;
 /** A refused password, when the flow does not say how its site words it. */
-const DEFAULT_REFUSAL =
+export const DEFAULT_REFUSAL =
   /\b(invalid|incorrect|wrong|bad|unknown)\b[^.\n]{0,40}\b(password|credentials|user ?name|e-?mail|login|code)\b|\b(password|credentials|user ?name|code)\b[^.\n]{0,40}\b(is )?(invalid|incorrect|wrong|not (correct|recognized|valid))\b/i;
 const CAPTCHA = 'iframe[src*="recaptcha"], iframe[src*="hcaptcha"], iframe[src*="challenges.cloudflare.com"], .g-recaptcha, .h-captcha, .cf-turnstile';
 
@@ -34,7 +36,7 @@ export async function runLogin(page: Page, plan: LoginPlan, creds: PlainCredenti
   const finished = () =>
     until(page, plan.timeoutMs, 'the success condition', async () => {
       if (await refused(page, plan.failure))
-        throw new LoginFailure('invalid_credentials', `The site refused the credentials (${await refusalText(page, plan.failure)})`);
+        throw new LoginFailure('invalid_credentials', `The site refused the credentials (${await refusalText(page, plan.failure)})`, 'wrong_password');
       return met(page, plan, plan.success);
     });
   try {
@@ -42,13 +44,14 @@ export async function runLogin(page: Page, plan: LoginPlan, creds: PlainCredenti
     await finished();
     return { ok: true };
   } catch (err) {
-    if (err instanceof LoginFailure) return { ok: false, failureType: err.failureType, message: err.message };
+    if (err instanceof LoginFailure) return failed(err);
     // A step that timed out may have done so because the site refused the credentials.
     if (await refused(page, plan.failure).catch(() => false)) {
       return {
         ok: false,
         failureType: 'invalid_credentials',
         message: `The site refused the credentials (${await refusalText(page, plan.failure).catch(() => '')})`,
+        reason: 'wrong_password',
       };
     }
     if (
@@ -63,8 +66,8 @@ export async function runLogin(page: Page, plan: LoginPlan, creds: PlainCredenti
         await finished();
         return { ok: true };
       } catch (asked) {
-        if (asked instanceof LoginFailure) return { ok: false, failureType: asked.failureType, message: asked.message };
-        return { ok: false, failureType: 'automation_failure', message: `The login shows a captcha and needs a human: ${firstLine(asked)}` };
+        if (asked instanceof LoginFailure) return failed(asked);
+        return { ok: false, failureType: 'automation_failure', message: `The login shows a captcha and needs a human: ${firstLine(asked)}`, reason: 'captcha' };
       }
     }
     const where = page.isClosed() ? '' : ` at ${page.url()}`;
@@ -122,6 +125,7 @@ async function perform(page: Page, step: Step, plan: LoginPlan, creds: PlainCred
           throw new LoginFailure(
             'automation_failure',
             `The login asks for a one-time code and the identity has no authenticator secret: it needs a human: ${firstLine(err)}`,
+            'needs_person',
           );
         }
       }
@@ -137,6 +141,13 @@ async function perform(page: Page, step: Step, plan: LoginPlan, creds: PlainCred
   }
 }
 
+const failed = (err: LoginFailure): LoginOutcome => ({
+  ok: false,
+  failureType: err.failureType,
+  message: err.message,
+  ...(err.reason ? { reason: err.reason } : {}),
+});
+
 function fillValue(template: string, creds: PlainCredentials): { text: string; secret: boolean } {
   let secret = false;
   const text = template.replace(/\{\{\s*(username|password|custom\.([^}\s]+))\s*\}\}/g, (_m, what: string, custom: string | undefined) => {
@@ -151,7 +162,8 @@ function fillValue(template: string, creds: PlainCredentials): { text: string; s
   return { text, secret };
 }
 
-function assertAllowedHost(page: Page, plan: LoginPlan): void {
+/** Throws unless the page (or frame) is on a host where the application's credentials may be typed. */
+export function assertAllowedHost(page: Pick<Page, 'url'>, plan: LoginPlan): void {
   const host = new URL(page.url()).hostname.toLowerCase();
   if (!plan.allowedHosts.has(host)) {
     throw new LoginFailure(
@@ -166,7 +178,7 @@ const field = (page: Page, selector: string) => page.locator(selector).filter({ 
 
 const visible = async (page: Page, selector: string) => (await page.locator(selector).filter({ visible: true }).count()) > 0;
 
-async function met(page: Page, plan: LoginPlan, c: Condition | undefined): Promise<boolean> {
+export async function met(page: Page, plan: LoginPlan, c: Condition | undefined): Promise<boolean> {
   if (!c) {
     // The default: the page left the login URL and asks for no password or code.
     const now = new URL(page.url());
@@ -180,13 +192,13 @@ async function met(page: Page, plan: LoginPlan, c: Condition | undefined): Promi
   return true;
 }
 
-async function refused(page: Page, failure: Condition | undefined): Promise<boolean> {
+export async function refused(page: Page, failure: Condition | undefined): Promise<boolean> {
   if (page.isClosed()) return false;
   if (failure) return met(page, { loginUrl: 'about:blank' } as LoginPlan, failure);
   return DEFAULT_REFUSAL.test(await bodyText(page));
 }
 
-async function refusalText(page: Page, failure: Condition | undefined): Promise<string> {
+export async function refusalText(page: Page, failure: Condition | undefined): Promise<string> {
   if (failure?.text) return `the page says "${failure.text}"`;
   // The line that says so, as the site words it (sign-in.ts takes out what was typed).
   const line = (await bodyText(page)).split('\n').find((l) => DEFAULT_REFUSAL.test(l));
@@ -212,6 +224,6 @@ async function until(page: Page, timeoutMs: number, what: string, check: () => P
   }
 }
 
-function firstLine(err: unknown): string {
+export function firstLine(err: unknown): string {
   return String((err as Error)?.message ?? err).split('\n')[0]!;
 }

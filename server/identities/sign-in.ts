@@ -16,7 +16,9 @@ import type { Secrets } from '../secrets/index.js';
 import type { Db } from '../store/db.js';
 import { openCredentials, type SealedCredentials } from './credentials.js';
 import { planLogin, type LoginPlan } from './flows.js';
+import { runAutoLogin } from './auto-login.js';
 import { runLogin, stillSignedIn, type AskHuman, type LoginOutcome } from './login.js';
+import type { LoginScreenshots } from './screenshots.js';
 import * as store from './store.js';
 
 /** How long a person may take to answer a background login's intervention. */
@@ -45,6 +47,8 @@ export class IdentitySignIn implements SessionHooks {
       interventions: Interventions;
       log: Logger;
       signals: EmitSignals;
+      screenshots: LoginScreenshots;
+      publicUrl: string;
       /** Whether the session is still running (not ending): only then can its state still be kept. */
       running(sessionId: string): boolean;
     },
@@ -159,7 +163,14 @@ export class IdentitySignIn implements SessionHooks {
           row.id,
           outcome.ok
             ? { status: 'authenticated', execution_id: executionId }
-            : { status: 'failed', execution_id: executionId, failure_type: outcome.failureType, error_message: outcome.message },
+            : {
+                status: 'failed',
+                execution_id: executionId,
+                failure_type: outcome.failureType,
+                ...(outcome.reason ? { failure_reason: outcome.reason } : {}),
+                ...(outcome.screenshot ? { screenshot_url: `${this.d.publicUrl}/v1/identities/${row.id}/login-screenshot` } : {}),
+                error_message: outcome.message,
+              },
         );
         moved = true;
       }
@@ -200,8 +211,16 @@ export class IdentitySignIn implements SessionHooks {
     // has been answered (the login runs in the background).
     const ask: AskHuman = (message, inputType) =>
       this.d.interventions.ask(s, { message, inputType, timeoutMs: s.options.identities.inBackground ? HUMAN_WAIT_MS : plan.timeoutMs });
-    const outcome = await runLogin(page, plan, creds, ask);
+    const outcome = plan.auto
+      ? await runAutoLogin(page, plan, creds, ask, { captchaSolver: s.options.captchaSolver, log: this.d.log.child({ sessionId: s.id, identityId: row.id }) })
+      : await runLogin(page, plan, creds, ask);
     if (outcome.ok) return outcome;
+    if (outcome.screenshot) {
+      await this.d.screenshots.keep(s.projectId, row.id, outcome.screenshot).catch((err: unknown) => {
+        this.d.log.warn({ sessionId: s.id, identityId: row.id, err }, 'the screenshot of a failed login could not be kept');
+        delete outcome.screenshot;
+      });
+    }
     // A site may echo what was typed into its error text: never into a record, event or log.
     let message = outcome.message;
     for (const secret of [creds.username, creds.password, creds.totpSecret, ...Object.values(creds.custom)]) {

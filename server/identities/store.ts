@@ -10,6 +10,7 @@ export type IdentityStatus = Schemas['IdentityStatus'];
 export type AuthFlowLogin = Schemas['AuthFlowLogin'];
 export type SessionIdentityProgress = Schemas['SessionIdentityProgress'];
 export type FailureType = NonNullable<SessionIdentityProgress['failure_type']>;
+export type FailureReason = NonNullable<SessionIdentityProgress['failure_reason']>;
 
 export interface ApplicationRow {
   id: string;

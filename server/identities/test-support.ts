@@ -75,6 +75,17 @@ export function signInBench(backend: Backend) {
       }
       return rows;
     },
+    /** An identity of its own application at `path` of the fixture site (made first: an identity joins its origin's oldest one), with a flow's `login` when given. */
+    async identityAt(path: string, credentials: object[], login?: object) {
+      const app = await api('POST', '/v1/applications', { source: `${site.url}${path}` });
+      if (login) {
+        const methods = credentials.map((c: any) => (c.type === 'authenticator' ? 'authenticator' : 'username_password'));
+        await api('POST', `/v1/applications/${app.body.id}/auth-flows`, { name: 'Flow', methods, login });
+      }
+      const identity = await api('POST', '/v1/identities', { source: `${site.url}${path}`, credentials });
+      expect(identity.body.application_id).toBe(app.body.id);
+      return identity.body.id as string;
+    },
     sessionWith: (identityId: string, extra: object = {}) => createSession(server, { ...HEADLESS, identities: [{ id: identityId }], ...extra }),
     progressOf: async (sessionId: string) => (await getSession(server, sessionId)).body.data.identities,
   };
