@@ -58,7 +58,7 @@ describe.each(browserBackends)('the auto login on %s', (backend) => {
       login: { kind: 'auto', selectors: { username: '#u' } },
     });
     expect(refused.status).toBe(400);
-    expect(refused.body.message).toMatch(/auto login finds the fields itself/);
+    expect(refused.body.error.message).toMatch(/auto login finds the fields itself/);
     for (const line of logs) for (const secret of SIGN_IN_SECRETS) expect(line).not.toContain(secret);
     await eventually(() => processesUnder(browsersDirFor(bench.server.dataDir)).length === 0, 20_000, 'no browser process left');
   });

@@ -29,6 +29,7 @@ describe.each(browserBackends)('sessions with identities on %s', (backend) => {
         status: 'failed',
         execution_id: expect.any(String),
         failure_type: 'invalid_credentials',
+        failure_reason: 'wrong_password',
         error_message: expect.stringMatching(/refused the credentials.*Invalid username or password/),
       });
       expect(await signedInAs(bench.site, s)).toBeNull();
