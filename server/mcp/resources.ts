@@ -7,7 +7,7 @@ import { ResourceTemplate, type McpServer } from '@modelcontextprotocol/sdk/serv
 import { McpError, type ReadResourceResult, type Resource } from '@modelcontextprotocol/sdk/types.js';
 import type { RunningSession } from '../capability/index.js';
 import type { Driver } from './driver.js';
-import { snapshotText } from './page-tools.js';
+import { snapshotText } from './page-kit.js';
 import { ToolFailure } from './results.js';
 
 export interface ResourceScope {
