@@ -17,16 +17,16 @@
 //   stealth/     the extra_stealth extension (stealth-extension.ts), when asked for
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { installAdblock } from './adblock.js';
-import { autoSelectCertificatePreferences, type AutoSelectCertificate } from './auto-select-certificates.js';
+import type { AutoSelectCertificate } from './auto-select-certificates.js';
 import { installStealth } from './stealth-extension.js';
-import { allowInNewContexts, unpackedExtensionId } from './extensions.js';
 import { CdpClient } from './cdp-client.js';
 import { downloadsDirOf } from './download-path.js';
 import { chromiumArgs, geometry, type Geometry, type WindowInsets } from './flags.js';
 import { DEFAULT_LAUNCH_OPTIONS, type LaunchOptions } from './launch-options.js';
+import { removeLocks, writeProfilePreferences } from './profile-files.js';
 import type { Log } from './log.js';
 import { newOwnerRecord, readOwner, writeOwner, type OwnerRecord } from './owner.js';
 import { MARKER_VARIABLE, killRootProcesses, killRootProcessesOnce, within, type RootIdentity } from './procfs.js';
@@ -388,58 +388,6 @@ function waitForDevTools(child: ChildProcess, timeoutMs: number): Promise<string
     }, timeoutMs);
     child.stderr!.on('data', onData);
   });
-}
-
-async function removeLocks(userDataDir: string): Promise<void> {
-  // The Singleton* links and DevToolsActivePort belong to the browser that last used the
-  // profile: left in place, they would make Chromium think the profile is in use elsewhere.
-  const names = ['SingletonLock', 'SingletonSocket', 'SingletonCookie', 'DevToolsActivePort'];
-  await Promise.all(names.map((name) => rm(join(userDataDir, name), { force: true })));
-}
-
-/**
- * Downloads go to rootDir/downloads without a prompt. A profile preference rather than
- * CDP Browser.setDownloadBehavior: it holds for the browser's whole life, whatever CDP
- * clients come and go. The exit type is reset so that a saved profile does not offer to
- * restore the pages of a browser that was killed. Without the PDF viewer, a PDF is a
- * download like any other file. Every extension loaded runs in new browser contexts too.
- *
- * "Continue where you left off" (restore_on_startup 1) is what makes Chromium write session
- * cookies (those without an expiry) to its cookie database and read them back at the next
- * start, as a desktop browser does; without it they are dropped when the browser closes, and
- * a profile saved from the session would lose the sign-ins that use them (measured on
- * Chromium 156). It restores no tabs here: a fresh root has none to restore, and a saved
- * profile is kept without its Sessions folder.
- */
-async function writeProfilePreferences(
-  userDataDir: string,
-  downloads: string,
-  options: Pick<LaunchOptions, 'pdfViewer' | 'extensionDirs'>,
-  certificates: readonly AutoSelectCertificate[],
-): Promise<void> {
-  const file = join(userDataDir, 'Default', 'Preferences');
-  let prefs: any = {};
-  try {
-    prefs = JSON.parse(await readFile(file, 'utf8'));
-  } catch {
-    // a fresh profile
-  }
-  prefs.download = { ...prefs.download, default_directory: downloads, prompt_for_download: false, directory_upgrade: true };
-  prefs.savefile = { ...prefs.savefile, default_directory: downloads };
-  // No leak check: after a sign-in that worked (its form gone from the next page), Chromium
-  // 156 sends a hash of the credentials to passwordsleakcheck-pa.googleapis.com through the
-  // session's proxy, where it is metered as the session's traffic and listed among its
-  // domains (background-traffic.test).
-  prefs.profile = { ...prefs.profile, exit_type: 'Normal', exited_cleanly: true, password_manager_leak_detection: false };
-  prefs.plugins = { ...prefs.plugins, always_open_pdf_externally: !options.pdfViewer };
-  prefs.session = { ...prefs.session, restore_on_startup: 1 };
-  // A saved profile may have shown the bookmarks bar: it would take height from the page.
-  prefs.bookmark_bar = { ...prefs.bookmark_bar, show_on_all_tabs: false };
-  allowInNewContexts(prefs, await Promise.all((options.extensionDirs ?? []).map(unpackedExtensionId)));
-  // Always, even empty: a saved profile's rules name certificates this session may not hold.
-  autoSelectCertificatePreferences(prefs, certificates);
-  await mkdir(dirname(file), { recursive: true });
-  await writeFile(file, JSON.stringify(prefs));
 }
 
 async function removeRoot(rootDir: string, log: Log): Promise<void> {
