@@ -38,13 +38,6 @@ FROM toolchain AS deps
 RUN pnpm install --frozen-lockfile --prod
 
 FROM ${BASE}
-ARG VERSION=0.1.0
-ARG SOURCE=https://example.invalid/cloud-browser
-LABEL org.opencontainers.image.title="cloud-browser" \
-      org.opencontainers.image.description="Self-hostable cloud browser service for AI agents and automation" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.source="${SOURCE}" \
-      org.opencontainers.image.licenses="NOASSERTION"
 # What scripts/setup.sh installs on a host, plus tini (PID 1) and fonts for the world's pages.
 RUN apt-get update && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -75,3 +68,11 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=180s --retries=3 \
 # server, which drains (sessions end server_shutdown) and exits 0.
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "server/main.js"]
+# Last: a new version or source changes only this layer, never the packages above.
+ARG VERSION=0.1.0
+ARG SOURCE=https://example.invalid/cloud-browser
+LABEL org.opencontainers.image.title="cloud-browser" \
+      org.opencontainers.image.description="Self-hostable cloud browser service for AI agents and automation" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="NOASSERTION"
