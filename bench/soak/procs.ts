@@ -105,3 +105,43 @@ export function linearFit(points: { x: number; y: number }[]): { slope: number; 
   const slope = sxx === 0 ? 0 : sxy / sxx;
   return { slope, first: my + slope * (points[0]!.x - mx), last: my + slope * (points[n - 1]!.x - mx) };
 }
+
+/**
+ * Least-squares slope of y over x with other quantities held still: y = a + b·x + Σ cᵢ·zᵢ,
+ * answering b. Open fds follow what is in flight at each sample (sessions, webhook
+ * deliveries); in a short run on a loaded machine a few sessions more at the end than at
+ * the start would read as a rise. A z that never changes, or moves with another, drops out.
+ */
+export function slopeBeside(points: { x: number; y: number; z: number[] }[]): number {
+  const k = (points[0]?.z.length ?? 0) + 2;
+  const A = Array.from({ length: k }, () => new Array<number>(k).fill(0));
+  const B = new Array<number>(k).fill(0);
+  for (const p of points) {
+    const r = [1, p.x, ...p.z];
+    for (let i = 0; i < k; i++) {
+      for (let j = 0; j < k; j++) A[i]![j]! += r[i]! * r[j]!;
+      B[i]! += r[i]! * p.y;
+    }
+  }
+  // Gauss-Jordan; a column left without a pivot is a quantity the samples cannot tell apart
+  // from the others: its coefficient is 0.
+  const scale = Math.max(...A.map((row, i) => Math.abs(row[i]!)), 1);
+  const pivotOf = new Map<number, number>();
+  for (let c = 0; c < k; c++) {
+    let best = -1;
+    for (let r = 0; r < k; r++) {
+      if ([...pivotOf.values()].includes(r)) continue;
+      if (best < 0 || Math.abs(A[r]![c]!) > Math.abs(A[best]![c]!)) best = r;
+    }
+    if (best < 0 || Math.abs(A[best]![c]!) < 1e-9 * scale) continue;
+    pivotOf.set(c, best);
+    for (let r = 0; r < k; r++) {
+      if (r === best) continue;
+      const f = A[r]![c]! / A[best]![c]!;
+      for (let j = 0; j < k; j++) A[r]![j]! -= f * A[best]![j]!;
+      B[r]! -= f * B[best]!;
+    }
+  }
+  const p = pivotOf.get(1);
+  return p === undefined ? 0 : B[p]! / A[p]![1]!;
+}

@@ -18,6 +18,8 @@ export interface Receivers {
   hangUrl: string;
   received: Received[];
   hung: () => { answeredLate: number; neverAnswered: number };
+  /** Connections open to the receivers now (a delivery never answered holds one). */
+  open: () => number;
   close(): Promise<void>;
 }
 
@@ -70,6 +72,7 @@ export async function startReceivers(): Promise<Receivers> {
     hangUrl: `http://127.0.0.1:${port}/hang`,
     received,
     hung: () => ({ answeredLate, neverAnswered }),
+    open: () => sockets.size,
     async close() {
       for (const t of timers) clearTimeout(t);
       for (const s of sockets) s.destroy();
