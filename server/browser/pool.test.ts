@@ -110,6 +110,45 @@ describe('BrowserPool', () => {
     await taken.close();
   });
 
+  it('hands a creation the launch under way rather than none, and lets it go to a cold launch when that fails', async () => {
+    let launches = 0;
+    let failNext = false;
+    pool = new BrowserPool({
+      size: 1,
+      browsersDir,
+      chromiumPath,
+      log,
+      refillDelayMs: 0,
+      retryDelayMs: 60_000,
+      launch: async (rootDir, signal) => {
+        launches++;
+        if (failNext) {
+          await new Promise((r) => setTimeout(r, 200));
+          throw new Error('no display');
+        }
+        return launchBrowser(headless, { chromiumPath, rootDir, log, sessionId: null, signal });
+      },
+    });
+    await pool.whenFull();
+    const first = pool.take('session-1')!;
+    // The refill is launching now: the next creation gets it, not undefined.
+    const secondSoon = pool.takeSoon('session-2');
+    failNext = true; // for the launches after this one
+    const second = await secondSoon;
+    expect(second).toBeDefined();
+    expect(second).not.toBe(first);
+    expect(ownerOf(second!.rootDir).sessionId).toBe('session-2');
+    // Its own refill fails while a creation waits for it: the creation is let go, for a cold launch.
+    expect(await pool.takeSoon('session-3')).toBeUndefined();
+    expect(launches).toBe(3);
+    // While the pool backs off, and for an aborted creation, there is nothing to wait for.
+    const started = performance.now();
+    expect(await pool.takeSoon('session-4')).toBeUndefined();
+    expect(await pool.takeSoon('session-5', AbortSignal.abort())).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(100);
+    await Promise.all([first.close(), second!.close()]);
+  });
+
   it('grows while browsers are asked for faster than one launches, and shrinks back when idle', async () => {
     const launchHeadless = (rootDir: string, signal: AbortSignal) => launchBrowser(headless, { chromiumPath, rootDir, log, sessionId: null, signal });
     pool = new BrowserPool({ size: 1, max: 3, idleMs: 10_000, parallel: 2, browsersDir, chromiumPath, log, launch: launchHeadless });

@@ -199,7 +199,7 @@ export class SessionCreation {
       // No reservation, or its browser died meanwhile: the pool, or a cold launch (onReserved false).
       claim.reservation = undefined;
       const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
-      warm = fits ? this.o.warm.take(id) : undefined;
+      warm = fits ? await this.o.warm.take(id, claim.abort.signal) : undefined;
     }
     const sb = (claim.sb =
       warm ??

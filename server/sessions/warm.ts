@@ -125,9 +125,10 @@ export class WarmBrowsers {
     return r.sb;
   }
 
-  /** A pooled browser for the session, adopted under its id; undefined when none is ready. */
-  take(sessionId: string): SessionBrowser | undefined {
-    return this.pool?.take(sessionId);
+  /** A pooled browser for the session, adopted under its id: one ready, or one about to be
+   *  (BrowserPool.takeSoon); undefined for a cold launch. */
+  async take(sessionId: string, signal?: AbortSignal): Promise<SessionBrowser | undefined> {
+    return this.pool?.takeSoon(sessionId, signal);
   }
 
   /** Ends a reservation that has not become a session (a no-op for one that has). */
