@@ -10,7 +10,7 @@ const ownProcess = ['server/net/traffic-proxy.test.ts'];
 // the two cores on average: most of its wall time is waiting, not work.
 export const lanes = {
   // They wait out one of the contract's whole-minute limits on the server's own timer, idle:
-  // two at a time. In the workers each held one for a minute.
+  // one at a time (scripts/test.ts). In the workers each held one for a minute.
   waits: [
     'server/sessions/timeouts.test.ts',
     'server/profiles/idle-timeout.test.ts',
