@@ -15,7 +15,7 @@ const alice = [{ type: 'username_password', username: 'alice', password: LOGIN_U
 
 describe.each(browserBackends)('the auto login on %s', (backend) => {
   const bench = signInBench(backend);
-  const { logs, api, sessionWith, progressOf, identityAt } = bench;
+  const { logs, api, sessionWith, progressOf, identityAt, loginSettled } = bench;
 
   /** The identity's progress after a session of its own (ended). */
   async function outcome(identityId: string): Promise<any> {
@@ -80,14 +80,7 @@ describe.each(browserBackends)('the auto login on %s', (backend) => {
       expect(
         (await api('POST', `/v1/sessions/${s.id}/agent/respond-to-human-intervention`, { requestId: asked.request_id, response: EMAILED_CODE })).status,
       ).toBe(200);
-      const answered = await eventually(
-        async () => {
-          const [p] = await progressOf(s.id);
-          return p.status === 'authenticating' ? undefined : p;
-        },
-        30_000,
-        'the login after the answer',
-      );
+      const answered = await loginSettled(s.id, 30_000);
       expect(answered).toMatchObject({ status: 'authenticated' });
       expect(await signedInAs(bench.site, s)).toBe('alice');
       await endSession(bench.server, s.id);

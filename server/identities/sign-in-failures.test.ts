@@ -12,7 +12,7 @@ import { SIGN_IN_SECRETS, signedInAs, signInBench } from './test-support.js';
 
 describe.each(browserBackends)('sessions with identities on %s', (backend) => {
   const bench = signInBench(backend);
-  const { logs, api, identityEvents, sessionWith, progressOf } = bench;
+  const { logs, api, identityEvents, sessionWith, progressOf, loginSettled } = bench;
 
   it(
     'a wrong password fails as invalid_credentials; a login that needs a human asks one (an intervention), and fails as automation_failure when no one answers; the session is answered, not signed in',
@@ -94,14 +94,7 @@ describe.each(browserBackends)('sessions with identities on %s', (backend) => {
       expect(asked).toMatchObject({ input_type: 'otp', message: expect.stringMatching(/one-time code and the identity has no authenticator secret/) });
       const code = await generate({ secret: LOGIN_USERS.bob.totpSecret, guardrails: createGuardrails({ MIN_SECRET_BYTES: 1 }) });
       expect((await api('POST', `/v1/sessions/${t.id}/agent/respond-to-human-intervention`, { requestId: asked.request_id, response: code })).status).toBe(200);
-      const answered = await eventually(
-        async () => {
-          const [p] = await progressOf(t.id);
-          return p.status === 'authenticating' ? undefined : p;
-        },
-        60_000,
-        'the login after the answer',
-      );
+      const answered = await loginSettled(t.id, 60_000);
       expect(answered).toMatchObject({ status: 'authenticated' });
       expect(await signedInAs(bench.site, t)).toBe('bob');
       await endSession(bench.server, t.id);

@@ -15,7 +15,7 @@ import { call, signedInAs, signInBench } from './test-support.js';
 
 describe.each(browserBackends)('sessions with identities on %s', (backend) => {
   const bench = signInBench(backend);
-  const { logs, api, identityEvents, sessionWith, progressOf } = bench;
+  const { logs, api, identityEvents, sessionWith, progressOf, loginSettled } = bench;
 
   it(
     'a pending identity signs in before the answer; its saved state signs the next session in; validation signs in again once the site ended it',
@@ -89,14 +89,7 @@ describe.each(browserBackends)('sessions with identities on %s', (backend) => {
       const s = await sessionWith(alice.body.id, { authenticate_in_background: true });
       // Answered before the login finished.
       expect(await progressOf(s.id)).toEqual([{ id: alice.body.id, status: 'authenticating' }]);
-      const done = await eventually(
-        async () => {
-          const [p] = await progressOf(s.id);
-          return p.status === 'authenticating' ? undefined : p;
-        },
-        60_000,
-        'the background login',
-      );
+      const done = await loginSettled(s.id, 60_000);
       expect(done).toMatchObject({ status: 'authenticated' });
       expect(await signedInAs(bench.site, s)).toBe('alice');
       await endSession(bench.server, s.id);

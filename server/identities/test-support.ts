@@ -6,7 +6,7 @@ import { startFixtureServer, type FixtureServer } from '../../fixtures/server.js
 import { LOGIN_USERS } from '../../fixtures/login-app.js';
 import { loadEventSchemas } from '../events/schema.js';
 import { startTestServer, type Backend, type TestServer } from '../testing/harness.js';
-import { createSession, getSession, HEADLESS, type Created, type Requester } from '../sessions/test-support.js';
+import { createSession, eventually, getSession, HEADLESS, type Created, type Requester } from '../sessions/test-support.js';
 
 export async function call(server: Requester, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; text: string }> {
   const res = await server.request(path, {
@@ -53,6 +53,7 @@ export function signInBench(backend: Backend) {
     await site?.close();
   });
 
+  const progressOf = async (sessionId: string) => (await getSession(server, sessionId)).body.data.identities;
   return {
     get server() {
       return server;
@@ -87,6 +88,16 @@ export function signInBench(backend: Backend) {
       return identity.body.id as string;
     },
     sessionWith: (identityId: string, extra: object = {}) => createSession(server, { ...HEADLESS, identities: [{ id: identityId }], ...extra }),
-    progressOf: async (sessionId: string) => (await getSession(server, sessionId)).body.data.identities,
+    progressOf,
+    /** The session's first identity once its login is no longer under way (in the background, or after a person answered). */
+    loginSettled: (sessionId: string, withinMs: number) =>
+      eventually(
+        async () => {
+          const [p] = await progressOf(sessionId);
+          return p.status === 'authenticating' ? undefined : p;
+        },
+        withinMs,
+        'the login to end',
+      ),
   };
 }
