@@ -128,10 +128,7 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
     if (this.closed) return undefined;
     const browser = this.idle.shift();
     this.demand.ask(browser !== undefined);
-    if (browser) {
-      if (sessionId !== undefined) browser.adopt(sessionId);
-      this.options.onTake?.(browser);
-    }
+    if (browser) this.handOut(browser, sessionId);
     this.refillSoon();
     return browser;
   }
@@ -167,11 +164,16 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
       this.next.push(give);
     });
     if (browser) {
-      if (sessionId !== undefined) browser.adopt(sessionId);
-      this.options.onTake?.(browser);
+      this.handOut(browser, sessionId);
       this.refillSoon();
     }
     return browser;
+  }
+
+  /** A browser leaves the pool: recorded as the session's, given its full CPU share back. */
+  private handOut(browser: T, sessionId: string | undefined): void {
+    if (sessionId !== undefined) browser.adopt(sessionId);
+    this.options.onTake?.(browser);
   }
 
   /** Resolves once the pool holds `size` warm browsers, or is closed. */
