@@ -17,7 +17,7 @@ function sources(dir: string): string[] {
 }
 
 /** The comment a file opens with. */
-export function header(text: string): string {
+function header(text: string): string {
   const lines = text.split('\n');
   const end = lines.findIndex((l) => !l.startsWith('//'));
   return lines.slice(0, end < 0 ? lines.length : end).join('\n');
