@@ -38,11 +38,6 @@ export class PoolDemand {
     if (!served) this.lastMiss = now;
   }
 
-  /** What a pool launch takes, smoothed, in ms. */
-  launchTime(): number {
-    return this.launchMs;
-  }
-
   /** A pool launch took `ms`; its browser holds `bytes` (when measured). */
   launched(ms: number, bytes?: number): void {
     this.launchMs = 0.7 * this.launchMs + 0.3 * ms;

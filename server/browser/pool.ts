@@ -139,9 +139,10 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
    * sessions back to back (bench/session-loop): the refill of the browser one session took
    * was still launching when the next session came, which then launched its own, so
    * creations alternated 50 ms and 1,450 ms. Undefined, for a cold launch, when nothing is
-   * launching (or the pool backs off after a failure), when that launch fails, or when it
-   * is not ready within twice what a launch takes (then it stays in the pool); `signal`
-   * withdraws the wait.
+   * launching (or the pool backs off after a failure), or when that launch fails; `signal`
+   * withdraws the wait. No deadline of its own: a launch ends by launchBrowser's, and a
+   * cap of twice the usual launch time let creations go to cold launches exactly when the
+   * machine was loaded (a refill runs at a background CPU weight), adding a launch to it.
    */
   async takeSoon(sessionId?: string, signal?: AbortSignal): Promise<T | undefined> {
     const ready = this.take(sessionId);
@@ -149,7 +150,6 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
     if (ready || this.closed || this.launching.size === 0 || this.retries.size > 0 || signal?.aborted) return ready;
     const browser = await new Promise<T | undefined>((resolve) => {
       const give = (b: T | undefined) => {
-        clearTimeout(timer);
         signal?.removeEventListener('abort', withdraw);
         resolve(b);
       };
@@ -158,8 +158,6 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
         if (i >= 0) this.next.splice(i, 1);
         give(undefined);
       };
-      const timer = setTimeout(withdraw, 2 * this.demand.launchTime());
-      timer.unref();
       signal?.addEventListener('abort', withdraw, { once: true });
       this.next.push(give);
     });
