@@ -55,10 +55,11 @@ describe.each(backends)('batch sessions on %s', (backend) => {
       (b) => b.completed_requests === 1,
     );
     expect(one.sessions[0].status).toBe('completed');
-    expect(one.sessions[1].status).toBe('pending');
-    expect(one.status).toBe('pending');
+    // The second never got the capacity, which the first kept: it timed out waiting (on a
+    // loaded machine it may already have by the time the first is seen completed).
     const done = await batchEnd(t, id, 40_000);
     expect(done).toMatchObject({ status: 'completed', completed_requests: 1, failed_requests: 1 });
+    expect(done.sessions[1]).toMatchObject({ status: 'failed', session_id: null });
     expect(done.sessions[1].error).toMatch(/queue timeout/i);
     const [event] = await batchEvents(t, id);
     expect(event.type).toBe('batch.completed');

@@ -295,7 +295,9 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     await expect(page.locator('main').textContent()).resolves.toContain('Marker');
   });
 
-  it("lists tasks, and a task's runs with their status and output", async () => {
+  // Its wait for the run (up to 60 s: a sandbox and a browser started on a loaded machine)
+  // must fit in the test's own time.
+  it("lists tasks, and a task's runs with their status and output", { timeout: 120_000 }, async () => {
     const taskId = await deployedTask(server, 'export default async function run(ctx: any) { return { answer: 42 }; }\n');
     const run = await server.request(`/v2/tasks/${taskId}/run`, {
       method: 'POST',
