@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
 import { launchBrowser } from './launch.js';
 import { autogroupNice, prioritiesWork, toBackground, toForeground } from './cpu-priority.js';
@@ -12,12 +12,16 @@ import { chromiumPath, eventually, leftovers, listDir, ownerOf, tempBrowsersDir,
 const log = testLog();
 let browsersDir: string;
 let pool: BrowserPool | undefined;
+/** Browsers a test took from the pool: its own to close (the pool's close misses them), here
+ *  whatever the test found, before their roots are removed. */
+let taken: { close(): Promise<void> }[] = [];
 
 beforeEach(() => {
   browsersDir = tempBrowsersDir();
 });
 
 afterEach(async () => {
+  await Promise.all(taken.splice(0).map((b) => b.close()));
   await pool?.close();
   pool = undefined;
   rmSync(browsersDir, { recursive: true, force: true });
@@ -133,10 +137,11 @@ describe('BrowserPool', () => {
     const first = pool.take('session-1')!;
     // The refill is launching now: the next creation gets it, not undefined.
     const secondSoon = pool.takeSoon('session-2');
+    // One launch under way, already waited for: a second creation does not queue behind it.
+    expect(await pool.takeSoon('session-x')).toBeUndefined();
     failNext = true; // for the launches after this one
     const second = await secondSoon;
-    // Taken browsers are the test's to close, whatever it finds (the pool's close misses them).
-    onTestFinished(() => Promise.all([first.close(), second?.close()]).then(() => {}));
+    taken.push(first, ...(second ? [second] : []));
     expect(second).toBeDefined();
     expect(second).not.toBe(first);
     expect(ownerOf(second!.rootDir).sessionId).toBe('session-2');

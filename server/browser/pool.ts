@@ -138,8 +138,9 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
    * launch under way is nearer its end than one started now. Measured with one client's
    * sessions back to back (bench/session-loop): the refill of the browser one session took
    * was still launching when the next session came, which then launched its own, so
-   * creations alternated 50 ms and 1,450 ms. Undefined, for a cold launch, when nothing is
-   * launching (or the pool backs off after a failure), or when that launch fails; `signal`
+   * creations alternated 50 ms and 1,450 ms. Undefined, for a cold launch, when no launch is
+   * under way that other creations do not already wait for (or the pool backs off after a
+   * failure), or when that launch fails; `signal`
    * withdraws the wait. No deadline of its own: a launch ends by launchBrowser's, and a
    * cap of twice the usual launch time let creations go to cold launches exactly when the
    * machine was loaded (a refill runs at a background CPU weight), adding a launch to it.
@@ -147,7 +148,9 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
   async takeSoon(sessionId?: string, signal?: AbortSignal): Promise<T | undefined> {
     const ready = this.take(sessionId);
     // A pool backing off after a failed launch has nothing coming soon.
-    if (ready || this.closed || this.launching.size === 0 || this.retries.size > 0 || signal?.aborted) return ready;
+    // Only a launch no one else waits for is nearer than one started now: without a cap, a
+    // creation queued behind others would wait out several launches in a row.
+    if (ready || this.closed || this.launching.size <= this.next.length || this.retries.size > 0 || signal?.aborted) return ready;
     const browser = await new Promise<T | undefined>((resolve) => {
       const give = (b: T | undefined) => {
         signal?.removeEventListener('abort', withdraw);
