@@ -75,6 +75,8 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
   private closing: Promise<void> | undefined;
   /** Launches in progress. */
   private readonly launching = new Set<Promise<void>>();
+  /** Closes of browsers the pool let go (trimmed, died while warm): close() waits for them. */
+  private readonly letGo = new Set<Promise<void>>();
   private failures = 0;
   /** Backoffs after failed launches in progress (close wakes them). */
   private readonly retries = new Set<() => void>();
@@ -193,7 +195,7 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
       for (const wake of [...this.retries]) wake();
       for (const give of this.next.splice(0)) give(undefined);
       const idle = this.idle.splice(0);
-      await Promise.all([...this.launching, ...idle.map((b) => b.close())]);
+      await Promise.all([...this.launching, ...this.letGo, ...idle.map((b) => b.close())]);
       this.notify();
     })();
     return this.closing;
@@ -286,8 +288,14 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
     while (!this.closed && this.idle.length > target) {
       const extra = this.idle.shift()!;
       this.options.log.debug({ rootDir: extra.rootDir, available: this.idle.length }, 'pool shrinks: no demand');
-      void extra.close();
+      this.release(extra);
     }
+  }
+
+  /** Closes a browser the pool no longer holds; close() waits for it (its processes die after its root is gone). */
+  private release(browser: T): void {
+    const closing = browser.close().finally(() => this.letGo.delete(closing));
+    this.letGo.add(closing);
   }
 
   /** A warm browser that dies is dropped, cleaned up and replaced. */
@@ -297,7 +305,7 @@ export class BrowserPool<T extends Poolable = RunningBrowser> {
       if (i < 0) return; // taken: its session handles the exit
       this.idle.splice(i, 1);
       this.options.log.warn({ rootDir: browser.rootDir }, 'pool browser died while warm: replacing it');
-      void browser.close();
+      this.release(browser);
       this.refill();
     });
   }
