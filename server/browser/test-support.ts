@@ -11,9 +11,13 @@ import { findRootProcesses, isRunning, listPids, readStat } from './procfs.js';
 
 export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/** A fresh browsers directory. The cb- prefix is what `pnpm test` checks for leftovers. */
+/**
+ * A fresh browsers directory. The cb- prefix is what `pnpm test` checks for leftovers. Short:
+ * Chromium's SingletonSocket sits 50 bytes below a root (tmp/org.chromium.Chromium.XXXXXX/),
+ * a socket path has 107, and sweep.test.ts nests its roots a level deeper.
+ */
 export function tempBrowsersDir(): string {
-  return mkdtempSync(join(tmpdir(), 'cb-browser-test-'));
+  return mkdtempSync(join(tmpdir(), 'cb-bt-'));
 }
 
 /** Silent unless TEST_LOG_LEVEL is set; warnings and errors are kept for assertions. */

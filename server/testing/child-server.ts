@@ -42,6 +42,8 @@ export async function startChildServer(o: {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
+      // Where the test looks for the server's browser roots (os.tmpdir(); pnpm test may set it).
+      ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
       PORT: String(port),
       PUBLIC_URL: url,
       DATA_DIR: o.dataDir,
