@@ -47,6 +47,23 @@ describe('loadConfig', () => {
     expect(problems).not.toContain('hunter2');
   });
 
+  it('refuses a TMPDIR too long for the socket paths of Chromium, unless the node runs no browser', () => {
+    expect(() => loadConfig({ TMPDIR: '/var/lib/a-long-temporary-directory' })).toThrow(
+      /TMPDIR="\/var\/lib\/a-long-temporary-directory" is 35 characters: .* at most 17/,
+    );
+    expect(loadConfig({ TMPDIR: '/dev/shm/' }).dataDir).toBeDefined();
+    expect(
+      loadConfig({
+        TMPDIR: '/var/lib/a-long-temporary-directory',
+        MAX_CONCURRENT_BROWSERS: '0',
+        NODE_INTERNAL_URL: 'http://10.0.0.2:8080',
+        CLUSTER_SECRET: 'x'.repeat(32),
+        DATABASE_URL: 'postgres://h/db',
+        RATE_LIMIT_STORE: 'postgres',
+      }).maxConcurrentBrowsers,
+    ).toBe(0);
+  });
+
   it('is documented: docs/configuration.md has a row for every variable', () => {
     const page = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     for (const name of Object.keys(SETTINGS)) expect(page).toContain(`| \`${name}\` |`);

@@ -1,5 +1,6 @@
 // Configuration comes from environment variables only, checked once at start so a bad
 // value stops the server with a message naming the variable, instead of failing later.
+import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { readServiceProxyPool, type ServiceProxyEntry } from './service-proxy-pool.js';
 import { camel, DIRECT, readSettings, type DirectConfig } from './settings.js';
@@ -64,6 +65,9 @@ export interface LlmConfig {
 export { SETTINGS, type VariableName } from './settings.js';
 type Env = Partial<Record<string, string | undefined>>;
 
+/** 107 bytes of a socket path, less cb-<12>/ (17), a root (23) and what Chromium puts below it (50). */
+const MAX_TMPDIR_LENGTH = 17;
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -96,6 +100,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (s.MAX_CONCURRENT_BROWSERS === 0) {
     if (s.NODE_INTERNAL_URL === undefined) problems.push('MAX_CONCURRENT_BROWSERS=0 (a node without browsers, routing for the others) needs NODE_INTERNAL_URL');
     direct.browserPoolSize = 0;
+  }
+  // Browsers keep their roots in TMPDIR/cb-<12 hex digits>/<root of at most 23>, and Chromium
+  // its SingletonSocket 50 bytes below a root: a Unix socket's path has 107 bytes, and past
+  // them Chromium dies at start ("Socket path too long"), every session with it.
+  const tmp = resolve(env.TMPDIR || tmpdir());
+  if (s.MAX_CONCURRENT_BROWSERS !== 0 && tmp.length > MAX_TMPDIR_LENGTH) {
+    problems.push(
+      `TMPDIR=${JSON.stringify(tmp)} is ${tmp.length} characters: browsers need one of at most ${MAX_TMPDIR_LENGTH} (Chromium's socket paths), such as /tmp`,
+    );
   }
   const storage = readStorage(env, problems, s.S3_FORCE_PATH_STYLE);
   const rateLimitStore = s.RATE_LIMIT_STORE ?? (s.REDIS_URL ? 'redis' : s.DATABASE_URL ? 'postgres' : 'memory');
