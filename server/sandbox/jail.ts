@@ -14,7 +14,7 @@
 // counts per uid, and root is exempt from it; an unprivileged uid also owns no file.
 import { accessSync, constants, lstatSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
+import { dirname, posix } from 'node:path';
 import { isRunning, listPids } from '../browser/procfs.js';
 import { INSIDE } from './protocol.js';
 
@@ -78,14 +78,39 @@ function tasksOfUser(uid: number): number {
  */
 export function jailProcesses(runDir: string, uid: number | undefined): number[] {
   if (uid !== undefined) return processesOfUser(uid).flatMap((p) => (p.ended ? [] : [p.pid]));
+  let bound: string;
+  try {
+    bound = ` ${pathInFilesystem(realpathSync(runDir))} `;
+  } catch {
+    return []; // the directory is gone: so is every mount of it
+  }
   return listPids().filter((pid) => {
     if (pid === process.pid || !isRunning(pid)) return false;
     try {
-      return readFileSync(`/proc/${pid}/mountinfo`, 'latin1').includes(runDir);
+      return readFileSync(`/proc/${pid}/mountinfo`, 'latin1').includes(bound);
     } catch {
       return false;
     }
   });
+}
+
+const unescapeMount = (s: string) => s.replace(/\\([0-7]{3})/g, (_m, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+
+/**
+ * A directory as a bind mount of it shows in mountinfo (its fourth field, the mount's root):
+ * its path within its own filesystem. /tmp/sbx-1 on the root filesystem, but /sbx-1 when
+ * /tmp is a tmpfs of its own, as many systems mount it.
+ */
+export function pathInFilesystem(dir: string): string {
+  let best = { point: '/', root: '/' };
+  for (const line of readFileSync('/proc/self/mountinfo', 'latin1').split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 5) continue;
+    const point = unescapeMount(f[4]!);
+    const inside = point === '/' || dir === point || dir.startsWith(`${point}/`);
+    if (inside && point.length >= best.point.length) best = { point, root: unescapeMount(f[3]!) };
+  }
+  return posix.join(best.root, best.point === '/' ? dir : dir.slice(best.point.length));
 }
 
 export interface JailLimits {

@@ -40,17 +40,22 @@ describe.skipIf(!isRoot)('reapJail (needs root: a uid of its own and mounts, as 
     expect(jailProcesses('/nowhere', UID)).toEqual([]);
   });
 
-  it('finds the processes whose mounts name the run directory when the jail has no uid of its own', async () => {
-    const runDir = mkdtempSync(join(tmpdir(), 'cb-reap-test-'));
-    try {
-      // A mount namespace with the directory bound in it, as bwrap makes a jail's.
-      sleeper(BWRAP, ['--dev-bind', '/', '/', '--bind', runDir, '/mnt', '--', '/usr/bin/sleep', '60']);
-      await until(() => jailProcesses(runDir, undefined).length > 0);
-      expect(jailProcesses(runDir, undefined).length).toBeGreaterThan(0);
-      await reapJail(runDir, undefined, quiet);
-      expect(jailProcesses(runDir, undefined)).toEqual([]);
-    } finally {
-      rmSync(runDir, { recursive: true, force: true });
-    }
-  });
+  // In TMPDIR, and on /dev/shm: a tmpfs of its own, as /tmp is on many systems, where a bind
+  // mount's root in mountinfo is the path within that filesystem (/cb-reap-test-…), not the full one.
+  it.each([...new Set(['/tmp', tmpdir(), '/dev/shm'])])(
+    'finds the processes whose mounts name the run directory when the jail has no uid of its own (in %s)',
+    async (parent) => {
+      const runDir = mkdtempSync(join(parent, 'cb-reap-test-'));
+      try {
+        // A mount namespace with the directory bound in it, as bwrap makes a jail's.
+        sleeper(BWRAP, ['--dev-bind', '/', '/', '--bind', runDir, '/mnt', '--', '/usr/bin/sleep', '60']);
+        await until(() => jailProcesses(runDir, undefined).length > 0);
+        expect(jailProcesses(runDir, undefined).length).toBeGreaterThan(0);
+        await reapJail(runDir, undefined, quiet);
+        expect(jailProcesses(runDir, undefined)).toEqual([]);
+      } finally {
+        rmSync(runDir, { recursive: true, force: true });
+      }
+    },
+  );
 });
