@@ -6025,7 +6025,7 @@ export interface components {
             /** @enum {string} */
             failure_type?: "invalid_credentials" | "automation_failure";
             /**
-             * @description What a failed login met, for the caller to act on (a `kind: auto` login names it): `wrong_password` and `wrong_code` (the site refused them; `failure_type` is `invalid_credentials`), `account_locked`, `captcha` (the session's solver and a person, asked through an intervention, did not get past it), `needs_person` (a step only a person can take, such as a code sent by e-mail or SMS, and no one answered), `unknown_page` (a page the login could not read: see `screenshot_url`), `timeout` (the flow's time limit passed).
+             * @description What a failed login met, for the caller to act on (a `kind: auto` login names it): `wrong_password` and `wrong_code` (the site refused them; `failure_type` is `invalid_credentials`), `account_locked`, `captcha` (the session's solver and a person, asked through an intervention, did not get past it), `needs_person` (a step only a person can take, such as a code sent by e-mail or SMS, and no one answered), `unknown_page` (a page the login could not read, nor the operator's model when one is configured: see `screenshot_url`), `timeout` (the flow's time limit passed).
              * @enum {string}
              */
             failure_reason?: "wrong_password" | "wrong_code" | "account_locked" | "captcha" | "needs_person" | "unknown_page" | "timeout";

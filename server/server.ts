@@ -142,8 +142,9 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(tools)
       .add(executeCode)
       .add(mcp)
-      .add(identities)
+      // Before identities: a login hands the agent a page its rules do not understand.
       .add(agent)
+      .add(identities)
       .add(batches)
       .add(tasks)
       .add(webhooks)

@@ -81,6 +81,8 @@ export interface ActionContext {
   page: Page;
   /** Named values the model refers to as {{name}}. */
   secrets: Record<string, string>;
+  /** Where secrets may be typed (the field's document URL); unset: anywhere. */
+  secretsAllowedOn?(url: string): boolean;
   /** Outline the element acted on, for the live view and the recording. */
   highlight: boolean;
   /** Refuses a URL the server may not load for users. */
@@ -134,7 +136,12 @@ export async function perform(name: BrowserAction, args: Record<string, unknown>
     case 'type': {
       const text = str(args.text, 'text');
       const field = await target();
-      await field.fill(fillSecrets(text, c.secrets), { timeout: ACTION_TIMEOUT_MS });
+      const filled = fillSecrets(text, c.secrets);
+      if (c.secretsAllowedOn && SECRET.test(text)) {
+        const where = await field.evaluate((el) => el.ownerDocument.location.href, undefined, { timeout: ACTION_TIMEOUT_MS });
+        if (!c.secretsAllowedOn(where)) throw new ActionError(`Secrets may not be typed on ${new URL(where).hostname}`);
+      }
+      await field.fill(filled, { timeout: ACTION_TIMEOUT_MS });
       // The locator's press, unlike the keyboard's, waits for the navigation it starts to commit.
       if (args.submit === true) await field.press('Enter', { timeout: ACTION_TIMEOUT_MS });
       return args.submit === true ? 'Typed and pressed Enter.' : 'Typed.';
@@ -202,9 +209,12 @@ export async function perform(name: BrowserAction, args: Record<string, unknown>
   }
 }
 
+/** A secret's reference in a text the model wrote: {{name}}. */
+const SECRET = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/;
+
 /** {{name}} → the secret's value; an unknown name is an error the model can correct. */
 export function fillSecrets(text: string, secrets: Record<string, string>): string {
-  return text.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (_m, name: string) => {
+  return text.replace(new RegExp(SECRET.source, 'g'), (_m, name: string) => {
     if (!Object.hasOwn(secrets, name)) throw new ActionError(`There is no secret named ${name}`);
     return secrets[name];
   });

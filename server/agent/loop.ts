@@ -23,6 +23,8 @@ export interface WebTaskRun {
   /** Ends the run: the time limit, or the server's shutdown. */
   signal: AbortSignal;
   secrets: Record<string, string>;
+  /** Where secrets may be typed (a document's URL); unset: anywhere. */
+  secretsAllowedOn?(url: string): boolean;
   highlight: boolean;
   checkUrl(url: string): Promise<void>;
   /** Resolves once the agent is not paused (POST .../agent/pause). */
@@ -165,7 +167,14 @@ async function act(n: number, name: BrowserAction, args: Record<string, unknown>
   let outcome: string;
   let ok = true;
   try {
-    outcome = await perform(name, args, { page: r.page(), secrets: r.secrets, highlight: r.highlight, checkUrl: r.checkUrl, files: r.files });
+    outcome = await perform(name, args, {
+      page: r.page(),
+      secrets: r.secrets,
+      ...(r.secretsAllowedOn ? { secretsAllowedOn: r.secretsAllowedOn } : {}),
+      highlight: r.highlight,
+      checkUrl: r.checkUrl,
+      files: r.files,
+    });
   } catch (err) {
     ok = false;
     outcome = `Failed: ${firstLine(err)}`;

@@ -4,9 +4,13 @@
 // intervention when the code was sent elsewhere), "stay signed in?", the account to choose,
 // a cookie wall; a captcha is left to the session's solver first, then to a person. It goes
 // on until the page shows nothing more to answer, or a failure it can name, within the
-// flow's time limit. Credentials are typed only into fields of the application's hosts.
+// flow's time limit. Credentials are typed only into fields of the application's hosts. A
+// page the rules do not understand goes to the login agent when the operator configured a
+// model (agent/login-agent.ts): it sees the credentials by name only, and a sign-in it
+// claims is checked here like the rules' own.
 import type { Frame, Page } from 'playwright-core';
 import type { Logger } from 'pino';
+import type { LoginAgent, LoginAgentOutcome } from '../agent/index.js';
 import { ConsentTracker } from '../page/consent.js';
 import { totp, type PlainCredentials } from './credentials.js';
 import type { LoginPlan } from './flows.js';
@@ -16,6 +20,8 @@ import { lookAt, MARK, type Mark, type PageLook } from './page-look.js';
 export interface AutoLoginOptions {
   /** The session solves captchas (`browser.captcha_solver`): it gets its chance before a person. */
   captchaSolver: boolean;
+  /** Takes over a page the rules do not understand; undefined without a model. */
+  agent: LoginAgent | undefined;
   log: Logger;
 }
 
@@ -66,7 +72,7 @@ export async function runAutoLogin(page: Page, plan: LoginPlan, creds: PlainCred
             await dismissConsent(page, deadline, o.log);
             continue;
           }
-          return await unknownPage(page, look);
+          return await notUnderstood(page, look, plan, creds, ask, o, left);
         }
         await page.waitForTimeout(POLL_MS);
         continue;
@@ -90,7 +96,9 @@ export async function runAutoLogin(page: Page, plan: LoginPlan, creds: PlainCred
             : m.includes('stay')
               ? 'stay'
               : 'account';
-      if (++asked[step] > MAX_ASKED[step]) return await unknownPage(page, look, `The login asks for the ${NAMES[step]} again without saying why`);
+      if (++asked[step] > MAX_ASKED[step]) {
+        return await notUnderstood(page, look, plan, creds, ask, o, left, `The login asks for the ${NAMES[step]} again without saying why`);
+      }
       await answer(look.frame, step, look, plan, creds, ask);
       await settled(look.frame, step, Math.min(STEP_MS, left()));
     }
@@ -234,6 +242,57 @@ async function dismissConsent(page: Page, deadline: number, log: Logger): Promis
   const tracker = await ConsentTracker.attach(page.context(), log);
   const { dismissed } = await tracker.settle(page, deadline, 5_000, true);
   log.debug({ dismissed }, 'login: consent dialog');
+}
+
+/**
+ * A page the rules do not understand: the agent's, when there is one (its verdict named as the
+ * rules name theirs, a sign-in it claims checked, a person asked where it says one is
+ * needed); otherwise, or when it gives up, an unknown page.
+ */
+async function notUnderstood(
+  page: Page,
+  look: PageLook,
+  plan: LoginPlan,
+  creds: PlainCredentials,
+  ask: AskHuman,
+  o: AutoLoginOptions,
+  left: () => number,
+  why?: string,
+): Promise<LoginOutcome> {
+  if (!o.agent) return unknownPage(page, look, why);
+  const secrets: Record<string, string> = {};
+  if (creds.username) secrets.username = creds.username;
+  if (creds.password) secrets.password = creds.password;
+  if (creds.totpSecret) secrets.one_time_code = await totp(creds.totpSecret);
+  const r: LoginAgentOutcome = await o.agent({ page, loginUrl: plan.loginUrl, secrets, allowedHosts: plan.allowedHosts, timeoutMs: left() });
+  o.log.info({ verdict: r.verdict, modelCalls: r.modelCalls }, 'login: the agent took a page the rules do not understand');
+  const said = r.detail ? ` (the agent read: "${r.detail.slice(0, 200)}")` : '';
+  const now = () => lookAt(page, creds.username ?? '');
+  switch (r.verdict) {
+    case 'signed_in':
+      if (await met(page, plan, plan.success).catch(() => false)) return { ok: true };
+      return unknownPage(page, await now(), 'The agent said the login was done, but the page is still the login');
+    case 'wrong_password':
+      return { ok: false, failureType: 'invalid_credentials', message: `The site refused the credentials${said}`, reason: 'wrong_password' };
+    case 'wrong_code':
+      return { ok: false, failureType: 'invalid_credentials', message: `The site refused the one-time code${said}`, reason: 'wrong_code' };
+    case 'account_locked':
+      return { ok: false, failureType: 'automation_failure', message: `The account is locked${said}`, reason: 'account_locked' };
+    case 'captcha':
+    case 'needs_person': {
+      const reason = r.verdict;
+      try {
+        await ask(`The login needs a person${said}: take over the page, complete the sign-in, then press Done`, 'takeover');
+      } catch (err) {
+        throw new LoginFailure('automation_failure', `The login needs a human${said}: ${firstLine(err)}`, reason);
+      }
+      await page.waitForLoadState('load', { timeout: left() }).catch(() => {});
+      if (await met(page, plan, plan.success).catch(() => false)) return { ok: true };
+      return unknownPage(page, await now(), 'The login is not done after the person was');
+    }
+    case 'gave_up':
+      return unknownPage(page, await now(), `${why ?? 'The login stopped on a page it does not know how to answer'} (${r.detail.slice(0, 200)})`);
+  }
 }
 
 async function unknownPage(page: Page, look: PageLook, why?: string): Promise<LoginOutcome> {

@@ -4,6 +4,7 @@
 // session's browser (login.ts), and the sessions created with identities (sign-in.ts),
 // whose signed-in state is kept as the identity's profile through the profiles capability.
 import type { Logger } from 'pino';
+import type { LoginAgent } from '../agent/index.js';
 import type { Capability, Signals } from '../capability/index.js';
 import type { Interventions } from '../interventions/index.js';
 import type { ProfileService } from '../profiles/index.js';
@@ -28,6 +29,8 @@ export function identities(d: {
   sessions: SessionLookup & SessionLifecycle;
   profiles: ProfileService;
   interventions: Interventions;
+  /** The agent a login hands a page its rules do not understand; undefined without a model. */
+  loginAgent: LoginAgent | undefined;
   /** Told: a login's event written. */
   signals: Pick<Signals, 'deliveriesWritten'>;
 }): Capability<ApplicationOperation | IdentityOperation | TokenOperation> {
@@ -39,6 +42,7 @@ export function identities(d: {
     secrets: d.secrets,
     profiles: d.profiles,
     interventions: d.interventions,
+    loginAgent: d.loginAgent,
     log: d.log,
     signals: d.signals,
     running: (sessionId) => d.sessions.get(sessionId) !== undefined,

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { LaunchAddition, LaunchingSession, RunningSession, SessionHooks, SessionOptions } from '../capability/index.js';
 import { emitEvent, type EmitSignals } from '../outbox/emit.js';
+import type { LoginAgent } from '../agent/index.js';
 import type { Interventions } from '../interventions/index.js';
 import type { ProfileService } from '../profiles/index.js';
 import type { Secrets } from '../secrets/index.js';
@@ -45,6 +46,7 @@ export class IdentitySignIn implements SessionHooks {
       secrets: Secrets;
       profiles: ProfileService;
       interventions: Interventions;
+      loginAgent: LoginAgent | undefined;
       log: Logger;
       signals: EmitSignals;
       screenshots: LoginScreenshots;
@@ -212,7 +214,11 @@ export class IdentitySignIn implements SessionHooks {
     const ask: AskHuman = (message, inputType) =>
       this.d.interventions.ask(s, { message, inputType, timeoutMs: s.options.identities.inBackground ? HUMAN_WAIT_MS : plan.timeoutMs });
     const outcome = plan.auto
-      ? await runAutoLogin(page, plan, creds, ask, { captchaSolver: s.options.captchaSolver, log: this.d.log.child({ sessionId: s.id, identityId: row.id }) })
+      ? await runAutoLogin(page, plan, creds, ask, {
+          captchaSolver: s.options.captchaSolver,
+          agent: this.d.loginAgent,
+          log: this.d.log.child({ sessionId: s.id, identityId: row.id }),
+        })
       : await runLogin(page, plan, creds, ask);
     if (outcome.ok) return outcome;
     if (outcome.screenshot) {

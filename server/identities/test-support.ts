@@ -35,9 +35,10 @@ export const SIGN_IN_SECRETS = [LOGIN_USERS.alice.password, LOGIN_USERS.bob.pass
 
 /**
  * The bench of the sign-in tests, started in the calling describe's beforeAll: the fixture
- * login site, and a server on the backend whose log lines (debug and up) are kept in logs.
+ * login site, and a server on the backend whose log lines (debug and up) are kept in logs;
+ * `env`, read then, adds to the server's variables (a model's, for the login agent).
  */
-export function signInBench(backend: Backend) {
+export function signInBench(backend: Backend, o: { env?: () => Record<string, string> } = {}) {
   let server: TestServer;
   let site: FixtureServer;
   const logs: string[] = [];
@@ -46,7 +47,7 @@ export function signInBench(backend: Backend) {
 
   beforeAll(async () => {
     site = await startFixtureServer();
-    server = await startTestServer({ backend, logs, env: { LOG_LEVEL: 'debug' } });
+    server = await startTestServer({ backend, logs, env: { LOG_LEVEL: 'debug', ...o.env?.() } });
   });
   afterAll(async () => {
     await server?.close();
