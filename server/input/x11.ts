@@ -73,8 +73,12 @@ export class X11Input implements InputBackend {
 
   async drag(from: { x: number; y: number }, to: { x: number; y: number }, button: Button): Promise<void> {
     // Small steps with pauses: HTML drag and drop starts only after a few moves with the
-    // button down, and drop targets need dragover events before the release.
-    const steps = path(from, to, 12).flatMap((p) => ['mousemove', ...this.at(p), 'sleep', '0.02']);
+    // button down, and drop targets need dragover events before the release. The first
+    // step waits longer: Chromium starts its drag session (a pointer grab, the drag image)
+    // after the first moves, and on a loaded machine (load 14, 2 cores) a release 50 ms
+    // after reaching the target once came before it, and nothing was dropped.
+    const [first, ...rest] = path(from, to, 12);
+    const steps = rest.flatMap((p) => ['mousemove', ...this.at(p), 'sleep', '0.02']);
     await this.xdotool([
       'mousemove',
       ...this.at(from),
@@ -82,15 +86,19 @@ export class X11Input implements InputBackend {
       BUTTON[button],
       'sleep',
       '0.05',
+      'mousemove',
+      ...this.at(first!),
+      'sleep',
+      '0.15',
       ...steps,
       'mousemove',
       ...this.at(to),
       'sleep',
-      '0.05',
+      '0.1',
       'mousemove',
       ...this.at(to),
       'sleep',
-      '0.05',
+      '0.1',
       'mouseup',
       BUTTON[button],
     ]);

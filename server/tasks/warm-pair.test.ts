@@ -43,7 +43,8 @@ describe('task runs on a warm pair', () => {
   beforeAll(async () => {
     // Everything of the server's (DATA_DIR, browser roots, sandboxes) under a root of this
     // file's own: what is left there after close is a leak.
-    root = mkdtempSync(join(tmpdir(), 'wp-'));
+    // Short: the server refuses a TMPDIR over 17 characters (Chromium's socket paths).
+    root = mkdtempSync(join(tmpdir(), 'wp'));
     chmodSync(root, 0o711);
     vi.stubEnv('TMPDIR', root);
     fixtures = await startFixtureServer();
