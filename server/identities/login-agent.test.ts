@@ -39,6 +39,8 @@ describe.each(browserBackends)('the login agent on %s', (backend) => {
   });
   const { logs, identityAt, sessionWith, progressOf } = bench;
 
+  const ALICE = [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }];
+
   /** The identity's progress after a session of its own; the session is left to the caller. */
   async function signIn(identityId: string) {
     const s = await sessionWith(identityId);
@@ -46,12 +48,19 @@ describe.each(browserBackends)('the login agent on %s', (backend) => {
     return { s, p };
   }
 
+  /** The progress of a new identity at `path` after a session of its own (ended). */
+  async function outcomeAt(path: string, credentials: object[] = ALICE) {
+    const { s, p } = await signIn(await identityAt(path, credentials));
+    await endSession(bench.server, s.id);
+    return p;
+  }
+
   it('signs in on a page no rule reads, typing the credentials by name: the model never receives them', { timeout: 60_000 }, async () => {
     model.script([
       typeCredentials, // The user name is a secret too: the page's greeting reaches the model redacted.
       (body) => (expect(lastObservation(body)).toContain('Welcome, {{username}}'), finish('signed_in')),
     ]);
-    const id = await identityAt('/auto/member', [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }]);
+    const id = await identityAt('/auto/member', ALICE);
     const { s, p } = await signIn(id);
     try {
       expect(model.errors).toEqual([]);
@@ -73,10 +82,7 @@ describe.each(browserBackends)('the login agent on %s', (backend) => {
       typeCredentials,
       (body) => (expect(lastToolResults(body).join('\n')).toContain('Typed and pressed Enter'), finish('wrong_password', 'Those details are not recognised.')),
     ]);
-    const wrong = await identityAt('/auto/member?wrong', [{ type: 'username_password', username: 'alice', password: 'not-hers' }]);
-    const refused = await signIn(wrong);
-    await endSession(bench.server, refused.s.id);
-    expect(refused.p).toMatchObject({
+    expect(await outcomeAt('/auto/member?wrong', [{ type: 'username_password', username: 'alice', password: 'not-hers' }])).toMatchObject({
       status: 'failed',
       failure_type: 'invalid_credentials',
       failure_reason: 'wrong_password',
@@ -85,11 +91,7 @@ describe.each(browserBackends)('the login agent on %s', (backend) => {
 
     // Claimed at once, nothing typed: the page is still the members' form.
     model.script([finish('signed_in')]);
-    const claimed = await signIn(
-      await identityAt('/auto/member?claimed', [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }]),
-    );
-    await endSession(bench.server, claimed.s.id);
-    expect(claimed.p).toMatchObject({
+    expect(await outcomeAt('/auto/member?claimed')).toMatchObject({
       status: 'failed',
       failure_type: 'automation_failure',
       failure_reason: 'unknown_page',
@@ -103,11 +105,7 @@ describe.each(browserBackends)('the login agent on %s', (backend) => {
         return { toolCalls: [call('give_up', { reason: 'the form is on another site' })] };
       },
     ]);
-    const framed = await signIn(
-      await identityAt('/auto/member-framed', [{ type: 'username_password', username: 'alice', password: LOGIN_USERS.alice.password }]),
-    );
-    await endSession(bench.server, framed.s.id);
-    expect(framed.p).toMatchObject({
+    expect(await outcomeAt('/auto/member-framed')).toMatchObject({
       status: 'failed',
       failure_reason: 'unknown_page',
       error_message: expect.stringContaining('(The agent gave up: the form is on another site)'),
