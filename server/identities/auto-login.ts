@@ -10,7 +10,7 @@
 // claims is checked here like the rules' own.
 import type { Frame, Page } from 'playwright-core';
 import type { Logger } from 'pino';
-import type { LoginAgent, LoginAgentOutcome } from '../agent/index.js';
+import type { LoginAgent } from '../agent/index.js';
 import { ConsentTracker } from '../page/consent.js';
 import { totp, type PlainCredentials } from './credentials.js';
 import type { LoginPlan } from './flows.js';
@@ -264,7 +264,7 @@ async function notUnderstood(
   if (creds.username) secrets.username = creds.username;
   if (creds.password) secrets.password = creds.password;
   if (creds.totpSecret) secrets.one_time_code = await totp(creds.totpSecret);
-  const r: LoginAgentOutcome = await o.agent({ page, loginUrl: plan.loginUrl, secrets, allowedHosts: plan.allowedHosts, timeoutMs: left() });
+  const r = await o.agent({ page, loginUrl: plan.loginUrl, secrets, allowedHosts: plan.allowedHosts, timeoutMs: left() });
   o.log.info({ verdict: r.verdict, modelCalls: r.modelCalls }, 'login: the agent took a page the rules do not understand');
   const said = r.detail ? ` (the agent read: "${r.detail.slice(0, 200)}")` : '';
   const now = () => lookAt(page, creds.username ?? '');
