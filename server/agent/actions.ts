@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Page } from 'playwright-core';
 import { locateRef } from '../page/aria.js';
+import { wheelAndSettle } from '../page/wheel.js';
 import type { ToolSpec } from '../llm/index.js';
 import type { AgentFileAccess } from './files.js';
 import type { BrowserAction } from './steps.js';
@@ -157,7 +158,7 @@ export async function perform(name: BrowserAction, args: Record<string, unknown>
         await (await target()).scrollIntoViewIfNeeded({ timeout: ACTION_TIMEOUT_MS });
         return 'Scrolled the element into view.';
       }
-      await page.mouse.wheel(0, args.direction === 'up' ? -600 : 600);
+      await wheelAndSettle(page, 0, args.direction === 'up' ? -600 : 600);
       return `Scrolled ${args.direction === 'up' ? 'up' : 'down'}.`;
     case 'wait': {
       if (typeof args.text === 'string' && args.text) {

@@ -139,7 +139,9 @@ describe('perform-web-task with a small local model (OpenAI protocol, text only,
         return { toolCalls: [{ name: 'scroll', arguments: { direction: 'down' } }] };
       },
       (body) => {
-        expect(lastObservation(body)).toContain('button "Buy"');
+        // The whole observation in the message: a failure says what the model was shown.
+        const seen = lastObservation(body);
+        expect(seen, seen).toContain('button "Buy"');
         return { text: 'The Buy button is there.' };
       },
     ]);

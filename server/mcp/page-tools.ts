@@ -4,6 +4,7 @@
 // Its pieces are in page-kit.ts; the tools on tabs, images and coordinates in window-tools.ts.
 import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { wheelAndSettle } from '../page/wheel.js';
 import { ACTION_TIMEOUT_MS, element, loading, NAVIGATION_TIMEOUT_MS, pageKit, ref, sessionId, snapshotText, where, type PageScope } from './page-kit.js';
 import { run, text, ToolFailure } from './results.js';
 import { registerWindowTools } from './window-tools.js';
@@ -163,7 +164,7 @@ export function registerPageTools(server: McpServer, scope: PageScope): void {
         else {
           if (a.delta_x === undefined && a.delta_y === undefined)
             throw new ToolFailure('Give delta_x or delta_y (pixels), or the ref of an element to scroll into view');
-          await page.mouse.wheel(a.delta_x ?? 0, a.delta_y ?? 0);
+          await wheelAndSettle(page, a.delta_x ?? 0, a.delta_y ?? 0);
         }
         const pos = await page.evaluate('({x: scrollX, y: scrollY})').catch(() => undefined);
         return `Scrolled.${pos ? ` Scroll position: ${JSON.stringify(pos)}` : ''}`;
