@@ -80,6 +80,11 @@ const order: OrderRule[] = [
     why: "a session's started hooks run in order: an identity's logins run once the recording has started, so that it shows them",
   },
   {
+    first: [webhooks],
+    then: [metricsEndpoint],
+    why: "metrics count webhooks' deliveries through what webhooks provide (webhookDeliveries, which their type does not show): composed before them, the delivery metrics would be missing",
+  },
+  {
     first: { everyWith: 'recoverNode' },
     then: [clusterNode],
     why: "the cluster's reaper takes a dead node's work over through every capability's recoverNode, from the cluster's start to its close: they start before it and close after it",
@@ -157,7 +162,6 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       .add(billing)
       .add(health)
       .add(admin)
-      // After what it reads: sessions, webhooks' delivery worker.
       .add(metricsEndpoint)
       // After everything it shows (it reads them through the API, in process).
       .add(webConsole)

@@ -18,6 +18,8 @@ export function metricsEndpoint(d: {
   config: ServiceConfig;
   metrics: Metrics;
   sessions: SessionsView;
+  /** Webhooks' delivery worker, counted when scraped. Not in the type of what webhooks
+   *  provide, so this being composed after them is an order rule of the assembly's. */
   webhookDeliveries?: { stats(): DeliveryCounts };
 }): Capability {
   const { metrics } = d;
