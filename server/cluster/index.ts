@@ -39,7 +39,7 @@ export function cluster(d: {
     name: 'cluster',
     handlers: {
       async adminListNodes() {
-        const [{ now }] = await d.db.query<{ now: Date }>('SELECT now() AS now');
+        const now = await store.databaseNow(d.db);
         const rows = await store.allNodes(d.db);
         return { status: 200, body: { data: rows.map((r) => listed(r, now, d.config.nodeDeadAfterSeconds)) } };
       },

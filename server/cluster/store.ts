@@ -39,6 +39,13 @@ export async function clusterCapacity(db: Db, deadAfterSeconds: number): Promise
   return taking.length ? taking.reduce((sum, n) => sum + n.capacity, 0) : undefined;
 }
 
+/** The database's clock: heartbeats are stamped by it, so a node's age is judged by it too,
+ *  not by this machine's. */
+export async function databaseNow(db: Db): Promise<Date> {
+  const [{ now }] = await db.query<{ now: Date }>('SELECT now() AS now');
+  return now;
+}
+
 /** Every node the database knows, dead ones included (an operator's view). */
 export async function allNodes(db: Db): Promise<NodeRow[]> {
   return db.query<NodeRow>('SELECT * FROM nodes ORDER BY started_at, id');

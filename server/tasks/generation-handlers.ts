@@ -46,10 +46,7 @@ export function generationHandlers(d: {
       const configuration = b.task_browser_default_configuration ?? {};
       const refused = await checkConfiguration(d.sessions, ctx.projectId, configuration);
       if (refused) return fail(400, refused.replace(/^browserConfiguration/, 'task_browser_default_configuration'));
-      if (b.application_id) {
-        const [app] = await db.query('SELECT 1 FROM applications WHERE id = $1 AND project_id = $2', [b.application_id, ctx.projectId]);
-        if (!app) return fail(404, 'Application not found');
-      }
+      if (b.application_id && !(await generations.applicationInProject(db, ctx.projectId, b.application_id))) return fail(404, 'Application not found');
       const ask: generations.GenerationAsk = {
         user_task: b.user_task,
         ...(b.input_schema ? { input_schema: b.input_schema } : {}),

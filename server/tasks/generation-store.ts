@@ -19,6 +19,12 @@ export interface GenerationRow {
   request: GenerationAsk;
 }
 
+/** Whether the application a generation's ask names is the project's. */
+export async function applicationInProject(db: Db, projectId: string, applicationId: string): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM applications WHERE id = $1 AND project_id = $2', [applicationId, projectId]);
+  return rows.length > 0;
+}
+
 export async function insertGeneration(tx: Db, g: { taskId: string; projectId: string; nodeId: string; ask: GenerationAsk }): Promise<void> {
   await tx.query('INSERT INTO task_generations (task_id, project_id, node_id, request) VALUES ($1, $2, $3, $4::jsonb)', [
     g.taskId,
