@@ -80,11 +80,6 @@ const order: OrderRule[] = [
     why: "a session's started hooks run in order: an identity's logins run once the recording has started, so that it shows them",
   },
   {
-    first: [webhooks],
-    then: [metricsEndpoint],
-    why: "metrics count webhooks' deliveries through what webhooks provide (webhookDeliveries, which their type does not show): composed before them, the delivery metrics would be missing",
-  },
-  {
     first: { everyWith: 'recoverNode' },
     then: [clusterNode],
     why: "the cluster's reaper takes a dead node's work over through every capability's recoverNode, from the cluster's start to its close: they start before it and close after it",

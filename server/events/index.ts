@@ -17,7 +17,7 @@ export function webhooks(d: {
   /** Heard: deliveries written (the worker looks at once); told: each delivery attempt's
    *  end (tasks, composed before, wait for their events'). */
   signals: Pick<Signals, 'deliveriesWritten' | 'deliveryAttempted'>;
-}): Capability<WebhookOperation> {
+}): Capability<WebhookOperation, { webhookDeliveries: Pick<DeliveryWorker, 'stats'> }> {
   const log = d.log.child({ component: 'webhooks' });
   const worker = new DeliveryWorker({
     db: d.db,

@@ -18,9 +18,8 @@ export function metricsEndpoint(d: {
   config: ServiceConfig;
   metrics: Metrics;
   sessions: SessionsView;
-  /** Webhooks' delivery worker, counted when scraped. Not in the type of what webhooks
-   *  provide, so this being composed after them is an order rule of the assembly's. */
-  webhookDeliveries?: { stats(): DeliveryCounts };
+  /** Webhooks' delivery worker, counted when scraped: composed after webhooks. */
+  webhookDeliveries: { stats(): DeliveryCounts };
 }): Capability {
   const { metrics } = d;
   metrics.setNode(d.sessions.nodeId);
@@ -30,7 +29,7 @@ export function metricsEndpoint(d: {
     db: d.db,
     sessions: d.sessions,
     browserGroups: () => new Set(browserGroups.values()),
-    deliveries: d.webhookDeliveries && (() => d.webhookDeliveries!.stats()),
+    deliveries: () => d.webhookDeliveries.stats(),
   });
   const token = d.config.metricsToken;
 
