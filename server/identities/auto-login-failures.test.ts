@@ -1,7 +1,7 @@
 // The `auto` login's failures, each named for the caller (`failure_reason` on the session's
 // identities), end to end: real Chromium, the fixture login apps over real HTTP. A wrong
-// password on an identifier-first login; a wrong code (a wrong authenticator secret); a
-// locked account; a captcha no solver or person gets past; a code sent by e-mail, answered
+// password on an identifier-first login; a wrong code (a wrong authenticator secret), and
+// one the site finds expired; a locked account; a captcha no solver or person gets past; a code sent by e-mail, answered
 // by a person through an intervention, and failing when no one answers; a page no rule
 // knows, with its screenshot. Beside auto-login.test.ts.
 import { describe, expect, it } from 'vitest';
@@ -28,7 +28,7 @@ describe.each(browserBackends)('the auto login on %s', (backend) => {
     }
   }
 
-  it('a wrong password, a wrong code, a locked account, a captcha: each named', { timeout: 60_000 }, async () => {
+  it('a wrong password, a wrong or expired code, a locked account, a captcha: each named', { timeout: 60_000 }, async () => {
     const wrongPassword = await identityAt('/login/two-page', [{ type: 'username_password', username: 'alice', password: 'not-hers' }]);
     expect(await outcome(wrongPassword)).toMatchObject({
       status: 'failed',
@@ -49,6 +49,14 @@ describe.each(browserBackends)('the auto login on %s', (backend) => {
       failure_type: 'invalid_credentials',
       failure_reason: 'wrong_code',
       error_message: expect.stringMatching(/refused the one-time code.*That code is not valid/),
+    });
+    // A code the site says has expired (alice's password, then any authenticator code) is a wrong_code too.
+    const expired = await identityAt('/auto/expired', [...alice, { type: 'authenticator', secret: LOGIN_USERS.bob.totpSecret }]);
+    expect(await outcome(expired)).toMatchObject({
+      status: 'failed',
+      failure_type: 'invalid_credentials',
+      failure_reason: 'wrong_code',
+      error_message: expect.stringMatching(/refused the one-time code.*This code has expired\. Request a new one\./),
     });
     expect(await outcome(await identityAt('/auto/locked', alice))).toMatchObject({
       status: 'failed',
