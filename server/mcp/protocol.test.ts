@@ -2,6 +2,7 @@
 // hides it) against the real server and real Chromium: resources (a session's page snapshot,
 // screenshot, live view and recordings) and their list-changed notification, progress
 // notifications on long tools, and a broken SSE stream resumed with Last-Event-ID.
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError, ResourceListChangedNotificationSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProject } from '../auth/api-keys.js';
@@ -30,8 +31,8 @@ describe.each(browserBackends)('MCP resources, progress and resumable streams on
     await pages?.close();
     if (server) expect(processesUnder(browsersDirFor(server.dataDir))).toEqual([]);
   });
-  const connect = async (key = server.apiKey) => {
-    const c = await connectMcp(server.url, { 'service-api-key': key });
+  const connect = async (key = server.apiKey, through?: FetchLike) => {
+    const c = await connectMcp(server.url, { 'service-api-key': key }, through);
     clients.push(c);
     return c;
   };
@@ -78,13 +79,19 @@ describe.each(browserBackends)('MCP resources, progress and resumable streams on
   });
 
   it('tells the client when the resource list changes: a browser session started or ended', async () => {
-    const watcher = await connect();
+    let streaming = false;
+    const watcher = await connect(server.apiKey, async (url, init) => {
+      const res = await fetch(url, init);
+      if (init?.method === 'GET' && res.ok) streaming = true;
+      return res;
+    });
     let changes = 0;
     watcher.client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
       changes++;
     });
-    // The SDK's client opens its GET stream, where unrelated notifications come, after initialize.
-    await new Promise((r) => setTimeout(r, 500));
+    // The SDK's client opens its GET stream, where unrelated notifications come, after
+    // initialize: until the server has answered it (it holds the stream by then).
+    await eventually(() => streaming, 10_000, "the watcher's GET stream");
     const actor = await connect();
     const id = startedId(await actor.ok('session_start', HEADLESS));
     await eventually(() => changes >= 1, 10_000, 'a list_changed notification for the start');

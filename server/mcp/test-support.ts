@@ -1,6 +1,7 @@
 // What the MCP tests share: an SDK client on a test server's /mcp, and readers of tool results.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 export interface Connected {
@@ -12,8 +13,9 @@ export interface Connected {
   ok(name: string, args?: Record<string, unknown>): Promise<string>;
 }
 
-export async function connectMcp(baseUrl: string, headers: Record<string, string>): Promise<Connected> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers } });
+/** fetch: the transport's, for a test that watches its requests. */
+export async function connectMcp(baseUrl: string, headers: Record<string, string>, fetch?: FetchLike): Promise<Connected> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`), { requestInit: { headers }, ...(fetch ? { fetch } : {}) });
   const client = new Client({ name: 'test', version: '1.0.0' });
   await client.connect(transport);
   const call = (name: string, args: Record<string, unknown> = {}) => client.callTool({ name, arguments: args }) as Promise<CallToolResult>;

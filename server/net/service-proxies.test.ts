@@ -4,6 +4,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServiceProxyPool, type ServiceProxyEntry } from '../config/service-proxy-pool.js';
 import { NO_POOL_MESSAGE, ServiceProxyPool } from './service-proxies.js';
+import { eventually } from '../browser/test-support.js';
 
 // Real TCP: "live" proxies are listeners that accept connections (a pick only connects), a
 // dead one is a port that was bound and closed.
@@ -160,6 +161,7 @@ describe('service proxy pool: health', () => {
       retryAfterSeconds: 1,
     });
     expect(p.resting(entries[0].id)).toBe(true);
+    // The rest's expiry is what is tested (restMs 300): just past it, not polled.
     await new Promise((resolve) => setTimeout(resolve, 350));
     expect(p.resting(entries[0].id)).toBe(false);
     // Tried again (and rested again: it is still dead).
@@ -179,8 +181,8 @@ describe('service proxy pool: health', () => {
     const laterId = byPort(entries, lateDeadPort).id;
     const before = accepted.get(us1) ?? 0;
     p.reportFailure(liveId);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(accepted.get(us1)).toBe(before + 1);
+    // The check's connect, seen by the proxy; a wrongly rested proxy fails the picks below too.
+    await eventually(() => accepted.get(us1) === before + 1, 5_000, "the check's connect");
     expect(p.resting(liveId)).toBe(false);
 
     // Picked while alive (its connect succeeded), then it dies under a session.
@@ -191,13 +193,14 @@ describe('service proxy pool: health', () => {
     // Moments after a connect of ours succeeded, a report is not checked (a page's many
     // failing requests would each cost the proxy a connect)...
     p.reportFailure(laterId);
+    // Negative: no check is made, so none rests it; a window a check's connect would fall in.
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(p.resting(laterId)).toBe(false);
     // ...a little later it is, and the dead proxy rests.
+    // The quiet period (REPORT_QUIET_MS, 2 s, not an option) is what is tested: it must pass.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     p.reportFailure(laterId);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(p.resting(laterId)).toBe(true);
+    await eventually(() => p.resting(laterId), 5_000, 'the reported proxy to rest');
     const r3 = await p.pick({ country_code: 'us' });
     expect(r3.ok && r3.proxy.id).toBe(liveId);
   });
@@ -209,8 +212,7 @@ describe('service proxy pool: health', () => {
     ]);
     const deadId = byPort(entries, gone).id;
     p.reportFailure(deadId);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(p.resting(deadId)).toBe(true);
+    await eventually(() => p.resting(deadId), 5_000, 'the reported proxy to rest');
     const r = await p.pick({ country_code: 'us' }, { prefer: deadId });
     expect(r.ok && r.proxy.port).toBe(us2);
   });

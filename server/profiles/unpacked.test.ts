@@ -3,8 +3,9 @@
 // forgotten version goes once no copy reads it, and the least recently used go past the cap.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../browser/test-support.js';
 import { UnpackedProfiles } from './unpacked.js';
 
 const dirs: string[] = [];
@@ -24,6 +25,7 @@ describe('UnpackedProfiles', () => {
     let unpacks = 0;
     const unpack = async (dir: string) => {
       unpacks++;
+      // A fake unpack that takes a while, the other copies asked for while it runs: not a wait.
       await new Promise((r) => setTimeout(r, 50));
       mkdirSync(join(dir, 'Default'), { recursive: true });
       writeFileSync(join(dir, 'Default', 'Cookies'), 'v1');
@@ -55,7 +57,8 @@ describe('UnpackedProfiles', () => {
     });
     expect(readdirSync(root)).toHaveLength(1);
     cache.forget('v1');
-    await new Promise((r) => setTimeout(r, 50));
+    // Removed in the background: until it is gone.
+    await eventually(() => readdirSync(root).length === 0, 5_000, 'the forgotten version removed');
     expect(readdirSync(root)).toEqual([]);
     expect(existsSync(join(base, 'b', 'whole'))).toBe(true);
     await cache.reset();
@@ -72,9 +75,14 @@ describe('UnpackedProfiles', () => {
     };
     for (let i = 0; i < 34; i++) {
       await cache.copyTo(`v${i}`, join(base, `r${i}`), make);
+      // Time is the order: each version used a clock tick after the last (least recently used).
       await new Promise((r) => setTimeout(r, 2));
     }
-    await new Promise((r) => setTimeout(r, 50));
+    // Each copy's file names its entry (the folder it was unpacked into, renamed in place).
+    const entryOf = (i: number) => basename(readFileSync(join(base, `r${i}`, 'f'), 'utf8')).replace(/^\.partial-/, '');
+    // The two least recently used are removed in the background: until both are gone.
+    await eventually(() => !readdirSync(root).some((d) => d === entryOf(0) || d === entryOf(1)), 5_000, 'v0 and v1 removed');
     expect(readdirSync(root)).toHaveLength(32);
+    expect(readdirSync(root).sort()).toEqual(Array.from({ length: 32 }, (_, i) => entryOf(i + 2)).sort());
   });
 });
