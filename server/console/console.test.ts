@@ -46,7 +46,11 @@ addEventListener('mousedown', () => { document.title = 'clicked'; });</script>`)
 /** The embedded live view's frame, once its page has loaded. */
 async function liveFrame(page: Page): Promise<Frame> {
   await page.waitForSelector('iframe#live-view');
-  return (await until(() => page.frames().find((f) => f.url().includes('/live/') && f !== page.mainFrame()), 15_000))!;
+  return until(() => {
+    const frame = page.frames().find((f) => f.url().includes('/live/') && f !== page.mainFrame());
+    expect(frame).toBeDefined();
+    return frame!;
+  }, 15_000);
 }
 
 describe.each(browserBackends)('web console on %s', (backend) => {
@@ -128,7 +132,7 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     });
     await page.goto(`${base}/sessions/${s.id}`);
     let frame = await liveFrame(page);
-    await until(async () => (await frame.evaluate(() => (window as any).__liveView.frames)) > 2, 15_000);
+    await until(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(2), 15_000);
     expect(await frame.evaluate(() => (window as any).__liveView.readOnly)).toBe(true);
     await expect(page.locator('#pages').textContent()).resolves.toContain('Console fixture');
 
@@ -136,9 +140,9 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     await page.click('#take-over');
     await page.waitForURL(/control=1/);
     frame = await liveFrame(page);
-    await until(async () => (await frame.evaluate(() => (window as any).__liveView.status)) === 'live', 15_000);
+    await until(async () => expect(await frame.evaluate(() => (window as any).__liveView.status)).toBe('live'), 15_000);
     expect(await frame.evaluate(() => (window as any).__liveView.readOnly)).toBe(false);
-    await until(async () => (await frame.evaluate(() => (window as any).__liveView.frames)) > 0, 15_000);
+    await until(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0), 15_000);
     const box = (await frame.locator('canvas').boundingBox())!;
     await frame.locator('canvas').click({ position: { x: box.width / 2, y: box.height / 2 } });
     // The click reached the page (its title changes) and the pages part, refreshed, shows it.
@@ -153,7 +157,7 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     });
     await page.goto(`${base}/sessions/${s.id}`);
     const frame = await liveFrame(page);
-    await until(async () => (await frame.evaluate(() => (window as any).__liveView.frames)) > 0, 15_000);
+    await until(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0), 15_000);
     // The session's own link still opens, once.
     const link = new URL(s.live_view_url);
     const own = `${server.url}${link.pathname}${link.search}`;
@@ -164,12 +168,19 @@ describe.each(browserBackends)('web console on %s', (backend) => {
 
   it('ends a session from its page, then plays its recording and lists its events and downloads', async () => {
     const s = await createSession(server, { browser: { headless: { active: true } }, session: { initial_url: site.url('/') } });
+    const started = Date.now();
     // A download from the session's page.
     const cdp = await chromium.connectOverCDP(s.cdp_url);
     const p = cdp.contexts()[0]!.pages()[0]!;
     await p.click('#dl');
     await cdp.close();
-    await new Promise((r) => setTimeout(r, 2_000));
+    // Until the download is kept (listed once finished): the end below would lose one in progress.
+    await until(async () => {
+      const list = (await (await server.request(`/v1/sessions/${s.id}/downloads`)).json()) as any;
+      expect(list.data.count).toBe(1);
+    }, 15_000);
+    // Recording time is the subject: the video played below must last over a second.
+    await new Promise((r) => setTimeout(r, Math.max(0, started + 2_000 - Date.now())));
 
     await page.goto(`${base}/sessions/${s.id}`);
     await page.click('form[action$="/end"] button');
@@ -181,7 +192,17 @@ describe.each(browserBackends)('web console on %s', (backend) => {
       v.muted = true;
       await new Promise<void>((resolve) => (v.readyState >= 2 ? resolve() : v.addEventListener('loadeddata', () => resolve(), { once: true })));
       await v.play();
-      await new Promise((r) => setTimeout(r, 800));
+      // Until it has played a little (currentTime past 0, checked below), or 10 s.
+      await new Promise<void>((resolve) => {
+        const limit = setTimeout(() => resolve(), 10_000);
+        const advanced = () => {
+          if (v.currentTime <= 0) return;
+          clearTimeout(limit);
+          resolve();
+        };
+        v.addEventListener('timeupdate', advanced);
+        advanced();
+      });
       return { readyState: v.readyState, currentTime: v.currentTime, duration: v.duration, error: v.error?.code ?? null };
     });
     expect(played.error).toBeNull();
@@ -209,9 +230,10 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     await page.goto(`${base}/batches`);
     const row = page.locator(`tr[data-batch="${batchId}"]`);
     expect(await row.count()).toBe(1);
-    await until(async () => (await row.locator('progress').getAttribute('value')) === '1', 60_000);
+    // The batch's progress is a percentage (BatchDetail.progress): 100 once both items are made.
+    await until(async () => expect(await row.locator('progress').getAttribute('value')).toBe('100'), 60_000);
     await page.click(`tr[data-batch="${batchId}"] a`);
-    await until(async () => (await page.locator('tr[data-session]').count()) === 2, 10_000);
+    await until(async () => expect(await page.locator('tr[data-session]').count()).toBe(2), 10_000);
     const ids = await page.locator('tr[data-session]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-session')!));
     for (const id of ids) await endSession(server, id);
   }, 90_000);
@@ -237,14 +259,14 @@ describe.each(browserBackends)('web console on %s', (backend) => {
       await page.selectOption('select[name=event_type]', 'session.failed');
       await page.click('#send-test');
       await expect(page.textContent('.notice.ok')).resolves.toContain('queued');
-      await until(() => receiver.received.length >= 1, 15_000);
+      await until(() => expect(receiver.received.length).toBeGreaterThanOrEqual(1), 15_000);
       const first = receiver.received[0]!;
       expect(JSON.parse(first.body).type).toBe('session.failed');
       await page.waitForSelector('tr[data-delivery][data-status="failed"]', { timeout: 15_000 });
 
       await page.click('tr[data-delivery][data-status="failed"] button');
       await expect(page.textContent('.notice.ok')).resolves.toContain('Retry queued');
-      await until(() => receiver.received.length >= 2, 15_000);
+      await until(() => expect(receiver.received.length).toBeGreaterThanOrEqual(2), 15_000);
       // The same event, signed again, as the next attempt.
       expect(receiver.received[1]!.headers['webhook-id']).toBe(first.headers['webhook-id']);
       await page.waitForSelector('tr[data-delivery][data-status="succeeded"]', { timeout: 15_000 });
@@ -254,9 +276,9 @@ describe.each(browserBackends)('web console on %s', (backend) => {
       const before = await attempts();
       const received = receiver.received.length;
       await page.click('tr[data-delivery][data-status="succeeded"] button');
-      await until(() => receiver.received.length > received, 15_000);
+      await until(() => expect(receiver.received.length).toBeGreaterThan(received), 15_000);
       expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(first.headers['webhook-id']);
-      await until(async () => (await attempts()) === before + 1, 15_000);
+      await until(async () => expect(await attempts()).toBe(before + 1), 15_000);
     }, 60_000);
   });
 
