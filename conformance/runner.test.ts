@@ -72,6 +72,7 @@ describe('a run', () => {
       check(
         name,
         async (t: T) => {
+          // A fake check that takes ms: the order parallel ones finish in is the subject, not a wait.
           await new Promise((r) => setTimeout(r, ms));
           order.push(name);
           t.assert(true, '');

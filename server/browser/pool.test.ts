@@ -127,6 +127,7 @@ describe('BrowserPool', () => {
       launch: async (rootDir, signal) => {
         launches++;
         if (failNext) {
+          // A fake launch that takes a while to fail, so a creation is waiting on it: not a wait.
           await new Promise((r) => setTimeout(r, 200));
           throw new Error('no display');
         }

@@ -49,6 +49,7 @@ describe('KeyedSignal.next', () => {
     let done = false;
     const waiting = deliveryAttempted.next('evt_a', 10_000).then(() => (done = true));
     deliveryAttempted.emit('evt_b');
+    // Negative: another event's attempt does not end it; a window for a wrong wake-up.
     await new Promise((r) => setTimeout(r, 20));
     expect(done).toBe(false);
     const started = Date.now();

@@ -25,6 +25,7 @@ const run = randomBytes(3).toString('hex');
 // Short, so that a death is seen quickly; not shorter: on a loaded 2-core machine a live node's
 // heartbeat came over 3 s late, and the survivors claimed it dead while it still ran.
 const DEAD_AFTER_SECONDS = 6;
+// The task's own code (the user's program, in the sandbox): a run still going when the test acts.
 const SLOW_TASK = `export default async function run(ctx: any) {
   await new Promise((r) => setTimeout(r, 120000));
   return 'late';
@@ -208,6 +209,7 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
         20_000,
         200,
       );
+      // Negative: B back does not end its old sessions again; a window a second event would fall in.
       await new Promise((r) => setTimeout(r, 1_500));
       for (const r of ended) {
         expect(

@@ -120,6 +120,7 @@ describe('delivery', () => {
       [2, 'failed'],
       [1, 'failed'],
     ]);
+    // Negative: no fourth delivery after the success; a window one would fall in.
     await new Promise((r) => setTimeout(r, 400));
     expect(rcv.received).toHaveLength(3);
   });
@@ -143,6 +144,7 @@ describe('delivery', () => {
       ),
     );
     await waitFor(() => rcv.received.length >= 2 * n, 60_000, `${2 * n} deliveries`);
+    // Negative: no delivery twice; a window a duplicate would fall in.
     await new Promise((r) => setTimeout(r, 200));
     expect(rcv.received).toHaveLength(2 * n);
     for (const [path, wh] of [
@@ -242,6 +244,7 @@ describe('delivery', () => {
       return r.length === 3 && r[2].status !== 'pending' ? r : null;
     });
     expect(rows.map((r) => r.status)).toEqual(['failed', 'failed', 'dead']);
+    // Negative: no attempt after the dead one; a window past the retries' 50 ms a fourth would fall in.
     await new Promise((r) => setTimeout(r, 300));
     expect(rcv.received).toHaveLength(3);
     expect(await rowsOf(ev.id, wh.id)).toHaveLength(3);
@@ -520,6 +523,7 @@ describe('delivery', () => {
       await tx.query('UPDATE webhooks SET enabled = false WHERE id = $1', [wh.id]);
       return e;
     });
+    // Negative: nothing is delivered to the disabled webhook; a window a delivery would fall in.
     await new Promise((r) => setTimeout(r, 300));
     expect(rcv.received).toHaveLength(0);
     await t.db.query('UPDATE webhooks SET enabled = true WHERE id = $1', [wh.id]);
@@ -571,6 +575,7 @@ describe('delivery', () => {
     const ids: string[] = [];
     for (let i = 0; i < 60; i++) ids.push((await emitEvent(t.db, t.signals, project, 'session.completed', sampleEventData('session.completed'))).id);
     await waitFor(() => rcv.received.length >= 120, 10_000, '120 deliveries');
+    // Negative: no attempt delivered twice by two workers; a window a duplicate would fall in.
     await new Promise((r) => setTimeout(r, 200));
     expect(rcv.received).toHaveLength(120);
     const pairs = new Set(rcv.received.map((r) => `${r.path} ${r.headers['webhook-id']}`));

@@ -46,6 +46,7 @@ describe('leases of a PGlite database, in memory', () => {
     expect(await anyDue(db, leases)).toBe(false);
 
     // The lease runs out: the row is due again, and the next claim takes it.
+    // The expiry is what is tested (a 300 ms lease): just past it, not polled.
     await new Promise((r) => setTimeout(r, 350));
     expect(await anyDue(db, leases)).toBe(true);
     const [again] = await claimDue(db, params('c', 60_000), leases);

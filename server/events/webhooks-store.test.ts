@@ -150,6 +150,7 @@ describe('list, get, patch, delete', () => {
     const wh = await createWebhook(t.db, t.secrets, project, body(), publicDns);
     const { secret, ...resource } = wh;
     expect(secret).toBeTruthy();
+    // Time is the subject: a later updated_at than the creation's (checked below) needs the clock to move.
     await new Promise((r) => setTimeout(r, 5));
     expect(await updateWebhook(t.db, t.signals, project, wh.id, {}, publicDns)).toEqual(resource);
     const patched = await updateWebhook(

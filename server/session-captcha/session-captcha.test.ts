@@ -142,7 +142,8 @@ describe.each(browserBackends)('the captcha solver in sessions on %s', (backend)
     try {
       const page = await firstPage(browser);
       await page.goto(`${fx.url}/challenge/pow`);
-      // Several times what the pass takes with the option on (about a second here).
+      // Negative: nothing passes it, and no event marks that; a window several times what the
+      // pass takes with the option on (about a second here).
       await page.waitForTimeout(6_000);
       expect(await page.$('altcha-widget')).not.toBeNull();
       expect(await page.$('#protected')).toBeNull();

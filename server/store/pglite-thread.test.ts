@@ -58,6 +58,7 @@ describe('PGlite in its own thread', () => {
     await db.transaction(async (tx) => {
       await tx.query('INSERT INTO t VALUES (20, $1)', ['inside']);
       outside = db.query<{ v: string }>('SELECT v FROM t WHERE id = 20');
+      // Negative: the outside statement does not run inside the open transaction; a window it would.
       await new Promise((r) => setTimeout(r, 50));
       await tx.query('UPDATE t SET v = $1 WHERE id = 20', ['committed']);
       await expect(db.transaction(async () => 1)).rejects.toThrow('nested transaction');
@@ -89,6 +90,7 @@ describe('a process using PGlite', () => {
     const script = `
       import { openDb } from './server/store/db.ts';
       const db = await openDb({});
+      // The child's own idle time (the subject: the process stays up across it), not the test waiting.
       await new Promise((r) => setTimeout(r, 200));
       const [row] = await db.query('SELECT 41 + 1 AS answer');
       console.log(JSON.stringify(row));

@@ -13,6 +13,7 @@ import { startServer, type RunningServer } from '../server.js';
 import { withPostgresSchema } from '../store/pg-schema.js';
 import { b64, call, until } from './test-support.js';
 
+// The task's own code (the user's program, in the sandbox): a run still going when the test acts.
 const SLOW = `export default async function run(ctx: any) {
   await new Promise((r) => setTimeout(r, 120000));
   return 'late';

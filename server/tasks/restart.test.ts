@@ -19,6 +19,7 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
+// The task's own code (the user's program, in the sandbox): a run still going when the test acts.
 const SLOW = `export default async function run(ctx: any) {
   await new Promise((r) => setTimeout(r, 120000));
   return 'late';

@@ -28,6 +28,7 @@ describe.each(backends)('task runs on %s', (backend) => {
     'cancel: a running run stops with task.cancelled; a queued run is cancelled before it starts; an ended run answers 409',
     { timeout: 120_000 },
     async () => {
+      // The task's own code (the user's program, in the sandbox): runs still going when cancelled.
       const slow = `export default async function run(ctx: any) {
   await new Promise((r) => setTimeout(r, 120000));
   return 'late';
