@@ -1,8 +1,10 @@
 // perform-web-task with a small local model over the OpenAI protocol (as Ollama and
 // llama.cpp serve one): text only, a 4k context (LLM_CONTEXT_TOKENS). The local model server
-// replays a recorded conversation (fixtures/agent/small-model-signup.json) with a malformed
-// call, calls written as text, an unknown tool and an answer in text, and the test checks
-// what the agent told the model, what it did to the pages, and that every request fitted.
+// replays a conversation kept as a fixture (fixtures/agent/small-model-signup.json) with a
+// malformed call, calls written as text, an unknown tool and an answer in text, and the test
+// checks what the agent told the model, what it did to the pages, and that every request
+// fitted. The fixture is written by hand in the shapes such models answer in: no model can
+// run on this project's machines to record one (no weights can be fetched here).
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { estimateTokens } from './observation.js';
