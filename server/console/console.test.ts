@@ -232,6 +232,9 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     expect(await row.count()).toBe(1);
     // The batch's progress is a percentage (BatchDetail.progress): 100 once both items are made.
     await until(async () => expect(await row.locator('progress').getAttribute('value')).toBe('100'), 60_000);
+    // Drawn on its scale: a full bar and "100 %", not a bar full from 1 % and "10000 %".
+    expect(await row.locator('progress').getAttribute('max')).toBe('100');
+    expect(await row.locator('td', { has: page.locator('progress') }).innerText()).toMatch(/^\s*100 %\s*$/);
     await page.click(`tr[data-batch="${batchId}"] a`);
     await until(async () => expect(await page.locator('tr[data-session]').count()).toBe(2), 10_000);
     const ids = await page.locator('tr[data-session]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-session')!));

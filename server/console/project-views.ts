@@ -31,7 +31,7 @@ export function batchesView(list: S['BatchSummary'][]): Markup {
                   html`<tr data-batch="${b.batch_id}">
                     <td><a class="mono" href="/console/sessions?batch_id=${b.batch_id}">${b.batch_id}</a></td>
                     <td>${badge(b.status)}</td>
-                    <td><progress max="1" value="${b.progress}"></progress> ${Math.round(b.progress * 100)} %</td>
+                    <td><progress max="100" value="${b.progress}"></progress> ${Math.round(b.progress)} %</td>
                     <td class="num">${b.completed_requests}</td>
                     <td class="num">${b.failed_requests}</td>
                     <td class="num">${b.pending_requests}</td>
