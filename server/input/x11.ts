@@ -76,7 +76,10 @@ export class X11Input implements InputBackend {
     // button down, and drop targets need dragover events before the release. The first
     // step waits longer: Chromium starts its drag session (a pointer grab, the drag image)
     // after the first moves, and on a loaded machine (load 14, 2 cores) a release 50 ms
-    // after reaching the target once came before it, and nothing was dropped.
+    // after reaching the target once came before it, and nothing was dropped; at load 13-15
+    // a release 100 ms after the target's second move once did too. Timed, not awaited:
+    // xdotool drives the display from outside, and nothing outside the page tells when
+    // Chromium's drag session has started (waiting for the page's dragstart is the fix).
     const [first, ...rest] = path(from, to, 12);
     const steps = rest.flatMap((p) => ['mousemove', ...this.at(p), 'sleep', '0.02']);
     await this.xdotool([
@@ -89,16 +92,16 @@ export class X11Input implements InputBackend {
       'mousemove',
       ...this.at(first!),
       'sleep',
-      '0.15',
+      '0.3',
       ...steps,
       'mousemove',
       ...this.at(to),
       'sleep',
-      '0.1',
+      '0.2',
       'mousemove',
       ...this.at(to),
       'sleep',
-      '0.1',
+      '0.2',
       'mouseup',
       BUTTON[button],
     ]);
