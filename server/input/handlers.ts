@@ -12,7 +12,7 @@ import { assertPublicUrl, UrlPolicyError } from '../net/address-policy.js';
 import { PageSessions, activePage } from '../browser/pages.js';
 import type { Button, InputBackend } from './backend.js';
 import { CdpInput, NoPageError } from './cdp.js';
-import { X11Input } from './x11.js';
+import { X11Input, type PointerSeen } from './x11.js';
 import { elementPoint } from './selector.js';
 import type { components } from '../../generated/types.js';
 import { resolveKey, type KeyDef } from './keys.js';
@@ -87,6 +87,19 @@ const PAINTED = `new Promise((resolve) => {
   requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0)));
   setTimeout(done, ${PAINT_WAIT_MS});
 })`;
+/** The page's last pointer event, noted in capture on its window, for a drag's release (x11.ts). */
+const WATCH_POINTER = `(() => {
+  const key = Symbol.for('cloud-browser.pointer');
+  const old = window[key];
+  const seen = old ?? { x: -1, y: -1, type: '', dragging: false };
+  Object.assign(seen, { x: -1, y: -1, type: '', dragging: false });
+  if (old) return;
+  const note = (e) => { seen.x = e.clientX; seen.y = e.clientY; seen.type = e.type; };
+  for (const type of ['mousemove', 'drag', 'dragover']) window.addEventListener(type, note, true);
+  window.addEventListener('dragstart', () => { seen.dragging = true; }, true);
+  Object.defineProperty(window, key, { value: seen });
+})()`;
+const POINTER_SEEN = `window[Symbol.for('cloud-browser.pointer')] ?? null`;
 // `status` at the top is what the vendor's SDKs read; `data.status`, what this server's other status answers carry.
 const ok = { status: 200 as const, body: { status: 'ok', data: { status: 'ok' } } };
 
@@ -112,6 +125,14 @@ export function inputHandlers(d: InputDeps): InputHandlers {
               await pages.send(await front(), 'Runtime.evaluate', { expression: PAINTED, awaitPromise: true }, PAINT_WAIT_MS + 2_000).catch(() => {});
             },
             insertText: async (text) => void (await pages.send(await front(), 'Input.insertText', { text })),
+            watchPointer: async () => void (await pages.send(await front(), 'Runtime.evaluate', { expression: WATCH_POINTER })),
+            pointer: async () => {
+              const r = await pages.send<{ result: { value?: PointerSeen | null } }>(await front(), 'Runtime.evaluate', {
+                expression: POINTER_SEEN,
+                returnByValue: true,
+              });
+              return r.result.value ?? undefined;
+            },
           })
         : pipeline;
       drv = { pages, backend, pipeline, front, queue: Promise.resolve() };

@@ -25,7 +25,27 @@ export interface PageAccess {
   painted(): Promise<void>;
   /** Text as an input method commits it. */
   insertText(text: string): Promise<void>;
+  /** Starts noting, in the page in front, the last pointer event it has taken in. */
+  watchPointer(): Promise<void>;
+  /** That last pointer event since watchPointer(), and whether a drag session began; undefined
+   *  when the page cannot tell (it navigated, or the script could not run). */
+  pointer(): Promise<PointerSeen | undefined>;
 }
+
+/** The last pointer event a page has taken in: a move, or in a drag session a `drag` or `dragover`. */
+export interface PointerSeen {
+  x: number;
+  y: number;
+  type: string;
+  /** A dragstart has fired since the watch began. */
+  dragging: boolean;
+}
+
+/** How long a drag's release waits for the page to take in the pointer at its target. */
+const REACH_MS = 5_000;
+/** Between two looks at the page, and how many looks before the pointer is nudged again. */
+const REACH_POLL_MS = 50;
+const NUDGE_EVERY = 5;
 
 export class X11Input implements InputBackend {
   private activated = false;
@@ -73,13 +93,10 @@ export class X11Input implements InputBackend {
 
   async drag(from: { x: number; y: number }, to: { x: number; y: number }, button: Button): Promise<void> {
     // Small steps with pauses: HTML drag and drop starts only after a few moves with the
-    // button down, and drop targets need dragover events before the release. The first
-    // step waits longer: Chromium starts its drag session (a pointer grab, the drag image)
-    // after the first moves, and on a loaded machine (load 14, 2 cores) a release 50 ms
-    // after reaching the target once came before it, and nothing was dropped; at load 13-15
-    // a release 100 ms after the target's second move once did too. Timed, not awaited:
-    // xdotool drives the display from outside, and nothing outside the page tells when
-    // Chromium's drag session has started (waiting for the page's dragstart is the fix).
+    // button down. The release waits for the page (reach): a drop needs the target's
+    // dragover before it, and on a loaded machine Chromium takes in the X events late, and
+    // starts its drag session (a pointer grab, the drag image) after the first moves.
+    await this.page.watchPointer().catch(() => {});
     const [first, ...rest] = path(from, to, 12);
     const steps = rest.flatMap((p) => ['mousemove', ...this.at(p), 'sleep', '0.02']);
     await this.xdotool([
@@ -92,19 +109,32 @@ export class X11Input implements InputBackend {
       'mousemove',
       ...this.at(first!),
       'sleep',
-      '0.3',
+      '0.05',
       ...steps,
       'mousemove',
       ...this.at(to),
-      'sleep',
-      '0.2',
-      'mousemove',
-      ...this.at(to),
-      'sleep',
-      '0.2',
-      'mouseup',
-      BUTTON[button],
     ]);
+    await this.reach(to);
+    await this.xdotool(['mouseup', BUTTON[button]]);
+  }
+
+  /**
+   * Waits until the page has taken in the pointer at `to`: as a move, or in a drag session as
+   * a dragover there (a `drag` alone is the source's, and the target has not yet said whether
+   * it takes the drop). A motion the drag session missed while it began is made again: every
+   * few looks the pointer goes a pixel aside and back. A page whose events the watch cannot
+   * see (a frame of another origin) gets its release after REACH_MS; one that cannot tell at
+   * all (it navigated away) gets it after a pause of a few frames.
+   */
+  private async reach(to: { x: number; y: number }): Promise<void> {
+    const deadline = Date.now() + REACH_MS;
+    for (let look = 1; Date.now() < deadline; look++) {
+      const seen = await this.page.pointer().catch(() => undefined);
+      if (!seen) return void (await sleep(200));
+      if (seen.x === to.x && seen.y === to.y && (!seen.dragging || seen.type === 'dragover')) return;
+      await sleep(REACH_POLL_MS);
+      if (look % NUDGE_EVERY === 0) await this.xdotool(['mousemove', ...this.at({ x: to.x + 1, y: to.y }), 'mousemove', ...this.at(to)]);
+    }
   }
 
   async scroll(x: number, y: number, deltaX: number, deltaY: number, steps: number): Promise<void> {
