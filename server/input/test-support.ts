@@ -155,16 +155,25 @@ export class PageProbe {
   }
 }
 
-/** Runs `fn` until it stops throwing (an assertion that is not true yet), up to timeoutMs; answers its value. */
-export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
+/**
+ * Runs `fn` until it stops throwing (an assertion that is not true yet), up to timeoutMs;
+ * answers its value. A boolean answer is refused: `eventually(() => x > 0)` would return at
+ * once whatever x is, so the condition goes inside an assertion (`expect(x).toBeGreaterThan(0)`).
+ * To poll a value until a predicate holds, batches/test-support.ts has `until(read, done)`.
+ */
+export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    let value: T;
     try {
-      return await fn();
+      value = await fn();
     } catch (err) {
       if (Date.now() > deadline) throw err;
       await new Promise((r) => setTimeout(r, 50));
+      continue;
     }
+    if (typeof value === 'boolean') throw new Error('eventually: the function answered a boolean, which proves nothing; assert inside it');
+    return value;
   }
 }
 
