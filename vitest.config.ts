@@ -30,8 +30,9 @@ export const lanes = {
 // at the end.
 export default defineConfig({
   test: {
-    // One migrated PGlite database for the run, copied for each test's (server/testing/pglite-template.ts).
-    globalSetup: ['server/testing/pglite-template.ts'],
+    // One migrated PGlite database for the run, copied for each test's (server/testing/pglite-template.ts),
+    // and the server transpiled once for the tests that start it as a process (server/testing/server-build.ts).
+    globalSetup: ['server/testing/pglite-template.ts', 'server/testing/server-build.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

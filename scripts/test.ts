@@ -21,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { readOwner } from '../server/browser/owner.js';
 import { withPostgresSchema } from '../server/store/pg-schema.js';
 import { freePort } from '../server/testing/free-port.js';
+import { ensureServerBuild, serverCommand } from '../server/testing/server-build.js';
 import { DURATIONS_FILE, type Durations } from '../server/testing/durations.js';
 import { lanes } from '../vitest.config.js';
 import { compare, conformanceLines, readLines, readMoved, vitestLines, type ConformanceReport, type VitestReport } from './inventory.js';
@@ -104,7 +105,8 @@ async function conformance(label: string, databaseUrl: string | undefined, out: 
   // The admin API's rules (AD*) run only with the operator's token.
   const adminToken = `adm_ci_${randomBytes(24).toString('hex')}`;
   const base = `http://127.0.0.1:${port}`;
-  const server = spawn(bin('tsx'), ['server/main.ts'], {
+  const [command, args] = serverCommand();
+  const server = spawn(command, args, {
     cwd: root,
     stdio: ['ignore', 'ignore', out === 'inherit' ? 'inherit' : 'pipe'],
     env: {
@@ -307,6 +309,8 @@ async function main() {
   const ram = ramTmpdir();
   if (ram) process.env.TMPDIR = ram;
   console.log(`(temporary files in ${ram ? `${ram}, a tmpfs` : tmpdir()}; TMPDIR chooses another)`);
+  // The server as JavaScript, for every lane's servers that run as processes of their own.
+  const removeBuild = ensureServerBuild();
   // Two lanes side by side: vitest on its two workers, and beside it the static checks, then
   // the conformance runs (most of a conformance run is waiting on one check after another).
   await Promise.all([
@@ -334,6 +338,7 @@ async function main() {
         });
     })(),
   ]);
+  removeBuild();
   // The next run's order (server/testing/sequencer.ts), from a run of every file.
   if (fileSeconds.complete) writeFileSync(DURATIONS_FILE, `${JSON.stringify(sortedByValue(fileSeconds.seconds), null, 2)}\n`);
   await step('no browser left behind', async (out) => {

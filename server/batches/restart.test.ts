@@ -1,6 +1,6 @@
 // A server killed (SIGKILL) in the middle of a batch resumes it when it starts again, and no
-// item is provisioned twice. The server runs as a child process (node --import tsx
-// server/main.ts, one process, so the kill reaches it). The kill lands while an item's
+// item is provisioned twice. The server runs as a child process (one process, so the kill
+// reaches it: server/testing/server-build.ts). The kill lands while an item's
 // session is starting: its first items' pages load from a local server that holds the
 // second item's request until the kill. Between the two runs the test also leaves an item
 // claimed whose session was never made, the other state a kill can leave.
@@ -20,6 +20,7 @@ import { RESTART_ERROR } from './worker.js';
 import { batchEnd, call, getBatch, until } from './test-support.js';
 import { freePort } from '../testing/free-port.js';
 import { seedPglite } from '../testing/pglite-template.js';
+import { serverCommand } from '../testing/server-build.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -33,7 +34,8 @@ interface Child {
 }
 
 async function startChild(env: Record<string, string>, base: string): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+  const [command, args] = serverCommand();
+  const proc = spawn(command, args, {
     cwd: root,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,11 +1,12 @@
 // The real server as a child process, for tests about what survives the server: a SIGKILL,
-// a graceful stop (SIGTERM), a restart on the same DATA_DIR. `node --import tsx
-// server/main.ts`, one process (the tsx CLI runs the server in a child of its own that a
-// SIGKILL would miss).
+// a graceful stop (SIGTERM), a restart on the same DATA_DIR. One node process (the run's
+// JavaScript or `--import tsx`: server-build.ts; the tsx CLI runs the server in a child of
+// its own that a SIGKILL would miss).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './free-port.js';
 import { seedPglite } from './pglite-template.js';
+import { serverCommand } from './server-build.js';
 
 const projectRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -34,7 +35,7 @@ export async function startChildServer(o: {
   const port = o.port ?? (await freePort());
   if (!o.databaseUrl && !o.env?.DATABASE_URL) seedPglite(o.dataDir);
   const url = `http://127.0.0.1:${port}`;
-  const [command, args] = o.pnpmStart ? ['pnpm', ['start']] : [process.execPath, ['--import', 'tsx', 'server/main.ts']];
+  const [command, args] = o.pnpmStart ? ['pnpm', ['start']] : serverCommand();
   const child = spawn(command, args, {
     cwd: projectRoot,
     detached: o.pnpmStart === true,
