@@ -13,7 +13,7 @@ import { zipOfDir } from '../testing/zip-of.js';
 import { browserBackends, startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession, endSession, HEADLESS } from '../sessions/test-support.js';
 import { startReceiver, type Receiver } from '../events/test-support.js';
-import { eventually } from '../input/test-support.js';
+import { untilPasses } from '../input/test-support.js';
 import { createProject } from '../auth/api-keys.js';
 import { SESSION_COOKIE } from './auth.js';
 import { deployedTask } from '../tasks/test-support.js';
@@ -46,7 +46,7 @@ addEventListener('mousedown', () => { document.title = 'clicked'; });</script>`)
 /** The embedded live view's frame, once its page has loaded. */
 async function liveFrame(page: Page): Promise<Frame> {
   await page.waitForSelector('iframe#live-view');
-  return eventually(() => {
+  return untilPasses(() => {
     const frame = page.frames().find((f) => f.url().includes('/live/') && f !== page.mainFrame());
     expect(frame).toBeDefined();
     return frame!;
@@ -132,7 +132,7 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     });
     await page.goto(`${base}/sessions/${s.id}`);
     let frame = await liveFrame(page);
-    await eventually(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(2), 15_000);
+    await untilPasses(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(2), 15_000);
     expect(await frame.evaluate(() => (window as any).__liveView.readOnly)).toBe(true);
     await expect(page.locator('#pages').textContent()).resolves.toContain('Console fixture');
 
@@ -140,9 +140,9 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     await page.click('#take-over');
     await page.waitForURL(/control=1/);
     frame = await liveFrame(page);
-    await eventually(async () => expect(await frame.evaluate(() => (window as any).__liveView.status)).toBe('live'), 15_000);
+    await untilPasses(async () => expect(await frame.evaluate(() => (window as any).__liveView.status)).toBe('live'), 15_000);
     expect(await frame.evaluate(() => (window as any).__liveView.readOnly)).toBe(false);
-    await eventually(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0), 15_000);
+    await untilPasses(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0), 15_000);
     const box = (await frame.locator('canvas').boundingBox())!;
     await frame.locator('canvas').click({ position: { x: box.width / 2, y: box.height / 2 } });
     // The click reached the page (its title changes) and the pages part, refreshed, shows it.
@@ -157,7 +157,7 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     });
     await page.goto(`${base}/sessions/${s.id}`);
     const frame = await liveFrame(page);
-    await eventually(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0), 15_000);
+    await untilPasses(async () => expect(await frame.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0), 15_000);
     // The session's own link still opens, once.
     const link = new URL(s.live_view_url);
     const own = `${server.url}${link.pathname}${link.search}`;
@@ -175,7 +175,7 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     await p.click('#dl');
     await cdp.close();
     // Until the download is kept (listed once finished): the end below would lose one in progress.
-    await eventually(async () => {
+    await untilPasses(async () => {
       const list = (await (await server.request(`/v1/sessions/${s.id}/downloads`)).json()) as any;
       expect(list.data.count).toBe(1);
     }, 15_000);
@@ -231,12 +231,12 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     const row = page.locator(`tr[data-batch="${batchId}"]`);
     expect(await row.count()).toBe(1);
     // The batch's progress is a percentage (BatchDetail.progress): 100 once both items are made.
-    await eventually(async () => expect(await row.locator('progress').getAttribute('value')).toBe('100'), 60_000);
+    await untilPasses(async () => expect(await row.locator('progress').getAttribute('value')).toBe('100'), 60_000);
     // Drawn on its scale: a full bar and "100 %", not a bar full from 1 % and "10000 %".
     expect(await row.locator('progress').getAttribute('max')).toBe('100');
     expect(await row.locator('td', { has: page.locator('progress') }).innerText()).toMatch(/^\s*100 %\s*$/);
     await page.click(`tr[data-batch="${batchId}"] a`);
-    await eventually(async () => expect(await page.locator('tr[data-session]').count()).toBe(2), 10_000);
+    await untilPasses(async () => expect(await page.locator('tr[data-session]').count()).toBe(2), 10_000);
     const ids = await page.locator('tr[data-session]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-session')!));
     for (const id of ids) await endSession(server, id);
   }, 90_000);
@@ -262,14 +262,14 @@ describe.each(browserBackends)('web console on %s', (backend) => {
       await page.selectOption('select[name=event_type]', 'session.failed');
       await page.click('#send-test');
       await expect(page.textContent('.notice.ok')).resolves.toContain('queued');
-      await eventually(() => expect(receiver.received.length).toBeGreaterThanOrEqual(1), 15_000);
+      await untilPasses(() => expect(receiver.received.length).toBeGreaterThanOrEqual(1), 15_000);
       const first = receiver.received[0]!;
       expect(JSON.parse(first.body).type).toBe('session.failed');
       await page.waitForSelector('tr[data-delivery][data-status="failed"]', { timeout: 15_000 });
 
       await page.click('tr[data-delivery][data-status="failed"] button');
       await expect(page.textContent('.notice.ok')).resolves.toContain('Retry queued');
-      await eventually(() => expect(receiver.received.length).toBeGreaterThanOrEqual(2), 15_000);
+      await untilPasses(() => expect(receiver.received.length).toBeGreaterThanOrEqual(2), 15_000);
       // The same event, signed again, as the next attempt.
       expect(receiver.received[1]!.headers['webhook-id']).toBe(first.headers['webhook-id']);
       await page.waitForSelector('tr[data-delivery][data-status="succeeded"]', { timeout: 15_000 });
@@ -279,9 +279,9 @@ describe.each(browserBackends)('web console on %s', (backend) => {
       const before = await attempts();
       const received = receiver.received.length;
       await page.click('tr[data-delivery][data-status="succeeded"] button');
-      await eventually(() => expect(receiver.received.length).toBeGreaterThan(received), 15_000);
+      await untilPasses(() => expect(receiver.received.length).toBeGreaterThan(received), 15_000);
       expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(first.headers['webhook-id']);
-      await eventually(async () => expect(await attempts()).toBe(before + 1), 15_000);
+      await untilPasses(async () => expect(await attempts()).toBe(before + 1), 15_000);
     }, 60_000);
   });
 
@@ -332,7 +332,7 @@ describe.each(browserBackends)('web console on %s', (backend) => {
     });
     expect(run.status).toBeLessThan(300);
     const runId = ((await run.json()) as any).run_id as string;
-    await eventually(async () => expect(((await (await server.request(`/v2/tasks/runs/${runId}/status`)).json()) as any).status).toBe('success'), 60_000);
+    await untilPasses(async () => expect(((await (await server.request(`/v2/tasks/runs/${runId}/status`)).json()) as any).status).toBe('success'), 60_000);
     await page.goto(`${base}/tasks`);
     await page.click(`a[href="/console/tasks/${taskId}"]`);
     await page.waitForURL(`${base}/tasks/${taskId}`);

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession } from '../sessions/test-support.js';
-import { BOX, PageProbe, decodePng, eventsOf, findColour, startFixtureServer, eventually, type FixtureServer, type RecordedEvent } from './test-support.js';
+import { BOX, PageProbe, decodePng, eventsOf, findColour, startFixtureServer, untilPasses, type FixtureServer, type RecordedEvent } from './test-support.js';
 
 const VIEWPORT = { width: 1024, height: 768 };
 const centre = (b: { x: number; y: number; w: number; h: number }) => ({ x: b.x + Math.floor(b.w / 2), y: b.y + Math.floor(b.h / 2) });
@@ -58,7 +58,7 @@ describe.each(
   it('clicks where it is told, with the left, right and middle buttons, as trusted events', async () => {
     const at = centre(BOX.button);
     expect((await call('POST', 'mouse/click', { ...at, button: 'left' })).status).toBe(200);
-    let e = await eventually(async () => {
+    let e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'click')).toHaveLength(1);
       return got;
@@ -69,7 +69,7 @@ describe.each(
     expect(of(e, 'click')[0]).toMatchObject({ x: at.x, y: at.y, trusted: true, target: 'button' });
 
     expect((await call('POST', 'mouse/click', { ...at, button: 'right' })).status).toBe(200);
-    e = await eventually(async () => {
+    e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'contextmenu')).toHaveLength(1);
       return got;
@@ -78,7 +78,7 @@ describe.each(
     expect(of(e, 'contextmenu')[0]).toMatchObject({ trusted: true });
 
     expect((await call('POST', 'mouse/click', { ...at, button: 'middle' })).status).toBe(200);
-    e = await eventually(async () => {
+    e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'mouseup')).toHaveLength(1);
       return got;
@@ -89,7 +89,7 @@ describe.each(
   it('double-clicks (the page sees a dblclick, detail 2)', async () => {
     const at = centre(BOX.button);
     expect((await call('POST', 'mouse/doubleClick', at)).status).toBe(200);
-    const e = await eventually(async () => {
+    const e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'dblclick')).toHaveLength(1);
       return got;
@@ -105,7 +105,7 @@ describe.each(
     expect((await call('POST', 'mouse/down', a)).status).toBe(200);
     expect((await call('POST', 'mouse/move', b)).status).toBe(200);
     expect((await call('POST', 'mouse/up', b)).status).toBe(200);
-    const e = await eventually(async () => {
+    const e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'mouseup')).toHaveLength(1);
       return got;
@@ -120,7 +120,7 @@ describe.each(
     const to = centre(BOX.drop);
     const res = await call('POST', 'drag-and-drop', { startX: from.x, startY: from.y, endX: to.x, endY: to.y });
     expect(res.status).toBe(200);
-    const e = await eventually(async () => {
+    const e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'drop')).toHaveLength(1);
       return got;
@@ -131,15 +131,15 @@ describe.each(
 
   it('scrolls with the wheel', async () => {
     expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: 480, steps: 2 })).status).toBe(200);
-    const e = await eventually(async () => {
+    const e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'wheel').reduce((s, w) => s + (w.deltaY ?? 0), 0)).toBe(480);
       return got;
     });
     expect(of(e, 'wheel').every((w) => w.trusted && w.x === 600 && w.y === 400)).toBe(true);
-    await eventually(async () => expect(await probe.eval<number>('scrollY')).toBe(480));
+    await untilPasses(async () => expect(await probe.eval<number>('scrollY')).toBe(480));
     expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: -480, deltaX: 0 })).status).toBe(200);
-    await eventually(async () => expect(await probe.eval<number>('scrollY')).toBe(0));
+    await untilPasses(async () => expect(await probe.eval<number>('scrollY')).toBe(0));
     await events();
   });
 
@@ -147,7 +147,7 @@ describe.each(
     await call('POST', 'mouse/click', centre(BOX.text));
     const text = 'Hello, World! 123 <a&b> "quoted" é';
     expect((await call('POST', 'keyboard/type', { text })).status).toBe(200);
-    await eventually(async () => expect(await probe.eval<string>("document.getElementById('text').value")).toBe(text));
+    await untilPasses(async () => expect(await probe.eval<string>("document.getElementById('text').value")).toBe(text));
     const e = await events();
     // A key each for what the keyboard has (characters it lacks may come as input-method text).
     const ascii = (t: string) => t.replace(/[^\x20-\x7e]/g, '');
@@ -181,7 +181,7 @@ describe.each(
     expect((await call('GET', 'clipboard')).body).toEqual({ data: { text: 'from the API ✓' } });
     await probe.eval("(() => { const t = document.getElementById('text'); t.value = ''; t.focus(); })()");
     expect((await call('POST', 'paste', { text: 'pasted text' })).status).toBe(200);
-    await eventually(async () => expect(await probe.eval<string>("document.getElementById('text').value")).toBe('pasted text'));
+    await untilPasses(async () => expect(await probe.eval<string>("document.getElementById('text').value")).toBe('pasted text'));
     const paste = of(await events(), 'paste')[0];
     expect(paste).toMatchObject({ trusted: true, text: 'pasted text' });
     expect((await call('GET', 'clipboard')).body).toEqual({ data: { text: 'pasted text' } });
@@ -214,7 +214,7 @@ describe.each(
       `(() => { const t = document.createElement('div'); t.id = 'target'; t.style.cssText = 'position:fixed;left:733px;top:611px;width:31px;height:17px;background:rgb(${colour})'; document.body.append(t); })()`,
     );
     try {
-      const box = await eventually(async () => {
+      const box = await untilPasses(async () => {
         const found = findColour(decodePng((await call('GET', 'screenshot')).body), colour);
         expect(found).toBeDefined();
         return found!;
@@ -223,7 +223,7 @@ describe.each(
       expect(box).toEqual({ x: 733, y: 611, w: 31, h: 17 });
       const at = centre(box);
       expect((await call('POST', 'mouse/click', at)).status).toBe(200);
-      const e = await eventually(async () => {
+      const e = await untilPasses(async () => {
         const got = await events();
         expect(of(got, 'click')).toHaveLength(1);
         return got;
@@ -236,7 +236,7 @@ describe.each(
 
   it('clicks an element named by a selector (the vendor form), waiting for it and scrolling to it', async () => {
     expect((await call('POST', 'mouse/click', { selector: '#button' })).status).toBe(200);
-    let e = await eventually(async () => {
+    let e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'click')).toHaveLength(1);
       return got;
@@ -248,7 +248,7 @@ describe.each(
       "setTimeout(() => [0, 1, 2].forEach((i) => { const p = document.createElement('div'); p.id = 'pick' + i; p.className = 'pick'; p.style.cssText = `position:absolute;left:${650 + i * 60}px;top:500px;width:40px;height:40px`; document.body.append(p); }), 300)",
     );
     expect((await call('POST', 'mouse/click', { selector: '.pick', index: 2, timeout: 5000 })).status).toBe(200);
-    e = await eventually(async () => {
+    e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'click')).toHaveLength(1);
       return got;
@@ -260,7 +260,7 @@ describe.each(
       "(() => { const f = document.createElement('div'); f.id = 'far'; f.style.cssText = 'position:absolute;left:40px;top:3000px;width:50px;height:50px'; document.body.append(f); })()",
     );
     expect((await call('POST', 'mouse/click', { selector: '#far', selectorTimeoutMs: 2000 })).status).toBe(200);
-    e = await eventually(async () => {
+    e = await untilPasses(async () => {
       const got = await events();
       expect(of(got, 'click')).toHaveLength(1);
       return got;
@@ -288,13 +288,13 @@ describe.each(
 
   it("scrolls through the browser's input pipeline with useOs false, to the pixel", async () => {
     expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: 50, useOs: false, steps: 0 })).status).toBe(200);
-    await eventually(async () => expect(await probe.eval<number>('scrollY')).toBe(50));
+    await untilPasses(async () => expect(await probe.eval<number>('scrollY')).toBe(50));
     expect(of(await events(), 'wheel').every((w) => w.trusted && w.x === 600 && w.y === 400)).toBe(true);
     // The OS wheel turns in 120-pixel notches; a headless session has no OS and scrolls exactly.
     expect((await call('POST', 'scroll', { x: 600, y: 400, deltaY: 50, useOs: true })).status).toBe(200);
-    await eventually(async () => expect(await probe.eval<number>('scrollY')).toBe(headless ? 100 : 170));
+    await untilPasses(async () => expect(await probe.eval<number>('scrollY')).toBe(headless ? 100 : 170));
     await probe.eval('scrollTo(0, 0)');
-    await eventually(async () => expect(await probe.eval<number>('scrollY')).toBe(0));
+    await untilPasses(async () => expect(await probe.eval<number>('scrollY')).toBe(0));
     await events();
   });
 
@@ -312,10 +312,10 @@ describe.each(
     try {
       await probe.eval(`location.href = ${JSON.stringify(fixtures.url('/slow-input'))}`, 'about:blank');
       // Until the tab is on /slow-input (committed): its 1.5 s hold starts with the parsing.
-      await eventually(async () => expect((await probe.pages()).find((p) => p.targetId === targetId)?.url).toContain('/slow-input'));
+      await untilPasses(async () => expect((await probe.pages()).find((p) => p.targetId === targetId)?.url).toContain('/slow-input'));
       const at = centre(BOX.button);
       expect((await call('POST', 'mouse/click', at)).status).toBe(200);
-      const e = await eventually(async () => {
+      const e = await untilPasses(async () => {
         const got = await events('/slow-input');
         expect(of(got, 'click')).toHaveLength(1);
         return got;
@@ -369,7 +369,7 @@ describe.each(
       await call(method, path, body, other.id);
     }
     expect((await server.request(`/v1/sessions/${other.id}`, { method: 'DELETE' })).status).toBe(200);
-    const completed = await eventually(async () => {
+    const completed = await untilPasses(async () => {
       const ev = (await eventsOf(server.db, other.id)).find((e) => e.type === 'session.completed');
       expect(ev).toBeDefined();
       return ev!;

@@ -157,11 +157,12 @@ export class PageProbe {
 
 /**
  * Runs `fn` until it stops throwing (an assertion that is not true yet), up to timeoutMs;
- * answers its value. A boolean answer is refused: `eventually(() => x > 0)` would return at
+ * answers its value. A boolean answer is refused: `untilPasses(() => x > 0)` would return at
  * once whatever x is, so the condition goes inside an assertion (`expect(x).toBeGreaterThan(0)`).
- * To poll a value until a predicate holds, batches/test-support.ts has `until(read, done)`.
+ * To poll a value until a predicate holds: `until(read, done)` (batches/test-support.ts), or
+ * `eventually(fn)` (browser/test-support.ts), which polls until fn answers something truthy.
  */
-export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
+export async function untilPasses<T>(fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     let value: T;
@@ -172,7 +173,7 @@ export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 10_000
       await new Promise((r) => setTimeout(r, 50));
       continue;
     }
-    if (typeof value === 'boolean') throw new Error('eventually: the function answered a boolean, which proves nothing; assert inside it');
+    if (typeof value === 'boolean') throw new Error('untilPasses: the function answered a boolean, which proves nothing; assert inside it');
     return value;
   }
 }

@@ -15,7 +15,7 @@ import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { createSession } from '../sessions/test-support.js';
-import { BOX, PageProbe, startFixtureServer, eventually, type FixtureServer } from '../input/test-support.js';
+import { BOX, PageProbe, startFixtureServer, untilPasses, type FixtureServer } from '../input/test-support.js';
 import { launchBrowser, type RunningBrowser } from '../browser/index.js';
 import { CdpClient, listPages, navigate } from '../browser/cdp-client.js';
 import type { RunningSession } from '../capability/index.js';
@@ -112,17 +112,17 @@ describe('the live view through the server, in a second browser', () => {
       const res = await viewer.goto(s.live_view_url);
       expect(res?.status()).toBe(200);
       expect(res?.headers()['content-security-policy']).toContain("default-src 'none'");
-      await eventually(async () => expect(await viewer.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0));
+      await untilPasses(async () => expect(await viewer.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0));
       expect(await viewer.evaluate(() => (window as any).__liveView.status)).toBe('live');
-      await eventually(async () => expect(isColour(await centreColour(viewer), 'red')).toBe(true));
+      await untilPasses(async () => expect(isColour(await centreColour(viewer), 'red')).toBe(true));
 
       // The session navigates: the viewer sees it.
       expect((await api(s.id, 'goto', { url: fixtures.url('/colour/blue') })).status).toBe(200);
-      await eventually(async () => expect(isColour(await centreColour(viewer), 'blue')).toBe(true));
+      await untilPasses(async () => expect(isColour(await centreColour(viewer), 'blue')).toBe(true));
 
       // A click in the viewer reaches the page, where it was made.
       expect((await api(s.id, 'goto', { url: fixtures.url('/input') })).status).toBe(200);
-      await eventually(async () => expect(isColour(await centreColour(viewer), 'white')).toBe(true));
+      await untilPasses(async () => expect(isColour(await centreColour(viewer), 'white')).toBe(true));
       await probe.events();
       const canvas = (await viewer.locator('#screen').boundingBox())!;
       const toViewer = (p: { x: number; y: number }) => ({
@@ -132,7 +132,7 @@ describe('the live view through the server, in a second browser', () => {
       const target = { x: BOX.button.x + 30, y: BOX.button.y + 15 };
       const at = toViewer(target);
       await viewer.mouse.click(at.x, at.y);
-      const clicks = await eventually(async () => {
+      const clicks = await untilPasses(async () => {
         const got = (await probe.events()).filter((e) => e.type === 'click');
         expect(got).toHaveLength(1);
         return got;
@@ -146,13 +146,13 @@ describe('the live view through the server, in a second browser', () => {
       await viewer.mouse.click(text.x, text.y);
       await viewer.keyboard.type('Typed here');
       await viewer.keyboard.press('Backspace');
-      await eventually(async () => expect(await probe.eval<string>("document.getElementById('text').value", '/input')).toBe('Typed her'));
+      await untilPasses(async () => expect(await probe.eval<string>("document.getElementById('text').value", '/input')).toBe('Typed her'));
       await viewer.evaluate(() => {
         const dt = new DataTransfer();
         dt.setData('text/plain', ' + pasted');
         document.getElementById('keys')!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
       });
-      await eventually(async () => expect(await probe.eval<string>("document.getElementById('text').value", '/input')).toBe('Typed her + pasted'));
+      await untilPasses(async () => expect(await probe.eval<string>("document.getElementById('text').value", '/input')).toBe('Typed her + pasted'));
       const keys = (await probe.events()).filter((e) => e.type === 'keydown');
       expect(keys.map((k) => k.key).join('')).toBe('Typed hereBackspace');
       expect(keys.every((k) => k.trusted)).toBe(true);
@@ -160,23 +160,23 @@ describe('the live view through the server, in a second browser', () => {
       // The wheel scrolls the page.
       await viewer.mouse.move(toViewer({ x: 600, y: 500 }).x, toViewer({ x: 600, y: 500 }).y);
       await viewer.mouse.wheel(0, 300);
-      await eventually(async () => expect(await probe.eval<number>('scrollY', '/input')).toBeGreaterThan(0));
+      await untilPasses(async () => expect(await probe.eval<number>('scrollY', '/input')).toBeGreaterThan(0));
 
       // A new tab comes to the front: the viewer lists it and shows it; switching back works.
       await probe.send('Target.createTarget', { url: fixtures.url('/colour/green') });
-      await eventually(async () => {
+      await untilPasses(async () => {
         const tabs = await viewer.evaluate(() => (window as any).__liveView.tabs as { url: string; active: boolean }[]);
         expect(tabs).toHaveLength(2);
         expect(tabs.find((t) => t.active)?.url).toContain('/colour/green');
       });
-      await eventually(async () => expect(isColour(await centreColour(viewer), 'green')).toBe(true));
+      await untilPasses(async () => expect(isColour(await centreColour(viewer), 'green')).toBe(true));
       await viewer.locator('#tabs button', { hasText: 'Input fixture' }).click();
-      await eventually(async () => expect(await probe.eval<string>('document.visibilityState', '/input')).toBe('visible'));
-      await eventually(async () => expect(isColour(await centreColour(viewer), 'white')).toBe(true));
+      await untilPasses(async () => expect(await probe.eval<string>('document.visibilityState', '/input')).toBe('visible'));
+      await untilPasses(async () => expect(isColour(await centreColour(viewer), 'white')).toBe(true));
 
       // The session ends: the viewer says so.
       expect((await server.request(`/v1/sessions/${s.id}`, { method: 'DELETE' })).status).toBe(200);
-      await eventually(async () => expect(await viewer.evaluate(() => (window as any).__liveView.status)).toBe('ended'));
+      await untilPasses(async () => expect(await viewer.evaluate(() => (window as any).__liveView.status)).toBe('ended'));
       const again = await fetch(s.live_view_url);
       expect(again.status).toBe(404);
     } finally {
@@ -194,7 +194,7 @@ describe('the live view through the server, in a second browser', () => {
     const viewer = await viewerBrowser.newPage({ viewport: { width: 1100, height: 900 } });
     try {
       await viewer.goto(s.live_view_url);
-      await eventually(async () => expect(await viewer.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0));
+      await untilPasses(async () => expect(await viewer.evaluate(() => (window as any).__liveView.frames)).toBeGreaterThan(0));
       expect(await viewer.evaluate(() => (window as any).__liveView.status)).toBe('viewonly');
       await probe.events();
       const canvas = (await viewer.locator('#screen').boundingBox())!;
@@ -207,7 +207,7 @@ describe('the live view through the server, in a second browser', () => {
       raw.send({ t: 'mouse', e: 'down', x: BOX.button.x + 30, y: BOX.button.y + 15, b: 'left', bs: 1, c: 1, m: 0 });
       raw.send({ t: 'mouse', e: 'up', x: BOX.button.x + 30, y: BOX.button.y + 15, b: 'left', bs: 0, c: 1, m: 0 });
       raw.send({ t: 'paste', text: 'nope' });
-      await eventually(() => expect(raw.frames.length).toBeGreaterThan(0));
+      await untilPasses(() => expect(raw.frames.length).toBeGreaterThan(0));
       expect(raw.texts.find((m) => m.type === 'hello')).toMatchObject({ readOnly: true });
       // Negative: no input reaches the page (the server drops it silently; no event to wait for).
       await new Promise((r) => setTimeout(r, 1_500));
@@ -241,7 +241,7 @@ describe('the live view through the server, in a second browser', () => {
       // The page's ticket works, for several viewers at once and after a disconnect.
       const a = await connect(ws);
       const b = await connect(ws);
-      await eventually(() => {
+      await untilPasses(() => {
         expect(a.frames.length).toBeGreaterThan(2);
         expect(b.frames.length).toBeGreaterThan(2);
       });
@@ -250,9 +250,9 @@ describe('the live view through the server, in a second browser', () => {
       a.ws.close();
       await a.closed;
       const seen = b.frames.length;
-      await eventually(() => expect(b.frames.length).toBeGreaterThan(seen + 2));
+      await untilPasses(() => expect(b.frames.length).toBeGreaterThan(seen + 2));
       const again = await connect(ws);
-      await eventually(() => expect(again.frames.length).toBeGreaterThan(0));
+      await untilPasses(() => expect(again.frames.length).toBeGreaterThan(0));
 
       // Wrong tokens and unknown sessions.
       expect((await fetch(s.live_view_url.replace(/token=.*/, 'token=wrong'))).status).toBe(401);
@@ -341,10 +341,10 @@ describe('the screencast and its viewers, on their own', () => {
     expect(hub.active).toBe(false);
     const frames: number[] = [];
     const off = hub.subscribe((f) => frames.push(f.seq));
-    await eventually(() => expect(frames.length).toBeGreaterThan(3));
+    await untilPasses(() => expect(frames.length).toBeGreaterThan(3));
     expect(hub.active).toBe(true);
     off();
-    await eventually(() => expect(hub.active).toBe(false));
+    await untilPasses(() => expect(hub.active).toBe(false));
     const stopped = frames.length;
     // Negative: no frame comes once nobody subscribes (nothing announces a frame not made).
     await new Promise((r) => setTimeout(r, 700));
@@ -358,22 +358,22 @@ describe('the screencast and its viewers, on their own', () => {
     expect(page.status).toBe(200);
     const ws = wsOf(`${base}/live/${session.id}`, await page.text());
     const v = await connect(ws);
-    await eventually(() => expect(v.frames.length).toBeGreaterThan(0));
+    await untilPasses(() => expect(v.frames.length).toBeGreaterThan(0));
     expect(liveView.viewerCount(session.id)).toBe(1);
     expect(hub.subscribers).toBe(1);
     expect(touches).toContain(`${session.id}:liveview`);
     v.send({ t: 'ping', id: 7 });
-    await eventually(() => expect(v.texts).toContainEqual({ type: 'pong', id: 7 }));
+    await untilPasses(() => expect(v.texts).toContainEqual({ type: 'pong', id: 7 }));
 
     v.ws.close();
     await v.closed;
-    await eventually(() => expect(liveView.viewerCount(session.id)).toBe(0));
+    await untilPasses(() => expect(liveView.viewerCount(session.id)).toBe(0));
     expect(hub.subscribers).toBe(0);
-    await eventually(() => expect(hub.active).toBe(false));
+    await untilPasses(() => expect(hub.active).toBe(false));
 
     const back = await connect(ws);
     const other = await connect(ws);
-    await eventually(() => expect(back.frames.length + other.frames.length).toBeGreaterThan(2));
+    await untilPasses(() => expect(back.frames.length + other.frames.length).toBeGreaterThan(2));
     const third = await connect(ws);
     expect((await third.closed).code).toBe(4429);
 
@@ -381,6 +381,6 @@ describe('the screencast and its viewers, on their own', () => {
     expect((await back.closed).code).toBe(4410);
     expect((await other.closed).code).toBe(4410);
     expect(liveView.viewerCount()).toBe(0);
-    await eventually(() => expect(hub.subscribers).toBe(0));
+    await untilPasses(() => expect(hub.subscribers).toBe(0));
   });
 });

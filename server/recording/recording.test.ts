@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { hashKey } from '../auth/api-keys.js';
 import { createSession } from '../sessions/test-support.js';
-import { eventsOf, startFixtureServer, eventually, type FixtureServer } from '../input/test-support.js';
+import { eventsOf, startFixtureServer, untilPasses, type FixtureServer } from '../input/test-support.js';
 
 const VIEWPORT = { width: 800, height: 600 };
 const HEADLESS = { headless: { active: true }, viewport: VIEWPORT };
@@ -56,7 +56,7 @@ describe('recordings', () => {
     return { status: res.status, body: (await res.json()) as any };
   };
   const waitForRecording = (id: string) =>
-    eventually(async () => {
+    untilPasses(async () => {
       const l = await listOf(id);
       expect(l.body.data.count).toBe(1);
       return l.body.data.items[0];
@@ -261,11 +261,11 @@ describe('recordings', () => {
   it('deleting the primary recording of a running session discards it: nothing is encoded', async () => {
     const s = await createSession(server, { session: { initial_url: fixtures.url('/animate') }, browser: HEADLESS });
     // Until a frame is kept: there is something recorded to discard.
-    await eventually(() => expect(readdirSync(join(server.dataDir, 'recordings', '.work', s.id)).some((f) => f !== 'index.jsonl')).toBe(true));
+    await untilPasses(() => expect(readdirSync(join(server.dataDir, 'recordings', '.work', s.id)).some((f) => f !== 'index.jsonl')).toBe(true));
     expect(existsSync(join(server.dataDir, 'recordings', '.work', s.id))).toBe(true);
     const res = await server.request(`/v1/sessions/${s.id}/recordings/primary`, { method: 'DELETE' });
     expect(res.status).toBe(200);
-    await eventually(() => expect(existsSync(join(server.dataDir, 'recordings', '.work', s.id))).toBe(false));
+    await untilPasses(() => expect(existsSync(join(server.dataDir, 'recordings', '.work', s.id))).toBe(false));
     expect((await post(`/v1/sessions/${s.id}/recordings/pause`)).status).toBe(409);
     expect((await server.request(`/v1/sessions/${s.id}`, { method: 'DELETE' })).status).toBe(200);
     // Negative: nothing is encoded after the end (nothing could announce its absence).
@@ -342,7 +342,7 @@ describe('recordings', () => {
     writeFileSync(join(dir, 'index.jsonl'), lines.join('\n') + '\n{"file":"0000004.jpg","t":1'); // the last line cut short
     const second = await startTestServer({ env: { DATA_DIR: dataDir } });
     try {
-      const rows = await eventually(async () => {
+      const rows = await untilPasses(async () => {
         const r = await second.db.query<{ duration_ms: number; size_bytes: number }>('SELECT * FROM recordings WHERE session_id = $1', [id]);
         expect(r).toHaveLength(1);
         return r;
