@@ -166,8 +166,12 @@ describe.each(browserBackends)('perform-web-task, OpenAI protocol (%s)', (backen
         return { toolCalls: [call('finish', { answer: { products: [{ name: 'Espresso machine', price: '249.50', in_stock: true }] } })] };
       },
       (body) => {
+        // The refused finish is answered, and the correction is asked for in the structured mode, without tools.
         expect(lastToolResults(body).at(-1)).toMatch(/^The answer was not accepted: answer\/products\/0\/price must be number/);
-        return { toolCalls: [call('finish', { answer })] };
+        expect(lastObservation(body)).toMatch(/^Give the corrected answer\./);
+        expect(body.response_format).toMatchObject({ type: 'json_schema', json_schema: { schema: { properties: { answer: schema } } } });
+        expect(body.tools).toBeUndefined();
+        return { text: JSON.stringify({ answer }) };
       },
     ]);
     const r = await perform({ prompt: 'List the products with their price and whether they are in stock', url: site.url('/table'), output_schema: schema });

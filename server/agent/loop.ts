@@ -77,8 +77,9 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
   const contextTokens = r.contextTokens ?? 0;
   try {
     let note = `Task: ${r.prompt}`;
-    // Set after an answer in text that did not conform: the next turn asks for it in the
-    // protocol's structured output mode.
+    // Set after an answer that did not conform, in text or through finish: the next turn asks
+    // for it in the protocol's structured output mode, which a model without good tool calling
+    // answers more reliably than another finish.
     let answerTurn = false;
     for (;;) {
       if (r.signal.aborted) throw r.signal.reason;
@@ -116,6 +117,7 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
       messages.push({ role: 'assistant', text: calls === reply.toolCalls ? reply.text : '', toolCalls: calls });
       note = '';
       const before = steps.length;
+      let refused = false;
       // Refs of a snapshot name elements, not positions: a later call of the same turn
       // acts on its element still, or fails to find it once the page has replaced it.
       for (const call of calls) {
@@ -131,6 +133,7 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
           const wrong = answer === undefined ? 'finish needs an answer' : r.answerSchema?.check(answer);
           if (!wrong) return done(answer);
           answerTool(`The answer was not accepted: ${wrong}. Correct it and call finish again.`);
+          refused = r.answerSchema !== undefined;
           continue;
         }
         if (call.name === 'give_up') return fail('agent', `The agent gave up: ${String(call.arguments.reason ?? 'no reason given')}`);
@@ -152,6 +155,11 @@ export async function runWebTask(r: WebTaskRun): Promise<WebTaskOutcome> {
       // Turns of wrong answers and unknown tools only: a model going round in circles.
       if (steps.length > before) idle = 0;
       else if (++idle >= MAX_IDLE_TURNS) return fail('agent', 'The agent gave up: three turns in a row without a valid action or answer');
+      // A refused answer and nothing done beside it: the correction is asked for as an answer.
+      if (refused && steps.length === before) {
+        answerTurn = true;
+        note = 'Give the corrected answer.';
+      }
     }
   } catch (err) {
     if (err instanceof TimeLimit) return fail('agent', err.message);
