@@ -19,6 +19,7 @@ import { createHttpApp, finishApp } from './http/app.js';
 import { keepIdleConnections } from './http/keep-alive.js';
 import { compose, createSignals, type OrderRule } from './capability/index.js';
 import { openBlobAreas } from './storage/areas.js';
+import { checkBrowserSandbox } from './browser/index.js';
 import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
@@ -106,6 +107,11 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
     // First in, last out: spans of the shutdown's own queries still go out.
     const tracing = startTracing({ endpoint: config.otelEndpoint, node: `${hostname()}:${installationId(config.dataDir)}` });
     cleanups.push(() => tracing.close());
+    // Before anything launches a browser: refused here when the sandbox cannot run (browser-user.ts).
+    if (checkBrowserSandbox({ sandbox: config.browserSandbox === 'on', dataDir: config.dataDir }) === 'off')
+      log.warn(
+        'browser sandbox off (BROWSER_SANDBOX=off): browsers run as this server with --no-sandbox; a page that exploits the renderer runs as the server',
+      );
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
     cleanups.push(() => db.close());
     const applied = await migrate(db);

@@ -4,9 +4,9 @@ import { DEFAULT_LAUNCH_OPTIONS, sameLaunchOptions, type LaunchOptions } from '.
 
 const insets = { width: 0, height: 87 };
 const base: LaunchOptions = { ...DEFAULT_LAUNCH_OPTIONS, viewport: { width: 1280, height: 720 } };
-const args = (o: Partial<LaunchOptions> = {}, runningAsRoot = true) => {
+const args = (o: Partial<LaunchOptions> = {}, sandbox = true) => {
   const options = { ...base, ...o };
-  return chromiumArgs(options, { userDataDir: '/r/user-data', geometry: geometry(options, insets), runningAsRoot });
+  return chromiumArgs(options, { userDataDir: '/r/user-data', geometry: geometry(options, insets), sandbox });
 };
 
 describe('chromiumArgs', () => {
@@ -34,9 +34,9 @@ describe('chromiumArgs', () => {
     expect(a.at(-1)).toBe('about:blank');
   });
 
-  it('adds --no-sandbox only as root', () => {
-    expect(args({}, true)).toContain('--no-sandbox');
-    expect(args({}, false)).not.toContain('--no-sandbox');
+  it('adds --no-sandbox only when the sandbox is off', () => {
+    expect(args({}, false)).toContain('--no-sandbox');
+    expect(args({}, true)).not.toContain('--no-sandbox');
   });
 
   it('keeps Chromium popup blocking unless popup_blocker is off', () => {

@@ -48,8 +48,8 @@ export function geometry(options: LaunchOptions, insets: WindowInsets): Geometry
 export interface ArgsLayout {
   userDataDir: string;
   geometry: Geometry;
-  /** Chromium's sandbox cannot run as root: --no-sandbox then. */
-  runningAsRoot: boolean;
+  /** Chromium's sandbox on; off only by the operator's BROWSER_SANDBOX=off (browser-user.ts). */
+  sandbox: boolean;
 }
 
 /**
@@ -135,7 +135,7 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
     '--window-position=0,0',
     `--window-size=${window.width},${window.height}`,
   ];
-  if (layout.runningAsRoot) args.push('--no-sandbox');
+  if (!layout.sandbox) args.push('--no-sandbox');
   if (options.headless) {
     args.push('--headless=new', `--screen-info={${screen.width}x${screen.height}}`);
   } else {

@@ -10,6 +10,7 @@ export { groupUsage, within } from './procfs.js';
 export { BUILT_IN_EXTENSIONS } from './extensions.js';
 export { ADBLOCK, turnAdblockOff } from './adblock.js';
 export { browsersDirFor, installationId } from './roots.js';
+export { BrowserSandboxError, checkBrowserSandbox } from './browser-user.js';
 export { downloadsDirOf } from './download-path.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
 export { prioritiesWork, toBackground, toForeground } from './cpu-priority.js';

@@ -1,6 +1,7 @@
 // Real Chromium, real Xvfb. Tests run one after another (two cores; at most two browsers
 // at once here).
-import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -299,7 +300,10 @@ describe('launchBrowser', () => {
   });
 
   it('fails with a clear error when Chromium never reports DevTools, and leaves nothing', async () => {
-    const pidsFile = join(browsersDir, 'silent.pids');
+    // Where the fake browser, under a uid of its own when the tests run as root, may write.
+    const spot = mkdtempSync(join(tmpdir(), 'cb-silent-'));
+    chmodSync(spot, 0o777);
+    const pidsFile = join(spot, 'silent.pids');
     const fake = join(browsersDir, 'silent-chromium.sh');
     // A "browser" that forks a child and then says nothing.
     writeFileSync(fake, `#!/bin/sh\nsleep 300 &\necho "$$ $!" > ${pidsFile}\nwait\n`);
@@ -314,6 +318,7 @@ describe('launchBrowser', () => {
     expect(pids).toHaveLength(2);
     for (const pid of pids) expect(isRunning(pid)).toBe(false);
     expect(existsSync(rootDir)).toBe(false);
+    rmSync(spot, { recursive: true, force: true });
   });
 
   it("fails with Chromium's own words when it exits at start, and leaves nothing", async () => {

@@ -20,6 +20,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { installAdblock } from './adblock.js';
+import { browserUid, ensureXSocketDir, handOver, openForSearch } from './browser-user.js';
 import type { AutoSelectCertificate } from './auto-select-certificates.js';
 import { installStealth } from './stealth-extension.js';
 import { CdpClient } from './cdp-client.js';
@@ -57,6 +58,8 @@ export interface LaunchEnv {
   prepare?(rootDir: string): Promise<RootAddition | undefined>;
   /** Told Chromium's pid as soon as it is spawned (the warm pool lowers a refill's CPU weight, cpu-priority.ts). */
   onSpawn?(pid: number): void;
+  /** false: Chromium without its sandbox, as the server (the operator's BROWSER_SANDBOX=off); default true (browser-user.ts). */
+  sandbox?: boolean;
 }
 
 /** What a root's preparation adds to the launch. */
@@ -170,7 +173,10 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
   const marker = randomUUID();
   const identity: RootIdentity = { marker, rootDir };
   const paths = rootPaths(rootDir);
+  const sandbox = env.sandbox ?? true;
+  const uid = browserUid(sandbox);
   await mkdir(dirname(rootDir), { recursive: true });
+  if (uid !== undefined) await openForSearch(dirname(rootDir));
   // Not recursive: an existing root belongs to someone (another session, a sweep to come).
   await mkdir(rootDir);
   // owner.json before any process exists, so a crash at any later point is swept.
@@ -211,8 +217,11 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);
     const childEnv = processEnv(rootDir, marker);
+    if (uid !== undefined) await handOver(rootDir, uid);
     if (!options.headless) {
+      if (uid !== undefined) ensureXSocketDir();
       xvfb = await startXvfb({
+        uid,
         xvfbPath: env.xvfbPath ?? 'Xvfb',
         width: geo.screen.width,
         height: geo.screen.height,
@@ -226,14 +235,19 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     const args = chromiumArgs(options, {
       userDataDir: paths.userData,
       geometry: geo,
-      runningAsRoot: process.getuid?.() === 0,
+      sandbox,
     });
     // detached: Chromium leads a new process group, so one kill(-pgid) reaches the
     // zygotes, renderers, GPU and utility processes it forks. stdout is unused; stderr
     // carries the DevTools line and, later, diagnostics for a crash. Fds 3 and 4 are the
     // --remote-debugging-pipe: held open by this process only, they close when it dies
     // however it dies (kill -9 included), and Chromium exits then.
-    child = spawn(env.chromiumPath, args, { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], env: childEnv });
+    child = spawn(env.chromiumPath, args, {
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+      env: childEnv,
+      ...(uid === undefined ? {} : { uid, gid: uid }),
+    });
     const spawned = child;
     (spawned.stdio[4] as NodeJS.ReadableStream).resume();
     // A write to a browser that died fails with EPIPE: its exit is reported through `exited`.

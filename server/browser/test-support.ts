@@ -1,7 +1,7 @@
 // Shared by this folder's tests: where Chromium is, temporary browser directories, a
 // logger, and checks that nothing of a browser is left.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Log } from './log.js';
@@ -16,8 +16,11 @@ export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  * Chromium's SingletonSocket sits 50 bytes below a root (tmp/org.chromium.Chromium.XXXXXX/),
  * a socket path has 107, and sweep.test.ts nests its roots a level deeper.
  */
+/** A folder for browser roots: searchable by others, as each browser's own uid must pass it (browser-user.ts). */
 export function tempBrowsersDir(): string {
-  return mkdtempSync(join(tmpdir(), 'cb-bt-'));
+  const dir = mkdtempSync(join(tmpdir(), 'cb-bt-'));
+  chmodSync(dir, 0o711);
+  return dir;
 }
 
 /** Silent unless TEST_LOG_LEVEL is set; warnings and errors are kept for assertions. */

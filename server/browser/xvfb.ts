@@ -23,6 +23,8 @@ export interface XvfbOptions {
   env: NodeJS.ProcessEnv;
   log: Log;
   timeoutMs?: number;
+  /** The uid (and gid) it runs as, the browser's (browser-user.ts); the server's when undefined. */
+  uid?: number;
 }
 
 export async function startXvfb(options: XvfbOptions): Promise<RunningXvfb> {
@@ -36,6 +38,7 @@ export async function startXvfb(options: XvfbOptions): Promise<RunningXvfb> {
     stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     detached: true,
     env: options.env,
+    ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
   });
   const pid = child.pid;
   let stderrTail = '';

@@ -122,6 +122,14 @@ export const SETTINGS = {
     description:
       'Most session browsers running at once per server. `0` makes a node without browsers in a cluster (`NODE_INTERNAL_URL`): it answers the API, routes CDP and live view, and sends new sessions and the browser tools to nodes with room ([Scaling](operations/scaling.md)).',
   },
+  BROWSER_SANDBOX: {
+    section: 'Browsers and sessions',
+    type: 'enum',
+    values: ['on', 'off'],
+    default: 'on',
+    description:
+      "Chromium's own sandbox. `on`: a server running as root runs each browser and its Xvfb under a uid of its own (none of an account's), owning its root's folders only; the start fails where the sandbox cannot run (no user namespaces for an unprivileged user), saying why. `off`: browsers run as the server with `--no-sandbox`, which the start log and `/healthz` (`sandbox`) then say; never for untrusted pages ([Security](security.md)).",
+  },
   BROWSER_POOL_SIZE: {
     section: 'Browsers and sessions',
     type: 'int',

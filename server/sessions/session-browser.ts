@@ -29,7 +29,7 @@ export async function launchSessionBrowser(
       extraStealth: launch.extraStealth,
       extensionDirs: launch.extensionDirs,
     },
-    { chromiumPath: o.config.chromiumPath, rootDir, log: o.log, signal, sessionId, prepare, onSpawn },
+    { chromiumPath: o.config.chromiumPath, sandbox: o.config.browserSandbox === 'on', rootDir, log: o.log, signal, sessionId, prepare, onSpawn },
     { allowPrivateNetworks: o.config.allowPrivateNetworks, log: o.log },
   );
   const { browser } = metered;

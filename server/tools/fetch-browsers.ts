@@ -24,6 +24,8 @@ import { DEFAULT_LAUNCH_OPTIONS, closeMeteredBrowser, launchMeteredBrowser, type
 
 export interface FetchBrowsersOptions {
   chromiumPath: string;
+  /** Chromium's sandbox (BROWSER_SANDBOX). */
+  sandbox: boolean;
   browsers: number;
   maxConcurrency: number;
   maxQueue: number;
@@ -198,7 +200,13 @@ export class FetchBrowsers {
     // option to turn it off (the vendor's has none), and their pages are read, not browsed.
     const metered = await launchMeteredBrowser(
       { ...DEFAULT_LAUNCH_OPTIONS, headless: true, adblock: false },
-      { chromiumPath: this.o.chromiumPath, rootDir: join(this.o.browsersDir, `t-${randomBytes(6).toString('hex')}`), log, sessionId: null },
+      {
+        chromiumPath: this.o.chromiumPath,
+        sandbox: this.o.sandbox,
+        rootDir: join(this.o.browsersDir, `t-${randomBytes(6).toString('hex')}`),
+        log,
+        sessionId: null,
+      },
       { allowPrivateNetworks: this.o.allowPrivateNetworks, upstream: this.o.proxyUrl ? { server: this.o.proxyUrl } : undefined, log },
     );
     const running = metered.browser;

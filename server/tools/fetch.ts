@@ -38,6 +38,7 @@ export interface ToolServiceOptions {
   config: Pick<
     Config,
     | 'chromiumPath'
+    | 'browserSandbox'
     | 'dataDir'
     | 'allowPrivateNetworks'
     | 'fetchBrowsers'
@@ -62,6 +63,7 @@ export class ToolService {
     const { config, log } = o;
     this.browsers = new FetchBrowsers({
       chromiumPath: config.chromiumPath,
+      sandbox: config.browserSandbox === 'on',
       browsers: config.fetchBrowsers,
       maxConcurrency: config.fetchMaxConcurrency,
       maxQueue: config.fetchMaxQueue,
