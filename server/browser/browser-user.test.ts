@@ -2,7 +2,7 @@
 // browser is a uid of its own with the sandbox on, and nothing of another browser's root is
 // its to read; BROWSER_SANDBOX=off is the only way to --no-sandbox, and it is said.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer } from '../testing/harness.js';
 import { BrowserSandboxError, checkBrowserSandbox } from './browser-user.js';
 import { launchBrowser, rootPaths, type RunningBrowser } from './launch.js';
+import { browsersDirFor } from './roots.js';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
 import { chromiumPath, groupMembers, tempBrowsersDir, testLog } from './test-support.js';
 
@@ -157,6 +158,30 @@ describe('checkBrowserSandbox', () => {
 });
 
 describe('a server', () => {
+  it.skipIf(!root)("runs a session's browser, as the API made it, under a uid of its own with the sandbox on", async () => {
+    const server = await startTestServer();
+    try {
+      const res = await server.request('/v1/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(res.status).toBe(200);
+      const { id } = ((await res.json()) as { data: { id: string } }).data;
+      const browsers = browsersDirFor(server.dataDir);
+      const owner = readdirSync(browsers)
+        .map((name) => JSON.parse(readFileSync(join(browsers, name, 'owner.json'), 'utf8')) as { sessionId: string; pids: number[] })
+        .find((o) => o.sessionId === id)!;
+      const [chromiumPid, xvfbPid] = owner.pids;
+      const uid = uidOf(chromiumPid!);
+      expect(uid).toBeGreaterThanOrEqual(300_000);
+      expect(uidOf(xvfbPid!)).toBe(uid);
+      for (const pid of groupMembers(chromiumPid!)) {
+        expect(uidOf(pid)).toBe(uid);
+        expect(cmdlineOf(pid)).not.toContain('--no-sandbox');
+      }
+      expect((await server.request(`/v1/sessions/${id}`, { method: 'DELETE' })).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("says in /healthz whether its browsers' sandbox is on, and warns at start when it is off", async () => {
     const on = await startTestServer();
     const logs: string[] = [];
