@@ -50,6 +50,7 @@ const ALLOWED: Record<string, string> = {
   'server/browser/launch.ts: exitHookInstalled': "that 'exit' hook, installed once for the process",
   'server/browser/reaper.ts: reaper': "the shell that kills the process's frozen browsers when the process ends",
   'server/sandbox/jail.ts: nextUid': 'uids handed to runs: two runs of the process, whichever server, must not share one',
+  'server/browser/browser-user.ts: nextUid': 'uids handed to browsers: two browsers of the process, whichever server, must not share one',
   'server/events/delivery-claim.ts: localLeasesOf':
     "PGlite's delivery leases kept in memory, keyed by the database: they are the database's, whoever claims from it",
   // Modules of other processes, which the server never loads: their state is their process's.

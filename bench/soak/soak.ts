@@ -18,7 +18,7 @@
 //
 // Usage: pnpm soak [--minutes 30] [--concurrency 4] [--seed 1] [--db pglite|postgres]
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
@@ -169,6 +169,8 @@ async function soakOn(o: SoakOptions, databaseUrl: string | undefined): Promise<
   // The server's TMPDIR, as short as a path can be: Chromium puts a Unix socket several
   // levels below it (a browser root's tmp/), and socket paths are limited to 107 bytes.
   const tmp = mkdtempSync('/tmp/cs');
+  // Searchable by others: a root server runs each browser under a uid of its own.
+  chmodSync(tmp, 0o711);
   const browsersDir = join(tmp, `cb-${installationId(dataDir)}`);
   const recordingsWork = join(dataDir, 'recordings', '.work');
   const apiKey = `sk_soak_${randomBytes(12).toString('hex')}`;

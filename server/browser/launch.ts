@@ -33,6 +33,7 @@ import { newOwnerRecord, readOwner, writeOwner, type OwnerRecord } from './owner
 import { MARKER_VARIABLE, killRootProcesses, killRootProcessesOnce, within, type RootIdentity } from './procfs.js';
 import { holdFrozen, letGo } from './reaper.js';
 import { startXvfb, type RunningXvfb } from './xvfb.js';
+import { lastLines, waitForDevTools } from './chromium-stderr.js';
 import { firstPage, fitViewport, holdFullscreen, measureSettled } from './window-fit.js';
 
 export type { LaunchOptions } from './launch-options.js';
@@ -382,28 +383,6 @@ function onAbort(signal: AbortSignal | undefined): { rejected: Promise<never>; d
   return { rejected, dispose: () => listener && signal?.removeEventListener('abort', listener) };
 }
 
-function waitForDevTools(child: ChildProcess, timeoutMs: number): Promise<string> {
-  return new Promise((res, rej) => {
-    let buffered = '';
-    const onData = (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const m = /DevTools listening on (ws:\/\/\S+)/.exec(buffered);
-      if (m) {
-        clearTimeout(timer);
-        child.stderr!.off('data', onData);
-        res(m[1]!);
-      } else if (buffered.length > 64_000) {
-        buffered = buffered.slice(-1_000);
-      }
-    };
-    const timer = setTimeout(() => {
-      child.stderr!.off('data', onData);
-      rej(new Error(`Chromium did not report its DevTools endpoint within ${Math.round(timeoutMs / 1000)} s`));
-    }, timeoutMs);
-    child.stderr!.on('data', onData);
-  });
-}
-
 async function removeRoot(rootDir: string, log: Log): Promise<void> {
   // A process that was still writing when killed can recreate a file mid-removal
   // (ENOTEMPTY): retry a few times.
@@ -412,16 +391,6 @@ async function removeRoot(rootDir: string, log: Log): Promise<void> {
   } catch (err) {
     log.error({ rootDir, err: (err as Error).message }, 'could not remove a browser root');
   }
-}
-
-/** The end of Chromium's stderr, without the D-Bus complaints every start prints. */
-function lastLines(text: string, n = 8): string {
-  return text
-    .trim()
-    .split('\n')
-    .filter((line) => !/dbus|Fontconfig/i.test(line))
-    .slice(-n)
-    .join('\n');
 }
 
 /**
