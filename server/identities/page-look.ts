@@ -98,11 +98,18 @@ function lookInFrame(mark: string, username: string): FrameLook {
       set(entries[0], 'account');
     }
   }
-  const captcha = !!Array.from(
-    document.querySelectorAll(
-      'iframe[src*="recaptcha"], iframe[src*="hcaptcha"], iframe[src*="challenges.cloudflare.com"], .g-recaptcha, .h-captcha, .cf-turnstile',
-    ),
-  ).find(visible);
+  // A widget whose response field holds a token (the session's solver answered it) asks
+  // nothing more: the form goes with the token once its fields are filled.
+  const answered = Array.from(document.querySelectorAll('[name="g-recaptcha-response"], [name="h-captcha-response"], [name="cf-turnstile-response"]')).some(
+    (f) => (f as HTMLInputElement).value,
+  );
+  const captcha =
+    !answered &&
+    !!Array.from(
+      document.querySelectorAll(
+        'iframe[src*="recaptcha"], iframe[src*="hcaptcha"], iframe[src*="challenges.cloudflare.com"], .g-recaptcha, .h-captcha, .cf-turnstile',
+      ),
+    ).find(visible);
   const consent = Array.from(
     document.querySelectorAll('[role="dialog"], [aria-modal="true"], dialog, [id*="cookie" i], [class*="cookie" i], [id*="consent" i], [class*="consent" i]'),
   ).some((el) => visible(el) && /cookie|consent/i.test((el as HTMLElement).innerText || ''));

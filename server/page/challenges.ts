@@ -142,6 +142,12 @@ function detectInPage(statusHint: number): DetectedChallenge | null {
   } else if (iframeSrc(/challenges\.cloudflare\.com/)) {
     captcha = { kind: 'turnstile', sitekey: paramOf(/challenges\.cloudflare\.com/, 'sitekey') };
   }
+  // A widget already answered (its response field holds a token) asks nothing more: the page,
+  // or a login filling its form, sends the token.
+  const answered = Array.from(doc.querySelectorAll('[name="g-recaptcha-response"], [name="h-captcha-response"], [name="cf-turnstile-response"]')).some(
+    (f) => (f as HTMLInputElement).value,
+  );
+  if (answered) captcha = undefined;
   const interstitial = vendor !== null || [403, 429, 503].includes(statusHint) || text.length < 1500;
   if (captcha && captcha.sitekey && interstitial) return { vendor: vendor ?? 'Captcha', kind: 'captcha', captcha };
   if (vendor) return { vendor, kind: 'wait' };
@@ -232,7 +238,17 @@ function applyTokenInPage(kind: CaptchaKind, token: string): string {
       return 'callback';
     }
   }
-  if (form) {
+  // A form that still asks for something a person types (a login's user name and password)
+  // is not sent half empty, which would use the token up: whoever fills it sends it.
+  const empty = (f: Element) => {
+    const el = f as HTMLInputElement;
+    const type = (el.getAttribute('type') || 'text').toLowerCase();
+    if (el.tagName === 'INPUT' && ['hidden', 'submit', 'button', 'image', 'reset', 'checkbox', 'radio', 'file'].includes(type)) return false;
+    if (names.includes(el.name) || el.disabled || el.readOnly || el.value) return false;
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && getComputedStyle(el).visibility !== 'hidden';
+  };
+  if (form && !Array.from(form.querySelectorAll('input, textarea')).some(empty)) {
     if (typeof form.requestSubmit === 'function') form.requestSubmit();
     else form.submit();
     return 'submitted';
