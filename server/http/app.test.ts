@@ -32,7 +32,7 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
     expect(await res.json()).toEqual({
       status: 'ok',
       database: backend,
-      browsers: { running: 0, warm: 0 },
+      browsers: { running: 0, warm: 0, sandbox: 'on' },
       cluster: { node_id: expect.any(String), live_nodes: 1, draining: false },
     });
   });
