@@ -83,7 +83,8 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
 
   it('SIGTERM drains: new sessions answer 503, the running one finishes, the node leaves the listing', { timeout: 90_000 }, async () => {
     const idD = `d-${run}`;
-    const d = await node(idD, dir('d'), { SHUTDOWN_GRACE_SECONDS: '30' });
+    // Its log at debug: a drain that does not end says where it waits.
+    const d = await node(idD, dir('d'), { SHUTDOWN_GRACE_SECONDS: '30', LOG_LEVEL: 'debug' });
     await subscribe(d);
     const created = await call(d, 'POST', '/v1/sessions', SESSION);
     expect(created.status).toBe(200);
@@ -102,7 +103,7 @@ describe.skipIf(!databaseUrl)('a cluster of nodes on PostgreSQL', () => {
     // Its client finishes it through the draining node; the node then exits, well within the grace.
     expect((await call(d, 'DELETE', `/v1/sessions/${sessionId}`)).status).toBe(200);
     const exit = await Promise.race([d.exited, new Promise((r) => setTimeout(() => r('timeout'), 20_000))]);
-    expect(exit).toMatchObject({ code: 0 });
+    expect(exit, `the node's last log lines:\n${d.log().split('\n').slice(-40).join('\n')}`).toMatchObject({ code: 0 });
     await until(
       async () => ofSession(sessionId),
       (l) => l.length >= 1,

@@ -16,6 +16,8 @@ export interface ChildServer {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** The end of its stderr. */
   stderr: () => string;
+  /** The end of its log (stdout, at the LOG_LEVEL it was given). */
+  log: () => string;
   /** fetch against the server with the API key. */
   request(path: string, init?: RequestInit): Promise<Response>;
 }
@@ -39,7 +41,7 @@ export async function startChildServer(o: {
   const child = spawn(command, args, {
     cwd: projectRoot,
     detached: o.pnpmStart === true,
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -56,8 +58,11 @@ export async function startChildServer(o: {
       ...o.env,
     },
   });
+  // Its log (stdout) and its last words (stderr), the end of each: what a test shows when the server does not do what it should.
   let stderr = '';
+  let stdout = '';
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8_000)));
+  child.stdout!.on('data', (d: Buffer) => (stdout = (stdout + d.toString()).slice(-16_000)));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
@@ -83,6 +88,7 @@ export async function startChildServer(o: {
     url,
     exited,
     stderr: () => stderr,
+    log: () => stdout,
     request: (path, init = {}) => fetch(url + path, { ...init, headers: { 'service-api-key': o.apiKey, ...(init.headers as Record<string, string>) } }),
   };
 }
