@@ -171,6 +171,14 @@ export class DeliveryWorker {
    */
   async stop(graceMs = 10_000): Promise<void> {
     if (!this.started) return;
+    // A last claim first: what this node wrote just before (a drained session's end) goes out
+    // within the grace, instead of waiting for another node or the next start. A full run saw
+    // a draining node, the last of its cluster, exit with its session's event unsent when its
+    // pump was spaced out on a loaded machine.
+    this.maybeMore = true;
+    if (this.pumping) this.pumpAgain = true;
+    else await this.pump();
+    while (this.pumping) await new Promise((r) => setTimeout(r, 5));
     this.stopping = true;
     this.unsubscribe?.();
     clearInterval(this.pollTimer);
