@@ -12,7 +12,7 @@ import { BrowserSandboxError, checkBrowserSandbox } from './browser-user.js';
 import { launchBrowser, rootPaths, type RunningBrowser } from './launch.js';
 import { browsersDirFor } from './roots.js';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
-import { chromiumPath, groupMembers, tempBrowsersDir, testLog } from './test-support.js';
+import { chromiumPath, groupMembers, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
 
 const log = testLog();
 const root = process.getuid?.() === 0;
@@ -71,7 +71,7 @@ describe.skipIf(!root)('browsers of a root server', () => {
     const renderers = processes.filter((p) => p.cmdline.includes('--type=renderer'));
     expect(renderers.length).toBeGreaterThan(0);
     for (const p of renderers) expect(p.userNamespace).not.toBe(userNamespaceOf(process.pid));
-    const xvfbPid = readOwnerPids(a)[1]!;
+    const xvfbPid = ownerOf(a.rootDir).pids[1]!;
     expect(cmdlineOf(xvfbPid)).toMatch(/^\S*Xvfb /);
     expect(uidOf(xvfbPid)).toBe(uidA);
     await pw.close();
@@ -118,11 +118,6 @@ describe.skipIf(!root)('browsers of a root server', () => {
     }
   });
 });
-
-/** The pids recorded in a browser's owner record: Chromium's, then its Xvfb's. */
-function readOwnerPids(browser: RunningBrowser): number[] {
-  return (JSON.parse(readFileSync(join(browser.rootDir, 'owner.json'), 'utf8')) as { pids: number[] }).pids;
-}
 
 describe('checkBrowserSandbox', () => {
   it("answers 'on' where the sandbox can run, and makes DATA_DIR the server's alone under root", () => {
@@ -175,7 +170,7 @@ describe('a server', () => {
       const { id } = ((await res.json()) as { data: { id: string } }).data;
       const browsers = browsersDirFor(server.dataDir);
       const owner = readdirSync(browsers)
-        .map((name) => JSON.parse(readFileSync(join(browsers, name, 'owner.json'), 'utf8')) as { sessionId: string; pids: number[] })
+        .map((name) => ownerOf(join(browsers, name)))
         .find((o) => o.sessionId === id)!;
       const [chromiumPid, xvfbPid] = owner.pids;
       const uid = uidOf(chromiumPid!);

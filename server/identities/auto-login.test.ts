@@ -82,12 +82,15 @@ describe.each(browserBackends)('the auto login on %s', (backend) => {
     await eventually(() => processesUnder(browsersDirFor(bench.server.dataDir)).length === 0, 20_000, 'no browser process left');
   });
 
+  /** A headless session with the captcha solver on, behind the local proxy (the contract wants one for the solver). */
+  const solverSession = () => ({
+    ...headless({ proxy: { active: true, type: 'custom', server: `http://127.0.0.1:${proxy.port}` } }),
+    browser: { headless: { active: true }, captcha_solver: { active: true } },
+  });
+
   it("a captcha in front of the login: the session's solver passes it, and no person is asked", { timeout: 60_000 }, async () => {
     const id = await identityAt('/auto/captcha', alice);
-    const s = await sessionWith(id, {
-      ...headless({ proxy: { active: true, type: 'custom', server: `http://127.0.0.1:${proxy.port}` } }),
-      browser: { headless: { active: true }, captcha_solver: { active: true } },
-    });
+    const s = await sessionWith(id, solverSession());
     try {
       expect(await progressOf(s.id)).toEqual([{ id, status: 'authenticated', execution_id: expect.any(String) }]);
       expect(await signedInAs(bench.site, s)).toBe('alice');
@@ -107,10 +110,7 @@ describe.each(browserBackends)('the auto login on %s', (backend) => {
     async () => {
       const id = await identityAt('/auto/captcha-form', alice);
       const before = service.tasks.length;
-      const s = await sessionWith(id, {
-        ...headless({ proxy: { active: true, type: 'custom', server: `http://127.0.0.1:${proxy.port}` } }),
-        browser: { headless: { active: true }, captcha_solver: { active: true } },
-      });
+      const s = await sessionWith(id, solverSession());
       try {
         // The fixture takes each token once: a form sent before its credentials were typed would have used it up.
         expect(await progressOf(s.id)).toEqual([{ id, status: 'authenticated', execution_id: expect.any(String) }]);
