@@ -494,8 +494,8 @@ export const routes: readonly Route[] = [
     admin: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [201,400,401,404,413,415,500,503],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","503":"general"},
+    statuses: [201,400,401,404,409,413,415,500,503],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general","503":"general"},
   },
   {
     operationId: "getAgentAccessChallenge",
@@ -698,8 +698,8 @@ export const routes: readonly Route[] = [
     admin: true,
     body: {"required":true,"mediaTypes":["application/json"],"binaryFields":[]},
     arrayQuery: [],
-    statuses: [200,400,401,404,413,415,500,503],
-    errors: {"400":"general","401":"general","404":"general","413":"general","415":"general","500":"general","503":"general"},
+    statuses: [200,400,401,404,409,413,415,500,503],
+    errors: {"400":"general","401":"general","404":"general","409":"general","413":"general","415":"general","500":"general","503":"general"},
   },
   {
     operationId: "executeTaskByName",

@@ -2312,7 +2312,7 @@ export interface paths {
         put?: never;
         /**
          * Create a project
-         * @description Creates a project. Limits left out (or null) follow the server's configuration: `INCLUDED_CREDITS`, `COST_LIMIT`, and no per-project cap on concurrent browsers. The project has no API key yet: create one with `POST /admin/v1/projects/{project_id}/keys`.
+         * @description Creates a project. Limits left out (or null) follow the server's configuration: `INCLUDED_CREDITS`, `COST_LIMIT`, no per-project cap on concurrent browsers, and `BROWSER_MEMORY_LIMIT_MB` and `BROWSER_CPU_LIMIT` for each session's browser. The project has no API key yet: create one with `POST /admin/v1/projects/{project_id}/keys`.
          */
         post: operations["adminCreateProject"];
         delete?: never;
@@ -3125,7 +3125,7 @@ export interface components {
              * @description The session's live-view URL; it stops working when the session ends.
              */
             live_view_url: string;
-            /** @description Why the session ended, a machine-readable category such as `api`, `idle_timeout`, `max_duration`, `browser_unreachable` or `browser_pod_not_found`; null while it runs. */
+            /** @description Why the session ended, a machine-readable category such as `api`, `idle_timeout`, `max_duration`, `browser_unreachable`, `browser_pod_not_found` or `memory_limit` (its browser went over its memory cap and the kernel killed its largest process; the session ends failed, its recording so far kept); null while it runs. */
             end_reason: string | null;
             /** @description Present for a session created with `identities`; how each signed in. */
             identities?: components["schemas"]["SessionIdentityProgress"][];
@@ -6160,6 +6160,10 @@ export interface components {
             cost_limit: number | null;
             /** @description Sessions the project may have starting or running at once, over every node; null for no per-project cap (each node's `MAX_CONCURRENT_BROWSERS` still applies). */
             max_concurrent_browsers: number | null;
+            /** @description Memory each of the project's session browsers may hold, MiB (`0`: no cap); null for the server's `BROWSER_MEMORY_LIMIT_MB`. A session over it ends with `end_reason` `memory_limit`. */
+            browser_memory_limit_mb: number | null;
+            /** @description CPU each of the project's session browsers may use, in cores (`0`, no cap); null for the server's `BROWSER_CPU_LIMIT`. */
+            browser_cpu_limit: number | null;
             /** @description Credits granted once (agent access). */
             gift_credits: number;
             /** Format: date-time */
@@ -6175,6 +6179,10 @@ export interface components {
             included_credits?: number | null;
             cost_limit?: number | null;
             max_concurrent_browsers?: number | null;
+            /** @description MiB; `0` for no cap, otherwise at least 256 (a browser holds about 200 MiB before its first page). Refused (409) by a server that cannot cap browsers (no control groups). */
+            browser_memory_limit_mb?: 0 | number | null;
+            /** @description Cores; `0` for no cap, otherwise at least 0.1. Refused (409) by a server that cannot cap browsers. */
+            browser_cpu_limit?: 0 | number | null;
         };
         AdminProjectUpdateRequest: {
             name?: string;
@@ -6183,6 +6191,10 @@ export interface components {
             included_credits?: number | null;
             cost_limit?: number | null;
             max_concurrent_browsers?: number | null;
+            /** @description MiB; `0` for no cap, otherwise at least 256 (a browser holds about 200 MiB before its first page). Refused (409) by a server that cannot cap browsers (no control groups). */
+            browser_memory_limit_mb?: 0 | number | null;
+            /** @description Cores; `0` for no cap, otherwise at least 0.1. Refused (409) by a server that cannot cap browsers. */
+            browser_cpu_limit?: 0 | number | null;
         };
         AdminProjectResponse: {
             data: components["schemas"]["AdminProject"];
@@ -13259,6 +13271,8 @@ export interface operations {
                      *           "included_credits": null,
                      *           "cost_limit": null,
                      *           "max_concurrent_browsers": null,
+                     *           "browser_memory_limit_mb": 1024,
+                     *           "browser_cpu_limit": 0.5,
                      *           "gift_credits": 0,
                      *           "created_at": "2026-03-02T09:15:00Z"
                      *         }
@@ -13310,6 +13324,8 @@ export interface operations {
                      *         "included_credits": 500,
                      *         "cost_limit": 400,
                      *         "max_concurrent_browsers": 5,
+                     *         "browser_memory_limit_mb": null,
+                     *         "browser_cpu_limit": null,
                      *         "gift_credits": 0,
                      *         "created_at": "2026-03-02T09:15:00Z"
                      *       }
@@ -13321,6 +13337,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             404: components["responses"]["AdminOff"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -13354,6 +13371,8 @@ export interface operations {
                      *         "included_credits": 500,
                      *         "cost_limit": null,
                      *         "max_concurrent_browsers": 5,
+                     *         "browser_memory_limit_mb": null,
+                     *         "browser_cpu_limit": null,
                      *         "gift_credits": 0,
                      *         "created_at": "2026-03-02T09:15:00Z"
                      *       }
@@ -13442,6 +13461,8 @@ export interface operations {
                      *         "included_credits": 500,
                      *         "cost_limit": null,
                      *         "max_concurrent_browsers": 10,
+                     *         "browser_memory_limit_mb": null,
+                     *         "browser_cpu_limit": null,
                      *         "gift_credits": 0,
                      *         "created_at": "2026-03-02T09:15:00Z"
                      *       }
@@ -13453,6 +13474,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];

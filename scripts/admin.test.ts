@@ -38,9 +38,22 @@ describe.each(backends)('pnpm admin on %s', (backend) => {
     expect(lines[0]).toMatch(/^id\s+name\s+tier\s+included_credits/);
     expect(lines.find((l) => l.startsWith(project.id))).toMatch(/cli-team\s+self-hosted\s+25\s+-\s+2/);
 
-    const updated = await admin(t, 'projects', 'update', project.id, '--max-browsers', 'default', '--cost-limit', '9.5');
+    const updated = await admin(
+      t,
+      'projects',
+      'update',
+      project.id,
+      '--max-browsers',
+      'default',
+      '--cost-limit',
+      '9.5',
+      '--memory-mb',
+      '0',
+      '--cpus',
+      'default',
+    );
     expect(updated.code, updated.err).toBe(0);
-    expect(JSON.parse(updated.out)).toMatchObject({ max_concurrent_browsers: null, cost_limit: 9.5 });
+    expect(JSON.parse(updated.out)).toMatchObject({ max_concurrent_browsers: null, cost_limit: 9.5, browser_memory_limit_mb: 0, browser_cpu_limit: null });
     expect(JSON.parse((await admin(t, 'projects', 'get', project.id)).out).cost_limit).toBe(9.5);
 
     const key = await admin(t, 'keys', 'create', project.id, '--name', 'deploy');

@@ -3,8 +3,10 @@
 //
 //   pnpm admin projects list
 //   pnpm admin projects create --name team-b [--tier self-hosted] [--included-credits 500] [--cost-limit 400] [--max-browsers 5]
+//                              [--memory-mb 1024] [--cpus 0.5]
 //   pnpm admin projects get ID
 //   pnpm admin projects update ID [--name N] [--tier T] [--included-credits N|default] [--cost-limit N|default] [--max-browsers N|default]
+//                              [--memory-mb N|default] [--cpus N|default]
 //   pnpm admin projects delete ID
 //   pnpm admin keys list PROJECT_ID
 //   pnpm admin keys create PROJECT_ID [--name N]
@@ -19,10 +21,11 @@ export const usage = `Usage: pnpm admin [--url URL] [--token TOKEN] [--json] COM
 
   projects list
   projects create --name NAME [--tier self-hosted|agent-access] [--included-credits N]
-                  [--cost-limit N] [--max-browsers N]
+                  [--cost-limit N] [--max-browsers N] [--memory-mb N] [--cpus N]
   projects get PROJECT_ID
   projects update PROJECT_ID [--name NAME] [--tier TIER] [--included-credits N|default]
                   [--cost-limit N|default] [--max-browsers N|default]
+                  [--memory-mb N|default] [--cpus N|default]
   projects delete PROJECT_ID      (refused while its sessions run)
   keys list PROJECT_ID
   keys create PROJECT_ID [--name NAME]   (the key is printed once)
@@ -61,7 +64,17 @@ function table(rows: Record<string, unknown>[], columns: string[]): string[] {
   return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))];
 }
 
-const PROJECT_COLUMNS = ['id', 'name', 'tier', 'included_credits', 'cost_limit', 'max_concurrent_browsers', 'created_at'];
+const PROJECT_COLUMNS = [
+  'id',
+  'name',
+  'tier',
+  'included_credits',
+  'cost_limit',
+  'max_concurrent_browsers',
+  'browser_memory_limit_mb',
+  'browser_cpu_limit',
+  'created_at',
+];
 const KEY_COLUMNS = ['id', 'name', 'prefix', 'source', 'created_at', 'last_used_at', 'revoked_at'];
 
 /** Runs one command; answers the exit code (0 done, 1 the server refused, 2 a usage error). */
@@ -80,6 +93,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
         'included-credits': { type: 'string' },
         'cost-limit': { type: 'string' },
         'max-browsers': { type: 'string' },
+        'memory-mb': { type: 'string' },
+        cpus: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -110,6 +125,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, io: Io): Prom
       ...(v['included-credits'] !== undefined ? { included_credits: limit('included-credits', v['included-credits'], false) } : {}),
       ...(v['cost-limit'] !== undefined ? { cost_limit: limit('cost-limit', v['cost-limit'], false) } : {}),
       ...(v['max-browsers'] !== undefined ? { max_concurrent_browsers: limit('max-browsers', v['max-browsers'], true) } : {}),
+      ...(v['memory-mb'] !== undefined ? { browser_memory_limit_mb: limit('memory-mb', v['memory-mb'], true) } : {}),
+      ...(v.cpus !== undefined ? { browser_cpu_limit: limit('cpus', v.cpus, false) } : {}),
     });
 
     let request: { method: string; path: string; body?: unknown; columns?: string[] };

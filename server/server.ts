@@ -19,7 +19,7 @@ import { createHttpApp, finishApp } from './http/app.js';
 import { keepIdleConnections } from './http/keep-alive.js';
 import { compose, createSignals, type OrderRule } from './capability/index.js';
 import { openBlobAreas } from './storage/areas.js';
-import { checkBrowserSandbox } from './browser/index.js';
+import { checkBrowserCaps, checkBrowserSandbox } from './browser/index.js';
 import { openSecrets } from './secrets/index.js';
 import { sessions } from './sessions/index.js';
 import { extensions } from './extensions/index.js';
@@ -112,6 +112,11 @@ export async function startServer(initial: Config, log: Logger): Promise<Running
       log.warn(
         'browser sandbox off (BROWSER_SANDBOX=off): browsers run as this server with --no-sandbox; a page that exploits the renderer runs as the server',
       );
+    // Each browser in control groups of its own, capped (cgroup.ts): refused here when caps
+    // the operator set cannot be enforced.
+    const caps = checkBrowserCaps({ memoryMb: config.browserMemoryLimitMb, cpus: config.browserCpuLimit });
+    if ('off' in caps) log.warn({ why: caps.off }, 'browsers run without memory and CPU caps');
+    else config.browserCaps = caps;
     db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
     cleanups.push(() => db.close());
     const applied = await migrate(db);

@@ -98,6 +98,8 @@ export default defineRules((ctx: SuiteContext) => {
           status: 200,
         });
         t.equal([patched.data.name, patched.data.max_concurrent_browsers], ['conformance-renamed', null], 'PATCH changed the fields given');
+        // A browser memory cap below what a browser holds before its first page is refused, on any server.
+        await admin(t, op('adminUpdateProject'), { pathParams: { project_id: p.id }, body: { browser_memory_limit_mb: 100 }, status: 400 });
         await admin(t, op('adminGetProject'), { pathParams: { project_id: `missing-${p.id}` }, status: 404 });
       } finally {
         await deleteProject(t, p.id);

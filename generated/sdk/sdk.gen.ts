@@ -1659,7 +1659,7 @@ export const adminListProjects = <ThrowOnError extends boolean = false>(options?
 /**
  * Create a project
  *
- * Creates a project. Limits left out (or null) follow the server's configuration: `INCLUDED_CREDITS`, `COST_LIMIT`, and no per-project cap on concurrent browsers. The project has no API key yet: create one with `POST /admin/v1/projects/{project_id}/keys`.
+ * Creates a project. Limits left out (or null) follow the server's configuration: `INCLUDED_CREDITS`, `COST_LIMIT`, no per-project cap on concurrent browsers, and `BROWSER_MEMORY_LIMIT_MB` and `BROWSER_CPU_LIMIT` for each session's browser. The project has no API key yet: create one with `POST /admin/v1/projects/{project_id}/keys`.
  */
 export const adminCreateProject = <ThrowOnError extends boolean = false>(options: Options<AdminCreateProjectData, ThrowOnError>) => (options.client ?? client).post<AdminCreateProjectResponses, AdminCreateProjectErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -556,7 +556,7 @@ export type Session = {
      */
     live_view_url: string;
     /**
-     * Why the session ended, a machine-readable category such as `api`, `idle_timeout`, `max_duration`, `browser_unreachable` or `browser_pod_not_found`; null while it runs.
+     * Why the session ended, a machine-readable category such as `api`, `idle_timeout`, `max_duration`, `browser_unreachable`, `browser_pod_not_found` or `memory_limit` (its browser went over its memory cap and the kernel killed its largest process; the session ends failed, its recording so far kept); null while it runs.
      */
     end_reason: string | null;
     /**
@@ -4516,6 +4516,14 @@ export type AdminProject = {
      */
     max_concurrent_browsers: number | null;
     /**
+     * Memory each of the project's session browsers may hold, MiB (`0`: no cap); null for the server's `BROWSER_MEMORY_LIMIT_MB`. A session over it ends with `end_reason` `memory_limit`.
+     */
+    browser_memory_limit_mb: number | null;
+    /**
+     * CPU each of the project's session browsers may use, in cores (`0`, no cap); null for the server's `BROWSER_CPU_LIMIT`.
+     */
+    browser_cpu_limit: number | null;
+    /**
      * Credits granted once (agent access).
      */
     gift_credits: number;
@@ -4528,6 +4536,14 @@ export type AdminProjectCreateRequest = {
     included_credits?: number | null;
     cost_limit?: number | null;
     max_concurrent_browsers?: number | null;
+    /**
+     * MiB; `0` for no cap, otherwise at least 256 (a browser holds about 200 MiB before its first page). Refused (409) by a server that cannot cap browsers (no control groups).
+     */
+    browser_memory_limit_mb?: 0 | number | null;
+    /**
+     * Cores; `0` for no cap, otherwise at least 0.1. Refused (409) by a server that cannot cap browsers.
+     */
+    browser_cpu_limit?: 0 | number | null;
 };
 
 export type AdminProjectUpdateRequest = {
@@ -4536,6 +4552,14 @@ export type AdminProjectUpdateRequest = {
     included_credits?: number | null;
     cost_limit?: number | null;
     max_concurrent_browsers?: number | null;
+    /**
+     * MiB; `0` for no cap, otherwise at least 256 (a browser holds about 200 MiB before its first page). Refused (409) by a server that cannot cap browsers (no control groups).
+     */
+    browser_memory_limit_mb?: 0 | number | null;
+    /**
+     * Cores; `0` for no cap, otherwise at least 0.1. Refused (409) by a server that cannot cap browsers.
+     */
+    browser_cpu_limit?: 0 | number | null;
 };
 
 export type AdminProjectResponse = {
@@ -11513,6 +11537,10 @@ export type AdminCreateProjectErrors = {
      */
     404: Error;
     /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
+    /**
      * The request body is larger than the server accepts.
      */
     413: Error;
@@ -11662,6 +11690,10 @@ export type AdminUpdateProjectErrors = {
      * No such project or key, or the admin API is off (no `ADMIN_TOKEN` is configured).
      */
     404: Error;
+    /**
+     * The resource is not in a state that allows this operation.
+     */
+    409: Error;
     /**
      * The request body is larger than the server accepts.
      */

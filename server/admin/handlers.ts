@@ -3,6 +3,7 @@
 import type { components } from '../../generated/types.js';
 import type { AppHandlers } from '../http/app.js';
 import { fail } from '../http/errors.js';
+import type { ServiceConfig } from '../config/config.js';
 import type { BlobAreas } from '../storage/blobs.js';
 import type { Db } from '../store/db.js';
 import * as store from './store.js';
@@ -26,6 +27,8 @@ const project = (r: store.ProjectRow): components['schemas']['AdminProject'] => 
   included_credits: r.included_credits,
   cost_limit: r.cost_limit,
   max_concurrent_browsers: r.max_concurrent_browsers,
+  browser_memory_limit_mb: r.browser_memory_limit_mb,
+  browser_cpu_limit: r.browser_cpu_limit,
   gift_credits: r.gift_credits,
   created_at: r.created_at.toISOString(),
 });
@@ -40,17 +43,28 @@ const key = (r: store.KeyRow): components['schemas']['AdminKey'] => ({
   revoked_at: r.revoked_at?.toISOString() ?? null,
 });
 
-export function adminHandlers(d: { db: Db; blobs: BlobAreas }): Pick<AppHandlers, AdminOperation> {
+/** Browser caps asked of a server that cannot enforce them (no control groups): refused, never kept inert. */
+function uncappable(b: { browser_memory_limit_mb?: number | null; browser_cpu_limit?: number | null }, canCap: boolean): string | undefined {
+  if (canCap || (!b.browser_memory_limit_mb && !b.browser_cpu_limit)) return undefined;
+  return 'This server cannot cap browsers (it cannot make control groups; see /healthz browsers.limits): browser_memory_limit_mb and browser_cpu_limit can only be null or 0 here';
+}
+
+export function adminHandlers(d: { db: Db; blobs: BlobAreas; config: Pick<ServiceConfig, 'browserCaps'> }): Pick<AppHandlers, AdminOperation> {
   const { db } = d;
+  const canCap = d.config.browserCaps !== undefined;
   return {
     async adminCreateProject(req, ctx) {
       const b = req.body;
+      const refused = uncappable(b, canCap);
+      if (refused) return fail(409, refused);
       const row = await store.insertProject(db, {
         name: b.name,
         tier: b.tier ?? 'self-hosted',
         included_credits: b.included_credits ?? null,
         cost_limit: b.cost_limit ?? null,
         max_concurrent_browsers: b.max_concurrent_browsers ?? null,
+        browser_memory_limit_mb: b.browser_memory_limit_mb ?? null,
+        browser_cpu_limit: b.browser_cpu_limit ?? null,
       });
       ctx.log.info({ projectId: row.id }, 'admin: project created');
       return { status: 201, body: { data: project(row) } };
@@ -66,6 +80,8 @@ export function adminHandlers(d: { db: Db; blobs: BlobAreas }): Pick<AppHandlers
     },
 
     async adminUpdateProject(req, ctx) {
+      const refused = uncappable(req.body, canCap);
+      if (refused) return fail(409, refused);
       const row = await store.updateProject(db, req.params.project_id, req.body);
       if (!row) return fail(404, NO_PROJECT);
       ctx.log.info({ projectId: row.id, fields: Object.keys(req.body) }, 'admin: project updated');

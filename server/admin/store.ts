@@ -11,6 +11,8 @@ export interface ProjectRow {
   included_credits: number | null;
   cost_limit: number | null;
   max_concurrent_browsers: number | null;
+  browser_memory_limit_mb: number | null;
+  browser_cpu_limit: number | null;
   gift_credits: number;
   created_at: Date;
 }
@@ -33,9 +35,14 @@ export interface ProjectFields {
   included_credits: number | null;
   cost_limit: number | null;
   max_concurrent_browsers: number | null;
+  browser_memory_limit_mb: number | null;
+  browser_cpu_limit: number | null;
 }
 
-const PROJECT_COLUMNS = 'id, name, tier, included_credits, cost_limit, max_concurrent_browsers, gift_credits, created_at';
+const PROJECT_COLUMNS =
+  'id, name, tier, included_credits, cost_limit, max_concurrent_browsers, browser_memory_limit_mb, browser_cpu_limit, gift_credits, created_at';
+/** What the operator may set, a fixed list: column names never come from a request. */
+const FIELDS = ['name', 'tier', 'included_credits', 'cost_limit', 'max_concurrent_browsers', 'browser_memory_limit_mb', 'browser_cpu_limit'] as const;
 const KEY_COLUMNS = 'id, project_id, name, prefix, source, created_at, last_used_at, revoked_at';
 
 export async function listProjects(db: Db): Promise<ProjectRow[]> {
@@ -48,16 +55,14 @@ export async function getProject(db: Db, id: string): Promise<ProjectRow | undef
 
 export async function insertProject(db: Db, f: ProjectFields): Promise<ProjectRow> {
   const [row] = await db.query<ProjectRow>(
-    `INSERT INTO projects (id, name, tier, included_credits, cost_limit, max_concurrent_browsers)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${PROJECT_COLUMNS}`,
-    [randomUUID(), f.name, f.tier, f.included_credits, f.cost_limit, f.max_concurrent_browsers],
+    `INSERT INTO projects (id, ${FIELDS.join(', ')}) VALUES ($1, ${FIELDS.map((_, i) => `$${i + 2}`).join(', ')}) RETURNING ${PROJECT_COLUMNS}`,
+    [randomUUID(), ...FIELDS.map((c) => f[c])],
   );
   return row;
 }
 
 export async function updateProject(db: Db, id: string, patch: Partial<ProjectFields>): Promise<ProjectRow | undefined> {
-  // Column names come from this fixed list, never from the request.
-  const columns = (['name', 'tier', 'included_credits', 'cost_limit', 'max_concurrent_browsers'] as const).filter((c) => c in patch);
+  const columns = FIELDS.filter((c) => c in patch);
   if (columns.length === 0) return getProject(db, id);
   const sets = columns.map((c, i) => `${c} = $${i + 2}`).join(', ');
   const [row] = await db.query<ProjectRow>(`UPDATE projects SET ${sets} WHERE id = $1 RETURNING ${PROJECT_COLUMNS}`, [id, ...columns.map((c) => patch[c])]);

@@ -21,6 +21,8 @@ import { mkdir, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { installAdblock } from './adblock.js';
 import { browserUid, ensureXSocketDir, handOver, openForSearch } from './browser-user.js';
+import { BrowserGroup, spawnIn, type BrowserLimits, type CgroupPlace } from './cgroup.js';
+import { toBackground } from './cpu-priority.js';
 import type { AutoSelectCertificate } from './auto-select-certificates.js';
 import { installStealth } from './stealth-extension.js';
 import { CdpClient } from './cdp-client.js';
@@ -57,8 +59,10 @@ export interface LaunchEnv {
    * record, so whatever this writes goes with it on every end path.
    */
   prepare?(rootDir: string): Promise<RootAddition | undefined>;
-  /** Told Chromium's pid as soon as it is spawned (the warm pool lowers a refill's CPU weight, cpu-priority.ts). */
-  onSpawn?(pid: number): void;
+  /** Started at a low CPU weight (the warm pool's refills): its group's, or its autogroup's without one (cpu-priority.ts). */
+  background?: boolean;
+  /** Caps the browser (and its Xvfb) in control groups of its own below `place` (cgroup.ts). */
+  cgroup?: { place: CgroupPlace; limits: BrowserLimits };
   /** false: Chromium without its sandbox, as the server (the operator's BROWSER_SANDBOX=off); default true (browser-user.ts). */
   sandbox?: boolean;
 }
@@ -111,6 +115,8 @@ export interface RunningBrowser {
   freeze(): void;
   /** Resolves when the Chromium process exits, for any reason. */
   exited: Promise<BrowserExit>;
+  /** Its control groups, with LaunchEnv.cgroup: its caps, and what hit them. */
+  group?: BrowserGroup;
 }
 
 /** The folders of a root (see the layout above), for those that fill or read it. */
@@ -182,9 +188,11 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
   await mkdir(rootDir);
   // owner.json before any process exists, so a crash at any later point is swept.
   const owner: OwnerRecord = newOwnerRecord(rootDir, marker, env.sessionId === undefined ? basename(rootDir) : env.sessionId);
+  if (env.cgroup) owner.cgroups = BrowserGroup.dirsOf(env.cgroup.place, basename(rootDir));
   writeOwner(rootDir, owner);
   track(identity);
 
+  let group: BrowserGroup | undefined;
   let xvfb: RunningXvfb | undefined;
   let child: ChildProcess | undefined;
   let stderrTail = '';
@@ -199,11 +207,13 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     }
     await xvfb?.stop();
     await killRootProcesses(identity);
+    group?.remove();
     await removeRoot(rootDir, log);
     live.delete(identity);
   };
 
   try {
+    if (env.cgroup) group = BrowserGroup.make(env.cgroup.place, basename(rootDir), env.cgroup.limits, env.background ?? false);
     await Promise.all(Object.values(paths).map((p) => mkdir(p, { recursive: true })));
     // Before the preferences: a saved profile unpacked into user-data/ brings its own
     // Preferences, which this launch's download folder and exit state then overwrite. After every extension folder is known:
@@ -223,6 +233,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
       if (uid !== undefined) ensureXSocketDir();
       xvfb = await startXvfb({
         uid,
+        group,
         xvfbPath: env.xvfbPath ?? 'Xvfb',
         width: geo.screen.width,
         height: geo.screen.height,
@@ -243,11 +254,12 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     // carries the DevTools line and, later, diagnostics for a crash. Fds 3 and 4 are the
     // --remote-debugging-pipe: held open by this process only, they close when it dies
     // however it dies (kill -9 included), and Chromium exits then.
-    child = spawn(env.chromiumPath, args, {
+    const command = spawnIn(group, env.chromiumPath, args, uid);
+    child = spawn(command.command, command.args, {
       detached: true,
       stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
       env: childEnv,
-      ...(uid === undefined ? {} : { uid, gid: uid }),
+      ...(command.uid === undefined ? {} : { uid: command.uid, gid: command.uid }),
     });
     const spawned = child;
     (spawned.stdio[4] as NodeJS.ReadableStream).resume();
@@ -257,7 +269,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     const spawnFailed = new Promise<never>((_, rej) => spawned.once('error', rej));
     spawnFailed.catch(() => {}); // observed below; never unhandled
     if (spawned.pid !== undefined) {
-      env.onSpawn?.(spawned.pid);
+      if (env.background && !group) toBackground(spawned.pid);
       owner.pids = [spawned.pid, ...(xvfb ? [xvfb.pid] : [])];
       owner.pgids = [...owner.pids];
       if (xvfb) owner.display = xvfb.display;
@@ -332,6 +344,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
         // Whatever is left: children still dying, the crash handler (outside the group).
         const left = await killRootProcesses(identity);
         if (left.length > 0) log.error({ rootDir, pids: left }, 'processes of a closed browser would not die');
+        else if (group && !group.remove()) log.error({ rootDir, groups: group.dirs }, 'could not remove the control groups of a closed browser');
         live.delete(identity);
         if (frozen) letGo(pid);
         log.info({ pid, rootDir }, 'browser closed');
@@ -360,6 +373,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
         }
       },
       exited,
+      ...(group ? { group } : {}),
     };
   } catch (err) {
     await cleanup();

@@ -18,6 +18,8 @@ export interface OwnerRecord {
   pids: number[];
   /** Process groups we created (each spawned detached, so pgid = pid). */
   pgids: number[];
+  /** The browser's control groups (cgroup.ts), made after this record was written: removed once its processes are gone. */
+  cgroups?: string[];
   /** Xvfb's display (":N"), to remove its lock files if it had to be SIGKILLed. */
   display?: string;
   serverPid: number;

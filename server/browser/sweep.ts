@@ -3,6 +3,7 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Log } from './log.js';
+import { removeGroups } from './cgroup.js';
 import { ownedByThisProcess, ownerIsAlive, readOwner } from './owner.js';
 import { killRootProcesses } from './procfs.js';
 import { removeStaleXFiles } from './xvfb.js';
@@ -47,6 +48,7 @@ export async function sweepOrphans(browsersDir: string, log: Log): Promise<strin
       continue;
     }
     if (owner.display) removeStaleXFiles(owner.display.slice(1));
+    if (owner.cgroups) removeGroups(owner.cgroups);
     try {
       await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     } catch (err) {

@@ -1,6 +1,7 @@
 // A private X display for one headful browser. Each session gets its own Xvfb so OS-level
 // input (xdotool) and screen captures of one session can never touch another's windows.
 import { spawn } from 'node:child_process';
+import { spawnIn, type BrowserGroup } from './cgroup.js';
 import { readFileSync, rmSync } from 'node:fs';
 import type { Log } from './log.js';
 import { isRunning, within } from './procfs.js';
@@ -25,6 +26,8 @@ export interface XvfbOptions {
   timeoutMs?: number;
   /** The uid (and gid) it runs as, the browser's (browser-user.ts); the server's when undefined. */
   uid?: number;
+  /** The browser's control groups, which Xvfb joins (cgroup.ts). */
+  group?: BrowserGroup;
 }
 
 export async function startXvfb(options: XvfbOptions): Promise<RunningXvfb> {
@@ -34,11 +37,13 @@ export async function startXvfb(options: XvfbOptions): Promise<RunningXvfb> {
   // polling. TCP stays off: only local processes may talk to the display. -terminate:
   // when its last client (the browser) is gone, Xvfb exits instead of resetting, so a
   // display never outlives its browser, even when the server was killed.
-  const child = spawn(options.xvfbPath, ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp', '-terminate'], {
+  const args = ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp', '-terminate'];
+  const command = spawnIn(options.group, options.xvfbPath, args, options.uid);
+  const child = spawn(command.command, command.args, {
     stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     detached: true,
     env: options.env,
-    ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }),
+    ...(command.uid === undefined ? {} : { uid: command.uid, gid: command.uid }),
   });
   const pid = child.pid;
   let stderrTail = '';

@@ -58,7 +58,9 @@ export type EndReason =
   | 'browser_unreachable'
   | 'browser_pod_not_found'
   | 'server_shutdown'
-  | 'launch_failed';
+  | 'launch_failed'
+  /** Its browser went over its memory cap (browser/cgroup.ts): the kernel killed its largest process. */
+  | 'memory_limit';
 
 /** How a session ended, as recorded. */
 export interface SessionEnd {

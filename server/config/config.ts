@@ -7,8 +7,14 @@ import { camel, DIRECT, readSettings, type DirectConfig } from './settings.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
-/** Configuration once the server knows its own address (PUBLIC_URL resolved). */
-export type ServiceConfig = Config & { publicUrl: string };
+/** Configuration once the server knows its own address (PUBLIC_URL resolved) and whether it can cap its browsers. */
+export type ServiceConfig = Config & { publicUrl: string; browserCaps?: BrowserCaps };
+
+/** Where each browser's control groups are made, and the caps of a project without its own (browser/cgroup.ts); absent: browsers run uncapped. */
+export interface BrowserCaps {
+  place: { memory: string; cpu: string };
+  limits: { memoryMb: number; cpus: number };
+}
 
 /**
  * The configuration: a field for every variable of settings.ts that stands alone, under its

@@ -130,6 +130,22 @@ export const SETTINGS = {
     description:
       "Chromium's own sandbox. `on`: a server running as root runs each browser and its Xvfb under a uid of its own (none of an account's), owning its root's folders only; the start fails where the sandbox cannot run (no user namespaces for an unprivileged user), saying why. `off`: browsers run as the server with `--no-sandbox`, which the start log and `/healthz` (`sandbox`) then say; never for untrusted pages ([Security](security.md)).",
   },
+  BROWSER_MEMORY_LIMIT_MB: {
+    section: 'Browsers and sessions',
+    type: 'number?',
+    min: 0,
+    defaultText: '2048 where control groups can be made, none elsewhere',
+    description:
+      "Memory each session's browser may hold (every process of it, its Xvfb too), in MiB, enforced by a control group of its own (cgroup v1 under a root server): a session over it has its largest process killed by the kernel and ends with `end_reason` `memory_limit`. `0`: no cap. Unset: 2048 where the server can make control groups, and no cap elsewhere, which the start log and `/healthz` (`limits`) say; set, the start fails where it cannot be enforced. A project may have its own (admin API, `browser_memory_limit_mb`) ([Security](security.md)).",
+  },
+  BROWSER_CPU_LIMIT: {
+    section: 'Browsers and sessions',
+    type: 'number?',
+    min: 0,
+    defaultText: '1 where control groups can be made, none elsewhere',
+    description:
+      "CPU each session's browser may use, in cores (`1.5`: one and a half cores' time), enforced like BROWSER_MEMORY_LIMIT_MB, so one page that spins cannot take the others' CPU. `0`: no cap. Unset: 1 where the server can make control groups, none elsewhere; set, the start fails where it cannot be enforced. A project may have its own (admin API, `browser_cpu_limit`).",
+  },
   BROWSER_POOL_SIZE: {
     section: 'Browsers and sessions',
     type: 'int',

@@ -1,5 +1,5 @@
 // A session's creation, as the steps it takes: admit (what the body may ask for, the node
-// taking sessions, credits, the key's creation rate, a proxy, the project's duration cap),
+// taking sessions, credits, the key's creation rate, a proxy, the project's duration and browser caps),
 // claim (a slot under the browser limit and an id, then the row within the project's cap),
 // acquire a browser (the reserved one, a pooled one, or a cold launch), go live (watched,
 // its first page loaded, marked running, the capabilities told) and, on any failure or an
@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { trace } from '@opentelemetry/api';
 import { CdpClient, listPages, navigate } from '../browser/cdp-client.js';
-import { closeMeteredBrowser, turnAdblockOff } from '../browser/index.js';
+import { closeMeteredBrowser, turnAdblockOff, type BrowserLimits } from '../browser/index.js';
 import type { SessionOptions } from '../capability/index.js';
 import { refuseUnpaid } from '../credits/account.js';
 import type { RateLimiter } from '../http/rate-limit/index.js';
@@ -54,6 +54,8 @@ interface Admitted {
   up: Extract<SessionUpstream, { ok: true }>;
   /** The reservation to serve it, if it fits one. */
   reservation: Reservation | undefined;
+  /** Its project's caps on its browser, where they are not the server's (browser/cgroup.ts). */
+  limits: BrowserLimits | undefined;
 }
 
 /** The slot a creation claimed, and what it has acquired so far (unwind closes it). */
@@ -166,9 +168,13 @@ export class SessionCreation {
     let reservation = options.reserved !== undefined ? this.o.warm.get(options.reserved) : undefined;
     if (reservation && !(await this.o.warm.servedByReserved(owner.projectId, body))) reservation = undefined;
     // Read before the capacity check (claim): between the check and the slot nothing may await.
-    const cap = await store.maxSessionMs(this.o.db, owner.projectId);
+    const caps = await store.projectSessionCaps(this.o.db, owner.projectId);
+    const cap = caps.maxSessionMs;
     if (cap !== undefined && (session.maxDurationMs === undefined || session.maxDurationMs > cap)) session.maxDurationMs = cap;
-    return { launch, session, up, reservation };
+    const server = this.o.config.browserCaps?.limits;
+    const limits =
+      server && (caps.memoryMb !== null || caps.cpus !== null) ? { memoryMb: caps.memoryMb ?? server.memoryMb, cpus: caps.cpus ?? server.cpus } : undefined;
+    return { launch, session, up, reservation, limits };
   }
 
   /** A slot under this node's browser limit, and the session's id and tokens; synchronous,
@@ -191,7 +197,7 @@ export class SessionCreation {
   }
 
   /** The session's browser and the server's CDP connection to it, on the claim. */
-  private async acquire(owner: Owner, { launch, session, up }: Admitted, claim: Claim): Promise<void> {
+  private async acquire(owner: Owner, { launch, session, up, limits }: Admitted, claim: Claim): Promise<void> {
     const { id } = claim;
     // The reservation's browser is the session's from here on.
     let warm = claim.reservation ? this.o.warm.claim(claim.reservation, id) : undefined;
@@ -201,9 +207,12 @@ export class SessionCreation {
       const fits = fitsWarmPool(launch, session) && !(await this.o.sessionHooks.coldLaunch?.(owner.projectId, session));
       warm = fits ? await this.o.warm.take(id, claim.abort.signal) : undefined;
     }
+    if (warm && limits) warm = await this.capped(warm, limits, claim);
     const sb = (claim.sb =
       warm ??
-      (await spanned('browser.launch', { attributes: { 'session.id': id } }, () => this.launchCold(id, owner.projectId, launch, session, claim.abort.signal))));
+      (await spanned('browser.launch', { attributes: { 'session.id': id } }, () =>
+        this.launchCold(id, owner.projectId, launch, session, claim.abort.signal, limits),
+      )));
     claim.warm = warm !== undefined;
     trace.getActiveSpan()?.setAttribute('browser.warm', claim.warm);
     if (up.upstream) sb.traffic.setUpstream(up.upstream);
@@ -213,10 +222,30 @@ export class SessionCreation {
   }
 
   /** A browser of its own for the session, its root filled by the capabilities that add to its launch. */
-  private launchCold(id: string, projectId: string, launch: LaunchOptions, options: SessionOptions, signal: AbortSignal): Promise<SessionBrowser> {
+  private launchCold(
+    id: string,
+    projectId: string,
+    launch: LaunchOptions,
+    options: SessionOptions,
+    signal: AbortSignal,
+    limits: BrowserLimits | undefined,
+  ): Promise<SessionBrowser> {
     const rootDir = join(this.o.browsersDir, `s-${randomBytes(6).toString('hex')}`);
     const prepare = (root: string) => this.o.sessionHooks.launching?.({ id, projectId, options, rootDir: root }) ?? Promise.resolve(undefined);
-    return launchSessionBrowser(this.o, launch, rootDir, signal, id, prepare);
+    return launchSessionBrowser(this.o, launch, rootDir, signal, id, prepare, { limits });
+  }
+
+  /** A warm browser given its project's caps; undefined (it is closed, and the session launches cold) where the kernel refuses them. */
+  private async capped(warm: SessionBrowser, limits: BrowserLimits, claim: Claim): Promise<SessionBrowser | undefined> {
+    try {
+      warm.browser.group?.setLimits(limits);
+      return warm;
+    } catch (err) {
+      this.o.log.warn({ sessionId: claim.id, limits, err: (err as Error).message }, "a warm browser could not take its project's caps; launching cold");
+      claim.reservation = undefined;
+      await closeMeteredBrowser(warm);
+      return undefined;
+    }
   }
 
   /** The session in the table, watched, on its first page, marked running, the capabilities told. */
@@ -249,10 +278,17 @@ export class SessionCreation {
     // A browser that dies, or stops answering its own CDP socket, fails its session; one
     // that a client closed (Browser.close, as Puppeteer's browser.close() sends) ends it
     // cleanly.
+    // One over its memory cap ends with its own reason (browser/cgroup.ts), also when the
+    // kernel killed the browser's main process.
     const lost = () =>
-      live.closeRequested ? this.o.ends.endUnattended(id, 'completed', 'browser_closed') : this.o.ends.endUnattended(id, 'failed', 'browser_unreachable');
+      sb.browser.group?.oomKills()
+        ? this.o.ends.endUnattended(id, 'failed', 'memory_limit')
+        : live.closeRequested
+          ? this.o.ends.endUnattended(id, 'completed', 'browser_closed')
+          : this.o.ends.endUnattended(id, 'failed', 'browser_unreachable');
     void sb.browser.exited.then(lost);
     void cdp.closed.then(lost);
+    sb.browser.group?.onMemoryLimit(() => this.o.ends.endUnattended(id, 'failed', 'memory_limit'));
     if (session.initialUrl) {
       const [page] = await listPages(cdp);
       const targetId = page?.targetId ?? (await cdp.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' })).targetId;

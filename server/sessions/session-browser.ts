@@ -1,12 +1,23 @@
 // A session's browser: Chromium in its own root, behind the forwarding proxy that meters
 // and polices its traffic, in the shape the warm pool keeps.
 import type { Logger } from 'pino';
-import { closeMeteredBrowser, launchMeteredBrowser, type LaunchEnv, type LaunchOptions, type MeteredBrowser, type Poolable } from '../browser/index.js';
+import {
+  closeMeteredBrowser,
+  launchMeteredBrowser,
+  type BrowserLimits,
+  type LaunchEnv,
+  type LaunchOptions,
+  type MeteredBrowser,
+  type Poolable,
+} from '../browser/index.js';
 import type { ServiceConfig } from '../config/config.js';
 
 export interface SessionBrowser extends Poolable, MeteredBrowser {}
 
-/** sessionId null: a warm browser, adopted by its session later. */
+/**
+ * sessionId null: a warm browser, adopted by its session later (`background`: started at a
+ * low CPU weight). `limits`: its project's caps, where they are not the server's.
+ */
 export async function launchSessionBrowser(
   o: { config: ServiceConfig; log: Logger },
   launch: LaunchOptions,
@@ -14,8 +25,9 @@ export async function launchSessionBrowser(
   signal: AbortSignal | undefined,
   sessionId: string | null,
   prepare?: LaunchEnv['prepare'],
-  onSpawn?: LaunchEnv['onSpawn'],
+  { background, limits }: { background?: boolean; limits?: BrowserLimits } = {},
 ): Promise<SessionBrowser> {
+  const caps = o.config.browserCaps;
   const metered = await launchMeteredBrowser(
     {
       headless: launch.headless,
@@ -29,7 +41,17 @@ export async function launchSessionBrowser(
       extraStealth: launch.extraStealth,
       extensionDirs: launch.extensionDirs,
     },
-    { chromiumPath: o.config.chromiumPath, sandbox: o.config.browserSandbox === 'on', rootDir, log: o.log, signal, sessionId, prepare, onSpawn },
+    {
+      chromiumPath: o.config.chromiumPath,
+      sandbox: o.config.browserSandbox === 'on',
+      ...(caps ? { cgroup: { place: caps.place, limits: limits ?? caps.limits } } : {}),
+      rootDir,
+      log: o.log,
+      signal,
+      sessionId,
+      prepare,
+      background,
+    },
     { allowPrivateNetworks: o.config.allowPrivateNetworks, log: o.log },
   );
   const { browser } = metered;

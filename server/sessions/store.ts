@@ -84,10 +84,25 @@ export async function insertSession(db: Db, s: NewSession): Promise<SessionRow> 
   return row;
 }
 
-/** The project's cap on a session's duration (projects.max_session_minutes), in ms; undefined without one. */
-export async function maxSessionMs(db: Db, projectId: string): Promise<number | undefined> {
-  const [row] = await db.query<{ max_session_minutes: number | null }>('SELECT max_session_minutes FROM projects WHERE id = $1', [projectId]);
-  return row?.max_session_minutes ? row.max_session_minutes * 60_000 : undefined;
+/** A project's own caps on its sessions: null where the server's configuration applies. */
+export interface ProjectSessionCaps {
+  /** On a session's duration (projects.max_session_minutes), ms; undefined without one. */
+  maxSessionMs: number | undefined;
+  /** On each session's browser (the admin API's browser_memory_limit_mb and browser_cpu_limit). */
+  memoryMb: number | null;
+  cpus: number | null;
+}
+
+export async function projectSessionCaps(db: Db, projectId: string): Promise<ProjectSessionCaps> {
+  const [row] = await db.query<{ max_session_minutes: number | null; browser_memory_limit_mb: number | null; browser_cpu_limit: number | null }>(
+    'SELECT max_session_minutes, browser_memory_limit_mb, browser_cpu_limit FROM projects WHERE id = $1',
+    [projectId],
+  );
+  return {
+    maxSessionMs: row?.max_session_minutes ? row.max_session_minutes * 60_000 : undefined,
+    memoryMb: row?.browser_memory_limit_mb ?? null,
+    cpus: row?.browser_cpu_limit ?? null,
+  };
 }
 
 export async function markRunning(db: Db, id: string): Promise<void> {

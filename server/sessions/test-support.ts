@@ -160,6 +160,12 @@ export interface PageServer {
 const pages: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
   '/': (_req, res) => html(res, '<title>Home</title><h1 id="h">Hello from the test server</h1>'),
   '/second': (_req, res) => html(res, '<title>Second</title><p>second page</p>'),
+  // Allocates memory until it is stopped (a session's memory cap, browser/cgroup.ts).
+  '/hog': (_req, res) =>
+    html(
+      res,
+      '<title>Hog</title><script>const kept = []; setInterval(() => { for (let i = 0; i < 8; i++) kept.push(new Float64Array(2 ** 17).fill(1)); }, 0);</script>',
+    ),
   // Opens a popup while the page loads, without a user gesture: the popup blocker's
   // business. At once, not from a timer: a CDP client's evaluate (Playwright's waitForFunction
   // polls that way) counts as a user gesture and would let a later popup through.

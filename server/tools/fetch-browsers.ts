@@ -20,12 +20,14 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, BrowserContextOptions } from 'playwright-core';
 import type { Logger } from 'pino';
 import { connectOverPipe } from '../browser/cdp-pipe.js';
-import { DEFAULT_LAUNCH_OPTIONS, closeMeteredBrowser, launchMeteredBrowser, type MeteredBrowser } from '../browser/index.js';
+import { DEFAULT_LAUNCH_OPTIONS, closeMeteredBrowser, launchMeteredBrowser, type LaunchEnv, type MeteredBrowser } from '../browser/index.js';
 
 export interface FetchBrowsersOptions {
   chromiumPath: string;
   /** Chromium's sandbox (BROWSER_SANDBOX). */
   sandbox: boolean;
+  /** Each browser's caps, as a session's (browser/cgroup.ts); absent: uncapped. */
+  cgroup?: LaunchEnv['cgroup'];
   browsers: number;
   maxConcurrency: number;
   maxQueue: number;
@@ -203,6 +205,7 @@ export class FetchBrowsers {
       {
         chromiumPath: this.o.chromiumPath,
         sandbox: this.o.sandbox,
+        ...(this.o.cgroup ? { cgroup: this.o.cgroup } : {}),
         rootDir: join(this.o.browsersDir, `t-${randomBytes(6).toString('hex')}`),
         log,
         sessionId: null,

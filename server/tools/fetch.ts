@@ -14,7 +14,7 @@
 // request its fresh context.
 import { browsersDirFor } from '../browser/index.js';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import type { ServiceConfig } from '../config/config.js';
 import { configuredCaptchaService, type CaptchaSolver } from '../page/captcha-adapter.js';
 import { ChallengeError } from '../page/challenges.js';
 import { ConsentTracker } from '../page/consent.js';
@@ -36,9 +36,10 @@ export { ToolError, type ToolErrorStatus } from './tool-error.js';
 
 export interface ToolServiceOptions {
   config: Pick<
-    Config,
+    ServiceConfig,
     | 'chromiumPath'
     | 'browserSandbox'
+    | 'browserCaps'
     | 'dataDir'
     | 'allowPrivateNetworks'
     | 'fetchBrowsers'
@@ -64,6 +65,7 @@ export class ToolService {
     this.browsers = new FetchBrowsers({
       chromiumPath: config.chromiumPath,
       sandbox: config.browserSandbox === 'on',
+      ...(config.browserCaps ? { cgroup: config.browserCaps } : {}),
       browsers: config.fetchBrowsers,
       maxConcurrency: config.fetchMaxConcurrency,
       maxQueue: config.fetchMaxQueue,
