@@ -975,11 +975,11 @@ export type InputScrollRequest = {
 
 export type KeyboardTypeRequest = {
     /**
-     * The text to type (for more, paste it: `POST .../paste`).
+     * The text to type: at most 10,000 characters without a delay (see `delay`); for more, paste it (`POST .../paste`).
      */
     text: string;
     /**
-     * Pause between keystrokes in milliseconds; the pauses of one request (delay × characters) add up to at most 60 seconds (400 otherwise).
+     * Pause between keystrokes in milliseconds. One request types for at most about 10 seconds, counting a millisecond a key: (delay + 1) × characters ≤ 10,000, 400 otherwise (type in parts, or paste). The session's input waits while it types.
      */
     delay?: number;
 };

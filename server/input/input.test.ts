@@ -342,8 +342,11 @@ describe.each(
       ['mouse/move', { x: VIEWPORT.width, y: 10 }],
       ['keyboard/shortcut', { keys: ['Control', 'NoSuchKey'] }],
       ['keyboard/type', { text: '' }],
-      // 3000 characters 30 ms apart: 90 s of pauses holding the session's input.
+      // 3000 characters 30 ms apart: 93 s holding the session's input; 20,000 at once, 20 s;
+      // 10 a second apart, just over 10 s.
       ['keyboard/type', { text: 'a'.repeat(3000), delay: 30 }],
+      ['keyboard/type', { text: 'a'.repeat(20_000) }],
+      ['keyboard/type', { text: 'a'.repeat(10), delay: 1000 }],
       ['paste', { text: '' }],
       ['goto', { url: 'ftp://example.org/file' }],
     ] as const) {

@@ -142,7 +142,10 @@ export class X11Input implements InputBackend {
     const notches = (d: number) => (d === 0 ? 0 : Math.max(1, Math.round(Math.abs(d) / PIXELS_PER_NOTCH)));
     const ny = notches(deltaY);
     const nx = notches(deltaX);
-    const delay = String(Math.max(10, Math.min(200, Math.round(400 / Math.max(1, steps)))));
+    // The pause between notches spreads the turn over about 0.4 s (as `steps` wheel events),
+    // and a long turn (up to 833 notches) over at most a second: never minutes of one call.
+    const pause = Math.max(10, Math.min(200, Math.round(400 / Math.max(1, steps))));
+    const delay = String(Math.min(pause, Math.floor(1_000 / Math.max(1, ny, nx))));
     const args = ['mousemove', ...this.at({ x, y })];
     if (ny) args.push('click', '--repeat', String(ny), '--delay', delay, deltaY > 0 ? '5' : '4');
     if (nx) args.push('click', '--repeat', String(nx), '--delay', delay, deltaX > 0 ? '7' : '6');
