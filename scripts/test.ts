@@ -144,7 +144,15 @@ async function conformance(label: string, databaseUrl: string | undefined, out: 
       await new Promise((r) => setTimeout(r, 500));
     }
     const report = join(dataDir, 'conformance.json');
-    const code = await run(bin('tsx'), ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report], out);
+    // G13's boundary values find a handler's 5xx, which does not depend on the store: PGlite
+    // is PostgreSQL's own engine (the same types, the same range errors), so the second
+    // backend would spend its minutes proving nothing more.
+    const skip = label === 'postgres' ? ['--skip', 'G13'] : [];
+    const code = await run(
+      bin('tsx'),
+      ['conformance/cli.ts', '--base-url', base, '--api-key', apiKey, '--admin-token', adminToken, '--json', report, ...skip],
+      out,
+    );
     countConformance(label, report);
     return code === 0;
   } finally {

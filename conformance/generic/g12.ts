@@ -15,13 +15,7 @@ import { documentedAnswerProblems } from '../responses.js';
 import type { BuiltRequest } from '../requests.js';
 import { check, defineRules, type Check, type T } from '../runner.js';
 import { answered, exchangeLine } from './common.js';
-import { prng } from '../prng.js';
-
-function hash(text: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
-  return h >>> 0;
-}
+import { hash, prng } from '../prng.js';
 
 const nested = (depth: number): unknown => {
   let v: unknown = 1;

@@ -116,7 +116,8 @@ type Fault =
   | 'noDeleteRoute' // DELETE on an item is not served at all
   | 'renameOnGet' // getThing changes the thing
   | 'leak' // another project sees this project's things
-  | 'crashOnOddId'; // an id that is not one of its own → 500 (instead of 404)
+  | 'crashOnOddId' // an id that is not one of its own → 500 (instead of 404)
+  | 'crashOnBigSize'; // a size past a 32-bit column (the contract sets no maximum) → 500
 
 interface Thing {
   id: string;
@@ -195,6 +196,7 @@ class TinyServer {
       if (!body || typeof body !== 'object' || Array.isArray(body)) return this.error(res, 400, 'body must be an object');
       if (typeof body.name !== 'string' || body.name.length === 0) return this.error(res, 400, 'body/name must be a string');
       if ('size' in body && !Number.isInteger(body.size)) return this.error(res, 400, 'body/size must be an integer');
+      if (f.has('crashOnBigSize') && (body.size as number) > 2 ** 31 - 1) return this.error(res, 500, 'integer out of range');
       const extra = Object.keys(body).filter((k) => k !== 'name' && k !== 'size');
       if (extra.length && !f.has('acceptExtra')) return this.error(res, 400, `body must not have ${extra[0]}`);
       const thing = { id: `t_${++this.n}`, name: body.name, project };
@@ -261,7 +263,7 @@ describe('generic checks against a conforming server', () => {
     expect(r.lines[r.lines.length - 1]).toMatch(/^\d+ passed, 0 failed, \d+ skipped$/);
     // Every rule has checks, and the skips say why.
     const ids = new Set(r.report.results.map((x) => x.id));
-    expect([...ids].sort()).toEqual(['G1', 'G10', 'G11', 'G12', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8']);
+    expect([...ids].sort()).toEqual(['G1', 'G10', 'G11', 'G12', 'G13', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8']);
     for (const s of r.report.results.filter((x) => x.status === 'skip')) expect(s.message).toBeTruthy();
     expect(r.status("G11 getThing answers 404 to another project's key")).toBe('pass');
     expect(r.status('G10 listThings listing is unchanged by a round of GETs')).toBe('pass');
@@ -309,6 +311,7 @@ describe('generic checks against a faulty server', () => {
     ['renameOnGet', ['G10'], 'G10 listThings listing is unchanged by a round of GETs', /differ at \/data\/0\/name/],
     ['leak', ['G11'], "G11 getThing answers 404 to another project's key", /another project's key on \/v1\/things t_\d+: GET \/v1\/things\/t_\d+ → 200/],
     ['crashOnOddId', ['G12'], 'G12 getThing hostile input #1 (seed 1)', /^path thing_id = .*: a server error: GET \/v1\/things\/.* → 500/],
+    ['crashOnBigSize', ['G13'], 'G13 createThing request schema at its boundaries (seed 1)', /valid: size = 2\^31: a server error: POST \/v1\/things → 500/],
   ];
   for (const [fault, only, name, message] of cases) {
     it(`${fault}: ${name} fails`, async () => {
@@ -327,7 +330,7 @@ describe('generic checks against a faulty server', () => {
   }
 
   it('the same checks pass without the fault (each case is a real difference)', async () => {
-    const r = await run([], ['G1', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8', 'G10', 'G11', 'G12']);
+    const r = await run([], ['G1', 'G2', 'G3', 'G4', 'G5', 'G6', 'G7', 'G8', 'G10', 'G11', 'G12', 'G13']);
     for (const [, , name] of cases) expect(r.status(name), name).toBe('pass');
   });
 });
