@@ -97,5 +97,7 @@ describe.each(backends)('sticky service proxies of profiles on %s', (backend) =>
     expect(await session(withProfile)).toBe(ids[1]);
     const [row] = await server.db.query<{ sticky_proxy_id: string }>(`SELECT sticky_proxy_id FROM profiles WHERE name = 'sticky'`);
     expect(row!.sticky_proxy_id).toBe(ids[1]);
-  });
+    // Ten sessions, each a cold launch behind its proxy, one after another: about 20 s on a
+    // fast day, past the default 60 s on a machine three times slower (2026-12-07, AMD EPYC).
+  }, 150_000);
 });
