@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../generated/routes.js';
 import { backends, startTestServer, type TestServer } from '../testing/harness.js';
 import { validatorsFor } from './app.js';
+import { cgroupPlace } from '../browser/cgroup.js';
 
 describe('validators', () => {
   it('compile for every operation of the contract (they are compiled on first use)', () => {
@@ -32,7 +33,8 @@ describe.each(backends)('HTTP spine on %s', (backend) => {
     expect(await res.json()).toEqual({
       status: 'ok',
       database: backend,
-      browsers: { running: 0, warm: 0, sandbox: 'on' },
+      // Capped where this machine lets the server make control groups (browser/cgroup.ts).
+      browsers: { running: 0, warm: 0, sandbox: 'on', limits: 'why' in cgroupPlace() ? 'off' : { memory_mb: 2048, cpus: 1 } },
       cluster: { node_id: expect.any(String), live_nodes: 1, draining: false },
     });
   });
