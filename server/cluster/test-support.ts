@@ -320,6 +320,11 @@ export async function runConformance(
       adminToken,
       '--json',
       report,
+      // Three nodes, their browsers and the front share two cores with the suite's other
+      // lanes: a default session's cold start through the front took past the usual 30 s on
+      // a machine three times slower than most days (2026-12-07). A request's deadline, not a wait.
+      '--timeout-ms',
+      '60000',
     ];
     if (only) args.push('--only', only.join(','));
     let out = '';
