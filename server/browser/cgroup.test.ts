@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BrowserGroup, BrowserLimitsError, cgroupPlace, checkBrowserCaps, DEFAULT_LIMITS, type CgroupPlace } from './cgroup.js';
+import { BrowserGroup, BrowserLimitsError, cgroupPlace, checkBrowserCaps, DEFAULT_LIMITS, removeLeftoverGroups, type CgroupPlace } from './cgroup.js';
 import { launchBrowser } from './launch.js';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
 import { newOwnerRecord, writeOwner } from './owner.js';
@@ -138,6 +138,21 @@ describe.skipIf(why !== undefined)('a capped browser', () => {
       expect(group.remove()).toBe(true);
     }
     expect(existsSync(cpuDir!)).toBe(false);
+  });
+
+  it("removes at start the empty groups a killed server's browsers left, never one a process is in", async () => {
+    const left = BrowserGroup.make(place, 'left-behind', { memoryMb: 256, cpus: 1 }, false);
+    const busy = await launchBrowser(
+      { ...DEFAULT_LAUNCH_OPTIONS, headless: true },
+      { chromiumPath, rootDir: join(browsersDir, 'busy'), log, cgroup: { place, limits: DEFAULT_LIMITS } },
+    );
+    try {
+      removeLeftoverGroups(place, 0);
+      expect(left.dirs.some((d) => existsSync(d))).toBe(false);
+      expect(busy.group!.dirs.every((d) => existsSync(d))).toBe(true);
+    } finally {
+      await busy.close();
+    }
   });
 
   it('is swept with its groups when its server died', async () => {

@@ -13,7 +13,7 @@
 // cgroup v2 (one unified hierarchy) is not handled yet: its "no processes in inner groups"
 // rule needs the server moved into a leaf of its own first. Such a host runs without caps,
 // which the start log and /healthz say (cgroupPlace()).
-import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 /** A browser's caps: 0 is no cap of that kind. */
@@ -75,6 +75,7 @@ export function cgroupPlace(): CgroupPlace | { why: string } {
   }
   try {
     BrowserGroup.make(place, `probe-${process.pid}`, { memoryMb: 64, cpus: 1 }, false).remove();
+    removeLeftoverGroups(place);
     return place;
   } catch (err) {
     return { why: `this server cannot make control groups below its own (${(err as Error).message}); run it as root` };
@@ -113,6 +114,33 @@ function tryRmdir(dir: string): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT';
   }
+}
+
+/** How old an empty browser group must be to be taken for a leftover: no launch waits that long between its group and its first process. */
+const LEFTOVER_AGE_MS = 10 * 60_000;
+
+/**
+ * Removes the empty browser groups of servers that were killed and whose roots no sweep will
+ * see again (their DATA_DIR gone with them): the kernel refuses to remove a group that still
+ * holds a process, so another server's running browsers keep theirs, and a group younger
+ * than LEFTOVER_AGE_MS may be a launch's that has not started its first process yet.
+ */
+export function removeLeftoverGroups(place: CgroupPlace, olderThanMs = LEFTOVER_AGE_MS): number {
+  let removed = 0;
+  for (const parent of [place.memory, place.cpu]) {
+    for (const name of readdirSync(parent)) {
+      if (!name.startsWith(GROUP_PREFIX)) continue;
+      const dir = join(parent, name);
+      try {
+        if (Date.now() - statSync(dir).ctimeMs < olderThanMs) continue;
+        rmdirSync(dir);
+        removed++;
+      } catch {
+        // busy (a browser runs in it) or gone meanwhile
+      }
+    }
+  }
+  return removed;
 }
 
 /** Removes groups a browser left (the sweep's, after its processes are gone): only browsers' groups, and those still busy stay. */
