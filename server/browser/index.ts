@@ -14,7 +14,7 @@ export { BrowserSandboxError, checkBrowserSandbox } from './browser-user.js';
 export { BrowserLimitsError, checkBrowserCaps, type BrowserLimits } from './cgroup.js';
 export { downloadsDirOf } from './download-path.js';
 export { BrowserPool, type BrowserPoolOptions, type Poolable } from './pool.js';
-export { prioritiesWork, toForeground } from './cpu-priority.js';
+export { prioritiesWork } from './cpu-priority.js';
 export { groupPssBytes } from './group-memory.js';
 export { createCdpProxy, parseCdpPath, versionDocument, type CdpProxy, type CdpProxyOptions, type CdpResolution, type CdpTarget } from './cdp-proxy.js';
 export type { Log } from './log.js';

@@ -22,7 +22,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { installAdblock } from './adblock.js';
 import { browserUid, ensureXSocketDir, handOver, openForSearch } from './browser-user.js';
 import { BrowserGroup, spawnIn, type BrowserLimits, type CgroupPlace } from './cgroup.js';
-import { toBackground } from './cpu-priority.js';
+import { toBackground, toForeground } from './cpu-priority.js';
 import type { AutoSelectCertificate } from './auto-select-certificates.js';
 import { installStealth } from './stealth-extension.js';
 import { CdpClient } from './cdp-client.js';
@@ -117,6 +117,8 @@ export interface RunningBrowser {
   exited: Promise<BrowserExit>;
   /** Its control groups, with LaunchEnv.cgroup: its caps, and what hit them. */
   group?: BrowserGroup;
+  /** Its ordinary CPU weight back, after LaunchEnv.background: its group's, or its autogroup's. */
+  foreground(): void;
 }
 
 /** The folders of a root (see the layout above), for those that fill or read it. */
@@ -374,6 +376,7 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
       },
       exited,
       ...(group ? { group } : {}),
+      foreground: () => (group ? group.foreground() : void toForeground(pid)),
     };
   } catch (err) {
     await cleanup();

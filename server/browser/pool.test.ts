@@ -4,7 +4,7 @@ import { chromium } from 'playwright-core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
 import { launchBrowser } from './launch.js';
-import { autogroupNice, prioritiesWork, toForeground } from './cpu-priority.js';
+import { autogroupNice, prioritiesWork } from './cpu-priority.js';
 import { BrowserPool } from './pool.js';
 import { findRootProcesses } from './procfs.js';
 import { chromiumPath, eventually, leftovers, listDir, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
@@ -183,7 +183,7 @@ describe('BrowserPool', () => {
       browsersDir,
       chromiumPath,
       log,
-      onTake: (b) => void toForeground(b.pid),
+      onTake: (b) => b.foreground(),
       launch: (rootDir, signal) => launchBrowser(headless, { chromiumPath, rootDir, log, sessionId: null, signal, background: true }),
     });
     await pool.whenFull();

@@ -6,7 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CdpClient } from '../browser/cdp-client.js';
 import { availableParallelism } from 'node:os';
-import { BrowserPool, DEFAULT_LAUNCH_OPTIONS, groupPssBytes, prioritiesWork, toForeground } from '../browser/index.js';
+import { BrowserPool, DEFAULT_LAUNCH_OPTIONS, groupPssBytes, prioritiesWork } from '../browser/index.js';
 import type { CdpAccess } from './cdp-access.js';
 import type { Reservation, StepDeps } from './live.js';
 import { fitsWarmPool, normalize, type SessionCreateBody } from './options.js';
@@ -44,9 +44,7 @@ export class WarmBrowsers {
         // Two at once on a machine of two cores or more: one launch alone leaves a core idle
         // for much of its time (it waits on Xvfb, the first paint, the window's fitting).
         parallel: Math.min(2, availableParallelism()),
-        ...(background
-          ? { refillDelayMs: 0, onTake: (sb: SessionBrowser) => (sb.browser.group ? sb.browser.group.foreground() : void toForeground(sb.browser.pid)) }
-          : {}),
+        ...(background ? { refillDelayMs: 0, onTake: (sb: SessionBrowser) => sb.browser.foreground() } : {}),
         browsersDir: o.browsersDir,
         chromiumPath: o.config.chromiumPath,
         log: o.log,
