@@ -34,16 +34,54 @@ RUN find server generated -name '*.ts' ! -name '*.d.ts' > /tmp/sources && \
       --platform=node --target=node20 --log-level=warning
 
 FROM toolchain AS deps
-# Production dependencies only; the store they were linked from stays in this stage.
-RUN pnpm install --frozen-lockfile --prod
+# Production dependencies only; the store they were linked from stays in this stage. The API
+# reference at /docs serves one file of Redoc, its standalone bundle: the 55 MB of React,
+# core-js and the rest that Redoc depends on are for building with it, so they go.
+RUN pnpm install --frozen-lockfile --prod && \
+    mkdir -p /tmp/redoc/bundles && cp node_modules/redoc/package.json /tmp/redoc/ && \
+    cp node_modules/redoc/bundles/redoc.standalone.js* /tmp/redoc/bundles/ && \
+    rm /tmp/redoc/bundles/*.map && \
+    npm pkg delete dependencies.redoc devDependencies && \
+    rm -rf node_modules && pnpm install --prod --prefer-offline --no-frozen-lockfile && \
+    mv /tmp/redoc node_modules/redoc
+
+# ffmpeg for the recordings alone (JPEG frames through the concat demuxer into H.264 in MP4,
+# server/recording/encode.ts): Debian's own source, built with nothing else. Debian's ffmpeg
+# package brings 198 MB of codecs, filters and devices the service never uses.
+FROM ${BASE} AS ffmpeg
+RUN if [ -f /etc/apt/sources.list.d/debian.sources ]; then \
+      sed -i 's/^Types: deb$/Types: deb deb-src/' /etc/apt/sources.list.d/debian.sources; fi; \
+    if [ -f /etc/apt/sources.list ]; then \
+      sed -n 's/^deb /deb-src /p' /etc/apt/sources.list > /etc/apt/sources.list.d/sources-src.list; fi; \
+    apt-get update && \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential nasm pkg-config libx264-dev xz-utils ca-certificates
+WORKDIR /build
+RUN apt-get source ffmpeg && mv ffmpeg-*/ ffmpeg
+WORKDIR /build/ffmpeg
+RUN ./configure --disable-everything --disable-autodetect --disable-doc --disable-debug \
+      --disable-ffplay --disable-ffprobe --disable-network --disable-avdevice --disable-postproc \
+      --disable-swresample --enable-gpl --enable-libx264 --enable-protocol=file \
+      --enable-demuxer=concat,image2,mjpeg,image_jpeg_pipe --enable-decoder=mjpeg \
+      --enable-parser=mjpeg --enable-encoder=libx264,mpeg4 --enable-muxer=mp4 \
+      --enable-filter=scale,pad,setsar,format && \
+    make -j"$(nproc)" ffmpeg && strip ffmpeg
 
 FROM ${BASE}
-# What scripts/setup.sh installs on a host, plus tini (PID 1) and fonts for the world's pages.
+# Files dpkg leaves out of every package: documentation and translations (as Debian's slim
+# images do), and what Chromium never loads: Mesa's drivers and the LLVM and Z3 they link
+# (162 MB; Xvfb's GLX goes without them, and Chromium draws with its own SwiftShader),
+# Vulkan's validation layer (23 MB, a debugging aid) and the serif CJK faces (45 MB; pages
+# asking for serif CJK get the sans).
+COPY deploy/dpkg-excludes /etc/dpkg/dpkg.cfg.d/cloud-browser
+# What scripts/setup.sh installs on a host (ffmpeg built above), plus tini (PID 1) and fonts
+# for the world's pages.
 RUN apt-get update && \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      chromium ffmpeg xvfb xdotool xclip openssl libnss3-tools bubblewrap tini ca-certificates \
+      chromium libx264-164 xvfb xdotool xclip openssl libnss3-tools bubblewrap tini ca-certificates \
       fonts-liberation fonts-noto-core fonts-noto-color-emoji fonts-noto-cjk && \
-    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+COPY --from=ffmpeg /build/ffmpeg/ffmpeg /usr/local/bin/ffmpeg
 # A fixed uid, so a volume's owner and a pod's runAsUser can name it.
 RUN groupadd --gid 10001 cloudbrowser && \
     useradd --uid 10001 --gid 10001 --home-dir /home/cloudbrowser --create-home \

@@ -8,9 +8,11 @@
 // sandbox (no --no-sandbox; renderers in a user namespace of their own), then `docker stop`:
 // exit 0 within the grace period, and after a start on the same volume the session reads
 // ended `server_shutdown`.
-import { copyFileSync, readlinkSync, rmSync } from 'node:fs';
+import { copyFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { freePort } from '../server/testing/free-port.js';
@@ -58,13 +60,23 @@ async function hostPage(): Promise<{ url: string; close: () => void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => server.close() };
 }
 
-/** The container's memory (its cgroup's, as `docker stats` reads it), in MiB. */
+/**
+ * The container's working set in MiB: its cgroup's anonymous and shared memory (cgroup v1's
+ * total_rss + total_shmem, v2's anon + shmem). Not `docker stats`, which counts the page
+ * cache the image's files fill, reclaimable and so no part of what a session costs.
+ */
 async function memoryMiB(name: string): Promise<number> {
-  const usage = (await docker('stats', '--no-stream', '--format', '{{.MemUsage}}', name)).split('/')[0].trim();
-  const m = /^([\d.]+)\s*([KMG]i?B)$/.exec(usage);
-  if (!m) throw new Error(`docker stats: ${usage}`);
-  return Number(m[1]) * ({ KiB: 1 / 1024, MiB: 1, GiB: 1024 } as Record<string, number>)[m[2].replace(/^([KMG])B$/, '$1iB')];
+  const stat = await docker('exec', name, 'sh', '-c', 'cat /sys/fs/cgroup/memory/memory.stat 2>/dev/null || cat /sys/fs/cgroup/memory.stat');
+  const field = (k: string) => Number(new RegExp(`^${k} (\\d+)$`, 'm').exec(stat)?.[1] ?? NaN);
+  const bytes = /^total_rss /m.test(stat) ? field('total_rss') + field('total_shmem') : field('anon') + field('shmem');
+  if (!Number.isFinite(bytes)) throw new Error(`memory.stat of ${name}: ${stat.slice(0, 200)}`);
+  return bytes / 2 ** 20;
 }
+
+/** Lists each program or library whose linked libraries are absent (ldd's "not found"). */
+const LIBRARIES_MISSING =
+  'for f in /usr/bin/* /usr/local/bin/* /usr/lib/chromium/* /usr/lib/*-linux-gnu/*.so*; do ' +
+  '[ -f "$f" ] && ldd "$f" 2>/dev/null | grep -q "not found" && echo "$f: $(ldd "$f" | grep "not found" | tr -s " \t" " " | head -3 | tr "\n" ",")"; done; true';
 
 const health = async (name: string) => (await docker('inspect', '-f', '{{.State.Health.Status}}', name)).trim();
 async function waitHealthy(name: string): Promise<void> {
@@ -127,6 +139,13 @@ async function main(): Promise<void> {
     await tab.goto(page.url);
     check((await tab.textContent('#p')) === 'hello', 'Playwright over cdp_url loaded a page from the host');
 
+    // The API reference, whose Redoc the image keeps as its standalone bundle alone.
+    const reference = await Promise.all(['/docs', '/docs/redoc.standalone.js'].map(async (path) => (await fetch(`${url}${path}`)).status));
+    check(
+      reference.every((s) => s === 200),
+      `the API reference at /docs and its script answer ${reference.join(', ')}`,
+    );
+
     // What one session costs: the figure deploy/kubernetes sizes its requests from.
     const busy = await memoryMiB(name);
     log(`memory: idle ${idle.toFixed(0)} MiB, one session (headful, recording, a page) ${busy.toFixed(0)} MiB: +${(busy - idle).toFixed(0)} MiB a session`);
@@ -156,6 +175,36 @@ async function main(): Promise<void> {
     await waitHealthy(name);
     const after = (await (await fetch(`${url}/v1/sessions/${session.data.id}`, { headers })).json()) as { data: { status: string; end_reason: string } };
     check(after.data.end_reason === 'server_shutdown', `the session ended ${after.data.status} / ${after.data.end_reason}`);
+    // Its recording, encoded by the image's own ffmpeg during the drain, plays on the host's.
+    const video = await fetch(`${url}/v1/sessions/${session.data.id}/recordings/primary/fetch`, { headers });
+    const mp4 = Buffer.from(await video.arrayBuffer());
+    check(video.status === 200 && mp4.length > 0, `the recording: ${video.status}, ${mp4.length} bytes`);
+    if (video.status === 200) {
+      const file = join(tmpdir(), `${name}.mp4`);
+      writeFileSync(file, mp4);
+      const probe = await run('ffprobe', [
+        '-v',
+        'error',
+        '-select_streams',
+        'v:0',
+        '-show_entries',
+        'stream=codec_name:format=duration',
+        '-of',
+        'csv=p=0',
+        file,
+      ]);
+      rmSync(file, { force: true });
+      check(
+        probe.code === 0 && /^h264\s+[\d.]+/m.test(probe.stdout) && Number(/([\d.]+)\s*$/.exec(probe.stdout.trim())?.[1]) > 0,
+        `the recording is H.264 with a length (${probe.stdout.trim().replace(/\s+/g, ' ')})`,
+      );
+    }
+    // Everything the image leaves out (Dockerfile, deploy/dpkg-excludes) is loaded by nothing.
+    const missing = await run('docker', ['exec', name, 'sh', '-c', LIBRARIES_MISSING]);
+    check(
+      missing.stdout.trim() === '',
+      `every program and library in the image finds its libraries${missing.stdout.trim() ? `: ${missing.stdout.trim().split('\n').slice(0, 5).join('; ')}` : ''}`,
+    );
     await docker('stop', '-t', String(STOP_TIMEOUT), name);
   } finally {
     page.close();
