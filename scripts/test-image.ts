@@ -8,7 +8,8 @@
 // sandbox (no --no-sandbox; renderers in a user namespace of their own), then `docker stop`:
 // exit 0 within the grace period, and after a start on the same volume the session reads
 // ended `server_shutdown`.
-import { copyFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -103,12 +104,37 @@ async function chromiumProcesses(name: string): Promise<{ pid: number; uid: numb
     .map((m) => ({ pid: Number(m[1]), uid: Number(m[2]), args: m[3] }));
 }
 
+/**
+ * deploy/compose.yaml as Compose reads it (`docker-compose config`), with deploy/.env.example
+ * filled as its comments say. Compose cannot run here (its other images cannot be pulled);
+ * scripts/deploy-compose.test.ts runs the same topology without containers.
+ */
+async function checkCompose(): Promise<void> {
+  const compose = (await run('sh', ['-c', 'command -v docker-compose'])).code === 0 ? 'docker-compose' : undefined;
+  if (!compose) return log('compose check skipped: no docker-compose command (apt-get install docker-compose)');
+  const dir = mkdtempSync(join(tmpdir(), 'cb-compose-'));
+  try {
+    cpSync(`${root}deploy`, dir, { recursive: true });
+    const env = readFileSync(join(dir, '.env.example'), 'utf8').replace(
+      /^([A-Z][A-Z0-9_]*)=$/gm,
+      (_, name: string) => `${name}=${randomBytes(32).toString('hex')}`,
+    );
+    writeFileSync(join(dir, '.env'), env);
+    // From deploy/, as compose.yaml says to run it (its seccomp profile is a path from there).
+    const config = await run('sh', ['-c', `cd '${dir}' && ${compose} config -q`]);
+    check(config.code === 0, `deploy/compose.yaml is valid to ${compose} config${config.code ? `: ${config.stderr.trim()}` : ''}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
   const reason = await skipReason();
   if (reason) {
     log(`skipped: ${reason}`);
     return;
   }
+  await checkCompose();
   const base = await ensureBase(log);
   log(`base ${base}`);
   await build(base);
