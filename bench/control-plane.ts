@@ -17,7 +17,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -58,16 +58,40 @@ const page = createServer((_req, res) => {
 await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
 const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
 
-// A webhook receiver: every delivery counted, by event id (none may come twice).
+// A webhook receiver: every delivery counted, by event id (none may come twice), and by the
+// process whose socket sent it (which node delivered it: the table keeps no trace of that).
 const received = new Map<string, number>();
+const senders: number[] = [];
 const receiver = createServer((req, res) => {
   const id = String(req.headers['webhook-id'] ?? '');
   received.set(id, (received.get(id) ?? 0) + 1);
+  senders.push(pidOfPeer(req.socket.remotePort!, (receiver.address() as AddressInfo).port) ?? 0);
   req.resume();
   req.on('end', () => res.writeHead(200).end());
 });
 await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+
+/** The pid of the local process holding the TCP socket from `port` to our `to` port. */
+function pidOfPeer(port: number, to: number): number | undefined {
+  const hex = (p: number) => p.toString(16).toUpperCase().padStart(4, '0');
+  let inode: string | undefined;
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f[1]?.endsWith(`:${hex(port)}`) && f[2]?.endsWith(`:${hex(to)}`)) inode = f[9];
+    }
+  }
+  if (!inode) return undefined;
+  for (const pid of listPids()) {
+    try {
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) if (readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`) return pid;
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return undefined;
+}
 
 /** CPU seconds of the PostgreSQL server's processes (the postmaster and its backends). */
 function databaseCpu(own: OwnPostgres): number {
@@ -83,6 +107,16 @@ function databaseCpu(own: OwnPostgres): number {
     }
   }
   return ticks / 100;
+}
+
+/** How many of each value, most first: "a×5 b×3". */
+function spread(values: string[]): string {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([v, k]) => `${v}×${k}`)
+    .join(' ');
 }
 
 interface Usage {
@@ -351,8 +385,46 @@ for (const n of SIZES) {
         120_000,
       ).catch(() => undefined);
       console.log(`a batch item (queued, claimed, its session started): ${per(await meter.read(), SESSIONS)}`);
+      // Fair and exact: which node claimed each item, none without a session or with two.
+      const items = await sql.query<{ claimed_by: string | null; status: string; session_id: string | null }>(
+        'SELECT claimed_by, status, session_id FROM batch_items WHERE batch_id = $1',
+        [batchId],
+      );
+      const sessionsOfItems = new Set(items.rows.map((r) => r.session_id).filter(Boolean));
+      console.log(
+        `  the batch's ${items.rows.length} items: ${spread(items.rows.map((r) => r.claimed_by ?? 'none'))}; statuses ${spread(items.rows.map((r) => r.status))}; ${sessionsOfItems.size} sessions for ${items.rows.filter((r) => r.session_id).length} items with one`,
+      );
       await request(c, '/v1/sessions/all', { method: 'DELETE' });
     } else console.log(`(batch refused: ${batch.status})`);
+
+    // Task runs: queued by any node, claimed by the nodes with browsers, each exactly once.
+    const task = (await (await request(c, '/v1/task', json({ name: 'bench-cp', language: 'typescript' }))).json()) as { data: { id: string } };
+    const script = 'export default async function run(ctx: any) { await ctx.page.goto(ctx.input.url); return 1; }';
+    await request(c, `/v1/task/${task.data.id}/deploy`, json({ code: Buffer.from(script).toString('base64'), browserConfiguration: HEADLESS.session }));
+    await meter.reset();
+    const runs = await Promise.all(
+      Array.from({ length: SESSIONS }, async () => {
+        const r = await request(c!, `/v2/tasks/${task.data.id}/run`, json({ input_params: { url: pageUrl } }));
+        return ((await r.json()) as { run_id?: string }).run_id;
+      }),
+    );
+    const finished = await until(
+      'the task runs',
+      async () => {
+        const r = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM task_executions WHERE task_id = $1 AND finished_at IS NOT NULL`, [task.data.id]);
+        return Number(r.rows[0]!.n) >= SESSIONS ? true : undefined;
+      },
+      180_000,
+    ).catch(() => false);
+    console.log(
+      `a task run (queued, claimed, its session, the script, ended): ${per(await meter.read(), SESSIONS)}${finished ? '' : ' (not all finished in 180 s)'}`,
+    );
+    const executions = await sql.query<{ claimed_by: string | null; status: string }>('SELECT claimed_by, status FROM task_executions WHERE task_id = $1', [
+      task.data.id,
+    ]);
+    console.log(
+      `  the ${runs.filter(Boolean).length} runs answered, ${executions.rows.length} executions: ${spread(executions.rows.map((r) => r.claimed_by ?? 'none'))}; statuses ${spread(executions.rows.map((r) => r.status))}`,
+    );
 
     // 3. Creations per second.
     const raw = await rawLaunch(5);
@@ -408,6 +480,9 @@ for (const n of SIZES) {
     );
     const twice = [...received.values()].filter((v) => v > 1).length;
     console.log(`webhook deliveries: ${received.size} events, ${twice} delivered twice`);
+    const nodeOf = new Map(c.nodes.map((x) => [x.child.pid, x.id]));
+    const by = senders.splice(0).map((pid) => nodeOf.get(pid) ?? 'unknown');
+    console.log(`  by the node that delivered them: ${spread(by)} (${new Set(by).size} of ${n} nodes)`);
   } finally {
     await c?.close();
     await sql.end();
