@@ -2,7 +2,9 @@
 // real Chromium and the local fixture site: the rate limit per API key, the address policy,
 // the time limit, a browser that cannot start, a captcha-solving service, an upstream
 // proxy. The tool itself on one server is in fetch.test.ts.
-import { readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Server as ProxyServer } from 'proxy-chain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCaptchaService } from '../../fixtures/captcha-service.js';
@@ -10,6 +12,7 @@ import { FIXTURE_SITEKEY, fixtureJson, startFixtureServer, type FixtureServer } 
 import { createProject } from '../auth/api-keys.js';
 import { browsersDirFor } from '../browser/index.js';
 import { startTestServer } from '../testing/harness.js';
+import { untilPasses } from '../input/test-support.js';
 import { fetchUrl, post } from './test-support.js';
 
 let fx: FixtureServer;
@@ -75,6 +78,29 @@ describe('address policy and time limit', () => {
     }
     expect(chromiumsUnder(toolRoots)).toBe(0);
   }, 90_000);
+
+  it('a browser slow to start: still 504 by FETCH_TIMEOUT_SECONDS, and closed with the server once up', async () => {
+    // Chromium behind a 15 s pause: the launch, which does not watch the deadline, outlasts it.
+    const dir = mkdtempSync(join(tmpdir(), 'cb-slow-chromium-'));
+    const slow = join(dir, 'chromium');
+    writeFileSync(slow, `#!/bin/sh\nsleep 15\nexec ${process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'} "$@"\n`, { mode: 0o755 });
+    chmodSync(dir, 0o755);
+    const s = await startTestServer({ env: { FETCH_BROWSERS: '1', FETCH_TIMEOUT_SECONDS: '3', CHROMIUM_PATH: slow } });
+    const toolRoots = `${browsersDirFor(s.config.dataDir)}/t-`;
+    try {
+      const started = Date.now();
+      const res = await fetchUrl(s, `${fx.url}/hang`);
+      expect(res.status).toBe(504);
+      expect(await res.json()).toEqual({ error: 'Upstream timed out after 3 seconds' });
+      // Answered while the launch was still in its pause.
+      expect(Date.now() - started).toBeLessThan(15_000);
+      await untilPasses(() => expect(chromiumsUnder(toolRoots)).toBeGreaterThan(0), 60_000);
+    } finally {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(chromiumsUnder(toolRoots)).toBe(0);
+  }, 120_000);
 
   it('an internal failure (no browser can start) answers 500 in the general shape', async () => {
     const s = await startTestServer({ env: { FETCH_BROWSERS: '1', CHROMIUM_PATH: '/nonexistent/chromium' } });

@@ -21,6 +21,7 @@ import { ConsentTracker } from '../page/consent.js';
 import { NetworkTracker } from '../page/readiness.js';
 import { stealthContextOptions, stealthScript } from '../page/stealth.js';
 import { checkUrl } from './check-url.js';
+import { withDeadline } from './deadline.js';
 import { BrowsersClosedError, FetchBrowsers, QueueFullError, QueueTimeoutError } from './fetch-browsers.js';
 import { MainDocument, type Watch } from './main-document.js';
 import type { FetchResult, Pipeline, Visit } from './page-pipeline.js';
@@ -126,27 +127,36 @@ export class ToolService {
     fn: (v: Visit) => Promise<T>,
   ): Promise<T> {
     try {
-      return await this.browsers.withContext(
-        (browser) => ({
-          // The window's own size unless asked: no emulation layer between page and window.
-          viewport: extra.viewport ?? null,
-          acceptDownloads: false,
-          serviceWorkers: 'block',
-          ...stealthContextOptions(browser),
-        }),
-        deadline,
-        async ({ context }) => {
-          await context.addInitScript({ content: stealthScript });
-          const consent = await ConsentTracker.attach(context, log);
-          const page = await context.newPage();
-          const tracker = new NetworkTracker(page);
-          const main = await MainDocument.attach(context, page, watch, log);
-          try {
-            return await fn({ context, page, main, consent, tracker, deadline, log, pipeline: this.pipeline });
-          } finally {
-            tracker.dispose();
-          }
-        },
+      // The whole of it, a browser's launch included, within FETCH_TIMEOUT_SECONDS: a launch
+      // does not watch the deadline (22 s for a 3 s limit on a loaded machine). A moment after
+      // it, so that the steps that do watch it (the queue, the navigation) answer first, saying
+      // where the time went.
+      return await withDeadline(
+        deadline + 250,
+        () => new ToolError(504, `Upstream timed out after ${this.timeoutSeconds} seconds`),
+        () =>
+          this.browsers.withContext(
+            (browser) => ({
+              // The window's own size unless asked: no emulation layer between page and window.
+              viewport: extra.viewport ?? null,
+              acceptDownloads: false,
+              serviceWorkers: 'block',
+              ...stealthContextOptions(browser),
+            }),
+            deadline,
+            async ({ context }) => {
+              await context.addInitScript({ content: stealthScript });
+              const consent = await ConsentTracker.attach(context, log);
+              const page = await context.newPage();
+              const tracker = new NetworkTracker(page);
+              const main = await MainDocument.attach(context, page, watch, log);
+              try {
+                return await fn({ context, page, main, consent, tracker, deadline, log, pipeline: this.pipeline });
+              } finally {
+                tracker.dispose();
+              }
+            },
+          ),
       );
     } catch (err) {
       if (err instanceof ToolError) throw err;

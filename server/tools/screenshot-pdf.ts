@@ -1,6 +1,7 @@
 // The screenshot and page PDF tools: the page prepared (page-pipeline.ts), then captured as
 // asked, within the request's deadline.
 import type { Config } from '../config/config.js';
+import { withDeadline } from './deadline.js';
 import type { WaitUntil } from './navigate.js';
 import { prepare, type Visit } from './page-pipeline.js';
 import { ToolError } from './tool-error.js';
@@ -31,7 +32,7 @@ export async function screenshotOf(v: Visit, url: URL, o: ScreenshotOptions): Pr
   const { context, page, deadline, pipeline } = v;
   await prepare(v, url, o.waitUntil);
   if (o.waitMs > 0) await page.waitForTimeout(Math.min(o.waitMs, Math.max(0, deadline - Date.now())));
-  return withDeadline(deadline, pipeline.config, async () => {
+  return withDeadline(deadline, pageLoadTimedOut(pipeline.config), async () => {
     if (!o.captureBeyondViewport) return page.screenshot({ type: 'png', fullPage: o.fullPage, timeout: Math.max(1, deadline - Date.now()) });
     const cdp = await context.newCDPSession(page);
     const metrics = (await cdp.send('Page.getLayoutMetrics')) as { cssContentSize: { width: number; height: number } };
@@ -49,7 +50,7 @@ export async function pdfOf(v: Visit, url: URL, o: PdfOptions): Promise<Buffer> 
   const margin = marginRefusal(o.margin);
   if (margin) throw new ToolError(400, margin);
   await prepare(v, url, o.waitUntil);
-  return withDeadline(deadline, pipeline.config, () =>
+  return withDeadline(deadline, pageLoadTimedOut(pipeline.config), () =>
     page
       .pdf({
         format: o.format,
@@ -94,14 +95,5 @@ export function marginRefusal(margin: PdfOptions['margin']): string | undefined 
   return undefined;
 }
 
-async function withDeadline<T>(deadline: number, config: Pick<Config, 'fetchTimeoutSeconds'>, fn: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ToolError(504, `Page load timed out after ${config.fetchTimeoutSeconds} seconds`)), Math.max(0, deadline - Date.now()));
-  });
-  try {
-    return await Promise.race([fn(), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const pageLoadTimedOut = (config: Pick<Config, 'fetchTimeoutSeconds'>) => () =>
+  new ToolError(504, `Page load timed out after ${config.fetchTimeoutSeconds} seconds`);
