@@ -17,11 +17,19 @@ const EVENT_WAIT_MS = 60_000;
 type Json = any;
 
 export default defineRules((ctx: SuiteContext) => {
-  const send = async (opId: string, o: { pathParams?: Record<string, string>; body?: unknown; query?: [string, string][] } = {}): Promise<Exchange> => {
+  const send = async (
+    opId: string,
+    o: { pathParams?: Record<string, string>; body?: unknown; query?: [string, string][]; timeoutMs?: number } = {},
+  ): Promise<Exchange> => {
     const built = await ctx.build(ctx.contract.operation(opId), { pathParams: o.pathParams });
     built.query = o.query ?? [];
-    return ctx.call(built, 'body' in o ? { bodyValue: o.body } : {});
+    return ctx.call(built, { ...('body' in o ? { bodyValue: o.body } : {}), ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}) });
   };
+  // A session with a pending identity answers once signed in, or once the sign-in failed:
+  // its creation may take the sign-in's own time limit (an auth flow's timeout_seconds, by
+  // the contract's default) on top of any creation's.
+  const signInMs = 1000 * Number((ctx.contract.spec.components?.schemas?.AuthFlowLogin as Json)?.properties?.timeout_seconds?.default ?? 30);
+  const withSignIn = () => ctx.timeoutMs + signInMs;
   const expectStatus = (t: T, ex: Exchange, status: number, what: string): Json => {
     const res = answered(t, ex);
     if (res.status === 501) t.skip(`${what}: not implemented by this server (501)`);
@@ -159,7 +167,7 @@ export default defineRules((ctx: SuiteContext) => {
 
           const session = expectStatus(
             t,
-            await send('createSession', { body: { ...HEADLESS, identities: [{ id: good.id }] } }),
+            await send('createSession', { body: { ...HEADLESS, identities: [{ id: good.id }] }, timeoutMs: withSignIn() }),
             200,
             'POST /v1/sessions with the identity',
           );
@@ -177,7 +185,7 @@ export default defineRules((ctx: SuiteContext) => {
           }
           const failed = expectStatus(
             t,
-            await send('createSession', { body: { ...HEADLESS, identities: [{ id: bad.id }] } }),
+            await send('createSession', { body: { ...HEADLESS, identities: [{ id: bad.id }] }, timeoutMs: withSignIn() }),
             200,
             'POST /v1/sessions with the wrong password',
           );
