@@ -92,14 +92,17 @@ export class Composition<Deps extends object, Ops extends OperationId> {
       return around ? (req, socket, head) => around(req, socket, head, next) : next;
     }, own);
     const handlers = Object.assign({}, ...list.map((c) => c.handlers)) as AppHandlers;
-    const workers: Worker[] = list.flatMap((c) => c.workers ?? []);
+    // Each with its capability's name, for the log.
+    const workers: { worker: Worker; of: string }[] = list.flatMap((c) => (c.workers ?? []).map((worker) => ({ worker, of: c.name })));
     // What has started, so that a failed start, or a stop, undoes exactly that.
     const started: AnyCapability[] = [];
-    const running: Worker[] = [];
+    const running: typeof workers = [];
 
     const shutdown = async () => {
       const errors: unknown[] = [];
       const step = async (what: string, name: string, fn: () => Promise<void>) => {
+        // At debug, a stop that does not end says which step it waits in: the last one logged.
+        log.debug({ capability: name }, what);
         try {
           await fn();
         } catch (err) {
@@ -107,7 +110,7 @@ export class Composition<Deps extends object, Ops extends OperationId> {
           errors.push(err);
         }
       };
-      for (const w of running.splice(0).reverse()) await step('worker stop', 'worker', () => w.stop());
+      for (const w of running.splice(0).reverse()) await step('worker stop', w.of, () => w.worker.stop());
       const stopping = started.splice(0).reverse();
       for (const c of stopping) if (c.drain) await step('drain', c.name, () => c.drain!());
       for (const c of stopping) if (c.close) await step('close', c.name, () => c.close!());
@@ -130,7 +133,7 @@ export class Composition<Deps extends object, Ops extends OperationId> {
           }
           for (const w of workers) {
             running.push(w);
-            await w.start();
+            await w.worker.start();
           }
         } catch (err) {
           await shutdown().catch(() => {});

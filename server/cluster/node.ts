@@ -78,7 +78,9 @@ export class NodeLifecycle {
     this.draining = true;
     await this.beat();
     if (this.d.config.nodeInternalUrl === undefined) return;
+    this.d.log.debug({ running: this.d.sessions.busy }, 'draining: the running sessions may finish');
     await this.d.sessions.drain(this.d.config.shutdownGraceSeconds * 1000);
+    this.d.log.debug({ running: this.d.sessions.busy }, 'drained');
     await this.beat();
   }
 
