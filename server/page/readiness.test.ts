@@ -74,4 +74,22 @@ describe('readyThenProbe', () => {
     );
     expect(look).toBeUndefined();
   });
+
+  it('keeps its bound while the page cannot answer (its main thread busy)', async () => {
+    // A renderer busy for 20 s (a long task here; a machine out of CPU does the same to a
+    // ticking page) answers no evaluation until it is done: the bound is the server's.
+    const took = await onPage('/site/script-rendered.html', async (page, tracker) => {
+      await page.waitForLoadState('load');
+      await page.evaluate(
+        () =>
+          void setTimeout(() => {
+            for (const end = Date.now() + 20_000; Date.now() < end; );
+          }, 100),
+      );
+      const started = Date.now();
+      expect(await readyThenProbe(page, tracker, { deadline: Date.now() + 30_000, maxSettleMs: 1500 }, inPage(title))).toBeUndefined();
+      return Date.now() - started;
+    });
+    expect(took).toBeLessThan(10_000);
+  });
 });

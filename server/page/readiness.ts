@@ -165,22 +165,34 @@ async function settle(page: Page, tracker: NetworkTracker, options: ReadinessOpt
     if (left <= 0 || page.isClosed()) return { settled: false };
     const domQuiet = inPage(domQuietInPage, quietMs, left);
     let dom: { quiet: boolean; value?: unknown };
+    const checks = Promise.all([
+      page.evaluate(
+        probe
+          ? `(async () => { const quiet = await ${domQuiet}; return { quiet, value: quiet ? await (async () => { try { return await ${probe}; } catch { return undefined; } })() : undefined }; })()`
+          : domQuiet,
+      ),
+      tracker.waitQuiet(quietMs, settleUntil),
+    ]);
+    // The bound is kept here, not by the page: a renderer starved of CPU runs its own timer,
+    // and answers, seconds late (a never-settling page's fetch took 15.3 s of a 10 s bound
+    // on a machine at load average 17). What it answers after the bound is not waited for.
+    let bound: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((r) => (bound = setTimeout(() => r('late'), left)));
     try {
-      const [answer] = await Promise.all([
-        page.evaluate(
-          probe
-            ? `(async () => { const quiet = await ${domQuiet}; return { quiet, value: quiet ? await (async () => { try { return await ${probe}; } catch { return undefined; } })() : undefined }; })()`
-            : domQuiet,
-        ),
-        tracker.waitQuiet(quietMs, settleUntil),
-      ]);
-      dom = probe ? (answer as typeof dom) : { quiet: answer as boolean };
+      const answer = await Promise.race([checks, late]);
+      if (answer === 'late') {
+        checks.catch(() => {});
+        return { settled: false };
+      }
+      dom = probe ? (answer[0] as typeof dom) : { quiet: answer[0] as boolean };
     } catch (err) {
       if (!isNavigationError(err) || page.isClosed()) return { settled: false };
       // A script navigated the page: wait for the new document, then start over.
       const t = Math.min(options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS, settleUntil - Date.now());
       if (t > 0) await page.waitForLoadState('load', { timeout: t }).catch(() => {});
       continue;
+    } finally {
+      clearTimeout(bound);
     }
     if (dom.quiet && tracker.quietFor() >= quietMs) return { settled: true, value: dom.value };
     if (Date.now() >= settleUntil) return { settled: false };
