@@ -10,10 +10,13 @@
 // the ad site adds latency as a network would (first party 20 ms, ad hosts 60 ms). Bytes are
 // what the site sent while the page was open. Then the same with two pages loading at once.
 // The goal: on a page without ads, ad-block on costs ≤ 5 % of load time against off.
+// Then what it costs a launch: a cold session (no pool) created and ended, on against off,
+// beside Playwright's chromium.launch() with a page: wall time and the CPU of every process
+// of the run (the server's and its browsers' with the bench's), taken 300 ms after each end.
 // Usage: pnpm exec tsx bench/adblock.ts [--rounds 12]
 import { chromium, type Browser } from 'playwright-core';
 import { AD_PAGE, PLAIN_PAGE, startAdSite } from '../fixtures/ads.js';
-import { machine, ms, percentile, ratioInterval, takingTurns } from './machine.js';
+import { machine, ms, percentile, ratioInterval, takingTurns, treeCpuMs } from './machine.js';
 import { startServerProcess } from './server-process.js';
 
 const N = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 12;
@@ -82,10 +85,45 @@ const cases: { name: string; url: string; parallel: number }[] = [
   { name: 'page without ads, 2 at once', url: PLAIN_PAGE, parallel: 2 },
 ];
 const results: { name: string; f: Figures }[] = [];
+/** A cold launch a side: wall times, and CPU-ms a launch. */
+const launches = { wall: {} as Record<Side, number[]>, cpu: {} as Record<Side, number[]> };
+async function launchOnce(side: Side): Promise<void> {
+  if (side === 'raw') {
+    const b = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
+    });
+    await b.newPage();
+    return b.close();
+  }
+  const body = { browser: { headless: { active: true }, adblock: { active: side === 'on' } }, session: { recording: { active: false } } };
+  const res = await server.request('/v1/sessions', { method: 'POST', body: JSON.stringify(body) });
+  const created = (await res.json()) as { data: { id: string } };
+  if (res.status !== 200) throw new Error(`create answered ${res.status}: ${JSON.stringify(created)}`);
+  await server.request(`/v1/sessions/${created.data.id}`, { method: 'DELETE' });
+}
 try {
   // One untimed load a side first: the first page of a browser pays for its renderer's start.
   for (const s of sides) await load(s, PLAIN_PAGE, 1);
   for (const c of cases) results.push({ name: c.name, f: await measure(c.url, c.parallel) });
+  for (const s of sides) await launchOnce(s);
+  let cpuFrom = 0;
+  launches.wall = await takingTurns(
+    N,
+    Object.fromEntries(
+      sides.map((s) => [
+        s,
+        {
+          run: () => ((cpuFrom = treeCpuMs()), launchOnce(s)),
+          between: async () => {
+            await new Promise((r) => setTimeout(r, 300));
+            (launches.cpu[s] ??= []).push(treeCpuMs() - cpuFrom);
+          },
+        },
+      ]),
+    ) as Record<Side, { run: () => Promise<void>; between: () => Promise<void> }>,
+  );
 } finally {
   await on.browser.close().catch(() => {});
   await off.browser.close().catch(() => {});
@@ -116,3 +154,9 @@ for (const { name, f } of results) {
 const plain = results.find((r) => r.name === 'page without ads')!.f;
 const cost = p50(plain.on.times) / p50(plain.off.times) - 1;
 console.log(`\ngoal: ad-block's cost on a page without ads ≤ 5 %: ${(cost * 100).toFixed(1)} % (${cost <= 0.05 ? 'met' : 'missed'})`);
+
+console.log('\ncold launch (headless, no recording, no pool), created and ended; raw: chromium.launch() with a page');
+for (const s of sides) console.log(`  ${s.padEnd(4)} wall p50 ${ms(p50(launches.wall[s])).padStart(9)}   CPU p50 ${ms(p50(launches.cpu[s])).padStart(9)}`);
+console.log(
+  `  ad-block's CPU a launch: ${ms(p50(launches.cpu.on) - p50(launches.cpu.off))} (on/off ${(p50(launches.cpu.on) / p50(launches.cpu.off)).toFixed(2)}x)`,
+);
