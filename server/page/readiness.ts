@@ -174,8 +174,9 @@ async function settle(page: Page, tracker: NetworkTracker, options: ReadinessOpt
       tracker.waitQuiet(quietMs, settleUntil),
     ]);
     // The bound is kept here, not by the page: a renderer starved of CPU runs its own timer,
-    // and answers, seconds late (a never-settling page's fetch took 15.3 s of a 10 s bound
-    // on a machine at load average 17). What it answers after the bound is not waited for.
+    // and answers, seconds late (at load average 17 a never-settling page's fetch took 15.3 s
+    // longer than a settled page's, where the bound allows 10). What it answers after the
+    // bound is not waited for.
     let bound: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((r) => (bound = setTimeout(() => r('late'), left)));
     try {
