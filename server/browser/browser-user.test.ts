@@ -12,7 +12,7 @@ import { BrowserSandboxError, checkBrowserSandbox } from './browser-user.js';
 import { launchBrowser, rootPaths, type RunningBrowser } from './launch.js';
 import { browsersDirFor } from './roots.js';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
-import { chromiumPath, groupMembers, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
+import { chromiumPath, groupMembers, ownerOf, readEach, tempBrowsersDir, testLog } from './test-support.js';
 
 const log = testLog();
 const root = process.getuid?.() === 0;
@@ -26,13 +26,7 @@ const cmdlineOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').
 const userNamespaceOf = (pid: number) => readlinkSync(`/proc/${pid}/ns/user`);
 /** Each process of a group that still runs as it is read: uid, command line and user namespace (a helper may end between the listing and the read). */
 const processesOf = (pgid: number) =>
-  groupMembers(pgid).flatMap((pid) => {
-    try {
-      return [{ pid, uid: uidOf(pid), cmdline: cmdlineOf(pid), userNamespace: userNamespaceOf(pid) }];
-    } catch {
-      return [];
-    }
-  });
+  readEach(groupMembers(pgid), (pid) => ({ uid: uidOf(pid), cmdline: cmdlineOf(pid), userNamespace: userNamespaceOf(pid) }));
 
 beforeAll(() => {
   browsersDir = tempBrowsersDir();

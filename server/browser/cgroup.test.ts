@@ -11,7 +11,7 @@ import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
 import { newOwnerRecord, writeOwner } from './owner.js';
 import { sweepOrphans } from './sweep.js';
 import { MARKER_VARIABLE } from './procfs.js';
-import { chromiumPath, environOf, eventually, groupMembers, listDir, ownerOf, tempBrowsersDir, testLog } from './test-support.js';
+import { chromiumPath, environOf, eventually, groupMembers, listDir, ownerOf, readEach, tempBrowsersDir, testLog } from './test-support.js';
 
 const log = testLog();
 const found = cgroupPlace();
@@ -67,20 +67,29 @@ describe.skipIf(why !== undefined)('a capped browser', () => {
       expect(read(cpuDir!, 'cpu.cfs_period_us')).toBe('100000');
       expect(read(cpuDir!, 'cpu.shares')).toBe('1024');
       const [chromiumPid, xvfbPid] = ownerOf(rootDir).pids;
-      const processes = [...groupMembers(chromiumPid!), xvfbPid!];
+      const processes = readEach([...groupMembers(chromiumPid!), xvfbPid!], (pid) => ({
+        memory: groupOf(pid, 'memory'),
+        cpu: groupOf(pid, 'cpu'),
+        uid: uidOf(pid),
+        cmdline: readFileSync(`/proc/${pid}/cmdline`, 'utf8'),
+      }));
       expect(processes.length).toBeGreaterThan(3);
-      for (const pid of processes) {
-        expect(groupOf(pid, 'memory')).toMatch(/\/cloud-browser-capped$/);
-        expect(groupOf(pid, 'cpu')).toMatch(/\/cloud-browser-capped$/);
-        if (process.getuid?.() === 0) expect(uidOf(pid)).toBeGreaterThanOrEqual(300_000);
-        expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain('--no-sandbox');
+      for (const p of processes) {
+        expect(p.memory).toMatch(/\/cloud-browser-capped$/);
+        expect(p.cpu).toMatch(/\/cloud-browser-capped$/);
+        if (process.getuid?.() === 0) expect(p.uid).toBeGreaterThanOrEqual(300_000);
+        expect(p.cmdline).not.toContain('--no-sandbox');
       }
       // Nothing but the browser's is in them (its crash handler too, which leaves its process group).
       const members = read(memoryDir!, 'cgroup.procs').split('\n').map(Number);
-      expect(members).toEqual(expect.arrayContaining(processes));
+      // Those still running after the read: a helper may have ended meanwhile.
+      expect(members).toEqual(expect.arrayContaining(processes.map((p) => p.pid).filter((pid) => existsSync(`/proc/${pid}`))));
       const marker = ownerOf(rootDir).marker;
       const ours = new Set([...groupMembers(chromiumPid!), xvfbPid!]);
-      const strangers = members.filter((pid) => !ours.has(pid) && existsSync(`/proc/${pid}`) && environOf(pid, MARKER_VARIABLE) !== marker);
+      const strangers = readEach(
+        members.filter((pid) => !ours.has(pid)),
+        (pid) => ({ marker: environOf(pid, MARKER_VARIABLE) }),
+      ).filter((p) => p.marker !== marker);
       expect(strangers).toEqual([]);
 
       // A session's project's caps, lowered and raised.

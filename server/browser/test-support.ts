@@ -62,6 +62,22 @@ export function groupMembers(pgid: number): number[] {
   });
 }
 
+/**
+ * `read` of each process that still runs as it is read, with its pid: Chromium starts and
+ * ends helper processes at any moment, and one that ended between the listing and the read
+ * (its /proc entry gone) is no finding.
+ */
+export function readEach<T extends object>(pids: readonly number[], read: (pid: number) => T): (T & { pid: number })[] {
+  return pids.flatMap((pid) => {
+    try {
+      return [{ pid, ...read(pid) }];
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') return [];
+      throw err;
+    }
+  });
+}
+
 /** Everything still running of a root: its marked processes and its recorded groups. */
 export function leftovers(owner: OwnerRecord): number[] {
   const pids = new Set<number>(findRootProcesses({ marker: owner.marker, rootDir: owner.rootDir }).map((p) => p.pid));
