@@ -106,7 +106,6 @@ describe('address policy and time limit', () => {
   }, 60_000);
 });
 
-/** Processes whose command line mentions `marker` (the tool browsers' root). */
 /** A fetch of a page that never answers, on a server with a 3 s limit: its 504, and how long it took. */
 async function timesOutOnHang(s: Parameters<typeof fetchUrl>[0]): Promise<number> {
   const started = Date.now();
@@ -116,6 +115,7 @@ async function timesOutOnHang(s: Parameters<typeof fetchUrl>[0]): Promise<number
   return Date.now() - started;
 }
 
+/** Processes whose command line mentions `marker` (the tool browsers' root). */
 function chromiumsUnder(marker: string): number {
   let n = 0;
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
