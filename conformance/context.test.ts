@@ -23,6 +23,9 @@ const spec = {
       get: { operationId: 'getSession', parameters: [p('session_id')], responses: { '200': answer(obj({ data: obj({ id: { type: 'string' } }) })) } },
       delete: { operationId: 'endSession', parameters: [p('session_id')], responses: { '200': answer(obj({})) } },
     },
+    '/v1/sessions/{session_id}/recordings/{recording_id}': {
+      delete: { operationId: 'deleteRecording', parameters: [p('session_id'), p('recording_id')], responses: { '200': answer(obj({})) } },
+    },
     '/v1/sessions/{sessionId}/click': { post: { operationId: 'click', parameters: [p('sessionId')], responses: { '200': answer(obj({})) } } },
     '/v1/batches': {
       post: {
@@ -86,6 +89,7 @@ beforeAll(async () => {
       if (req.method === 'DELETE') state.sessions.set(seg[2], 'ended');
       return send(200, req.method === 'GET' ? { data: { id: seg[2] } } : {});
     }
+    if (seg[1] === 'sessions' && seg[3] === 'recordings') return send(state.sessions.get(seg[2]) === 'running' ? 200 : 404, {});
     if (seg[1] === 'sessions' && seg[3] === 'click') return send(state.sessions.get(seg[2]) === 'running' ? 200 : 404, {});
     if (req.method === 'POST' && path === '/v1/batches') {
       const id = `b${++n}`;
@@ -145,9 +149,24 @@ describe('SuiteContext', () => {
     expect(state.sessions.get(shared.id)).toBe('running');
     expect(ctx.registry.get('/v1/sessions', end.built.pathParams.session_id)?.deleted).toBe(true);
 
+    // A DELETE under a session gets a session of its own too, which is never handed to another
+    // check and is ended as soon as the answer is in: it would hold a browser until the cleanup.
+    const built = await ctx.build(contract.operation('deleteRecording'), { fresh: true });
+    const own = built.pathParams.session_id;
+    expect(own).not.toBe(shared.id);
+    expect((await ctx.build(contract.operation('click'))).pathParams.sessionId).toBe(shared.id);
+    await ctx.release(built);
+    expect(state.sessions.get(own)).toBe('ended');
+    const recording = await ctx.exercise(contract.operation('deleteRecording'));
+    expect(recording.response?.status).toBe(200);
+    expect(recording.built.pathParams.session_id).not.toBe(shared.id);
+    expect(state.sessions.get(recording.built.pathParams.session_id)).toBe('ended');
+    expect(state.sessions.get(shared.id)).toBe('running');
+
     const lines = await ctx.cleanup();
     // The batch's session was read from the batch and ended with the others.
     expect(lines).toEqual(['cleanup: removed 2 × /v1/sessions, 1 × /v1/profiles, 1 × /v1/batches']);
+    expect(ctx.warnings).toEqual([]);
     expect([...state.sessions.values()].every((s) => s === 'ended')).toBe(true);
     expect(state.profiles.size).toBe(0);
     expect(ctx.registry.live()).toEqual([]);

@@ -57,6 +57,8 @@ export interface CallOptions {
   timeoutMs?: number;
   rawBody?: { contentType: string; text: string };
   bodyValue?: unknown;
+  /** What the request creates is the caller's own (registered `own`): the caller removes it. */
+  own?: boolean;
 }
 
 /** Used when no key is given against a mock, which only checks that one is present. */
@@ -147,8 +149,8 @@ export class SuiteContext {
   /**
    * A valid request for `op`: ids of live resources for its path parameters (created on
    * demand by exercising the collection's creator), a brand-new resource for the item a
-   * DELETE removes when `fresh`, ids for top-level fields that name a resource
-   * (session_id in a body, sessionId in a query).
+   * DELETE removes when `fresh` (the caller's own: `release` removes it), ids for top-level
+   * fields that name a resource (session_id in a body, sessionId in a query).
    */
   async build(op: Operation, options: { fresh?: boolean; pathParams?: Record<string, string>; body?: 'example' | 'minimal' } = {}): Promise<BuiltRequest> {
     const pathParams: Record<string, string> = { ...options.pathParams };
@@ -158,7 +160,7 @@ export class SuiteContext {
     for (let i = 0; i < names.length; i++) {
       const c = owners[i];
       if (pathParams[names[i]] !== undefined || !c?.creator || c.creator === op) continue;
-      const r = options.fresh && i === last ? ((await this.createFresh(c)) ?? (await this.ensure(c))) : await this.ensure(c);
+      const r = options.fresh && i === last ? ((await this.createFresh(c, { own: true })) ?? (await this.ensure(c))) : await this.ensure(c);
       if (!r) continue;
       pathParams[names[i]] = r.id;
       for (const [k, v] of Object.entries(r.pathParams)) if (names.includes(k) && pathParams[k] === undefined) pathParams[k] = v;
@@ -188,15 +190,31 @@ export class SuiteContext {
       if (err instanceof HttpError) return { built, request, error: err.message };
       throw err;
     }
-    if (response.status >= 200 && response.status < 300) this.track(built, response, apiKey);
+    if (response.status >= 200 && response.status < 300) this.track(built, response, apiKey, options.own === true);
     return { built, request, response };
+  }
+
+  /**
+   * Removes the resources of its own that a request was built on and that are still live (a
+   * session made for one DELETE under it): otherwise each holds what it holds, a browser, until
+   * the run's cleanup, and a dozen of them filled a server's browsers and left a task run
+   * queued past its check's wait.
+   */
+  async release(built: BuiltRequest): Promise<void> {
+    const ids = new Set(Object.values(built.pathParams));
+    for (const r of this.registry.live()) {
+      if (!r.own || !ids.has(r.id)) continue;
+      const outcome = await this.remove(r);
+      if (typeof outcome === 'object') this.warn(outcome.problem);
+    }
   }
 
   /** The run's one valid request for `op` (G1–G5 look at it), sent once. */
   exercise(op: Operation): Promise<Exchange> {
     let p = this.exercises.get(op.id);
     if (!p) {
-      p = this.callValid(op, { fresh: op.method === 'DELETE' });
+      // G1-G5 look at its answer only: a DELETE's own item goes at once.
+      p = this.callValid(op, { fresh: op.method === 'DELETE' }).then(async (ex) => (await this.release(ex.built), ex));
       this.exercises.set(op.id, p);
     }
     return p;
@@ -206,14 +224,14 @@ export class SuiteContext {
    * Builds and sends a valid request; when the server refuses the contract's example body
    * (it may ask for features this server lacks), tries again with the required fields only.
    */
-  async callValid(op: Operation, options: { fresh?: boolean } = {}): Promise<Exchange> {
+  async callValid(op: Operation, options: { fresh?: boolean; own?: boolean } = {}): Promise<Exchange> {
     const built = await this.build(op, options);
-    const first = await this.call(built);
+    const first = await this.call(built, { own: options.own });
     const status = first.response?.status;
     if (status === undefined || !RETRY_MINIMAL.includes(status) || this.minimalBody.has(op.id) || !bodyHasExample(this.contract, op)) {
       return { ...first, attempts: [first] };
     }
-    const second = await this.call(await this.build(op, { pathParams: built.pathParams, body: 'minimal' }));
+    const second = await this.call(await this.build(op, { pathParams: built.pathParams, body: 'minimal' }), { own: options.own });
     if (ok(second)) this.minimalBody.add(op.id);
     return { ...second, attempts: [first, second] };
   }
@@ -240,20 +258,19 @@ export class SuiteContext {
     return this.createFresh(c);
   }
 
-  /** A new resource of the collection, or undefined when its creator does not make one. */
-  async createFresh(c: Collection): Promise<Resource | undefined> {
+  /** A new resource of the collection (the caller's own with `own`), or undefined when its creator does not make one. */
+  async createFresh(c: Collection, options: { own?: boolean } = {}): Promise<Resource | undefined> {
     if (!c.creator) return undefined;
     // The shared one comes first, so that later checks find the run's usual resource.
     if (!this.exercises.has(c.creator.id)) await this.ensure(c);
     if (!ok(await this.exercises.get(c.creator.id))) return undefined;
-    const before = this.registry.latest(c.path, this.mainKey ?? null);
-    const ex = await this.callValid(c.creator);
+    const ex = await this.callValid(c.creator, { own: options.own });
     if (!ok(ex)) return undefined;
-    const made = this.registry.latest(c.path, this.mainKey ?? null);
-    return made && made !== before ? made : undefined;
+    const id = extractId(c, ex.built, ex.response!);
+    return id === undefined ? undefined : this.registry.get(c.path, id);
   }
 
-  private track(built: BuiltRequest, res: HttpResponse, apiKey: string | undefined) {
+  private track(built: BuiltRequest, res: HttpResponse, apiKey: string | undefined, own: boolean) {
     const op = built.op;
     const created = this.contract.createdBy(op);
     if (created) {
@@ -263,7 +280,7 @@ export class SuiteContext {
       } else {
         const params = op.path.match(/\{[^}]+\}/g)?.map((s) => s.slice(1, -1)) ?? [];
         const parents = Object.fromEntries(params.map((p) => [p, built.pathParams[p]]));
-        this.registry.add({ collection: created.path, id, pathParams: { ...parents, [created.param]: id }, createdBy: op.id, apiKey });
+        this.registry.add({ collection: created.path, id, pathParams: { ...parents, [created.param]: id }, createdBy: op.id, apiKey, ...(own ? { own } : {}) });
       }
     }
     for (const c of this.contract.collections.values()) {
@@ -343,25 +360,9 @@ export class SuiteContext {
       await this.harvest();
       const removed = new Map<string, number>();
       for (const r of [...this.registry.live()].reverse()) {
-        const c = this.contract.collections.get(r.collection);
-        if (!c?.deleter) {
-          lines.push(`cannot remove ${r.collection} ${r.id}: the contract has no DELETE ${c?.itemPath ?? `${r.collection}/{id}`}`);
-          continue;
-        }
-        if (r.apiKey === undefined) {
-          lines.push(`cannot remove ${r.collection} ${r.id}: it was created without a key`);
-          continue;
-        }
-        const built = buildRequest(this.contract, c.deleter, { pathParams: r.pathParams });
-        const ex = await this.call(built, { key: { value: r.apiKey } });
-        const status = ex.response?.status;
-        if (status !== undefined && status >= 200 && status < 300) {
-          removed.set(r.collection, (removed.get(r.collection) ?? 0) + 1);
-        } else if (status === 404 && !(await this.stillThere(c, r))) {
-          this.registry.markDeleted(r.collection, r.id);
-        } else {
-          lines.push(`could not remove ${r.collection} ${r.id}: ${c.deleter.method} ${c.itemPath} → ${ex.error ?? status}`);
-        }
+        const outcome = await this.remove(r);
+        if (outcome === 'removed') removed.set(r.collection, (removed.get(r.collection) ?? 0) + 1);
+        else if (typeof outcome === 'object') lines.push(outcome.problem);
       }
       const counts = [...removed].map(([k, n]) => `${n} × ${k}`).join(', ');
       lines.push(`cleanup: ${counts ? `removed ${counts}` : 'nothing to remove'}`);
@@ -369,6 +370,21 @@ export class SuiteContext {
       await this.fixtures.close();
     }
     return lines;
+  }
+
+  /** Removes a live resource with its collection's DELETE: removed, gone already, or why it could not. */
+  private async remove(r: Resource): Promise<'removed' | 'gone' | { problem: string }> {
+    const c = this.contract.collections.get(r.collection);
+    if (!c?.deleter) return { problem: `cannot remove ${r.collection} ${r.id}: the contract has no DELETE ${c?.itemPath ?? `${r.collection}/{id}`}` };
+    if (r.apiKey === undefined) return { problem: `cannot remove ${r.collection} ${r.id}: it was created without a key` };
+    const ex = await this.call(buildRequest(this.contract, c.deleter, { pathParams: r.pathParams }), { key: { value: r.apiKey } });
+    const status = ex.response?.status;
+    if (status !== undefined && status >= 200 && status < 300) return 'removed';
+    if (status === 404 && !(await this.stillThere(c, r))) {
+      this.registry.markDeleted(r.collection, r.id);
+      return 'gone';
+    }
+    return { problem: `could not remove ${r.collection} ${r.id}: ${c.deleter.method} ${c.itemPath} → ${ex.error ?? status}` };
   }
 
   /** Whether an item a DELETE answered 404 for still reads 2xx (the DELETE was not served). */

@@ -12,6 +12,8 @@ export interface Resource {
   createdBy: string;
   /** The key it was created with; cleanup and G11 use it. */
   apiKey?: string;
+  /** Made for one check, which removes it when it ends (a DELETE's own session): never handed to another check. */
+  own?: boolean;
   deleted: boolean;
   seq: number;
 }
@@ -45,8 +47,9 @@ export class Registry {
     );
   }
 
+  /** The newest live resource checks share: none that one check made for itself. */
   latest(collection: string, apiKey?: string | null): Resource | undefined {
-    const list = this.live(collection, apiKey);
+    const list = this.live(collection, apiKey).filter((r) => !r.own);
     return list[list.length - 1];
   }
 

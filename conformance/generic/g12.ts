@@ -167,8 +167,10 @@ export default defineRules((ctx: SuiteContext) => {
             // shared one stays for later checks; but not with an odd value in its path, which
             // names no item: a session made for such a case cost a browser launch (13-21 s a
             // case, six launching at once) and lived until the cleanup.
-            if (op.method === 'DELETE' && !c.inPath) c.built.pathParams = (await ctx.build(op, { fresh: true })).pathParams;
-            const ex = await ctx.call(c.built, c.options);
+            const own = op.method === 'DELETE' && !c.inPath ? await ctx.build(op, { fresh: true }) : undefined;
+            if (own) c.built.pathParams = own.pathParams;
+            // A hostile case is mostly refused, so the item stays: removed here, not at the cleanup.
+            const ex = await ctx.call(c.built, c.options).finally(() => own && ctx.release(own));
             const res = answered(t, ex);
             const upstream = [502, 503, 504].includes(res.status);
             t.assert(res.status < 500 || upstream, `${c.what}: a server error: ${exchangeLine(ex, 400)}`);

@@ -74,17 +74,22 @@ async function run(ctx: SuiteContext, op: Operation, seed: number, t: T): Promis
   const chosen = chooseCases(all, seed, op.id);
   const problems: string[] = [];
   const statuses = new Map<number | string, number>();
-  for (const c of chosen) {
-    const { built, options } = caseRequest(base, c);
-    // A valid case may be the longest request its operation allows (a task run answered when it
-    // ends, the most text typed, behind the other checks' calls to the shared session): its
-    // time-out is three times the run's. G13 looks for server errors; a slow machine is not one.
-    const ex = await ctx.call(built, { ...options, timeoutMs: c.valid ? 3 * ctx.timeoutMs : ctx.probeTimeoutMs });
-    await removeWhatItMade(ctx, ex);
-    const status = ex.response?.status ?? 'no answer';
-    statuses.set(status, (statuses.get(status) ?? 0) + 1);
-    const problem = judge(ctx, op, c, ex);
-    if (problem) problems.push(`${c.valid ? 'valid' : 'refused'}: ${c.what}: ${problem}: ${exchangeLine(ex, 300)}`);
+  try {
+    for (const c of chosen) {
+      const { built, options } = caseRequest(base, c);
+      // A valid case may be the longest request its operation allows (a task run answered when it
+      // ends, the most text typed, behind the other checks' calls to the shared session): its
+      // time-out is three times the run's. G13 looks for server errors; a slow machine is not one.
+      const ex = await ctx.call(built, { ...options, timeoutMs: c.valid ? 3 * ctx.timeoutMs : ctx.probeTimeoutMs });
+      await removeWhatItMade(ctx, ex);
+      const status = ex.response?.status ?? 'no answer';
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      const problem = judge(ctx, op, c, ex);
+      if (problem) problems.push(`${c.valid ? 'valid' : 'refused'}: ${c.what}: ${problem}: ${exchangeLine(ex, 300)}`);
+    }
+  } finally {
+    // A DELETE's own item, where its cases left it.
+    await ctx.release(base);
   }
   const summary = [...statuses].map(([s, n]) => `${n} × ${s}`).join(', ');
   t.assert(
