@@ -60,10 +60,18 @@ export default defineRules((ctx: SuiteContext) => {
 });
 
 async function run(ctx: SuiteContext, op: Operation, seed: number, t: T): Promise<void> {
-  const page = await ctx.fixtures.url('/site/form.html');
   // The smallest valid request: each case then changes one thing of it. A DELETE gets an
-  // item of its own, so the run's shared one stays.
+  // item of its own, so the run's shared one stays; it is removed where its cases left it.
   const base = await ctx.build(op, { body: 'minimal', fresh: op.method === 'DELETE' });
+  try {
+    await runCases(ctx, op, seed, t, base);
+  } finally {
+    await ctx.release(base);
+  }
+}
+
+async function runCases(ctx: SuiteContext, op: Operation, seed: number, t: T, base: BuiltRequest): Promise<void> {
+  const page = await ctx.fixtures.url('/site/form.html');
   const media = jsonMedia(op);
   const schema = media?.schema ? ctx.contract.deref(media.schema) : undefined;
   if (base.body && media) base.body = { ...base.body, value: prepareBase(ctx.contract, schema, base.body.value, page) };
@@ -74,22 +82,17 @@ async function run(ctx: SuiteContext, op: Operation, seed: number, t: T): Promis
   const chosen = chooseCases(all, seed, op.id);
   const problems: string[] = [];
   const statuses = new Map<number | string, number>();
-  try {
-    for (const c of chosen) {
-      const { built, options } = caseRequest(base, c);
-      // A valid case may be the longest request its operation allows (a task run answered when it
-      // ends, the most text typed, behind the other checks' calls to the shared session): its
-      // time-out is three times the run's. G13 looks for server errors; a slow machine is not one.
-      const ex = await ctx.call(built, { ...options, timeoutMs: c.valid ? 3 * ctx.timeoutMs : ctx.probeTimeoutMs });
-      await removeWhatItMade(ctx, ex);
-      const status = ex.response?.status ?? 'no answer';
-      statuses.set(status, (statuses.get(status) ?? 0) + 1);
-      const problem = judge(ctx, op, c, ex);
-      if (problem) problems.push(`${c.valid ? 'valid' : 'refused'}: ${c.what}: ${problem}: ${exchangeLine(ex, 300)}`);
-    }
-  } finally {
-    // A DELETE's own item, where its cases left it.
-    await ctx.release(base);
+  for (const c of chosen) {
+    const { built, options } = caseRequest(base, c);
+    // A valid case may be the longest request its operation allows (a task run answered when it
+    // ends, the most text typed, behind the other checks' calls to the shared session): its
+    // time-out is three times the run's. G13 looks for server errors; a slow machine is not one.
+    const ex = await ctx.call(built, { ...options, timeoutMs: c.valid ? 3 * ctx.timeoutMs : ctx.probeTimeoutMs });
+    await removeWhatItMade(ctx, ex);
+    const status = ex.response?.status ?? 'no answer';
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    const problem = judge(ctx, op, c, ex);
+    if (problem) problems.push(`${c.valid ? 'valid' : 'refused'}: ${c.what}: ${problem}: ${exchangeLine(ex, 300)}`);
   }
   const summary = [...statuses].map(([s, n]) => `${n} × ${s}`).join(', ');
   t.assert(
