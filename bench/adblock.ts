@@ -24,12 +24,15 @@ const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 const site = await startAdSite({ publisherMs: 20, adsMs: 60 });
 const server = await startServerProcess({ BROWSER_POOL_SIZE: '0' });
-const raw = await chromium.launch({
-  executablePath: chromiumPath,
-  headless: true,
-  proxy: { server: site.proxyUrl },
-  args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
-});
+/** Playwright's own headless launch, the raw side; `proxy` for the page loads. */
+const launchRaw = (proxy?: { server: string }) =>
+  chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    ...(proxy ? { proxy } : {}),
+    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
+  });
+const raw = await launchRaw({ server: site.proxyUrl });
 
 async function session(adblock: boolean): Promise<{ id: string; browser: Browser }> {
   const body = {
@@ -89,11 +92,7 @@ const results: { name: string; f: Figures }[] = [];
 const launches = { wall: {} as Record<Side, number[]>, cpu: {} as Record<Side, number[]> };
 async function launchOnce(side: Side): Promise<void> {
   if (side === 'raw') {
-    const b = await chromium.launch({
-      executablePath: chromiumPath,
-      headless: true,
-      args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
-    });
+    const b = await launchRaw();
     await b.newPage();
     return b.close();
   }
