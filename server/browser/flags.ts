@@ -141,6 +141,11 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
   } else {
     // Explicit, so a WAYLAND_DISPLAY in the server's environment can never matter.
     args.push('--ozone-platform=x11');
+    // Xvfb has no GPU. Left to find that out, Chromium starts a GPU process that fails
+    // ("errors during initialization") two or three times, ~0.3 s apart, before it settles
+    // on these very switches; given them, its first GPU process is the one it keeps
+    // (headless starts with them on its own).
+    args.push('--use-gl=angle', '--use-angle=swiftshader-webgl');
   }
   if (options.fullscreen) args.push('--start-fullscreen');
   if (options.disableWebSecurity) args.push('--disable-web-security');

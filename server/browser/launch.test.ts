@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CdpClient } from './cdp-client.js';
 import { launchBrowser, type LaunchOptions, type RunningBrowser } from './launch.js';
 import { DEFAULT_LAUNCH_OPTIONS } from './launch-options.js';
-import { MARKER_VARIABLE, isRunning } from './procfs.js';
+import { MARKER_VARIABLE, isRunning, listPids } from './procfs.js';
 import {
   chromiumPath,
   environOf,
@@ -200,6 +200,49 @@ describe('launchBrowser', () => {
       await Promise.all([windowed.close(), fullscreen.close()]);
       expectNothingLeft(windowed, was[0]);
       expectNothingLeft(fullscreen, was[1]);
+    }
+  });
+
+  it("starts a headful browser's GPU process once, on SwiftShader, and WebGL works", async () => {
+    // Every GPU process of this browser (its cmdline names the root) seen from before the
+    // launch until a WebGL page has drawn: one that fails its start lives ~0.3 s, so a look
+    // every 20 ms sees each one.
+    const rootDir = join(browsersDir, 'headful-gpu');
+    const gpuPids = new Set<number>();
+    const look = () => {
+      for (const pid of listPids()) {
+        let cmdline: string;
+        try {
+          cmdline = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+        } catch {
+          continue; // ended since the listing
+        }
+        if (cmdline.includes('--type=gpu-process') && cmdline.includes(rootDir)) gpuPids.add(pid);
+      }
+    };
+    const looking = setInterval(look, 20);
+    const b = await launch('headful-gpu').finally(look);
+    try {
+      const pw = await chromium.connectOverCDP(b.wsEndpoint);
+      const page = pw.contexts()[0]!.pages()[0]!;
+      const renderer = await page.evaluate(() => {
+        const gl = document.createElement('canvas').getContext('webgl');
+        if (!gl) return 'no webgl';
+        gl.getExtension('WEBGL_debug_renderer_info');
+        return String(gl.getParameter(0x9246)); // UNMASKED_RENDERER_WEBGL
+      });
+      await page.screenshot();
+      await pw.close();
+      clearInterval(looking);
+      look();
+      expect(renderer).toContain('SwiftShader');
+      // Left to find out that Xvfb has no GPU, Chromium 156 started three that failed first.
+      expect(gpuPids.size).toBe(1);
+    } finally {
+      clearInterval(looking);
+      const was = whileRunning(b);
+      await b.close();
+      expectNothingLeft(b, was);
     }
   });
 
