@@ -44,6 +44,7 @@ const ALLOWED: Record<string, string> = {
   'server/store/pglite-thread.ts: compiled': "PGlite's WebAssembly, compiled once and handed to each database's thread",
   'server/recording/encode.ts: capabilities': 'what an ffmpeg executable can do, asked once per path',
   'server/browser/launch.ts: insetsCache': "a Chromium binary's window insets, measured once per binary and mode",
+  'server/browser/adblock.ts: indexed': "the ad-block's rules indexed once per Chromium binary (preindexed.ts), or why they could not be",
   'server/browser/procfs.ts: self': "this process's identity (pid, start time, boot id), which it keeps for life",
   // The process's own: what must hold across every server the process runs.
   'server/browser/launch.ts: live': "this process's browsers, killed by its one 'exit' hook whichever server started them",

@@ -23,15 +23,16 @@
 //    installed, every request of every page passes through the browser process's main thread
 //    (its web-request proxy) before it leaves, ruleset or not: a page of 30 requests started
 //    its first script ~20 ms later on this loaded machine, an empty ruleset costing most of
-//    that and the 12,600 rules the rest. A launch takes ~250 ms longer, Chromium indexing the
-//    rules: warm browsers pay it before their session exists, a cold launch pays it (one
-//    without ad-block does not carry the extension).
+//    that and the 12,600 rules the rest. Indexing the rules is paid once (below); a
+//    browser without ad-block does not carry the extension.
 // Cosmetic filtering (hiding ad slots with CSS) is left out: EasyList's 13,000 generic
 // element-hiding selectors in every frame made a plain page ~20 % slower to load, and the
 // site-specific ones would be thousands of per-host stylesheets Chromium reads at launch.
 //
-// Chromium writes the indexed rulesets into the extension's own folder, so each browser gets
-// its own copy in its root (3.6 MB, a few milliseconds), removed with it. New browser contexts
+// Indexing the rules at a launch would cost it ~330 ms and ~0.35 CPU-s: a browser with no
+// other extension installs the copy indexed once per Chromium binary (preindexed.ts) through
+// its preferences. Beside other extensions, Chromium indexes them at the launch, into a copy in
+// the browser's root (3.6 MB, a few milliseconds), removed with it. New browser contexts
 // (Playwright's newContext) are off-the-record profiles, where an extension runs only when
 // allowed there: the profile's preferences allow it.
 import { cp } from 'node:fs/promises';
@@ -40,6 +41,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CdpClient } from './cdp-client.js';
 import { extensionId } from './extensions.js';
+import type { Log } from './log.js';
+import { preindexed, type Preindexed } from './preindexed.js';
 
 const source = fileURLToPath(new URL('./extensions/adblock/', import.meta.url));
 
@@ -58,11 +61,41 @@ export const ADBLOCK = {
   rulesets: manifest.declarative_net_request.rule_resources.map((r) => r.id),
 } as const;
 
-/** Copies the extension into a browser's root; answers the folder to load. */
-export async function installAdblock(rootDir: string): Promise<string> {
+/** How a browser gets the extension: its folder to load, or its entry for the profile's preferences. */
+export type AdblockInstall = { dir: string } | { preinstalled: Record<string, unknown> };
+
+/** Per Chromium binary, for the server process's life: the indexed copy (preindexed.ts), or why there is none. */
+const indexed = new Map<string, Promise<Preindexed>>();
+
+/**
+ * The extension for a browser about to launch. Alone, it is installed from the copy indexed
+ * once (preindexed.ts). Beside other extensions, it is copied into the browser's root and
+ * loaded with them (--load-extension): there --disable-extensions-except names the loaded
+ * folders, and would turn off one the preferences install. So it is too when no indexed
+ * copy could be made (logged once).
+ */
+export async function installAdblock(
+  rootDir: string,
+  others: readonly string[],
+  env: { chromiumPath: string; log: Log; startTimeoutMs?: number },
+): Promise<AdblockInstall> {
+  const { chromiumPath, log } = env;
+  if (others.length === 0) {
+    let made = indexed.get(chromiumPath);
+    if (!made) {
+      // The first launch of a process waits for it (about a second, once per machine and
+      // Chromium binary: later processes find the copy made), and those that come meanwhile;
+      // none longer than it would wait for its own start.
+      made = preindexed(source, ADBLOCK.id, ADBLOCK.rulesets.length, chromiumPath, { timeoutMs: env.startTimeoutMs });
+      indexed.set(chromiumPath, made);
+      made.catch((err: Error) => log.warn({ err: err.message }, 'ad-block rules not indexed ahead: each browser indexes them at its start'));
+    }
+    const index = await made.catch(() => undefined);
+    if (index) return { preinstalled: index.settings };
+  }
   const dir = join(rootDir, 'adblock');
   await cp(source, dir, { recursive: true });
-  return dir;
+  return { dir };
 }
 
 /**

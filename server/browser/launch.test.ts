@@ -98,7 +98,7 @@ describe('launchBrowser', () => {
       expect(browser.display).toBeUndefined();
       expect(browser.rootDir).toBe(join(browsersDir, 'session-a'));
       // adblock/: the ad-block extension's own copy (on by default; Chromium indexes its rules in there).
-      expect(listDir(browser.rootDir).sort()).toEqual(['adblock', 'downloads', 'home', 'owner.json', 'tmp', 'uploads', 'user-data']);
+      expect(listDir(browser.rootDir).sort()).toEqual(['downloads', 'home', 'owner.json', 'tmp', 'uploads', 'user-data']);
 
       const owner = ownerOf(browser.rootDir);
       expect(owner.pids).toEqual([browser.pid]);

@@ -223,9 +223,10 @@ async function start(options: LaunchOptions, env: LaunchEnv & { rootDir: string 
     const added = await env.prepare?.(rootDir);
     if (added?.extensionDirs?.length) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), ...added.extensionDirs] };
     if (added?.userData) await removeLocks(paths.userData);
-    if (options.adblock) options = { ...options, extensionDirs: [await installAdblock(rootDir), ...(options.extensionDirs ?? [])] };
     if (options.extraStealth) options = { ...options, extensionDirs: [...(options.extensionDirs ?? []), await installStealth(rootDir)] };
-    await writeProfilePreferences(paths.userData, paths.downloads, options, added?.autoSelectCertificates ?? []);
+    const adblock = options.adblock ? await installAdblock(rootDir, options.extensionDirs ?? [], env) : undefined;
+    if (adblock && 'dir' in adblock) options = { ...options, extensionDirs: [adblock.dir, ...(options.extensionDirs ?? [])] };
+    await writeProfilePreferences(paths.userData, paths.downloads, options, added?.autoSelectCertificates ?? [], adblock);
 
     env.signal?.throwIfAborted();
     const geo = geometry(options, insets);

@@ -4,6 +4,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { autoSelectCertificatePreferences, type AutoSelectCertificate } from './auto-select-certificates.js';
+import { ADBLOCK, type AdblockInstall } from './adblock.js';
 import { allowInNewContexts, unpackedExtensionId } from './extensions.js';
 import type { LaunchOptions } from './launch-options.js';
 
@@ -33,6 +34,7 @@ export async function writeProfilePreferences(
   downloads: string,
   options: Pick<LaunchOptions, 'pdfViewer' | 'extensionDirs'>,
   certificates: readonly AutoSelectCertificate[],
+  adblock?: AdblockInstall,
 ): Promise<void> {
   const file = join(userDataDir, 'Default', 'Preferences');
   let prefs: any = {};
@@ -52,6 +54,13 @@ export async function writeProfilePreferences(
   prefs.session = { ...prefs.session, restore_on_startup: 1 };
   // A saved profile may have shown the bookmarks bar: it would take height from the page.
   prefs.bookmark_bar = { ...prefs.bookmark_bar, show_on_all_tabs: false };
+  // What a saved profile says of the ad-block is this launch's to say: installed from the
+  // indexed copy, loaded from the root's folder (an extension directory), or not at all.
+  delete prefs.extensions?.settings?.[ADBLOCK.id];
+  if (adblock && 'preinstalled' in adblock) {
+    prefs.extensions = { ...prefs.extensions, ui: { ...prefs.extensions?.ui, developer_mode: true } };
+    prefs.extensions.settings = { ...prefs.extensions.settings, [ADBLOCK.id]: { ...adblock.preinstalled, incognito: true } };
+  }
   allowInNewContexts(prefs, await Promise.all((options.extensionDirs ?? []).map(unpackedExtensionId)));
   // Always, even empty: a saved profile's rules name certificates this session may not hold.
   autoSelectCertificatePreferences(prefs, certificates);

@@ -4,15 +4,22 @@
 // and lists what reached it). On by default: nothing of EasyList's or EasyPrivacy's reaches
 // the network, from the page, its frames, its worker, a tab or a context the client opens,
 // warm or cold; off: all of it loads, a warm browser's rules turned off when it is taken.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AD_PAGE, AD_REQUESTS, CONTENT_REQUESTS, PLAIN_PAGE, PLAIN_REQUESTS, startAdSite, type AdSiteServer } from '../../fixtures/ads.js';
+import { ADBLOCK, rootPaths } from '../browser/index.js';
 import { startTestServer, type TestServer } from '../testing/harness.js';
 import { browsersDirFor, createSession, endSession, eventually, getSession, rootOf } from './test-support.js';
 
 const ADS = AD_REQUESTS.map((r) => r.url);
+
+/** The ad-block's entry in a browser's profile preferences, if it has one. */
+function adblockOf(rootDir: string): { path: string } | undefined {
+  const prefs = JSON.parse(readFileSync(join(rootPaths(rootDir).userData, 'Default', 'Preferences'), 'utf8'));
+  return prefs.extensions?.settings?.[ADBLOCK.id];
+}
 /** The ad requests the page makes itself (the rest come from ad scripts that ran). */
 const DIRECT = AD_REQUESTS.filter((r) => r.kind !== 'loaded by an ad').map((r) => r.url);
 
@@ -66,8 +73,16 @@ describe('ad-block', () => {
     await eventually(async () => (await warm()) === 1, 60_000, 'a warm browser');
     await withSession(proxied(), async (browser, id) => {
       const root = rootOf(browsersDirFor(server.config.dataDir), id);
-      expect(root.dir).toMatch(/\/pool-[0-9a-f]+$/); // the warm browser, with its own copy of the extension
-      expect(existsSync(join(root.dir, 'adblock', 'manifest.json'))).toBe(true);
+      expect(root.dir).toMatch(/\/pool-[0-9a-f]+$/); // the warm browser
+      // Installed by its profile from the copy indexed once, outside every root: not loaded
+      // (and indexed) from a folder of its own at its start.
+      const installed = adblockOf(root.dir);
+      expect(installed?.path).toEqual(expect.any(String));
+      expect(installed!.path.startsWith(root.dir)).toBe(false);
+      expect(existsSync(join(installed!.path, '_metadata', 'generated_indexed_rulesets'))).toBe(true);
+      expect(existsSync(join(root.dir, 'adblock'))).toBe(false);
+      // (Debian's launcher script adds an empty --load-extension= of its own.)
+      expect(readFileSync(`/proc/${root.owner.pids[0]}/cmdline`, 'latin1')).not.toMatch(/--load-extension=[^\0]/);
 
       // A tab the client opens in the default context.
       const tab = await visit(site, browser.contexts()[0]!);
@@ -124,7 +139,9 @@ describe('ad-block', () => {
     });
 
     await withSession(proxied({ ...headless, adblock: { active: false } }), async (browser, id) => {
-      expect(existsSync(join(rootOf(browsersDirFor(server.config.dataDir), id).dir, 'adblock'))).toBe(false);
+      const root = rootOf(browsersDirFor(server.config.dataDir), id);
+      expect(existsSync(join(root.dir, 'adblock'))).toBe(false);
+      expect(adblockOf(root.dir)).toBeUndefined();
       const tab = await visit(site, browser.contexts()[0]!);
       expect(tab.requests).toEqual(expect.arrayContaining(DIRECT));
     });
