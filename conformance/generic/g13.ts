@@ -89,6 +89,7 @@ async function runCases(ctx: SuiteContext, op: Operation, seed: number, t: T, ba
     // time-out is three times the run's. G13 looks for server errors; a slow machine is not one.
     const ex = await ctx.call(built, { ...options, timeoutMs: c.valid ? 3 * ctx.timeoutMs : ctx.probeTimeoutMs });
     await removeWhatItMade(ctx, ex);
+    await endPromisedSession(ctx, ex);
     const status = ex.response?.status ?? 'no answer';
     statuses.set(status, (statuses.get(status) ?? 0) + 1);
     const problem = judge(ctx, op, c, ex);
@@ -123,4 +124,30 @@ async function removeWhatItMade(ctx: SuiteContext, ex: Exchange): Promise<void> 
   const id = extractId(c, ex.built, ex.response);
   const r = id === undefined ? undefined : ctx.registry.get(c.path, id);
   if (r && !r.deleted) await ctx.call(buildRequest(ctx.contract, c.deleter, { pathParams: r.pathParams }), { key: { value: r.apiKey } });
+}
+
+/**
+ * Ends the session an answer promises rather than names (createSessionAsync: a request id,
+ * the session made after the answer): its status is read until it names the session, which is
+ * then ended. Left to its timeouts, each held a browser for minutes; under CI's load four of
+ * them, with the other checks' sessions, filled the server's browsers, and a task run's
+ * `sync` answer queued past its wait.
+ */
+async function endPromisedSession(ctx: SuiteContext, ex: Exchange): Promise<void> {
+  const requestId = (ex.response?.json as { data?: { request_id?: unknown } } | undefined)?.data?.request_id;
+  const status = ctx.contract.find('GET', `${ex.built.op.path}/{request_id}/status`);
+  const deleter = ctx.contract.collections.get('/v1/sessions')?.deleter;
+  if (!ex.response || ex.response.status >= 300 || typeof requestId !== 'string' || !status || !deleter) return;
+  const deadline = Date.now() + 3 * ctx.timeoutMs;
+  while (Date.now() < deadline) {
+    const read = await ctx.call(buildRequest(ctx.contract, status, { pathParams: { request_id: requestId } }));
+    const data = (read.response?.json as { data?: { status?: unknown; session?: { session_id?: unknown } } } | undefined)?.data;
+    if (data?.status === 'ready' && typeof data.session?.session_id === 'string') {
+      const param = /\{([^}]+)\}/.exec(deleter.path)![1]!;
+      await ctx.call(buildRequest(ctx.contract, deleter, { pathParams: { [param]: data.session.session_id } }));
+      return;
+    }
+    if (data?.status !== 'pending' && data?.status !== 'processing') return; // failed, cancelled, or no answer
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
