@@ -76,7 +76,32 @@ export const DISABLED_FEATURES: readonly string[] = ['NetworkTimeServiceQuerying
 
 /** Where Chromium's own calls to Google services are sent so that they go nowhere: port 9
  *  is on Chromium's unsafe list, so it never even connects, and loopback bypasses proxies. */
-const NOWHERE = 'http://127.0.0.1:9/';
+export const NOWHERE = 'http://127.0.0.1:9/';
+
+/** What keeps Chromium off the network on its own account (no Google services, no QUIC) and
+ *  lets a fresh profile start without dialogs or OS keyrings: every browser the server starts. */
+export const QUIET_SWITCHES: readonly string[] = [
+  '--disable-background-networking',
+  '--disable-component-update',
+  // --disable-component-update does not stop every update check: some 8-12 s after its
+  // start Chromium 156 still POSTs update.googleapis.com/service/update2/json (over
+  // https, then plain http) through the session's proxy, traffic no user asked for.
+  // Pointed NOWHERE, the check goes nowhere (measured: gone from the proxy's log).
+  `--component-updater=url-source=${NOWHERE}`,
+  // Nor does --disable-sync stop Chromium's account checks: headless or not, it CONNECTs
+  // to accounts.google.com:443 some 2, 3, 6, 14 and 39 s after its start (a backoff, as
+  // each fails here) through the session's proxy. Its sign-in service's base URL pointed
+  // NOWHERE, the checks go nowhere (measured: gone from a proxy's log over 40 s). Pages
+  // that sign in to Google are not concerned: this moves only the browser's own idea of
+  // where its sign-in lives.
+  `--gaia-url=${NOWHERE}`,
+  '--no-first-run',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-default-browser-check',
+  '--password-store=basic',
+  '--use-mock-keychain',
+];
 
 export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string[] {
   const { window, screen } = layout.geometry;
@@ -88,28 +113,7 @@ export function chromiumArgs(options: LaunchOptions, layout: ArgsLayout): string
     // so a browser never outlives its server (launch.ts).
     '--remote-debugging-pipe',
     `--user-data-dir=${layout.userDataDir}`,
-    // Required on this network (no Google services, no QUIC) and for a fresh profile to
-    // start without dialogs or OS keyrings.
-    '--disable-background-networking',
-    '--disable-component-update',
-    // --disable-component-update does not stop every update check: some 8-12 s after its
-    // start Chromium 156 still POSTs update.googleapis.com/service/update2/json (over
-    // https, then plain http) through the session's proxy, traffic no user asked for.
-    // Pointed NOWHERE, the check goes nowhere (measured: gone from the proxy's log).
-    `--component-updater=url-source=${NOWHERE}`,
-    // Nor does --disable-sync stop Chromium's account checks: headless or not, it CONNECTs
-    // to accounts.google.com:443 some 2, 3, 6, 14 and 39 s after its start (a backoff, as
-    // each fails here) through the session's proxy. Its sign-in service's base URL pointed
-    // NOWHERE, the checks go nowhere (measured: gone from a proxy's log over 40 s). Pages
-    // that sign in to Google are not concerned: this moves only the browser's own idea of
-    // where its sign-in lives.
-    `--gaia-url=${NOWHERE}`,
-    '--no-first-run',
-    '--disable-sync',
-    '--disable-quic',
-    '--no-default-browser-check',
-    '--password-store=basic',
-    '--use-mock-keychain',
+    ...QUIET_SWITCHES,
     // /dev/shm is 64 MB in most containers: Chromium crashes tabs when it fills up.
     '--disable-dev-shm-usage',
     // --no-sandbox and --disable-web-security show an "unsupported command-line flag"

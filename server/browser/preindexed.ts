@@ -21,6 +21,7 @@ import { chmod, cp, lstat, mkdtemp, readFile, readdir, rename, rm, stat, writeFi
 import { realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NOWHERE, QUIET_SWITCHES } from './flags.js';
 
 export interface Preindexed {
   /** The extension's folder, its indexed rulesets in it. */
@@ -130,7 +131,6 @@ async function readableByAll(dir: string): Promise<void> {
  * this user (it only ever shows about:blank, so without its sandbox, which root needs).
  */
 function indexIn(chromiumPath: string, ext: string, profile: string, timeoutMs = 30_000): Promise<void> {
-  const nowhere = 'http://127.0.0.1:9/';
   const child = spawn(
     chromiumPath,
     [
@@ -141,16 +141,9 @@ function indexIn(chromiumPath: string, ext: string, profile: string, timeoutMs =
       `--load-extension=${ext}`,
       `--disable-extensions-except=${ext}`,
       '--disable-features=DisableLoadExtensionCommandLineSwitch',
-      '--disable-background-networking',
-      '--disable-component-update',
-      `--component-updater=url-source=${nowhere}`,
-      `--proxy-server=${nowhere}`,
-      '--no-first-run',
-      '--disable-sync',
-      '--disable-quic',
+      ...QUIET_SWITCHES,
+      `--proxy-server=${NOWHERE}`,
       '--disable-breakpad',
-      '--password-store=basic',
-      '--use-mock-keychain',
       'about:blank',
     ],
     { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], env: { ...process.env, HOME: profile } },
